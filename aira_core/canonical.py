@@ -1,0 +1,247 @@
+"""Canonical JSON (RFC 8785 / JCS) and the project's only hashing helpers.
+
+Every content-addressed identifier in Aira (revisions, manifests, descriptors,
+...) is a SHA-256 over bytes produced here. Keeping a single serialiser and
+a single hasher means two components can never disagree about an id because
+one of them sorted keys, formatted a float or escaped a string slightly
+differently. Nothing else in the code base should import ``hashlib`` or call
+``json.dumps`` to produce bytes that get hashed.
+
+The serialiser follows RFC 8785: keys sorted by UTF-16 code units, no
+insignificant whitespace, strings and numbers formatted exactly as
+ECMAScript's ``JSON.stringify`` does, UTF-8 output. Inputs that JCS cannot
+represent faithfully (NaN, infinities, lone surrogates, integers that would
+be silently rounded to a double, unknown types) raise
+:class:`CanonicalJSONError` instead of producing a "close enough" encoding.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from json.encoder import encode_basestring
+from typing import Any
+
+__all__ = [
+    "CanonicalJSONError",
+    "canonical_bytes",
+    "sha256_bytes_hex",
+    "sha256_hex",
+    "sha256_id",
+]
+
+# `encode_basestring` is exactly what `json.dumps(s, ensure_ascii=False)`
+# calls (C-accelerated): it escapes `"`, `\` and control characters < 0x20 as
+# \b \t \n \f \r or lowercase \u00xx and leaves everything else literal, which
+# is ECMAScript JSON.stringify's string serialisation. Calling it directly
+# avoids building a JSONEncoder per string.
+
+_SURROGATE_RE = re.compile("[\ud800-\udfff]")
+_PREFIX_RE = re.compile(r"[a-z][a-z0-9_-]*")
+
+# Integers with magnitude <= 2**53 are exact doubles whose shortest
+# round-trip form is the integer itself, so str() already matches ES.
+_MAX_SAFE_INT = 2**53
+
+# A path is a linked list (parent, token) so building it per element is
+# cheap; it is only rendered into a pointer string when an error occurs.
+_Path = tuple[Any, "str | int"] | None
+
+
+class CanonicalJSONError(ValueError):
+    """A value cannot be represented in canonical JSON (RFC 8785)."""
+
+
+def _pointer(path: _Path) -> str:
+    """Render a path as an RFC 6901 JSON pointer (``""`` is the root)."""
+    tokens: list[str] = []
+    while path is not None:
+        path, token = path
+        tokens.append(str(token).replace("~", "~0").replace("/", "~1"))
+    return "".join("/" + t for t in reversed(tokens))
+
+
+def _error(message: str, path: _Path) -> CanonicalJSONError:
+    where = _pointer(path) or "root"
+    return CanonicalJSONError(f"{message} (at {where})")
+
+
+def _format_number(value: float, path: _Path) -> str:
+    """Serialise a double as ECMAScript Number.prototype.toString does."""
+    if value != value:
+        raise _error("NaN is not allowed in canonical JSON", path)
+    if value in (float("inf"), float("-inf")):
+        name = "Infinity" if value > 0 else "-Infinity"
+        raise _error(f"{name} is not allowed in canonical JSON", path)
+    if value == 0:
+        return "0"  # ES prints -0 as "0" too.
+
+    # repr() gives the shortest digit string that round-trips, which is the
+    # digit selection ES mandates; only the layout rules differ.
+    text = float.__repr__(value)  # bypass any subclass __repr__
+    sign = ""
+    if text[0] == "-":
+        sign, text = "-", text[1:]
+    mantissa, _, exp_text = text.partition("e")
+    int_part, _, frac_part = mantissa.partition(".")
+    # value = int(digits) * 10**exp10
+    digits = (int_part + frac_part).lstrip("0")
+    exp10 = (int(exp_text) if exp_text else 0) - len(frac_part)
+    stripped = digits.rstrip("0")
+    exp10 += len(digits) - len(stripped)
+    digits = stripped
+
+    # ES notation: value = 0.d1d2...dk * 10**n
+    k = len(digits)
+    n = exp10 + k
+    if k <= n <= 21:
+        return sign + digits + "0" * (n - k)
+    if 0 < n <= 21:
+        return sign + digits[:n] + "." + digits[n:]
+    if -6 < n <= 0:
+        return sign + "0." + "0" * (-n) + digits
+    e = n - 1
+    exp_str = ("+" if e >= 0 else "-") + str(abs(e))
+    if k == 1:
+        return sign + digits + "e" + exp_str
+    return sign + digits[0] + "." + digits[1:] + "e" + exp_str
+
+
+def _format_int(value: int, path: _Path) -> str:
+    """Serialise an int as ES would after conversion to an IEEE double."""
+    if -_MAX_SAFE_INT <= value <= _MAX_SAFE_INT:
+        return int.__repr__(value)  # bypass IntEnum & co. __str__
+    # Refuse to round silently: a different integer would hash the same.
+    try:
+        as_float = float(value)
+    except OverflowError:
+        as_float = None
+    if as_float is None or int(as_float) != value:
+        raise _error(
+            f"integer {int.__repr__(value)} is not exactly representable as an IEEE-754 double",
+            path,
+        )
+    return _format_number(as_float, path)
+
+
+def _format_string(value: str, path: _Path, what: str = "string") -> str:
+    # Lone surrogates cannot be encoded as UTF-8 and are not I-JSON.
+    if _SURROGATE_RE.search(value):
+        raise _error(f"{what} contains a lone surrogate", path)
+    return encode_basestring(value)
+
+
+def _utf16_key(key: str) -> bytes:
+    return key.encode("utf-16-be")
+
+
+def canonical_bytes(obj: Any) -> bytes:
+    """Return the RFC 8785 canonical JSON encoding of ``obj`` as UTF-8 bytes.
+
+    Accepts dict (str keys), list, tuple, str, int, float, bool, None and
+    pydantic v2 models (serialised via their JSON-mode, by-alias,
+    exclude-none dump). Raises :class:`CanonicalJSONError` otherwise.
+    """
+    parts: list[str] = []
+    # Iterative to survive deep nesting. Stack items: str -> emit verbatim;
+    # int -> container id leaving the ancestor set; tuple -> (value, path).
+    stack: list[Any] = [(obj, None)]
+    ancestors: set[int] = set()  # container ids on the current path (cycles)
+    emit = parts.append
+    push = stack.append
+
+    while stack:
+        item = stack.pop()
+        item_type = type(item)
+        if item_type is str:
+            emit(item)
+            continue
+        if item_type is int:
+            ancestors.discard(item)
+            continue
+
+        value, path = item
+        if value is None:
+            emit("null")
+        elif value is True:
+            emit("true")
+        elif value is False:
+            emit("false")
+        elif isinstance(value, str):
+            emit(_format_string(value, path))
+        elif isinstance(value, int):  # bool already handled above
+            emit(_format_int(value, path))
+        elif isinstance(value, float):
+            emit(_format_number(value, path))
+        elif isinstance(value, dict):
+            oid = id(value)
+            if oid in ancestors:
+                raise _error("circular reference detected", path)
+            keys = list(value)
+            for key in keys:
+                if not isinstance(key, str):
+                    raise _error(
+                        f"object keys must be str, got {type(key).__name__} {key!r}",
+                        path,
+                    )
+                if _SURROGATE_RE.search(key):
+                    raise _error(f"object key {key!r} contains a lone surrogate", path)
+            keys.sort(key=_utf16_key)
+            ancestors.add(oid)
+            push(oid)
+            push("}")
+            # Pushed in reverse so they pop in sorted order.
+            for index in range(len(keys) - 1, -1, -1):
+                key = keys[index]
+                push((value[key], (path, key)))
+                prefix = "," if index else ""
+                push(prefix + encode_basestring(key) + ":")
+            emit("{")
+        elif isinstance(value, (list, tuple)):
+            oid = id(value)
+            if oid in ancestors:
+                raise _error("circular reference detected", path)
+            ancestors.add(oid)
+            push(oid)
+            push("]")
+            for index in range(len(value) - 1, -1, -1):
+                push((value[index], (path, index)))
+                if index:
+                    push(",")
+            emit("[")
+        else:
+            # Imported lazily: only needed for non-plain values.
+            import pydantic
+
+            if isinstance(value, pydantic.BaseModel):
+                dumped = value.model_dump(mode="json", by_alias=True, exclude_none=True)
+                push((dumped, path))
+            else:
+                cls = type(value)
+                raise _error(
+                    f"unsupported type {cls.__module__}.{cls.__qualname__}",
+                    path,
+                )
+
+    return "".join(parts).encode("utf-8")
+
+
+def sha256_hex(obj: Any) -> str:
+    """Return the hex SHA-256 of ``canonical_bytes(obj)``."""
+    return hashlib.sha256(canonical_bytes(obj)).hexdigest()
+
+
+def sha256_id(prefix: str, obj: Any) -> str:
+    """Return a typed content id ``"<prefix>:sha256:<hex>"`` for ``obj``.
+
+    ``prefix`` names the kind of object (e.g. ``"rev"``) and must match
+    ``[a-z][a-z0-9_-]*`` so ids stay unambiguous to parse.
+    """
+    if not isinstance(prefix, str) or not _PREFIX_RE.fullmatch(prefix):
+        raise ValueError(f"id prefix must match [a-z][a-z0-9_-]*, got {prefix!r}")
+    return f"{prefix}:sha256:{sha256_hex(obj)}"
+
+
+def sha256_bytes_hex(data: bytes) -> str:
+    """Return the hex SHA-256 of raw ``data`` (for non-JSON inputs)."""
+    return hashlib.sha256(data).hexdigest()

@@ -1,0 +1,1 @@
+"""Signed capability packages, trust, lint, conformance and the production catalog."""

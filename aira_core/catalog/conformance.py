@@ -1,0 +1,128 @@
+"""Conformance: does each descriptor's execution target have a real implementation that
+agrees with it?
+
+For every capability: the target resolves to a registered implementation declaring the
+same exact version; every input example (and the defaultBinding, copied into each example)
+passes the implementation's own check; every diagnostic code the implementation can raise
+is declared in the descriptor. The result is a report recorded with the package.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+from aira_core.contracts.capability import TARGET_REF_PATTERN, CapabilityDescriptor
+from aira_core.contracts.package import ConformanceCheck, ConformanceReport, PackageManifest
+from aira_core.diagnostics import Diagnostic, redact
+from aira_core.extensions import TargetImplementation
+
+CONFORMANCE_TARGET_UNRESOLVED = "CONFORMANCE_TARGET_UNRESOLVED"
+CONFORMANCE_VERSION_MISMATCH = "CONFORMANCE_VERSION_MISMATCH"
+CONFORMANCE_EXAMPLE_REJECTED = "CONFORMANCE_EXAMPLE_REJECTED"
+CONFORMANCE_DEFAULT_BINDING_REJECTED = "CONFORMANCE_DEFAULT_BINDING_REJECTED"
+CONFORMANCE_UNDECLARED_DIAGNOSTIC = "CONFORMANCE_UNDECLARED_DIAGNOSTIC"
+CONFORMANCE_CHECK_CRASHED = "CONFORMANCE_CHECK_CRASHED"
+
+_TARGET_REF = re.compile(TARGET_REF_PATTERN)
+
+
+class ImplementationIndex:
+    """Implementations by exact ref; the first one added for a ref wins (the package's own
+    implementations are added before the kernels' and validators')."""
+
+    def __init__(self, implementations: Iterable[TargetImplementation] = ()) -> None:
+        self._by_ref: dict[str, TargetImplementation] = {}
+        self._versions: dict[str, set[str]] = {}
+        self.add(implementations)
+
+    def add(self, implementations: Iterable[TargetImplementation]) -> None:
+        for impl in implementations:
+            ref = getattr(impl, "ref", None)
+            if not isinstance(ref, str) or not _TARGET_REF.match(ref):
+                continue
+            self._by_ref.setdefault(ref, impl)
+            name, version = ref.split("@")
+            self._versions.setdefault(name, set()).add(version)
+
+    def get(self, ref: str) -> TargetImplementation | None:
+        return self._by_ref.get(ref)
+
+    def versions(self, name: str) -> set[str]:
+        return self._versions.get(name, set())
+
+    def overlay(self, implementations: Iterable[TargetImplementation]) -> ImplementationIndex:
+        """A new index where ``implementations`` come first, then everything in this one."""
+        index = ImplementationIndex(implementations)
+        index.add(self._by_ref.values())
+        return index
+
+
+def _run_check(impl: TargetImplementation, inputs: Mapping[str, Any]
+               ) -> tuple[list[Diagnostic], str | None]:
+    try:
+        return list(impl.check(inputs)), None
+    except Exception as exc:  # the implementation's bug is a finding, not our crash
+        return [], redact(f"{type(exc).__name__}: {exc}")
+
+
+def check_descriptor(d: CapabilityDescriptor, index: ImplementationIndex) -> ConformanceCheck:
+    field, ref = d.target
+    cap = d.capability_id
+    found: list[Diagnostic] = []
+
+    def fail(code: str, message: str) -> None:
+        found.append(Diagnostic(code=code, subject=cap, message=f"{cap} ({field} {ref}): {message}"))
+
+    impl = index.get(ref)
+    if impl is None:
+        name = ref.split("@")[0]
+        others = sorted(index.versions(name))
+        if others:
+            fail(CONFORMANCE_VERSION_MISMATCH,
+                 f"no implementation declares exactly {ref}; registered versions: "
+                 + ", ".join(f"{name}@{v}" for v in others))
+        else:
+            fail(CONFORMANCE_TARGET_UNRESOLVED, f"no registered implementation provides {ref}")
+        return ConformanceCheck(capability_id=cap, target=ref, passed=False, diagnostics=found)
+
+    declared = set(d.diagnostics)
+    can_raise = set(getattr(impl, "diagnostics", ()) or ())
+    for code in sorted(can_raise - declared):
+        fail(CONFORMANCE_UNDECLARED_DIAGNOSTIC,
+             f"the implementation can raise {code}, which the descriptor does not declare")
+
+    cases: list[tuple[str, str, dict[str, Any]]] = [
+        (CONFORMANCE_EXAMPLE_REJECTED, f"input example {j}", dict(ex.input))
+        for j, ex in enumerate(d.input_examples)]
+    if d.default_binding:
+        bases = [dict(ex.input) for ex in d.input_examples] or [{}]
+        cases += [(CONFORMANCE_DEFAULT_BINDING_REJECTED,
+                   f"defaultBinding copied into input example {j}" if d.input_examples
+                   else "defaultBinding", {**b, **d.default_binding})
+                  for j, b in enumerate(bases)]
+    for code, what, inputs in cases:
+        diags, crash = _run_check(impl, inputs)
+        if crash is not None:
+            fail(CONFORMANCE_CHECK_CRASHED, f"the implementation's check raised on {what}: {crash}")
+            continue
+        if diags:
+            fail(code, f"the implementation rejects {what}: "
+                 + "; ".join(f"{x.code}: {x.message}" for x in diags))
+        for x in diags:
+            if x.code not in declared:
+                fail(CONFORMANCE_UNDECLARED_DIAGNOSTIC,
+                     f"the implementation raised {x.code} on {what}, which the descriptor "
+                     "does not declare")
+    return ConformanceCheck(capability_id=cap, target=ref, implementation=ref,
+                            passed=not found, diagnostics=found)
+
+
+def check_conformance(manifest: PackageManifest, index: ImplementationIndex, manifest_hash: str,
+                      now: datetime | None = None) -> ConformanceReport:
+    checks = [check_descriptor(d, index) for d in manifest.descriptors]
+    return ConformanceReport(
+        package=manifest.name, version=manifest.version, manifest_hash=manifest_hash,
+        checked_at=now or datetime.now(UTC), passed=all(c.passed for c in checks), checks=checks)

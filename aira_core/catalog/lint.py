@@ -1,0 +1,398 @@
+"""Lint: every field rule of RFC-0002 §4.1, §4.2 and §6.2 as a rule with a stable code.
+
+Each finding names the descriptor and a JSON pointer into the manifest. Schemas, examples
+and bindings are checked with jsonschema (Draft 2020-12); one validator is compiled per
+schema and reused, so linting a thousand descriptors stays fast.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import SchemaError
+
+from aira_core.canonical import canonical_bytes
+from aira_core.contracts.base import DIAGNOSTIC_CODE_PATTERN
+from aira_core.contracts.capability import (
+    CAPABILITY_ID_PATTERN,
+    CAPABILITY_RELATIONS,
+    CapabilityDescriptor,
+    CapabilityKind,
+    Effect,
+    Predicate,
+    Purity,
+    RelationType,
+)
+from aira_core.contracts.package import PackageManifest
+from aira_core.catalog.predicates import PREDICATES, referenced_inputs
+from aira_core.diagnostics import Diagnostic, json_pointer
+
+SUMMARY_MAX_CHARS = 280
+
+# Which execution targets fit which kind (§5.1, §6.1).
+TARGETS_BY_KIND: dict[CapabilityKind, frozenset[str]] = {
+    CapabilityKind.AUTHORING_OPERATION: frozenset({"operationRef", "patchTemplateRef"}),
+    CapabilityKind.MODEL_QUERY: frozenset({"queryRef"}),
+    CapabilityKind.WORKFLOW: frozenset({"workflowRef"}),
+    CapabilityKind.VALIDATOR: frozenset({"validatorRef"}),
+    CapabilityKind.CONVERTER: frozenset({"operationRef", "ioRef"}),
+    CapabilityKind.REPAIR: frozenset({"patchTemplateRef", "workflowRef"}),
+    CapabilityKind.IMPORTER: frozenset({"ioRef"}),
+    CapabilityKind.EXPORTER: frozenset({"ioRef"}),
+}
+READ_ONLY_KINDS = frozenset({CapabilityKind.MODEL_QUERY, CapabilityKind.VALIDATOR})
+WRITING_KINDS = frozenset({CapabilityKind.AUTHORING_OPERATION, CapabilityKind.REPAIR,
+                           CapabilityKind.IMPORTER})
+
+_SCHEMA_REF_TARGET = re.compile(r"^amir://[a-z]+/(?P<name>[^/]+)/(?P<version>[^/]+)/[^/]+$")
+_CAP_ID = re.compile(CAPABILITY_ID_PATTERN)
+_DIAG_CODE = re.compile(DIAGNOSTIC_CODE_PATTERN)
+
+# The rule codes, documented in docs/catalog.md.
+RULES: dict[str, str] = {
+    "LINT_FIELD_MISSING": "a required field is missing",
+    "LINT_FIELD_UNKNOWN": "a field the contract does not define (likely a typo)",
+    "LINT_FIELD_INVALID": "a field has the wrong type or value",
+    "LINT_CAPABILITY_ID_INVALID": "capability ids have the form cap:<dotted.name>@<major>",
+    "LINT_CAPABILITY_DUPLICATE": "the same capability id twice in one package",
+    "LINT_KIND_UNKNOWN": "kind is not one of the seven kinds",
+    "LINT_TARGET_NOT_EXACTLY_ONE": "exactly one execution target must be declared",
+    "LINT_TARGET_REF_INVALID": "execution targets are <dotted.name>@<MAJOR.MINOR.PATCH>",
+    "LINT_TARGET_KIND_MISMATCH": "the execution target does not fit the kind",
+    "LINT_TAXONOMY_UNKNOWN": "taxonomy.primary is not a path of the taxonomy",
+    "LINT_VERSION_INVALID": "versions are exact MAJOR.MINOR.PATCH",
+    "LINT_SCHEMA_INVALID": "a schema is not a valid Draft 2020-12 JSON Schema",
+    "LINT_SCHEMA_REF_UNRESOLVED": "a schemaRef names no schema of the package",
+    "LINT_SCHEMA_REF_TARGET_MISMATCH": "an amir:// schemaRef belongs to another target",
+    "LINT_INPUT_SCHEMA_NOT_OBJECT": "an input schema must describe an object",
+    "LINT_DEFAULT_UNKNOWN_INPUT": "a canonical default for an input the schema lacks",
+    "LINT_DEFAULT_ON_REQUIRED": "canonical defaults are for optional inputs",
+    "LINT_DEFAULT_INVALID": "a canonical default fails its input schema",
+    "LINT_DEFAULT_SCHEMA_MISMATCH": "the schema's own default differs from the canonical default",
+    "LINT_DEFAULT_BINDING_NOT_REQUIRED": "defaultBinding is for required inputs of the schema",
+    "LINT_DEFAULT_BINDING_INVALID": "a defaultBinding value fails its input schema",
+    "LINT_DEFAULT_BINDING_CONFLICT": "defaultBinding disagrees with defaults, the schema's "
+                                     "default or the shape an input example uses",
+    "LINT_EXAMPLE_SCHEMA_INVALID": "an input example fails the canonical input schema",
+    "LINT_INPUT_EXAMPLE_MISSING": "required inputs but no complete, copyable input example",
+    "LINT_INTENT_EXAMPLES_MISSING": "a profile needs at least one intent example",
+    "LINT_SUMMARY_TOO_LONG": f"summaries are short (at most {SUMMARY_MAX_CHARS} characters)",
+    "LINT_ALIAS_DUPLICATE": "the same alias twice in one profile",
+    "LINT_PREDICATE_UNREGISTERED": "predicates must be registered predicate ids",
+    "LINT_PREDICATE_ARGS_INVALID": "predicate arguments fail the predicate's schema",
+    "LINT_PREDICATE_INPUT_UNKNOWN": "a predicate refers to an input the schema lacks",
+    "LINT_EFFECTS_MISSING": "effects must be declared",
+    "LINT_EFFECTS_CONFLICT": "readOnly cannot be combined with other effects",
+    "LINT_EFFECTS_KIND_MISMATCH": "effects contradict the kind",
+    "LINT_RISK_INCONSISTENT": "risk contradicts the declared effects",
+    "LINT_PURITY_INCONSISTENT": "a pure capability cannot have external side effects",
+    "LINT_DIAGNOSTIC_CODE_INVALID": "diagnostic codes are UPPER_SNAKE_CASE",
+    "LINT_DIAGNOSTIC_DUPLICATE": "the same diagnostic code twice",
+    "LINT_FAILURE_MODE_UNDECLARED": "guidance explains a diagnostic the descriptor does not declare",
+    "LINT_RELATION_UNKNOWN": "relation names are the nine relations of §5.3",
+    "LINT_UNKNOWN_RELATION_TARGET": "a relation names a capability that is not in the catalog",
+    "LINT_RELATION_TARGET_INVALID": "a relation target has the wrong form",
+    "LINT_RELATION_SELF": "a capability relates to itself",
+    "LINT_TRUST_SELF_ASSERTED": "trust is filled in by the catalog, never by the manifest",
+}
+
+
+@dataclass
+class _Ctx:
+    manifest: PackageManifest
+    validators: dict[str, Draft202012Validator]
+    known: set[str] | None
+
+
+def _diag(code: str, cap: str, parts: Iterable[str | int], message: str) -> Diagnostic:
+    pointer = json_pointer(list(parts))
+    return Diagnostic(code=code, subject=cap, pointer=pointer, message=f"{cap} {pointer}: {message}")
+
+
+def _compile_schemas(manifest: PackageManifest) -> tuple[dict[str, Draft202012Validator],
+                                                          list[Diagnostic]]:
+    validators: dict[str, Draft202012Validator] = {}
+    out: list[Diagnostic] = []
+    for ref, schema in manifest.schemas.items():
+        try:
+            Draft202012Validator.check_schema(schema)
+        except SchemaError as exc:
+            pointer = ["schemas", ref, *exc.absolute_path]
+            out.append(_diag("LINT_SCHEMA_INVALID", manifest.name, pointer,
+                             f"schema {ref!r} is not a valid Draft 2020-12 schema: {exc.message}"))
+            continue
+        validators[ref] = Draft202012Validator(schema)
+    return validators, out
+
+
+def lint_manifest(manifest: PackageManifest, *,
+                  known_capabilities: set[str] | None = None) -> list[Diagnostic]:
+    """Lint a parsed manifest. ``known_capabilities`` is the set of capability ids a relation
+    may point at besides the package's own; ``None`` means other packages are not known, and
+    relations to them are not checked."""
+    validators, out = _compile_schemas(manifest)
+    own = {d.capability_id for d in manifest.descriptors}
+    known = None if known_capabilities is None else known_capabilities | own
+    ctx = _Ctx(manifest, validators, known)
+    seen: set[str] = set()
+    for i, d in enumerate(manifest.descriptors):
+        base = ("descriptors", i)
+        if d.capability_id in seen:
+            out.append(_diag("LINT_CAPABILITY_DUPLICATE", d.capability_id, [*base, "capabilityId"],
+                             "this capability id is declared more than once in the package"))
+        seen.add(d.capability_id)
+        out.extend(_lint_descriptor(ctx, d, base))
+    return out
+
+
+def _lint_descriptor(ctx: _Ctx, d: CapabilityDescriptor,
+                     base: tuple[str | int, ...]) -> Iterator[Diagnostic]:
+    cap = d.capability_id
+    yield from _lint_target(d, base)
+    yield from _lint_schemas(ctx, d, base)
+    in_schema = ctx.manifest.schemas.get(d.inputs.schema_ref)
+    validator = ctx.validators.get(d.inputs.schema_ref)
+    inputs: set[str] | None = None
+    if isinstance(in_schema, dict) and validator is not None:
+        props = in_schema.get("properties")
+        props = props if isinstance(props, dict) else {}
+        required = set(in_schema.get("required", []) or [])
+        inputs = set(props)
+        yield from _lint_defaults(d, base, validator, props, required)
+        yield from _lint_examples(d, base, validator, required)
+    for path, preds in (((*base, "applicability", "predicates"), d.applicability.predicates),
+                        ((*base, "preconditions"), d.preconditions),
+                        ((*base, "postconditions"), d.postconditions)):
+        yield from _lint_predicates(cap, path, preds, inputs)
+    yield from _lint_profile(d, base)
+    yield from _lint_effects(d, base)
+    yield from _lint_diagnostics(d, base)
+    yield from _lint_relations(ctx, d, base)
+    if d.trust is not None:
+        yield _diag("LINT_TRUST_SELF_ASSERTED", cap, [*base, "trust"],
+                    "a manifest may not declare its own trust; the catalog fills it in")
+
+
+def _lint_target(d: CapabilityDescriptor, base: tuple[str | int, ...]) -> Iterator[Diagnostic]:
+    field, ref = d.target
+    allowed = TARGETS_BY_KIND[d.kind]
+    if field not in allowed:
+        yield _diag("LINT_TARGET_KIND_MISMATCH", d.capability_id, [*base, field],
+                    f"a {d.kind.value} capability uses {' or '.join(sorted(allowed))}, not {field}")
+
+
+def _lint_schemas(ctx: _Ctx, d: CapabilityDescriptor,
+                  base: tuple[str | int, ...]) -> Iterator[Diagnostic]:
+    _, target_ref = d.target
+    for part, io in (("inputs", d.inputs), ("outputs", d.outputs)):
+        if io is None:
+            continue
+        pointer = [*base, part, "schemaRef"]
+        if io.schema_ref not in ctx.manifest.schemas:
+            yield _diag("LINT_SCHEMA_REF_UNRESOLVED", d.capability_id, pointer,
+                        f"schemaRef {io.schema_ref!r} is not among the package's schemas")
+            continue
+        m = _SCHEMA_REF_TARGET.match(io.schema_ref)
+        if m and f"{m['name']}@{m['version']}" != target_ref:
+            yield _diag("LINT_SCHEMA_REF_TARGET_MISMATCH", d.capability_id, pointer,
+                        f"schemaRef {io.schema_ref!r} belongs to {m['name']}@{m['version']}, "
+                        f"but the target is {target_ref}")
+    schema = ctx.manifest.schemas.get(d.inputs.schema_ref)
+    if schema is not None and schema.get("type") != "object":
+        yield _diag("LINT_INPUT_SCHEMA_NOT_OBJECT", d.capability_id,
+                    [*base, "inputs", "schemaRef"],
+                    f"input schema {d.inputs.schema_ref!r} must have \"type\": \"object\"")
+
+
+def _first_error(validator: Draft202012Validator, value: Any) -> Any:
+    return next(iter(sorted(validator.iter_errors(value), key=lambda e: list(e.path))), None)
+
+
+def _shape(value: Any) -> Any:
+    """The shape of a JSON value: its type, and for objects their keys, for arrays length."""
+    if isinstance(value, dict):
+        return ("object", frozenset(value))
+    if isinstance(value, list):
+        return ("array", len(value))
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int | float):
+        return "number"
+    return type(value).__name__
+
+
+def _lint_defaults(d: CapabilityDescriptor, base: tuple[str | int, ...],
+                   validator: Draft202012Validator, props: dict[str, Any],
+                   required: set[str]) -> Iterator[Diagnostic]:
+    cap = d.capability_id
+    for key, value in d.defaults.items():
+        pointer = [*base, "defaults", key]
+        if key not in props:
+            yield _diag("LINT_DEFAULT_UNKNOWN_INPUT", cap, pointer,
+                        f"input {key!r} is not a property of the input schema")
+            continue
+        if key in required:
+            yield _diag("LINT_DEFAULT_ON_REQUIRED", cap, pointer,
+                        f"input {key!r} is required; canonical defaults are for optional inputs "
+                        "(use defaultBinding for a copyable value of a required input)")
+        err = _first_error(validator.evolve(schema=props[key]), value)
+        if err is not None:
+            yield _diag("LINT_DEFAULT_INVALID", cap, [*pointer, *err.path],
+                        f"default for {key!r} fails its schema: {err.message}")
+        if isinstance(props[key], dict) and "default" in props[key] and \
+                canonical_bytes(props[key]["default"]) != canonical_bytes(value):
+            yield _diag("LINT_DEFAULT_SCHEMA_MISMATCH", cap, pointer,
+                        f"the input schema declares default {props[key]['default']!r} for "
+                        f"{key!r}, the descriptor {value!r}; keep one canonical default")
+    for key, value in d.default_binding.items():
+        pointer = [*base, "defaultBinding", key]
+        if key not in props or key not in required:
+            yield _diag("LINT_DEFAULT_BINDING_NOT_REQUIRED", cap, pointer,
+                        f"input {key!r} is not a required property of the input schema")
+            continue
+        err = _first_error(validator.evolve(schema=props[key]), value)
+        if err is not None:
+            yield _diag("LINT_DEFAULT_BINDING_INVALID", cap, [*pointer, *err.path],
+                        f"defaultBinding for {key!r} fails its schema: {err.message}")
+        if key in d.defaults:
+            yield _diag("LINT_DEFAULT_BINDING_CONFLICT", cap, pointer,
+                        f"{key!r} has both a canonical default and a defaultBinding")
+        elif isinstance(props[key], dict) and "default" in props[key] and \
+                canonical_bytes(props[key]["default"]) != canonical_bytes(value):
+            yield _diag("LINT_DEFAULT_BINDING_CONFLICT", cap, pointer,
+                        f"the input schema hides a second default for {key!r}")
+        for j, example in enumerate(d.input_examples):
+            if key in example.input and _shape(example.input[key]) != _shape(value):
+                yield _diag("LINT_DEFAULT_BINDING_CONFLICT", cap,
+                            [*base, "inputExamples", j, "input", key],
+                            f"the example gives {key!r} another shape than its defaultBinding; "
+                            "examples must not invent an input shape")
+
+
+def _lint_examples(d: CapabilityDescriptor, base: tuple[str | int, ...],
+                   validator: Draft202012Validator, required: set[str]) -> Iterator[Diagnostic]:
+    if required and not d.input_examples:
+        yield _diag("LINT_INPUT_EXAMPLE_MISSING", d.capability_id, [*base, "inputExamples"],
+                    f"inputs {sorted(required)} are required but the profile has no complete, "
+                    "copyable input example")
+    for j, example in enumerate(d.input_examples):
+        for err in validator.iter_errors(example.input):
+            yield _diag("LINT_EXAMPLE_SCHEMA_INVALID", d.capability_id,
+                        [*base, "inputExamples", j, "input", *err.path],
+                        f"input example {j} fails the input schema: {err.message}")
+
+
+_PREDICATE_VALIDATORS = {pid: Draft202012Validator(p.args_schema) for pid, p in PREDICATES.items()}
+
+
+def _lint_predicates(cap: str, path: tuple[str | int, ...], predicates: list[Predicate],
+                     inputs: set[str] | None) -> Iterator[Diagnostic]:
+    for k, pred in enumerate(predicates):
+        pointer = [*path, k]
+        validator = _PREDICATE_VALIDATORS.get(pred.id)
+        if validator is None:
+            yield _diag("LINT_PREDICATE_UNREGISTERED", cap, [*pointer, "id"],
+                        f"predicate {pred.id!r} is not registered; registered: "
+                        f"{', '.join(sorted(PREDICATES))}")
+            continue
+        err = _first_error(validator, pred.args)
+        if err is not None:
+            yield _diag("LINT_PREDICATE_ARGS_INVALID", cap, [*pointer, "args", *err.path],
+                        f"arguments of {pred.id!r}: {err.message}")
+            continue
+        for name in referenced_inputs(pred.args):
+            if inputs is not None and name not in inputs:
+                yield _diag("LINT_PREDICATE_INPUT_UNKNOWN", cap, [*pointer, "args"],
+                            f"predicate {pred.id!r} refers to input {name!r}, which the input "
+                            "schema does not define")
+
+
+def _lint_profile(d: CapabilityDescriptor, base: tuple[str | int, ...]) -> Iterator[Diagnostic]:
+    cap = d.capability_id
+    if not d.intent_examples:
+        yield _diag("LINT_INTENT_EXAMPLES_MISSING", cap, [*base, "intentExamples"],
+                    "the profile has no intent example")
+    if len(d.summary) > SUMMARY_MAX_CHARS:
+        yield _diag("LINT_SUMMARY_TOO_LONG", cap, [*base, "summary"],
+                    f"summary has {len(d.summary)} characters; at most {SUMMARY_MAX_CHARS}")
+    seen: set[str] = set()
+    for k, alias in enumerate(d.aliases):
+        folded = alias.casefold()
+        if folded in seen:
+            yield _diag("LINT_ALIAS_DUPLICATE", cap, [*base, "aliases", k],
+                        f"alias {alias!r} appears twice")
+        seen.add(folded)
+
+
+def _lint_effects(d: CapabilityDescriptor, base: tuple[str | int, ...]) -> Iterator[Diagnostic]:
+    cap = d.capability_id
+    effects = set(d.effects)
+    pointer = [*base, "effects"]
+    if not effects:
+        yield _diag("LINT_EFFECTS_MISSING", cap, pointer,
+                    "declare what the capability does (readOnly, additive, changesTopology, "
+                    "changesAuthority, externalSideEffect, createsFeature)")
+        return
+    if Effect.READ_ONLY in effects and len(effects) > 1:
+        yield _diag("LINT_EFFECTS_CONFLICT", cap, pointer,
+                    "readOnly cannot be combined with other effects")
+    if d.kind in READ_ONLY_KINDS and effects != {Effect.READ_ONLY}:
+        yield _diag("LINT_EFFECTS_KIND_MISMATCH", cap, pointer,
+                    f"a {d.kind.value} never writes; its effects are [\"readOnly\"]")
+    if d.kind in WRITING_KINDS and Effect.READ_ONLY in effects:
+        yield _diag("LINT_EFFECTS_KIND_MISMATCH", cap, pointer,
+                    f"a {d.kind.value} changes the model; it cannot be readOnly")
+    if d.kind is CapabilityKind.EXPORTER and Effect.EXTERNAL_SIDE_EFFECT not in effects:
+        yield _diag("LINT_EFFECTS_KIND_MISMATCH", cap, pointer,
+                    "an exporter writes outside the model: declare externalSideEffect")
+    if d.risk.destructive and effects == {Effect.READ_ONLY}:
+        yield _diag("LINT_RISK_INCONSISTENT", cap, [*base, "risk", "destructive"],
+                    "a readOnly capability cannot be destructive")
+    if d.purity is Purity.PURE and Effect.EXTERNAL_SIDE_EFFECT in effects:
+        yield _diag("LINT_PURITY_INCONSISTENT", cap, [*base, "purity"],
+                    "a capability with external side effects is not pure")
+
+
+def _lint_diagnostics(d: CapabilityDescriptor,
+                      base: tuple[str | int, ...]) -> Iterator[Diagnostic]:
+    seen: set[str] = set()
+    for k, code in enumerate(d.diagnostics):
+        if code in seen:
+            yield _diag("LINT_DIAGNOSTIC_DUPLICATE", d.capability_id, [*base, "diagnostics", k],
+                        f"diagnostic {code} is declared twice")
+        seen.add(code)
+    for k, mode in enumerate(d.guidance.failure_modes):
+        if mode.diagnostic not in seen:
+            yield _diag("LINT_FAILURE_MODE_UNDECLARED", d.capability_id,
+                        [*base, "guidance", "failureModes", k, "diagnostic"],
+                        f"{mode.diagnostic} is explained but not declared in diagnostics")
+
+
+def _lint_relations(ctx: _Ctx, d: CapabilityDescriptor,
+                    base: tuple[str | int, ...]) -> Iterator[Diagnostic]:
+    cap = d.capability_id
+    for relation, targets in d.relations.items():
+        for k, target in enumerate(targets):
+            pointer = [*base, "relations", relation.value, k]
+            if relation is RelationType.REPAIRS_DIAGNOSTIC:
+                if not _DIAG_CODE.match(target):
+                    yield _diag("LINT_RELATION_TARGET_INVALID", cap, pointer,
+                                f"repairsDiagnostic names diagnostic codes; {target!r} is not one")
+                continue
+            if relation not in CAPABILITY_RELATIONS or (
+                    relation is RelationType.REQUIRES and not target.startswith("cap:")):
+                continue
+            if not _CAP_ID.match(target):
+                yield _diag("LINT_RELATION_TARGET_INVALID", cap, pointer,
+                            f"{relation.value} names capabilities; {target!r} is not a "
+                            "capability id cap:<dotted.name>@<major>")
+            elif target == cap:
+                yield _diag("LINT_RELATION_SELF", cap, pointer,
+                            f"{cap} {relation.value} itself")
+            elif ctx.known is not None and target not in ctx.known:
+                yield _diag("LINT_UNKNOWN_RELATION_TARGET", cap, pointer,
+                            f"{relation.value} names {target}, which is not in the catalog")

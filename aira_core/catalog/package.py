@@ -1,0 +1,163 @@
+"""Reading a capability package: strict JSON, then the manifest model.
+
+Manifest JSON is untrusted. Duplicate keys and NaN/Infinity are refused before anything is
+hashed or verified (a duplicate key would let two readers see two different manifests behind
+one signature). Model errors become lint diagnostics with stable codes and JSON pointers.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from aira_core.contracts.package import PackageManifest
+from aira_core.diagnostics import AiraError, Diagnostic, json_pointer
+from aira_core.extensions import MANIFEST_FILE, SIGNATURE_FILE, CapabilityPackageSource
+
+MANIFEST_MISSING = "MANIFEST_MISSING"
+MANIFEST_NOT_JSON = "MANIFEST_NOT_JSON"
+MANIFEST_DUPLICATE_KEY = "MANIFEST_DUPLICATE_KEY"
+PACKAGE_PATH_INVALID = "PACKAGE_PATH_INVALID"
+
+
+class _StrictJSONError(ValueError):
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    obj: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in obj:
+            raise _StrictJSONError(MANIFEST_DUPLICATE_KEY, f"duplicate key {key!r}")
+        obj[key] = value
+    return obj
+
+
+def _no_constant(name: str) -> Any:
+    raise _StrictJSONError(MANIFEST_NOT_JSON, f"{name} is not valid JSON")
+
+
+def loads_strict(data: bytes) -> Any:
+    """``json.loads`` that refuses duplicate keys and NaN/Infinity (codes as above)."""
+    try:
+        return json.loads(data, object_pairs_hook=_no_duplicates, parse_constant=_no_constant)
+    except _StrictJSONError as exc:
+        raise AiraError(exc.code, f"manifest.json: {exc}") from None
+    except UnicodeDecodeError as exc:
+        raise AiraError(MANIFEST_NOT_JSON, f"manifest.json is not UTF-8: {exc.reason}") from None
+    except json.JSONDecodeError as exc:
+        raise AiraError(MANIFEST_NOT_JSON, f"manifest.json is not JSON: {exc.msg} at line "
+                        f"{exc.lineno} column {exc.colno}") from None
+
+
+@dataclass
+class ParsedPackage:
+    """A package read as far as it could be: raw JSON, the model, and what went wrong."""
+
+    source: CapabilityPackageSource
+    raw: Any = None
+    manifest: PackageManifest | None = None
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+
+
+def _lint_code(err: Any) -> str:
+    kind: str = err["type"]
+    if kind.startswith("LINT_"):
+        return kind
+    loc = [str(p) for p in err["loc"]]
+    names = [p for p in loc if not p.isdigit()]
+    last = names[-1] if names else ""
+    if kind == "missing":
+        return "LINT_FIELD_MISSING"
+    if kind == "extra_forbidden":
+        return "LINT_FIELD_UNKNOWN"
+    if last == "capabilityId":
+        return "LINT_CAPABILITY_ID_INVALID"
+    if last.endswith("Ref") and last != "schemaRef":
+        return "LINT_TARGET_REF_INVALID"
+    if "taxonomy" in names and last == "primary":
+        return "LINT_TAXONOMY_UNKNOWN"
+    if names == ["descriptors", "kind"]:
+        return "LINT_KIND_UNKNOWN"
+    if "relations" in names and "[key]" in names:
+        return "LINT_RELATION_UNKNOWN"
+    if last == "diagnostics" or "diagnostic" in names:
+        return "LINT_DIAGNOSTIC_CODE_INVALID"
+    if last in {"version", "profileVersion"}:
+        return "LINT_VERSION_INVALID"
+    return "LINT_FIELD_INVALID"
+
+
+def _descriptor_id(raw: Any, loc: tuple[Any, ...]) -> str | None:
+    if len(loc) >= 2 and loc[0] == "descriptors" and isinstance(loc[1], int):
+        try:
+            cap = raw["descriptors"][loc[1]].get("capabilityId")
+        except (KeyError, IndexError, TypeError, AttributeError):
+            return None
+        return cap if isinstance(cap, str) else None
+    return None
+
+
+def validation_diagnostics(exc: ValidationError, raw: Any, package: str) -> list[Diagnostic]:
+    out = []
+    for err in exc.errors(include_url=False):
+        loc = tuple(p for p in err["loc"] if p != "[key]")
+        subject = _descriptor_id(raw, loc) or package
+        pointer = json_pointer(list(loc))
+        out.append(Diagnostic(code=_lint_code(err), subject=subject, pointer=pointer or None,
+                              message=f"{subject} {pointer or '/'}: {err['msg']}"))
+    return out
+
+
+def parse_package(source: CapabilityPackageSource) -> ParsedPackage:
+    """Parse a package's manifest; never raises for bad input."""
+    parsed = ParsedPackage(source)
+    if not source.manifest:
+        parsed.diagnostics.append(Diagnostic(
+            code=MANIFEST_MISSING, subject=source.name,
+            message=f"package {source.name!r} has no manifest.json"))
+        return parsed
+    try:
+        parsed.raw = loads_strict(source.manifest)
+    except AiraError as exc:
+        parsed.diagnostics.append(exc.diagnostic.model_copy(update={"subject": source.name}))
+        return parsed
+    try:
+        parsed.manifest = PackageManifest.model_validate(parsed.raw)
+    except ValidationError as exc:
+        parsed.diagnostics.extend(validation_diagnostics(exc, parsed.raw, source.name))
+    return parsed
+
+
+def source_from_path(path: str | Path) -> CapabilityPackageSource:
+    """A package directory, or a manifest file with ``manifest.sig`` beside it."""
+    path = Path(path)
+    if path.is_file():
+        if path.name != MANIFEST_FILE:
+            data = path.read_bytes()
+            sig = path.with_name(path.name + ".sig")
+            return CapabilityPackageSource(
+                name=path.stem, manifest=data,
+                signature=sig.read_bytes() if sig.is_file() else None, origin=path.name)
+        path = path.parent
+    if not path.is_dir():
+        raise AiraError(PACKAGE_PATH_INVALID,
+                        f"{path.name or str(path)!r} is neither a package directory nor a "
+                        f"manifest file")
+    return CapabilityPackageSource.from_directory(path)
+
+
+def signature_path(path: str | Path) -> Path:
+    """Where ``aira catalog sign`` writes the signature for a package path."""
+    path = Path(path)
+    if path.is_dir():
+        return path / SIGNATURE_FILE
+    if path.name == MANIFEST_FILE:
+        return path.with_name(SIGNATURE_FILE)
+    return path.with_name(path.name + ".sig")

@@ -1,0 +1,338 @@
+"""The ``aira`` command line.
+
+Only typer is imported at the top: each command imports what it needs, so ``aira --help``
+stays fast and never loads a plugin. Expected failures print ``error: CODE: message`` and
+exit 1; there is never a traceback unless ``AIRA_DEBUG=1``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from datetime import datetime
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+app = typer.Typer(
+    name="aira",
+    help="Aira: the host between AI models and CAD kernels.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+catalog_app = typer.Typer(help="Signed capability packages and the production catalog.",
+                          no_args_is_help=True)
+trust_app = typer.Typer(help="Publishers and keys trusted to admit packages.",
+                        no_args_is_help=True)
+app.add_typer(catalog_app, name="catalog")
+app.add_typer(trust_app, name="trust")
+
+JsonFlag = Annotated[bool, typer.Option("--json", help="Machine-readable output (stable).")]
+
+
+def _print_json(obj: Any) -> None:
+    typer.echo(json.dumps(obj, indent=2, ensure_ascii=False))
+
+
+def _console() -> Any:
+    from rich.console import Console
+
+    return Console(highlight=False)
+
+
+def _table(title: str, columns: list[str], rows: list[list[str]]) -> None:
+    from rich.table import Table
+
+    table = Table(title=title, title_justify="left")
+    for col in columns:
+        table.add_column(col, overflow="fold")
+    for row in rows:
+        table.add_row(*row)
+    _console().print(table)
+
+
+def _print_diagnostics(diags: list[Any]) -> None:
+    from rich.markup import escape
+
+    console = _console()
+    for d in diags:
+        console.print(f"  [red]{d.code}[/red] {escape(d.message)}")
+
+
+# -- plugins -------------------------------------------------------------------------------
+
+@app.command("plugins")
+def plugins_cmd(as_json: JsonFlag = False) -> None:
+    """List installed plugins, what they register, and the ones that failed to load."""
+    from aira_core.extensions import EXTENSION_TYPES
+    from aira_core.plugins import get_registry
+
+    registry = get_registry()
+    registered: dict[str, dict[str, list[str]]] = {}
+    for ext in EXTENSION_TYPES:
+        for name, entry in registry.by_type[ext.key].items():
+            registered.setdefault(entry.plugin, {}).setdefault(ext.key, []).append(name)
+    if as_json:
+        _print_json({
+            "format": "aira.plugins/1",
+            "plugins": [{**p.to_json(), "registered": registered.get(p.name, {})}
+                        for p in registry.plugins],
+            "errors": [e.to_json() for e in registry.errors],
+        })
+        return
+    rows = [[p.name, p.distribution, p.version or "", p.status,
+             "; ".join(f"{k}: {', '.join(sorted(v))}"
+                       for k, v in sorted(registered.get(p.name, {}).items()))]
+            for p in registry.plugins]
+    _table("Plugins", ["name", "distribution", "version", "status", "registers"], rows)
+    if registry.errors:
+        from rich.markup import escape
+
+        console = _console()
+        console.print(f"[red]{len(registry.errors)} plugin error(s):[/red]")
+        for e in registry.errors:
+            console.print(f"  [red]{e.code}[/red] {escape(str(e))}")
+
+
+# -- catalog -------------------------------------------------------------------------------
+
+@catalog_app.command("list")
+def catalog_list(as_json: JsonFlag = False,
+                 quarantine: Annotated[bool, typer.Option(
+                     "--quarantine", help="Also show quarantined packages and why.")] = False
+                 ) -> None:
+    """Show the production catalog (and, with --quarantine, what was kept out and why)."""
+    from aira_core.catalog.catalog import build_catalog
+
+    catalog = build_catalog()
+    if as_json:
+        _print_json(catalog.to_json(quarantine=quarantine))
+        return
+    rows = [[p.manifest.name, p.manifest.version, p.manifest.publisher, p.signature.key_id,
+             str(len(p.manifest.descriptors))]
+            for p in sorted(catalog.packages.values(), key=lambda p: p.manifest.name)]
+    _table("Production catalog", ["package", "version", "publisher", "key", "capabilities"],
+           rows)
+    console = _console()
+    console.print(f"authoringLockHash    {catalog.authoring_lock_hash()}")
+    console.print(f"discoveryCatalogHash {catalog.discovery_catalog_hash()}")
+    if catalog.quarantine and not quarantine:
+        console.print(f"[yellow]{len(catalog.quarantine)} package(s) in quarantine; "
+                      "see `aira catalog list --quarantine`[/yellow]")
+    if quarantine:
+        for q in catalog.quarantine:
+            console.print(f"[yellow]quarantined[/yellow] {q.name} {q.version or ''} "
+                          f"(plugin {q.source.plugin}, {q.source.distribution})")
+            _print_diagnostics(list(q.reasons))
+
+
+def _registered_capability_ids() -> set[str]:
+    from aira_core.catalog.package import parse_package
+    from aira_core.plugins import get_registry
+
+    ids: set[str] = set()
+    for entry in get_registry().entries("capability_packages"):
+        parsed = parse_package(entry.obj)
+        if parsed.manifest is not None:
+            ids.update(d.capability_id for d in parsed.manifest.descriptors)
+    return ids
+
+
+def _lint_path(path: Path) -> tuple[Any, list[Any]]:
+    from aira_core.catalog.lint import lint_manifest
+    from aira_core.catalog.package import parse_package, source_from_path
+
+    parsed = parse_package(source_from_path(path))
+    if parsed.manifest is None:
+        return parsed, parsed.diagnostics
+    return parsed, lint_manifest(parsed.manifest, known_capabilities=_registered_capability_ids())
+
+
+@catalog_app.command("lint")
+def catalog_lint(path: Annotated[Path, typer.Argument(help="Package directory or manifest.")],
+                 as_json: JsonFlag = False) -> None:
+    """Lint a capability package; exit 1 if there are findings."""
+    parsed, findings = _lint_path(path)
+    if as_json:
+        _print_json({"format": "aira.lint/1", "package": parsed.source.name,
+                     "ok": not findings,
+                     "findings": [f.model_dump(mode="json", exclude_none=True)
+                                  for f in findings]})
+    elif findings:
+        _console().print(f"[red]{len(findings)} finding(s)[/red] in {parsed.source.name}:")
+        _print_diagnostics(findings)
+    else:
+        _console().print(f"{parsed.source.name}: lint clean "
+                         f"({len(parsed.manifest.descriptors)} capabilities)")
+    if findings:
+        raise typer.Exit(1)
+
+
+@catalog_app.command("sign")
+def catalog_sign(path: Annotated[Path, typer.Argument(help="Package directory or manifest.")],
+                 key: Annotated[Path, typer.Option("--key", help="Ed25519 private key "
+                                                   "(PKCS#8 PEM).")]) -> None:
+    """Sign a lint-clean package; writes manifest.sig beside the manifest."""
+    from aira_core.catalog.package import signature_path
+    from aira_core.catalog.signing import load_private_key, sign_manifest
+    from aira_core.catalog.trust import TrustPolicy
+
+    private = load_private_key(key)
+    parsed, findings = _lint_path(path)
+    if findings:
+        _console().print(f"[red]not signed:[/red] {len(findings)} lint finding(s)")
+        _print_diagnostics(findings)
+        raise typer.Exit(1)
+    sig = sign_manifest(parsed.raw, private, parsed.manifest.publisher)
+    out = signature_path(path)
+    out.write_text(json.dumps(sig.to_wire(), indent=2) + "\n")
+    trusted = any(r.key.key_id == sig.key_id for r in TrustPolicy.load().keys())
+    typer.echo(f"signed {parsed.manifest.name} {parsed.manifest.version} as "
+               f"{sig.publisher} with key {sig.key_id} -> {out.name}")
+    if not trusted:
+        typer.echo(f"note: key {sig.key_id} is not in your trust store; "
+                   f"`aira trust add {sig.publisher} PUBLIC_KEY` to admit this package")
+
+
+@catalog_app.command("verify")
+def catalog_verify(path: Annotated[Path, typer.Argument(help="Package directory or manifest.")],
+                   as_json: JsonFlag = False) -> None:
+    """Verify a package's signature against the trust store; exit 1 if it does not verify."""
+    from aira_core.catalog.package import parse_package, source_from_path
+    from aira_core.catalog.trust import TrustPolicy
+    from aira_core.diagnostics import Diagnostic
+
+    source = source_from_path(path)
+    parsed = parse_package(source)
+    if parsed.raw is None or not isinstance(parsed.raw, dict):
+        result: Any = parsed.diagnostics[0] if parsed.diagnostics else Diagnostic(
+            code="MANIFEST_NOT_JSON", message="manifest.json is not a JSON object")
+    else:
+        publisher = parsed.raw.get("publisher")
+        result = TrustPolicy.load().verify(parsed.raw, str(publisher), source.signature)
+    ok = not isinstance(result, Diagnostic)
+    if as_json:
+        body: dict[str, Any] = {"format": "aira.verify/1", "package": source.name, "ok": ok}
+        if ok:
+            body.update(publisher=result.publisher, keyId=result.key_id)
+        else:
+            body["error"] = result.model_dump(mode="json", exclude_none=True)
+        _print_json(body)
+    elif ok:
+        typer.echo(f"{source.name}: signature OK (publisher {result.publisher}, "
+                   f"key {result.key_id})")
+    else:
+        typer.echo(f"error: {result.code}: {result.message}", err=True)
+    if not ok:
+        raise typer.Exit(1)
+
+
+@catalog_app.command("keygen")
+def catalog_keygen(out: Annotated[Path, typer.Argument(help="Where to write the private key "
+                                                       "(PKCS#8 PEM, mode 0600).")]) -> None:
+    """Make a new Ed25519 signing key; prints its public key and key id."""
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    from aira_core.catalog.signing import key_id, private_key_pem, public_key_b64
+    from aira_core.diagnostics import AiraError
+
+    if out.exists():
+        raise AiraError("KEY_EXISTS", f"{out.name!r} exists; refusing to overwrite a key")
+    key = Ed25519PrivateKey.generate()
+    fd = os.open(out, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "wb") as fh:
+        fh.write(private_key_pem(key))
+    typer.echo(f"public key {public_key_b64(key.public_key())}")
+    typer.echo(f"key id     {key_id(key.public_key())}")
+
+
+# -- trust ---------------------------------------------------------------------------------
+
+@trust_app.command("list")
+def trust_list(as_json: JsonFlag = False) -> None:
+    """Show trusted publishers and keys (built-in and your own)."""
+    from datetime import UTC
+
+    from aira_core.catalog.trust import TrustPolicy
+
+    now = datetime.now(UTC)
+    keys = [r.to_json(now) for r in TrustPolicy.load().keys()]
+    if as_json:
+        _print_json({"format": "aira.trust/1", "keys": keys})
+        return
+    _table("Trusted keys", ["publisher", "key id", "public key", "expires", "state"],
+           [[k["publisher"], k["keyId"], k["publicKey"], k["expiresAt"] or "never",
+             "revoked" if k["revoked"] else "expired" if k["expired"] else
+             ("built-in" if k["builtin"] else "trusted")] for k in keys])
+
+
+@trust_app.command("add")
+def trust_add(publisher: str,
+              public_key: Annotated[str, typer.Argument(help="base64 of the raw 32-byte key")],
+              expires: Annotated[datetime | None, typer.Option(
+                  "--expires", help="Expiry (ISO date or date-time, UTC if no zone).")] = None
+              ) -> None:
+    """Trust a publisher's public key."""
+    from datetime import UTC
+
+    from aira_core.catalog.trust import add_key
+    from aira_core.contracts.package import PACKAGE_NAME_PATTERN
+    from aira_core.diagnostics import AiraError
+
+    import re
+
+    if not re.match(PACKAGE_NAME_PATTERN, publisher):
+        raise AiraError("TRUST_PUBLISHER_INVALID",
+                        f"publisher {publisher!r} must be lowercase words joined by . or -")
+    if expires is not None and expires.tzinfo is None:
+        expires = expires.replace(tzinfo=UTC)
+    key = add_key(publisher, public_key, expires)
+    typer.echo(f"trusted key {key.key_id} for {publisher}")
+
+
+@trust_app.command("revoke")
+def trust_revoke(key_id: str) -> None:
+    """Revoke a key (built-in keys too); packages signed with it go to quarantine."""
+    from aira_core.catalog.trust import revoke_key
+
+    record = revoke_key(key_id)
+    typer.echo(f"revoked key {record.key.key_id} of {record.publisher}")
+
+
+# -- schema --------------------------------------------------------------------------------
+
+@app.command("schema")
+def schema_cmd(name: Annotated[str | None, typer.Argument(
+        help="Contract name; omit to list the names.")] = None) -> None:
+    """Print the generated JSON Schema of a contract (e.g. capability-descriptor)."""
+    from aira_core.contracts import SCHEMAS, json_schema
+
+    if name is None:
+        for n in sorted(SCHEMAS):
+            typer.echo(n)
+        return
+    _print_json(json_schema(name))
+
+
+def main() -> None:
+    """Console-script entry point: expected errors get a code and a message, no traceback."""
+    from aira_core.diagnostics import AiraError, redact
+
+    try:
+        app()
+    except AiraError as exc:
+        typer.echo(f"error: {redact(str(exc.diagnostic))}", err=True)
+        sys.exit(1)
+    except Exception as exc:
+        if os.environ.get("AIRA_DEBUG") == "1":
+            raise
+        typer.echo(f"error: INTERNAL_ERROR: {type(exc).__name__}: {redact(str(exc))} "
+                   "(this is a bug in aira; AIRA_DEBUG=1 shows the traceback)", err=True)
+        sys.exit(2)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,19 @@
+"""Where Aira keeps per-user state: ``AIRA_HOME`` or a per-user config directory."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+
+def aira_home() -> Path:
+    """``$AIRA_HOME`` if set, else the platform's per-user config directory for ``aira``.
+
+    Not created here; writers create it when they first write.
+    """
+    env = os.environ.get("AIRA_HOME")
+    if env:
+        return Path(env).expanduser()
+    import platformdirs  # only needed when no AIRA_HOME is set
+
+    return Path(platformdirs.user_config_dir("aira", appauthor=False))

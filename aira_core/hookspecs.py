@@ -1,0 +1,59 @@
+"""Every extension point of Aira: one register-style hook per extension type.
+
+A plugin implements any of these with :data:`aira_core.hookimpl` and calls ``register``
+once per object. Hooks are called with keyword arguments, one plugin at a time, so an
+exception in one plugin is recorded against that plugin and never stops the others.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pluggy
+
+from aira_core.extensions import (
+    CapabilityPackageSource,
+    Integration,
+    Kernel,
+    Provider,
+    Transport,
+    Validator,
+)
+
+hookspec = pluggy.HookspecMarker("aira")
+
+
+@hookspec
+def aira_register_capability_packages(
+    register: Callable[[CapabilityPackageSource], None],
+) -> None:
+    """Register signed capability packages: manifest and signature bytes plus the
+    implementations behind each execution target. The catalog admits a package only if its
+    signature verifies under a trusted key and it passes lint and conformance."""
+
+
+@hookspec
+def aira_register_kernels(register: Callable[[Kernel], None]) -> None:
+    """Register geometry kernels: a name, a build hash and the exact operation versions
+    they implement."""
+
+
+@hookspec
+def aira_register_validators(register: Callable[[Validator], None]) -> None:
+    """Register validator implementations for ``validatorRef`` contracts."""
+
+
+@hookspec
+def aira_register_providers(register: Callable[[Provider], None]) -> None:
+    """Register model provider adapters (a providerId and the models it serves)."""
+
+
+@hookspec
+def aira_register_transports(register: Callable[[Transport], None]) -> None:
+    """Register decision transports: how a decision schema rides a provider request and how
+    the decision comes back (``tool``, ``json``, strict structured output)."""
+
+
+@hookspec
+def aira_register_integrations(register: Callable[[Integration], None]) -> None:
+    """Register Intent Loop, Context Continuity and Execution Guard adapters."""
