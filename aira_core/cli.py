@@ -114,11 +114,14 @@ def catalog_list(as_json: JsonFlag = False,
     rows = [[p.manifest.name, p.manifest.version, p.manifest.publisher, p.signature.key_id,
              str(len(p.manifest.descriptors))]
             for p in sorted(catalog.packages.values(), key=lambda p: p.manifest.name)]
-    _table("Production catalog", ["package", "version", "publisher", "key", "capabilities"],
-           rows)
     console = _console()
-    console.print(f"authoringLockHash    {catalog.authoring_lock_hash()}")
-    console.print(f"discoveryCatalogHash {catalog.discovery_catalog_hash()}")
+    if rows:
+        _table("Production catalog",
+               ["package", "version", "publisher", "key", "capabilities"], rows)
+    else:
+        console.print("The production catalog is empty: no admitted capability packages.")
+    console.print(f"authoringLockHash    {catalog.authoring_lock_hash()}", soft_wrap=True)
+    console.print(f"discoveryCatalogHash {catalog.discovery_catalog_hash()}", soft_wrap=True)
     if catalog.quarantine and not quarantine:
         console.print(f"[yellow]{len(catalog.quarantine)} package(s) in quarantine; "
                       "see `aira catalog list --quarantine`[/yellow]")

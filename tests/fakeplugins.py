@@ -1,0 +1,73 @@
+"""FAKE plugin objects for tests: kernels, validators, providers, transports and
+integrations that do nothing but carry a name (and, for kernels, implementations)."""
+
+from __future__ import annotations
+
+import sys
+import textwrap
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from aira_core.extensions import Implementation, TargetImplementation
+
+
+@dataclass
+class FakeKernel:
+    name: str
+    build_hash: str = "build:test"
+    impls: Sequence[TargetImplementation] = field(default_factory=tuple)
+
+    def implementations(self) -> Sequence[TargetImplementation]:
+        return self.impls
+
+
+@dataclass
+class FakeValidator:
+    name: str
+    ref: str = "test.validate@1.0.0"
+    diagnostics: frozenset[str] = frozenset()
+
+    def check(self, inputs):  # type: ignore[no-untyped-def]
+        return []
+
+
+@dataclass
+class FakeProvider:
+    name: str
+    models: Sequence[str] = ("fake-model",)
+
+
+@dataclass
+class FakeTransport:
+    name: str
+
+
+@dataclass
+class FakeIntegration:
+    name: str
+    role: str = "continuity"
+
+
+def accept(inputs):  # type: ignore[no-untyped-def]
+    return []
+
+
+def impl(ref: str) -> Implementation:
+    return Implementation(ref=ref, check_inputs=accept)
+
+
+def install_fake_distribution(site: Path, dist: str, version: str, plugin: str,
+                              module_source: str) -> None:
+    """Write a FAKE installed distribution (dist-info with an ``aira`` entry point, plus its
+    module) into ``site``; put ``site`` on sys.path (or PYTHONPATH) to make it visible."""
+    module = f"{dist.replace('-', '_')}_plugin"
+    (site / f"{module}.py").write_text(textwrap.dedent(module_source))
+    info = site / f"{dist.replace('-', '_')}-{version}.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {dist}\nVersion: {version}\n")
+    (info / "entry_points.txt").write_text(f"[aira]\n{plugin} = {module}\n")
+
+
+def drop_module(dist: str) -> None:
+    sys.modules.pop(f"{dist.replace('-', '_')}_plugin", None)

@@ -1,0 +1,361 @@
+"""Admission into the production catalog: only signed, trusted, lint-clean, conformant
+packages enter; everything else is quarantined with a stable code, and the good packages
+keep working."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+from factory import (
+    Signer,
+    box_descriptor,
+    box_schemas,
+    manifest,
+    mutate,
+    package_source,
+    trust_policy,
+    write_package,
+)
+from fakeplugins import FakeKernel, impl
+
+from aira_core import hookimpl
+from aira_core.catalog.catalog import build_catalog
+from aira_core.catalog.state import CatalogState
+from aira_core.catalog.trust import TrustPolicy
+from aira_core.contracts.package import TrustStore
+from aira_core.extensions import CapabilityPackageSource
+
+VENDOR = Signer("test-vendor")
+OTHER = Signer("other-vendor")
+
+
+def packages_plugin(sources) -> SimpleNamespace:  # type: ignore[no-untyped-def]
+    """An in-process plugin registering the given package sources."""
+
+    @hookimpl
+    def aira_register_capability_packages(register):  # type: ignore[no-untyped-def]
+        for s in sources:
+            register(s)
+
+    return SimpleNamespace(aira_register_capability_packages=aira_register_capability_packages)
+
+
+def good_source(name: str = "good.pkg", version: str = "1.0.0") -> CapabilityPackageSource:
+    """A second, independent, valid package (its own capability ids)."""
+    m = manifest(name=name, version=version, publisher="other-vendor")
+    m["descriptors"] = [box_descriptor("cap:other.box@1", "other.box@1.0.0")]
+    m["descriptors"][0]["relations"] = {}
+    m["schemas"] = box_schemas("other.box@1.0.0")
+    return package_source(m, OTHER)
+
+
+def admit(register_plugin, *sources: CapabilityPackageSource, trust: TrustPolicy | None = None,
+          now: datetime | None = None):  # type: ignore[no-untyped-def]
+    registry = register_plugin(packages_plugin(sources), "pkgs")
+    return build_catalog(registry, trust=trust or trust_policy(VENDOR, OTHER), now=now)
+
+
+def quarantined(catalog, name: str) -> list[str]:  # type: ignore[no-untyped-def]
+    (q,) = [q for q in catalog.quarantine if q.name == name]
+    return [r.code for r in q.reasons]
+
+
+def test_valid_package_is_admitted_with_trust_and_report(register_plugin) -> None:
+    catalog = admit(register_plugin, package_source(manifest(), VENDOR), good_source())
+    assert set(catalog.packages) == {"test.pkg", "good.pkg"}
+    assert catalog.quarantine == []
+    box = catalog.capabilities()["cap:test.box@1"]
+    assert box.trust is not None
+    assert (box.trust.publisher, box.trust.key_id) == ("test-vendor", VENDOR.key_id)
+    report = catalog.packages["test.pkg"].report
+    assert report.passed and len(report.checks) == 3
+    stored = CatalogState().report("test.pkg", "1.0.0", catalog.packages["test.pkg"].manifest_hash)
+    assert stored == report
+    body = catalog.to_json(quarantine=True)
+    assert body["format"] == "aira.catalog/1"
+    assert body["authoringLockHash"].startswith("lock:sha256:")
+    assert body["discoveryCatalogHash"].startswith("disc:sha256:")
+
+
+# -- the bad-input list of the issue, one test each; the good package always stays ----------
+
+def assert_only_good_admitted(catalog) -> None:  # type: ignore[no-untyped-def]
+    assert set(catalog.packages) == {"good.pkg"}
+
+
+def test_malformed_manifest_json(register_plugin) -> None:
+    bad = package_source(manifest(), VENDOR, raw=b'{"name": "test.pkg", "version": ')
+    catalog = admit(register_plugin, bad, good_source())
+    assert quarantined(catalog, "test.pkg") == ["MANIFEST_NOT_JSON"]
+    assert_only_good_admitted(catalog)
+
+
+def test_missing_signature(register_plugin) -> None:
+    catalog = admit(register_plugin, package_source(manifest(), None), good_source())
+    assert quarantined(catalog, "test.pkg") == ["SIGNATURE_MISSING"]
+    assert_only_good_admitted(catalog)
+
+
+def test_signature_by_unknown_key(register_plugin) -> None:
+    stranger = Signer("test-vendor")
+    catalog = admit(register_plugin, package_source(manifest(), stranger), good_source())
+    assert quarantined(catalog, "test.pkg") == ["SIGNATURE_UNKNOWN_KEY"]
+    assert_only_good_admitted(catalog)
+
+
+def test_one_byte_changed_after_signing(register_plugin) -> None:
+    m = manifest()
+    raw = json.dumps(m, indent=2).encode()
+    tampered = raw.replace(b'"exclusiveMinimum": 0', b'"exclusiveMinimum": 5', 1)
+    assert len(tampered) == len(raw) and tampered != raw
+    catalog = admit(register_plugin, package_source(m, VENDOR, raw=tampered), good_source())
+    assert quarantined(catalog, "test.pkg") == ["SIGNATURE_INVALID"]
+    assert_only_good_admitted(catalog)
+
+
+def test_reformatting_after_signing_keeps_the_signature(register_plugin) -> None:
+    """Signatures are over canonical bytes: whitespace and key order are not meaning."""
+    m = manifest()
+    compact = json.dumps(m, separators=(",", ":"), sort_keys=True).encode()
+    catalog = admit(register_plugin, package_source(m, VENDOR, raw=compact))
+    assert set(catalog.packages) == {"test.pkg"}
+
+
+def test_expired_key(register_plugin) -> None:
+    now = datetime(2026, 11, 29, tzinfo=UTC)
+    trust = TrustPolicy(TrustStore(publishers=[
+        *trust_policy(VENDOR, expires_at=now - timedelta(days=1)).user.publishers,
+        *trust_policy(OTHER).user.publishers]))
+    catalog = admit(register_plugin, package_source(manifest(), VENDOR), good_source(),
+                    trust=trust, now=now)
+    assert quarantined(catalog, "test.pkg") == ["TRUST_KEY_EXPIRED"]
+    assert_only_good_admitted(catalog)
+
+
+def test_revoked_key(register_plugin) -> None:
+    store = trust_policy(VENDOR, OTHER).user
+    trust = TrustPolicy(store.model_copy(update={"revoked_key_ids": [VENDOR.key_id]}))
+    catalog = admit(register_plugin, package_source(manifest(), VENDOR), good_source(),
+                    trust=trust)
+    assert quarantined(catalog, "test.pkg") == ["TRUST_KEY_REVOKED"]
+    assert_only_good_admitted(catalog)
+
+
+def test_revoking_the_builtin_key_in_the_user_store() -> None:
+    from aira_core.catalog.trust import builtin_store
+
+    (key,) = builtin_store().publishers[0].keys
+    policy = TrustPolicy(TrustStore(revoked_key_ids=[key.key_id]))
+    assert [r.revoked for r in policy.keys()] == [True]
+
+
+def test_key_of_another_publisher_is_refused(register_plugin) -> None:
+    """A trusted key signs only for its own publisher."""
+    m = manifest(publisher="other-vendor")
+    sig = json.loads(VENDOR.sign(m))
+    sig["publisher"] = "other-vendor"  # VENDOR's key claims to sign for OTHER
+    forged = CapabilityPackageSource(name="test.pkg", manifest=json.dumps(m).encode(),
+                                     signature=json.dumps(sig).encode())
+    catalog = admit(register_plugin, forged, good_source())
+    assert quarantined(catalog, "test.pkg") == ["SIGNATURE_PUBLISHER_MISMATCH"]
+    assert_only_good_admitted(catalog)
+
+
+def test_older_version_than_admitted_is_a_rollback(register_plugin, aira_plugin_system) -> None:
+    catalog = admit(register_plugin, package_source(manifest(version="1.4.0"), VENDOR))
+    assert set(catalog.packages) == {"test.pkg"}
+    aira_plugin_system.unregister("pkgs")
+    catalog = admit(register_plugin, package_source(manifest(version="1.3.9"), VENDOR),
+                    good_source())
+    assert quarantined(catalog, "test.pkg") == ["CATALOG_ROLLBACK"]
+    assert_only_good_admitted(catalog)
+    assert CatalogState().admitted_versions()["test.pkg"] == "1.4.0"
+
+
+def test_newer_version_moves_the_floor_up(register_plugin, aira_plugin_system) -> None:
+    admit(register_plugin, package_source(manifest(version="1.0.0"), VENDOR))
+    aira_plugin_system.unregister("pkgs")
+    admit(register_plugin, package_source(manifest(version="1.10.0"), VENDOR))
+    assert CatalogState().admitted_versions()["test.pkg"] == "1.10.0"
+
+
+def test_example_that_violates_its_schema(register_plugin) -> None:
+    def bad(m):  # type: ignore[no-untyped-def]
+        m["descriptors"][0]["inputExamples"][0]["input"]["length"] = -20
+
+    catalog = admit(register_plugin, package_source(mutate(manifest(), bad), VENDOR),
+                    good_source())
+    (q,) = catalog.quarantine
+    (reason,) = q.reasons
+    assert reason.code == "LINT_EXAMPLE_SCHEMA_INVALID"
+    assert reason.pointer == "/descriptors/0/inputExamples/0/input/length"
+    assert "cap:test.box@1" in reason.message
+    assert_only_good_admitted(catalog)
+
+
+def test_same_capability_id_in_two_packages(register_plugin) -> None:
+    twin = manifest(name="twin.pkg", publisher="other-vendor")
+    twin["descriptors"] = [box_descriptor()]
+    twin["descriptors"][0]["relations"] = {}
+    twin["schemas"] = box_schemas()
+    catalog = admit(register_plugin, package_source(manifest(), VENDOR),
+                    package_source(twin, OTHER), good_source())
+    assert quarantined(catalog, "test.pkg") == ["CATALOG_DUPLICATE_CAPABILITY"]
+    assert quarantined(catalog, "twin.pkg") == ["CATALOG_DUPLICATE_CAPABILITY"]
+    (reason,) = next(q for q in catalog.quarantine if q.name == "twin.pkg").reasons
+    assert "test.pkg" in reason.message and "twin.pkg" in reason.message
+    assert_only_good_admitted(catalog)
+
+
+def test_conformance_failure_is_quarantined_with_report(register_plugin) -> None:
+    catalog = admit(register_plugin, package_source(manifest(), VENDOR, implementations=[]),
+                    good_source())
+    codes = quarantined(catalog, "test.pkg")
+    assert codes == ["CONFORMANCE_TARGET_UNRESOLVED"] * 3
+    (q,) = [q for q in catalog.quarantine if q.name == "test.pkg"]
+    assert q.report is not None and not q.report.passed
+    assert_only_good_admitted(catalog)
+
+
+def test_kernel_implementations_satisfy_conformance(register_plugin) -> None:
+    """Targets resolve against registered kernels, not only the package's own code."""
+    m = manifest()
+    kernel = FakeKernel("k", impls=[impl(r) for r in
+                                    ("test.box@1.0.0", "test.fillet@1.0.0", "test.sketch@1.0.0")])
+
+    @hookimpl
+    def aira_register_kernels(register):  # type: ignore[no-untyped-def]
+        register(kernel)
+
+    register_plugin(SimpleNamespace(aira_register_kernels=aira_register_kernels), "kern")
+    catalog = admit(register_plugin, package_source(m, VENDOR, implementations=[]))
+    assert set(catalog.packages) == {"test.pkg"}
+
+
+def test_failures_leave_the_state_as_it_was(register_plugin) -> None:
+    catalog = admit(register_plugin, package_source(manifest(), None),
+                    package_source(manifest(name="x.pkg"), Signer("test-vendor")))
+    assert catalog.packages == {}
+    assert CatalogState().admitted_versions() == {}
+
+
+def test_registered_name_must_match_manifest(register_plugin) -> None:
+    src = package_source(manifest(), VENDOR)
+    src = CapabilityPackageSource(name="impostor", manifest=src.manifest,
+                                  signature=src.signature, implementations=src.implementations)
+    catalog = admit(register_plugin, src)
+    assert quarantined(catalog, "test.pkg") == ["CATALOG_PACKAGE_NAME_MISMATCH"]
+
+
+# -- the CLI, end to end ----------------------------------------------------------------------
+
+def aira(*args: str, home: Path, **env: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "aira_core.cli", *args], capture_output=True,
+                          text=True, timeout=60,
+                          env={**os.environ, "AIRA_HOME": str(home), **env})
+
+
+def test_cli_sign_verify_and_trust(tmp_path: Path, aira_home: Path) -> None:
+    pkg = write_package(tmp_path / "pkg", manifest())
+    key = VENDOR.write_pem(tmp_path / "vendor.pem")
+
+    out = aira("catalog", "verify", str(pkg), home=aira_home)
+    assert out.returncode == 1 and "SIGNATURE_MISSING" in out.stderr
+
+    out = aira("catalog", "sign", str(pkg), "--key", str(key), home=aira_home)
+    assert out.returncode == 0, out.stderr
+    assert VENDOR.key_id in out.stdout and "not in your trust store" in out.stdout
+    assert (pkg / "manifest.sig").is_file()
+
+    out = aira("catalog", "verify", str(pkg), "--json", home=aira_home)
+    assert out.returncode == 1
+    assert json.loads(out.stdout)["error"]["code"] == "SIGNATURE_UNKNOWN_KEY"
+
+    out = aira("trust", "add", "test-vendor", VENDOR.public_b64, home=aira_home)
+    assert out.returncode == 0, out.stderr
+    out = aira("catalog", "verify", str(pkg), "--json", home=aira_home)
+    assert out.returncode == 0, out.stdout
+    assert json.loads(out.stdout) == {"format": "aira.verify/1", "package": "test.pkg",
+                                      "ok": True, "publisher": "test-vendor",
+                                      "keyId": VENDOR.key_id}
+
+    listed = json.loads(aira("trust", "list", "--json", home=aira_home).stdout)
+    assert {k["keyId"]: k["publisher"] for k in listed["keys"]}[VENDOR.key_id] == "test-vendor"
+
+    out = aira("trust", "revoke", VENDOR.key_id, home=aira_home)
+    assert out.returncode == 0
+    out = aira("catalog", "verify", str(pkg), "--json", home=aira_home)
+    assert json.loads(out.stdout)["error"]["code"] == "TRUST_KEY_REVOKED"
+
+    out = aira("trust", "revoke", "0123456789abcdef", home=aira_home)
+    assert out.returncode == 1 and "TRUST_KEY_NOT_FOUND" in out.stderr
+
+
+def test_cli_tampered_package_fails_verify_without_traceback(tmp_path, aira_home) -> None:
+    pkg = write_package(tmp_path / "pkg", manifest(), VENDOR)
+    aira("trust", "add", "test-vendor", VENDOR.public_b64, home=aira_home)
+    text = (pkg / "manifest.json").read_text().replace('"Box"', '"Bax"')
+    (pkg / "manifest.json").write_text(text)
+    out = aira("catalog", "verify", str(pkg), home=aira_home)
+    assert out.returncode == 1
+    assert "SIGNATURE_INVALID" in out.stderr
+    assert "Traceback" not in out.stdout + out.stderr
+
+
+def test_cli_bad_inputs_get_codes_not_tracebacks(tmp_path, aira_home) -> None:
+    cases = [
+        (["catalog", "verify", str(tmp_path / "nowhere")], "PACKAGE_PATH_INVALID"),
+        (["catalog", "sign", str(write_package(tmp_path / "p", manifest())), "--key",
+          str(tmp_path / "missing.pem")], "KEY_INVALID"),
+        (["trust", "add", "test-vendor", "not-base64!"], "KEY_INVALID"),
+        (["trust", "add", "Bad Name", VENDOR.public_b64], "TRUST_PUBLISHER_INVALID"),
+        (["schema", "no-such-contract"], "SCHEMA_NOT_FOUND"),
+    ]
+    for args, code in cases:
+        out = aira(*args, home=aira_home)
+        assert out.returncode == 1, (args, out.stdout, out.stderr)
+        assert code in out.stderr, (args, out.stderr)
+        assert "Traceback" not in out.stdout + out.stderr
+    (aira_home / "trust.json").write_text("{not json")
+    out = aira("trust", "list", home=aira_home)
+    assert out.returncode == 1 and "TRUST_STORE_INVALID" in out.stderr
+    assert str(aira_home) not in out.stderr
+
+
+def test_cli_sign_refuses_a_package_with_lint_findings(tmp_path, aira_home) -> None:
+    pkg = write_package(tmp_path / "pkg", mutate(manifest(), lambda m: m["descriptors"][0]
+                                                 .update(queryRef="test.q@1.0.0")))
+    out = aira("catalog", "sign", str(pkg), "--key", str(VENDOR.write_pem(tmp_path / "k.pem")),
+               home=aira_home)
+    assert out.returncode == 1
+    assert "LINT_TARGET_NOT_EXACTLY_ONE" in out.stdout
+    assert not (pkg / "manifest.sig").exists()
+
+
+def test_cli_keygen_makes_a_usable_key(tmp_path, aira_home) -> None:
+    out = aira("catalog", "keygen", str(tmp_path / "new.pem"), home=aira_home)
+    assert out.returncode == 0
+    assert (tmp_path / "new.pem").stat().st_mode & 0o777 == 0o600
+    public = out.stdout.split()[2]
+    pkg = write_package(tmp_path / "pkg", manifest())
+    assert aira("catalog", "sign", str(pkg), "--key", str(tmp_path / "new.pem"),
+                home=aira_home).returncode == 0
+    aira("trust", "add", "test-vendor", public, home=aira_home)
+    assert aira("catalog", "verify", str(pkg), home=aira_home).returncode == 0
+    again = aira("catalog", "keygen", str(tmp_path / "new.pem"), home=aira_home)
+    assert again.returncode == 1 and "KEY_EXISTS" in again.stderr
+
+
+def test_cli_catalog_list_json_is_stable(aira_home) -> None:
+    out = aira("catalog", "list", "--json", "--quarantine", home=aira_home)
+    assert out.returncode == 0, out.stderr
+    body = json.loads(out.stdout)
+    assert set(body) == {"format", "authoringLockHash", "discoveryCatalogHash", "packages",
+                         "quarantineCount", "quarantine"}
