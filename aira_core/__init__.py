@@ -14,6 +14,6 @@ import pluggy
 __version__ = "0.1.0"
 
 hookimpl = pluggy.HookimplMarker("aira")
-"""Decorate a plugin's hook functions with this, e.g. ``@hookimpl def aira_register_kernels(register): ...``."""
+"""Marks a plugin's hook functions: ``@hookimpl def aira_register_kernels(register): ...``."""
 
 __all__ = ["__version__", "hookimpl"]

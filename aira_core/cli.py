@@ -23,10 +23,10 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-catalog_app = typer.Typer(help="Signed capability packages and the production catalog.",
-                          no_args_is_help=True)
-trust_app = typer.Typer(help="Publishers and keys trusted to admit packages.",
-                        no_args_is_help=True)
+catalog_app = typer.Typer(
+    help="Signed capability packages and the production catalog.", no_args_is_help=True
+)
+trust_app = typer.Typer(help="Publishers and keys trusted to admit packages.", no_args_is_help=True)
 app.add_typer(catalog_app, name="catalog")
 app.add_typer(trust_app, name="trust")
 
@@ -64,6 +64,7 @@ def _print_diagnostics(diags: list[Any]) -> None:
 
 # -- plugins -------------------------------------------------------------------------------
 
+
 @app.command("plugins")
 def plugins_cmd(as_json: JsonFlag = False) -> None:
     """List installed plugins, what they register, and the ones that failed to load."""
@@ -76,17 +77,30 @@ def plugins_cmd(as_json: JsonFlag = False) -> None:
         for name, entry in registry.by_type[ext.key].items():
             registered.setdefault(entry.plugin, {}).setdefault(ext.key, []).append(name)
     if as_json:
-        _print_json({
-            "format": "aira.plugins/1",
-            "plugins": [{**p.to_json(), "registered": registered.get(p.name, {})}
-                        for p in registry.plugins],
-            "errors": [e.to_json() for e in registry.errors],
-        })
+        _print_json(
+            {
+                "format": "aira.plugins/1",
+                "plugins": [
+                    {**p.to_json(), "registered": registered.get(p.name, {})}
+                    for p in registry.plugins
+                ],
+                "errors": [e.to_json() for e in registry.errors],
+            }
+        )
         return
-    rows = [[p.name, p.distribution, p.version or "", p.status,
-             "; ".join(f"{k}: {', '.join(sorted(v))}"
-                       for k, v in sorted(registered.get(p.name, {}).items()))]
-            for p in registry.plugins]
+    rows = [
+        [
+            p.name,
+            p.distribution,
+            p.version or "",
+            p.status,
+            "; ".join(
+                f"{k}: {', '.join(sorted(v))}"
+                for k, v in sorted(registered.get(p.name, {}).items())
+            ),
+        ]
+        for p in registry.plugins
+    ]
     _table("Plugins", ["name", "distribution", "version", "status", "registers"], rows)
     if registry.errors:
         from rich.markup import escape
@@ -99,11 +113,14 @@ def plugins_cmd(as_json: JsonFlag = False) -> None:
 
 # -- catalog -------------------------------------------------------------------------------
 
+
 @catalog_app.command("list")
-def catalog_list(as_json: JsonFlag = False,
-                 quarantine: Annotated[bool, typer.Option(
-                     "--quarantine", help="Also show quarantined packages and why.")] = False
-                 ) -> None:
+def catalog_list(
+    as_json: JsonFlag = False,
+    quarantine: Annotated[
+        bool, typer.Option("--quarantine", help="Also show quarantined packages and why.")
+    ] = False,
+) -> None:
     """Show the production catalog (and, with --quarantine, what was kept out and why)."""
     from aira_core.catalog.catalog import build_catalog
 
@@ -111,24 +128,36 @@ def catalog_list(as_json: JsonFlag = False,
     if as_json:
         _print_json(catalog.to_json(quarantine=quarantine))
         return
-    rows = [[p.manifest.name, p.manifest.version, p.manifest.publisher, p.signature.key_id,
-             str(len(p.manifest.descriptors))]
-            for p in sorted(catalog.packages.values(), key=lambda p: p.manifest.name)]
+    rows = [
+        [
+            p.manifest.name,
+            p.manifest.version,
+            p.manifest.publisher,
+            p.signature.key_id,
+            str(len(p.manifest.descriptors)),
+        ]
+        for p in sorted(catalog.packages.values(), key=lambda p: p.manifest.name)
+    ]
     console = _console()
     if rows:
-        _table("Production catalog",
-               ["package", "version", "publisher", "key", "capabilities"], rows)
+        _table(
+            "Production catalog", ["package", "version", "publisher", "key", "capabilities"], rows
+        )
     else:
         console.print("The production catalog is empty: no admitted capability packages.")
     console.print(f"authoringLockHash    {catalog.authoring_lock_hash()}", soft_wrap=True)
     console.print(f"discoveryCatalogHash {catalog.discovery_catalog_hash()}", soft_wrap=True)
     if catalog.quarantine and not quarantine:
-        console.print(f"[yellow]{len(catalog.quarantine)} package(s) in quarantine; "
-                      "see `aira catalog list --quarantine`[/yellow]")
+        console.print(
+            f"[yellow]{len(catalog.quarantine)} package(s) in quarantine; "
+            "see `aira catalog list --quarantine`[/yellow]"
+        )
     if quarantine:
         for q in catalog.quarantine:
-            console.print(f"[yellow]quarantined[/yellow] {q.name} {q.version or ''} "
-                          f"(plugin {q.source.plugin}, {q.source.distribution})")
+            console.print(
+                f"[yellow]quarantined[/yellow] {q.name} {q.version or ''} "
+                f"(plugin {q.source.plugin}, {q.source.distribution})"
+            )
             _print_diagnostics(list(q.reasons))
 
 
@@ -155,29 +184,37 @@ def _lint_path(path: Path) -> tuple[Any, list[Any]]:
 
 
 @catalog_app.command("lint")
-def catalog_lint(path: Annotated[Path, typer.Argument(help="Package directory or manifest.")],
-                 as_json: JsonFlag = False) -> None:
+def catalog_lint(
+    path: Annotated[Path, typer.Argument(help="Package directory or manifest.")],
+    as_json: JsonFlag = False,
+) -> None:
     """Lint a capability package; exit 1 if there are findings."""
     parsed, findings = _lint_path(path)
     if as_json:
-        _print_json({"format": "aira.lint/1", "package": parsed.source.name,
-                     "ok": not findings,
-                     "findings": [f.model_dump(mode="json", exclude_none=True)
-                                  for f in findings]})
+        _print_json(
+            {
+                "format": "aira.lint/1",
+                "package": parsed.source.name,
+                "ok": not findings,
+                "findings": [f.model_dump(mode="json", exclude_none=True) for f in findings],
+            }
+        )
     elif findings:
         _console().print(f"[red]{len(findings)} finding(s)[/red] in {parsed.source.name}:")
         _print_diagnostics(findings)
     else:
-        _console().print(f"{parsed.source.name}: lint clean "
-                         f"({len(parsed.manifest.descriptors)} capabilities)")
+        _console().print(
+            f"{parsed.source.name}: lint clean ({len(parsed.manifest.descriptors)} capabilities)"
+        )
     if findings:
         raise typer.Exit(1)
 
 
 @catalog_app.command("sign")
-def catalog_sign(path: Annotated[Path, typer.Argument(help="Package directory or manifest.")],
-                 key: Annotated[Path, typer.Option("--key", help="Ed25519 private key "
-                                                   "(PKCS#8 PEM).")]) -> None:
+def catalog_sign(
+    path: Annotated[Path, typer.Argument(help="Package directory or manifest.")],
+    key: Annotated[Path, typer.Option("--key", help="Ed25519 private key (PKCS#8 PEM).")],
+) -> None:
     """Sign a lint-clean package; writes manifest.sig beside the manifest."""
     from aira_core.catalog.package import signature_path
     from aira_core.catalog.signing import load_private_key, sign_manifest
@@ -192,17 +229,23 @@ def catalog_sign(path: Annotated[Path, typer.Argument(help="Package directory or
     sig = sign_manifest(parsed.raw, private, parsed.manifest.publisher)
     out = signature_path(path)
     out.write_text(json.dumps(sig.to_wire(), indent=2) + "\n")
-    trusted = any(r.key.key_id == sig.key_id for r in TrustPolicy.load().keys())
-    typer.echo(f"signed {parsed.manifest.name} {parsed.manifest.version} as "
-               f"{sig.publisher} with key {sig.key_id} -> {out.name}")
+    trusted = any(r.key.key_id == sig.key_id for r in TrustPolicy.load().records())
+    typer.echo(
+        f"signed {parsed.manifest.name} {parsed.manifest.version} as "
+        f"{sig.publisher} with key {sig.key_id} -> {out.name}"
+    )
     if not trusted:
-        typer.echo(f"note: key {sig.key_id} is not in your trust store; "
-                   f"`aira trust add {sig.publisher} PUBLIC_KEY` to admit this package")
+        typer.echo(
+            f"note: key {sig.key_id} is not in your trust store; "
+            f"`aira trust add {sig.publisher} PUBLIC_KEY` to admit this package"
+        )
 
 
 @catalog_app.command("verify")
-def catalog_verify(path: Annotated[Path, typer.Argument(help="Package directory or manifest.")],
-                   as_json: JsonFlag = False) -> None:
+def catalog_verify(
+    path: Annotated[Path, typer.Argument(help="Package directory or manifest.")],
+    as_json: JsonFlag = False,
+) -> None:
     """Verify a package's signature against the trust store; exit 1 if it does not verify."""
     from aira_core.catalog.package import parse_package, source_from_path
     from aira_core.catalog.trust import TrustPolicy
@@ -211,8 +254,11 @@ def catalog_verify(path: Annotated[Path, typer.Argument(help="Package directory 
     source = source_from_path(path)
     parsed = parse_package(source)
     if parsed.raw is None or not isinstance(parsed.raw, dict):
-        result: Any = parsed.diagnostics[0] if parsed.diagnostics else Diagnostic(
-            code="MANIFEST_NOT_JSON", message="manifest.json is not a JSON object")
+        result: Any = (
+            parsed.diagnostics[0]
+            if parsed.diagnostics
+            else Diagnostic(code="MANIFEST_NOT_JSON", message="manifest.json is not a JSON object")
+        )
     else:
         publisher = parsed.raw.get("publisher")
         result = TrustPolicy.load().verify(parsed.raw, str(publisher), source.signature)
@@ -225,8 +271,9 @@ def catalog_verify(path: Annotated[Path, typer.Argument(help="Package directory 
             body["error"] = result.model_dump(mode="json", exclude_none=True)
         _print_json(body)
     elif ok:
-        typer.echo(f"{source.name}: signature OK (publisher {result.publisher}, "
-                   f"key {result.key_id})")
+        typer.echo(
+            f"{source.name}: signature OK (publisher {result.publisher}, key {result.key_id})"
+        )
     else:
         typer.echo(f"error: {result.code}: {result.message}", err=True)
     if not ok:
@@ -234,8 +281,11 @@ def catalog_verify(path: Annotated[Path, typer.Argument(help="Package directory 
 
 
 @catalog_app.command("keygen")
-def catalog_keygen(out: Annotated[Path, typer.Argument(help="Where to write the private key "
-                                                       "(PKCS#8 PEM, mode 0600).")]) -> None:
+def catalog_keygen(
+    out: Annotated[
+        Path, typer.Argument(help="Where to write the private key (PKCS#8 PEM, mode 0600).")
+    ],
+) -> None:
     """Make a new Ed25519 signing key; prints its public key and key id."""
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
@@ -254,6 +304,7 @@ def catalog_keygen(out: Annotated[Path, typer.Argument(help="Where to write the 
 
 # -- trust ---------------------------------------------------------------------------------
 
+
 @trust_app.command("list")
 def trust_list(as_json: JsonFlag = False) -> None:
     """Show trusted publishers and keys (built-in and your own)."""
@@ -262,34 +313,52 @@ def trust_list(as_json: JsonFlag = False) -> None:
     from aira_core.catalog.trust import TrustPolicy
 
     now = datetime.now(UTC)
-    keys = [r.to_json(now) for r in TrustPolicy.load().keys()]
+    keys = [r.to_json(now) for r in TrustPolicy.load().records()]
     if as_json:
         _print_json({"format": "aira.trust/1", "keys": keys})
         return
-    _table("Trusted keys", ["publisher", "key id", "public key", "expires", "state"],
-           [[k["publisher"], k["keyId"], k["publicKey"], k["expiresAt"] or "never",
-             "revoked" if k["revoked"] else "expired" if k["expired"] else
-             ("built-in" if k["builtin"] else "trusted")] for k in keys])
+    _table(
+        "Trusted keys",
+        ["publisher", "key id", "public key", "expires", "state"],
+        [
+            [
+                k["publisher"],
+                k["keyId"],
+                k["publicKey"],
+                k["expiresAt"] or "never",
+                "revoked"
+                if k["revoked"]
+                else "expired"
+                if k["expired"]
+                else ("built-in" if k["builtin"] else "trusted"),
+            ]
+            for k in keys
+        ],
+    )
 
 
 @trust_app.command("add")
-def trust_add(publisher: str,
-              public_key: Annotated[str, typer.Argument(help="base64 of the raw 32-byte key")],
-              expires: Annotated[datetime | None, typer.Option(
-                  "--expires", help="Expiry (ISO date or date-time, UTC if no zone).")] = None
-              ) -> None:
+def trust_add(
+    publisher: str,
+    public_key: Annotated[str, typer.Argument(help="base64 of the raw 32-byte key")],
+    expires: Annotated[
+        datetime | None,
+        typer.Option("--expires", help="Expiry (ISO date or date-time, UTC if no zone)."),
+    ] = None,
+) -> None:
     """Trust a publisher's public key."""
+    import re
     from datetime import UTC
 
     from aira_core.catalog.trust import add_key
     from aira_core.contracts.package import PACKAGE_NAME_PATTERN
     from aira_core.diagnostics import AiraError
 
-    import re
-
     if not re.match(PACKAGE_NAME_PATTERN, publisher):
-        raise AiraError("TRUST_PUBLISHER_INVALID",
-                        f"publisher {publisher!r} must be lowercase words joined by . or -")
+        raise AiraError(
+            "TRUST_PUBLISHER_INVALID",
+            f"publisher {publisher!r} must be lowercase words joined by . or -",
+        )
     if expires is not None and expires.tzinfo is None:
         expires = expires.replace(tzinfo=UTC)
     key = add_key(publisher, public_key, expires)
@@ -307,9 +376,13 @@ def trust_revoke(key_id: str) -> None:
 
 # -- schema --------------------------------------------------------------------------------
 
+
 @app.command("schema")
-def schema_cmd(name: Annotated[str | None, typer.Argument(
-        help="Contract name; omit to list the names.")] = None) -> None:
+def schema_cmd(
+    name: Annotated[
+        str | None, typer.Argument(help="Contract name; omit to list the names.")
+    ] = None,
+) -> None:
     """Print the generated JSON Schema of a contract (e.g. capability-descriptor)."""
     from aira_core.contracts import SCHEMAS, json_schema
 
@@ -332,8 +405,11 @@ def main() -> None:
     except Exception as exc:
         if os.environ.get("AIRA_DEBUG") == "1":
             raise
-        typer.echo(f"error: INTERNAL_ERROR: {type(exc).__name__}: {redact(str(exc))} "
-                   "(this is a bug in aira; AIRA_DEBUG=1 shows the traceback)", err=True)
+        typer.echo(
+            f"error: INTERNAL_ERROR: {type(exc).__name__}: {redact(str(exc))} "
+            "(this is a bug in aira; AIRA_DEBUG=1 shows the traceback)",
+            err=True,
+        )
         sys.exit(2)
 
 

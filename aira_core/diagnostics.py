@@ -37,8 +37,9 @@ class Diagnostic(BaseModel):
 class AiraError(Exception):
     """An expected failure with a stable code; the CLI prints it without a traceback."""
 
-    def __init__(self, code: str, message: str, *, subject: str | None = None,
-                 pointer: str | None = None) -> None:
+    def __init__(
+        self, code: str, message: str, *, subject: str | None = None, pointer: str | None = None
+    ) -> None:
         self.diagnostic = Diagnostic(code=code, message=message, subject=subject, pointer=pointer)
         super().__init__(str(self.diagnostic))
 

@@ -150,12 +150,20 @@ class ExtensionType:
 
 
 EXTENSION_TYPES: tuple[ExtensionType, ...] = (
-    ExtensionType("capability_packages", "aira_register_capability_packages",
-                  CapabilityPackageSource, "signed capability packages"),
+    ExtensionType(
+        "capability_packages",
+        "aira_register_capability_packages",
+        CapabilityPackageSource,
+        "signed capability packages",
+    ),
     ExtensionType("kernels", "aira_register_kernels", Kernel, "geometry kernels"),
     ExtensionType("validators", "aira_register_validators", Validator, "validator implementations"),
     ExtensionType("providers", "aira_register_providers", Provider, "model provider adapters"),
     ExtensionType("transports", "aira_register_transports", Transport, "decision transports"),
-    ExtensionType("integrations", "aira_register_integrations", Integration,
-                  "Intent Loop / Continuity / Guard adapters"),
+    ExtensionType(
+        "integrations",
+        "aira_register_integrations",
+        Integration,
+        "Intent Loop / Continuity / Guard adapters",
+    ),
 )

@@ -44,8 +44,13 @@ class PluginInfo:
     hooks: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
-        return {"name": self.name, "distribution": self.distribution, "version": self.version,
-                "status": self.status, "hooks": list(self.hooks)}
+        return {
+            "name": self.name,
+            "distribution": self.distribution,
+            "version": self.version,
+            "status": self.status,
+            "hooks": list(self.hooks),
+        }
 
 
 @dataclass(frozen=True)
@@ -59,8 +64,13 @@ class PluginError:
     message: str
 
     def to_json(self) -> dict[str, Any]:
-        return {"plugin": self.plugin, "distribution": self.distribution,
-                "version": self.version, "code": self.code, "message": self.message}
+        return {
+            "plugin": self.plugin,
+            "distribution": self.distribution,
+            "version": self.version,
+            "code": self.code,
+            "message": self.message,
+        }
 
     def __str__(self) -> str:
         version = f" {self.version}" if self.version else ""
@@ -83,7 +93,8 @@ class Registry:
     plugins: list[PluginInfo] = field(default_factory=list)
     errors: list[PluginError] = field(default_factory=list)
     by_type: dict[str, dict[str, Registered]] = field(
-        default_factory=lambda: {t.key: {} for t in EXTENSION_TYPES})
+        default_factory=lambda: {t.key: {} for t in EXTENSION_TYPES}
+    )
 
     def named(self, key: str) -> dict[str, Any]:
         """The registered objects of one extension type (e.g. ``"kernels"``) by name."""
@@ -118,8 +129,14 @@ class PluginSystem:
         self._lock = threading.RLock()
 
     # -- registration ------------------------------------------------------------------
-    def register(self, plugin: object, name: str, *, distribution: str = IN_PROCESS,
-                 version: str | None = None) -> None:
+    def register(
+        self,
+        plugin: object,
+        name: str,
+        *,
+        distribution: str = IN_PROCESS,
+        version: str | None = None,
+    ) -> None:
         """Register an in-process plugin (a module or any object with hook functions)."""
         with self._lock:
             error = self._register_checked(plugin, name, _Origin(distribution, version))
@@ -140,19 +157,26 @@ class PluginSystem:
             self.pm.register(plugin, name=name)
         except ValueError as exc:  # pluggy: the name is already registered
             other = self._origins.get(name, _Origin(IN_PROCESS, None))
-            return PluginError(name, origin.distribution, origin.version, PLUGIN_DUPLICATE_NAME,
-                               f"plugin name {name!r} is registered by both "
-                               f"{other.distribution} and {origin.distribution}: {exc}")
+            return PluginError(
+                name,
+                origin.distribution,
+                origin.version,
+                PLUGIN_DUPLICATE_NAME,
+                f"plugin name {name!r} is registered by both "
+                f"{other.distribution} and {origin.distribution}: {exc}",
+            )
         except pluggy.PluginValidationError as exc:
-            return PluginError(name, origin.distribution, origin.version,
-                               PLUGIN_INVALID_HOOKIMPL, redact(str(exc)))
+            return PluginError(
+                name, origin.distribution, origin.version, PLUGIN_INVALID_HOOKIMPL, redact(str(exc))
+            )
         try:
             # A hookimpl that names no known hook is a typo that would otherwise be ignored.
             self.pm.check_pending()
         except pluggy.PluginValidationError as exc:
             self.pm.unregister(plugin, name=name)
-            return PluginError(name, origin.distribution, origin.version,
-                               PLUGIN_INVALID_HOOKIMPL, redact(str(exc)))
+            return PluginError(
+                name, origin.distribution, origin.version, PLUGIN_INVALID_HOOKIMPL, redact(str(exc))
+            )
         self._origins[name] = origin
         return None
 
@@ -173,9 +197,15 @@ class PluginSystem:
                 try:
                     plugin = ep.load()
                 except Exception as exc:  # a broken plugin must not stop the others
-                    self._load_errors.append(PluginError(
-                        ep.name, dist, version, PLUGIN_IMPORT_FAILED,
-                        redact(f"importing {ep.value} raised {type(exc).__name__}: {exc}")))
+                    self._load_errors.append(
+                        PluginError(
+                            ep.name,
+                            dist,
+                            version,
+                            PLUGIN_IMPORT_FAILED,
+                            redact(f"importing {ep.value} raised {type(exc).__name__}: {exc}"),
+                        )
+                    )
                     continue
                 error = self._register_checked(plugin, ep.name, _Origin(dist, version))
                 if error is not None:
@@ -196,9 +226,11 @@ class PluginSystem:
                 self._registry = self._collect()
             registry = self._registry
         if registry.errors and strict_plugins():
-            raise AiraError(PLUGIN_LOAD_FAILED,
-                            "AIRA_STRICT_PLUGINS=1 and plugins failed to load: "
-                            + "; ".join(str(e) for e in registry.errors))
+            raise AiraError(
+                PLUGIN_LOAD_FAILED,
+                "AIRA_STRICT_PLUGINS=1 and plugins failed to load: "
+                + "; ".join(str(e) for e in registry.errors),
+            )
         return registry
 
     def _collect(self) -> Registry:
@@ -214,18 +246,23 @@ class PluginSystem:
                 continue
             origin = self._origins.get(name, _Origin(IN_PROCESS, None))
             status = "failed" if name in failed else "loaded"
-            registry.plugins.append(PluginInfo(name, origin.distribution, origin.version, status,
-                                               tuple(hooks_of.get(name, ()))))
+            registry.plugins.append(
+                PluginInfo(
+                    name, origin.distribution, origin.version, status, tuple(hooks_of.get(name, ()))
+                )
+            )
         for error in self._load_errors:
             if error.plugin not in {p.name for p in registry.plugins}:
-                registry.plugins.append(PluginInfo(error.plugin, error.distribution,
-                                                   error.version, "failed"))
+                registry.plugins.append(
+                    PluginInfo(error.plugin, error.distribution, error.version, "failed")
+                )
         registry.plugins.extend(self._disabled)
         registry.plugins.sort(key=lambda p: p.name)
         return registry
 
-    def _collect_type(self, ext: ExtensionType, registry: Registry,
-                      hooks_of: dict[str, list[str]]) -> list[PluginError]:
+    def _collect_type(
+        self, ext: ExtensionType, registry: Registry, hooks_of: dict[str, list[str]]
+    ) -> list[PluginError]:
         errors: list[PluginError] = []
         table = registry.by_type[ext.key]
         # Names registered twice are withdrawn entirely: which one would win depends on
@@ -237,24 +274,40 @@ class PluginSystem:
             origin = self._origins.get(plugin_name, _Origin(IN_PROCESS, None))
             hooks_of.setdefault(plugin_name, []).append(ext.hook)
 
-            def register(obj: Any, *, _plugin: str = plugin_name, _origin: _Origin = origin,
-                         _ext: ExtensionType = ext) -> None:
+            def register(
+                obj: Any,
+                *,
+                _plugin: str = plugin_name,
+                _origin: _Origin = origin,
+                _ext: ExtensionType = ext,
+            ) -> None:
                 name = getattr(obj, "name", None)
                 if not isinstance(obj, _ext.protocol) or not isinstance(name, str) or not name:
-                    errors.append(PluginError(
-                        _plugin, _origin.distribution, _origin.version,
-                        PLUGIN_REGISTRATION_INVALID,
-                        f"{_ext.hook} registered a {type(obj).__name__}, which is not a "
-                        f"{_ext.protocol.__name__} with a non-empty name"))
+                    errors.append(
+                        PluginError(
+                            _plugin,
+                            _origin.distribution,
+                            _origin.version,
+                            PLUGIN_REGISTRATION_INVALID,
+                            f"{_ext.hook} registered a {type(obj).__name__}, which is not a "
+                            f"{_ext.protocol.__name__} with a non-empty name",
+                        )
+                    )
                     return
                 previous = table.get(name)
                 if previous is not None or name in clashes:
                     first = previous.distribution if previous else "an earlier registration"
-                    errors.append(PluginError(
-                        _plugin, _origin.distribution, _origin.version, PLUGIN_DUPLICATE_NAME,
-                        f"{_ext.description} name {name!r} is registered twice: by "
-                        f"{first} (plugin {previous.plugin if previous else '?'!r}) and by "
-                        f"{_origin.distribution} (plugin {_plugin!r}); neither is used"))
+                    errors.append(
+                        PluginError(
+                            _plugin,
+                            _origin.distribution,
+                            _origin.version,
+                            PLUGIN_DUPLICATE_NAME,
+                            f"{_ext.description} name {name!r} is registered twice: by "
+                            f"{first} (plugin {previous.plugin if previous else '?'!r}) and by "
+                            f"{_origin.distribution} (plugin {_plugin!r}); neither is used",
+                        )
+                    )
                     table.pop(name, None)
                     clashes.add(name)
                     return
@@ -264,9 +317,15 @@ class PluginSystem:
             try:
                 impl.function(**{arg: kwargs[arg] for arg in impl.argnames})
             except Exception as exc:  # one plugin's bug must not stop the others
-                errors.append(PluginError(
-                    plugin_name, origin.distribution, origin.version, PLUGIN_HOOK_FAILED,
-                    redact(f"{ext.hook} raised {type(exc).__name__}: {exc}")))
+                errors.append(
+                    PluginError(
+                        plugin_name,
+                        origin.distribution,
+                        origin.version,
+                        PLUGIN_HOOK_FAILED,
+                        redact(f"{ext.hook} raised {type(exc).__name__}: {exc}"),
+                    )
+                )
         return errors
 
 

@@ -52,8 +52,13 @@ def register_plugin(aira_plugin_system: PluginSystem) -> Iterator[RegisterPlugin
     """
     names: list[str] = []
 
-    def register(plugin: object, name: str | None = None, *, distribution: str = IN_PROCESS,
-                 version: str | None = None) -> Registry:
+    def register(
+        plugin: object,
+        name: str | None = None,
+        *,
+        distribution: str = IN_PROCESS,
+        version: str | None = None,
+    ) -> Registry:
         name = name or getattr(plugin, "__name__", None) or type(plugin).__name__
         aira_plugin_system.register(plugin, name, distribution=distribution, version=version)
         names.append(name)

@@ -39,8 +39,10 @@ def box_descriptor(cap: str = "cap:test.box@1", ref: str = "test.box@1.0.0") -> 
         "counterExamples": ["a triangle mesh cube"],
         "inputExamples": [{"title": "cube", "input": {"length": 20, "width": 20, "height": 20}}],
         "inputs": {"schemaRef": f"amir://ops/{name}/{version}/input", "semanticTypes": ["Length"]},
-        "outputs": {"schemaRef": f"amir://ops/{name}/{version}/output",
-                    "semanticTypes": ["ExactSolid"]},
+        "outputs": {
+            "schemaRef": f"amir://ops/{name}/{version}/output",
+            "semanticTypes": ["ExactSolid"],
+        },
         "defaults": {"centered": True},
         "applicability": {"predicates": [{"id": "input.positive", "args": {"input": "length"}}]},
         "effects": ["createsFeature", "additive"],
@@ -57,8 +59,12 @@ def box_schemas(ref: str = "test.box@1.0.0") -> dict[str, Any]:
     return {
         f"amir://ops/{name}/{version}/input": {
             "type": "object",
-            "properties": {"length": length, "width": length, "height": length,
-                           "centered": {"type": "boolean"}},
+            "properties": {
+                "length": length,
+                "width": length,
+                "height": length,
+                "centered": {"type": "boolean"},
+            },
             "required": ["length", "width", "height"],
             "additionalProperties": False,
         },
@@ -77,20 +83,32 @@ def fillet_descriptor() -> dict[str, Any]:
         "taxonomy": {"primary": "authoring.exact.finishing"},
         "intentExamples": ["round the top edges by 2 mm"],
         "inputExamples": [{"input": {"target": "b:base", "edges": ">Z", "radius": 2}}],
-        "inputs": {"schemaRef": "amir://ops/test.fillet/1.0.0/input",
-                   "semanticTypes": ["ExactSolid", "EntitySet<Edge>", "Length"]},
-        "applicability": {"requiresRepresentation": ["ExactSolid"],
-                          "selection": {"entityKind": "Edge", "cardinality": "oneOrMore"},
-                          "predicates": [{"id": "input.greaterThanTolerance",
-                                          "args": {"input": "radius"}}]},
+        "inputs": {
+            "schemaRef": "amir://ops/test.fillet/1.0.0/input",
+            "semanticTypes": ["ExactSolid", "EntitySet<Edge>", "Length"],
+        },
+        "applicability": {
+            "requiresRepresentation": ["ExactSolid"],
+            "selection": {"entityKind": "Edge", "cardinality": "oneOrMore"},
+            "predicates": [{"id": "input.greaterThanTolerance", "args": {"input": "radius"}}],
+        },
         "effects": ["createsFeature", "changesTopology"],
         "risk": {"level": "medium", "mayInvalidateRefs": True},
-        "execution": {"quality": ["preview", "authoritative"], "costClass": "interactive-to-heavy",
-                      "cancellable": True},
+        "execution": {
+            "quality": ["preview", "authoritative"],
+            "costClass": "interactive-to-heavy",
+            "cancellable": True,
+        },
         "diagnostics": ["FILLET_RADIUS_TOO_LARGE", "SELECTION_EMPTY"],
-        "guidance": {"failureModes": [{"diagnostic": "FILLET_RADIUS_TOO_LARGE",
-                                       "explanation": "the radius exceeds an adjacent face",
-                                       "repair": "reduce the radius"}]},
+        "guidance": {
+            "failureModes": [
+                {
+                    "diagnostic": "FILLET_RADIUS_TOO_LARGE",
+                    "explanation": "the radius exceeds an adjacent face",
+                    "repair": "reduce the radius",
+                }
+            ]
+        },
         "relations": {"alternativeTo": ["cap:test.box@1"]},
     }
 
@@ -105,8 +123,9 @@ def sketch_descriptor() -> dict[str, Any]:
         "summary": "A rectangle profile on a plane.",
         "taxonomy": {"primary": "authoring.sketch.profile"},
         "intentExamples": ["sketch a 30 by 20 rectangle on the XY plane"],
-        "inputExamples": [{"input": {"plane": copy.deepcopy(PLANE_BINDING), "width": 30,
-                                      "height": 20}}],
+        "inputExamples": [
+            {"input": {"plane": copy.deepcopy(PLANE_BINDING), "width": 30, "height": 20}}
+        ],
         "inputs": {"schemaRef": "amir://ops/test.sketch/1.0.0/input", "semanticTypes": ["Plane"]},
         "defaultBinding": {"plane": copy.deepcopy(PLANE_BINDING)},
         "effects": ["additive"],
@@ -117,21 +136,28 @@ def sketch_descriptor() -> dict[str, Any]:
 
 def sketch_schemas() -> dict[str, Any]:
     vec = {"type": "array", "items": {"type": "number"}, "minItems": 3, "maxItems": 3}
-    return {"amir://ops/test.sketch/1.0.0/input": {
-        "type": "object",
-        "properties": {
-            "plane": {"type": "object", "properties": {"origin": vec, "normal": vec},
-                      "required": ["origin", "normal"], "additionalProperties": False},
-            "width": {"type": "number", "exclusiveMinimum": 0},
-            "height": {"type": "number", "exclusiveMinimum": 0},
-        },
-        "required": ["plane", "width", "height"],
-        "additionalProperties": False,
-    }}
+    return {
+        "amir://ops/test.sketch/1.0.0/input": {
+            "type": "object",
+            "properties": {
+                "plane": {
+                    "type": "object",
+                    "properties": {"origin": vec, "normal": vec},
+                    "required": ["origin", "normal"],
+                    "additionalProperties": False,
+                },
+                "width": {"type": "number", "exclusiveMinimum": 0},
+                "height": {"type": "number", "exclusiveMinimum": 0},
+            },
+            "required": ["plane", "width", "height"],
+            "additionalProperties": False,
+        }
+    }
 
 
-def manifest(name: str = "test.pkg", version: str = "1.0.0",
-             publisher: str = "test-vendor") -> dict[str, Any]:
+def manifest(
+    name: str = "test.pkg", version: str = "1.0.0", publisher: str = "test-vendor"
+) -> dict[str, Any]:
     """A lint-clean manifest with three capabilities."""
     return {
         "format": "aira.capability-package/1",
@@ -139,13 +165,19 @@ def manifest(name: str = "test.pkg", version: str = "1.0.0",
         "version": version,
         "publisher": publisher,
         "descriptors": [box_descriptor(), fillet_descriptor(), sketch_descriptor()],
-        "schemas": {**box_schemas(), **sketch_schemas(),
-                    "amir://ops/test.fillet/1.0.0/input": {
-                        "type": "object",
-                        "properties": {"target": {"type": "string"},
-                                       "edges": {"type": "string"},
-                                       "radius": {"type": "number", "exclusiveMinimum": 0}},
-                        "required": ["target", "edges", "radius"]}},
+        "schemas": {
+            **box_schemas(),
+            **sketch_schemas(),
+            "amir://ops/test.fillet/1.0.0/input": {
+                "type": "object",
+                "properties": {
+                    "target": {"type": "string"},
+                    "edges": {"type": "string"},
+                    "radius": {"type": "number", "exclusiveMinimum": 0},
+                },
+                "required": ["target", "edges", "radius"],
+            },
+        },
     }
 
 
@@ -153,17 +185,30 @@ def accept_all(inputs: Mapping[str, Any]) -> Sequence[Diagnostic]:
     return []
 
 
-def fake_implementations(m: Mapping[str, Any],
-                         check: Callable[[Mapping[str, Any]], Sequence[Diagnostic]] = accept_all
-                         ) -> list[Implementation]:
+def fake_implementations(
+    m: Mapping[str, Any], check: Callable[[Mapping[str, Any]], Sequence[Diagnostic]] = accept_all
+) -> list[Implementation]:
     """FAKE implementations for every target of a manifest, each declaring exactly the
     descriptor's diagnostics and accepting whatever ``check`` accepts."""
     out = []
     for d in m["descriptors"]:
-        ref = next(d[k] for k in ("operationRef", "patchTemplateRef", "queryRef",
-                                  "validatorRef", "workflowRef", "ioRef") if k in d)
-        out.append(Implementation(ref=ref, check_inputs=check,
-                                  diagnostics=frozenset(d.get("diagnostics", []))))
+        ref = next(
+            d[k]
+            for k in (
+                "operationRef",
+                "patchTemplateRef",
+                "queryRef",
+                "validatorRef",
+                "workflowRef",
+                "ioRef",
+            )
+            if k in d
+        )
+        out.append(
+            Implementation(
+                ref=ref, check_inputs=check, diagnostics=frozenset(d.get("diagnostics", []))
+            )
+        )
     return out
 
 
@@ -196,21 +241,32 @@ class Signer:
 
 
 def trust_policy(*signers: Signer, **key_kw: Any) -> TrustPolicy:
-    return TrustPolicy(TrustStore(publishers=[
-        TrustedPublisher(publisher=s.publisher, keys=[s.trusted_key(**key_kw)]) for s in signers]))
+    return TrustPolicy(
+        TrustStore(
+            publishers=[
+                TrustedPublisher(publisher=s.publisher, keys=[s.trusted_key(**key_kw)])
+                for s in signers
+            ]
+        )
+    )
 
 
-def package_source(m: Mapping[str, Any], signer: Signer | None,
-                   implementations: Sequence[Implementation] | None = None,
-                   *, raw: bytes | None = None) -> CapabilityPackageSource:
+def package_source(
+    m: Mapping[str, Any],
+    signer: Signer | None,
+    implementations: Sequence[Implementation] | None = None,
+    *,
+    raw: bytes | None = None,
+) -> CapabilityPackageSource:
     """A registered package: ``raw`` overrides the manifest bytes (to tamper after signing)."""
     data = raw if raw is not None else json.dumps(m, indent=2).encode()
     return CapabilityPackageSource(
-        name=str(m.get("name", "broken")), manifest=data,
+        name=str(m.get("name", "broken")),
+        manifest=data,
         signature=signer.sign(m) if signer else None,
-        implementations=implementations if implementations is not None
-        else fake_implementations(m),
-        origin="test")
+        implementations=implementations if implementations is not None else fake_implementations(m),
+        origin="test",
+    )
 
 
 def write_package(directory: Path, m: Mapping[str, Any], signer: Signer | None = None) -> Path:

@@ -57,8 +57,9 @@ def impl(ref: str) -> Implementation:
     return Implementation(ref=ref, check_inputs=accept)
 
 
-def install_fake_distribution(site: Path, dist: str, version: str, plugin: str,
-                              module_source: str) -> None:
+def install_fake_distribution(
+    site: Path, dist: str, version: str, plugin: str, module_source: str
+) -> None:
     """Write a FAKE installed distribution (dist-info with an ``aira`` entry point, plus its
     module) into ``site``; put ``site`` on sys.path (or PYTHONPATH) to make it visible."""
     module = f"{dist.replace('-', '_')}_plugin"

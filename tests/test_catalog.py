@@ -12,7 +12,6 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from types import SimpleNamespace
 
-import pytest
 from factory import (
     Signer,
     box_descriptor,
@@ -56,8 +55,12 @@ def good_source(name: str = "good.pkg", version: str = "1.0.0") -> CapabilityPac
     return package_source(m, OTHER)
 
 
-def admit(register_plugin, *sources: CapabilityPackageSource, trust: TrustPolicy | None = None,
-          now: datetime | None = None):  # type: ignore[no-untyped-def]
+def admit(
+    register_plugin,
+    *sources: CapabilityPackageSource,
+    trust: TrustPolicy | None = None,
+    now: datetime | None = None,
+):  # type: ignore[no-untyped-def]
     registry = register_plugin(packages_plugin(sources), "pkgs")
     return build_catalog(registry, trust=trust or trust_policy(VENDOR, OTHER), now=now)
 
@@ -85,6 +88,7 @@ def test_valid_package_is_admitted_with_trust_and_report(register_plugin) -> Non
 
 
 # -- the bad-input list of the issue, one test each; the good package always stays ----------
+
 
 def assert_only_good_admitted(catalog) -> None:  # type: ignore[no-untyped-def]
     assert set(catalog.packages) == {"good.pkg"}
@@ -130,11 +134,17 @@ def test_reformatting_after_signing_keeps_the_signature(register_plugin) -> None
 
 def test_expired_key(register_plugin) -> None:
     now = datetime(2026, 11, 29, tzinfo=UTC)
-    trust = TrustPolicy(TrustStore(publishers=[
-        *trust_policy(VENDOR, expires_at=now - timedelta(days=1)).user.publishers,
-        *trust_policy(OTHER).user.publishers]))
-    catalog = admit(register_plugin, package_source(manifest(), VENDOR), good_source(),
-                    trust=trust, now=now)
+    trust = TrustPolicy(
+        TrustStore(
+            publishers=[
+                *trust_policy(VENDOR, expires_at=now - timedelta(days=1)).user.publishers,
+                *trust_policy(OTHER).user.publishers,
+            ]
+        )
+    )
+    catalog = admit(
+        register_plugin, package_source(manifest(), VENDOR), good_source(), trust=trust, now=now
+    )
     assert quarantined(catalog, "test.pkg") == ["TRUST_KEY_EXPIRED"]
     assert_only_good_admitted(catalog)
 
@@ -142,8 +152,7 @@ def test_expired_key(register_plugin) -> None:
 def test_revoked_key(register_plugin) -> None:
     store = trust_policy(VENDOR, OTHER).user
     trust = TrustPolicy(store.model_copy(update={"revoked_key_ids": [VENDOR.key_id]}))
-    catalog = admit(register_plugin, package_source(manifest(), VENDOR), good_source(),
-                    trust=trust)
+    catalog = admit(register_plugin, package_source(manifest(), VENDOR), good_source(), trust=trust)
     assert quarantined(catalog, "test.pkg") == ["TRUST_KEY_REVOKED"]
     assert_only_good_admitted(catalog)
 
@@ -153,7 +162,7 @@ def test_revoking_the_builtin_key_in_the_user_store() -> None:
 
     (key,) = builtin_store().publishers[0].keys
     policy = TrustPolicy(TrustStore(revoked_key_ids=[key.key_id]))
-    assert [r.revoked for r in policy.keys()] == [True]
+    assert [r.revoked for r in policy.records()] == [True]
 
 
 def test_key_of_another_publisher_is_refused(register_plugin) -> None:
@@ -161,8 +170,9 @@ def test_key_of_another_publisher_is_refused(register_plugin) -> None:
     m = manifest(publisher="other-vendor")
     sig = json.loads(VENDOR.sign(m))
     sig["publisher"] = "other-vendor"  # VENDOR's key claims to sign for OTHER
-    forged = CapabilityPackageSource(name="test.pkg", manifest=json.dumps(m).encode(),
-                                     signature=json.dumps(sig).encode())
+    forged = CapabilityPackageSource(
+        name="test.pkg", manifest=json.dumps(m).encode(), signature=json.dumps(sig).encode()
+    )
     catalog = admit(register_plugin, forged, good_source())
     assert quarantined(catalog, "test.pkg") == ["SIGNATURE_PUBLISHER_MISMATCH"]
     assert_only_good_admitted(catalog)
@@ -172,8 +182,9 @@ def test_older_version_than_admitted_is_a_rollback(register_plugin, aira_plugin_
     catalog = admit(register_plugin, package_source(manifest(version="1.4.0"), VENDOR))
     assert set(catalog.packages) == {"test.pkg"}
     aira_plugin_system.unregister("pkgs")
-    catalog = admit(register_plugin, package_source(manifest(version="1.3.9"), VENDOR),
-                    good_source())
+    catalog = admit(
+        register_plugin, package_source(manifest(version="1.3.9"), VENDOR), good_source()
+    )
     assert quarantined(catalog, "test.pkg") == ["CATALOG_ROLLBACK"]
     assert_only_good_admitted(catalog)
     assert CatalogState().admitted_versions()["test.pkg"] == "1.4.0"
@@ -190,8 +201,7 @@ def test_example_that_violates_its_schema(register_plugin) -> None:
     def bad(m):  # type: ignore[no-untyped-def]
         m["descriptors"][0]["inputExamples"][0]["input"]["length"] = -20
 
-    catalog = admit(register_plugin, package_source(mutate(manifest(), bad), VENDOR),
-                    good_source())
+    catalog = admit(register_plugin, package_source(mutate(manifest(), bad), VENDOR), good_source())
     (q,) = catalog.quarantine
     (reason,) = q.reasons
     assert reason.code == "LINT_EXAMPLE_SCHEMA_INVALID"
@@ -205,8 +215,12 @@ def test_same_capability_id_in_two_packages(register_plugin) -> None:
     twin["descriptors"] = [box_descriptor()]
     twin["descriptors"][0]["relations"] = {}
     twin["schemas"] = box_schemas()
-    catalog = admit(register_plugin, package_source(manifest(), VENDOR),
-                    package_source(twin, OTHER), good_source())
+    catalog = admit(
+        register_plugin,
+        package_source(manifest(), VENDOR),
+        package_source(twin, OTHER),
+        good_source(),
+    )
     assert quarantined(catalog, "test.pkg") == ["CATALOG_DUPLICATE_CAPABILITY"]
     assert quarantined(catalog, "twin.pkg") == ["CATALOG_DUPLICATE_CAPABILITY"]
     (reason,) = next(q for q in catalog.quarantine if q.name == "twin.pkg").reasons
@@ -215,8 +229,9 @@ def test_same_capability_id_in_two_packages(register_plugin) -> None:
 
 
 def test_conformance_failure_is_quarantined_with_report(register_plugin) -> None:
-    catalog = admit(register_plugin, package_source(manifest(), VENDOR, implementations=[]),
-                    good_source())
+    catalog = admit(
+        register_plugin, package_source(manifest(), VENDOR, implementations=[]), good_source()
+    )
     codes = quarantined(catalog, "test.pkg")
     assert codes == ["CONFORMANCE_TARGET_UNRESOLVED"] * 3
     (q,) = [q for q in catalog.quarantine if q.name == "test.pkg"]
@@ -227,8 +242,9 @@ def test_conformance_failure_is_quarantined_with_report(register_plugin) -> None
 def test_kernel_implementations_satisfy_conformance(register_plugin) -> None:
     """Targets resolve against registered kernels, not only the package's own code."""
     m = manifest()
-    kernel = FakeKernel("k", impls=[impl(r) for r in
-                                    ("test.box@1.0.0", "test.fillet@1.0.0", "test.sketch@1.0.0")])
+    kernel = FakeKernel(
+        "k", impls=[impl(r) for r in ("test.box@1.0.0", "test.fillet@1.0.0", "test.sketch@1.0.0")]
+    )
 
     @hookimpl
     def aira_register_kernels(register):  # type: ignore[no-untyped-def]
@@ -240,26 +256,38 @@ def test_kernel_implementations_satisfy_conformance(register_plugin) -> None:
 
 
 def test_failures_leave_the_state_as_it_was(register_plugin) -> None:
-    catalog = admit(register_plugin, package_source(manifest(), None),
-                    package_source(manifest(name="x.pkg"), Signer("test-vendor")))
+    catalog = admit(
+        register_plugin,
+        package_source(manifest(), None),
+        package_source(manifest(name="x.pkg"), Signer("test-vendor")),
+    )
     assert catalog.packages == {}
     assert CatalogState().admitted_versions() == {}
 
 
 def test_registered_name_must_match_manifest(register_plugin) -> None:
     src = package_source(manifest(), VENDOR)
-    src = CapabilityPackageSource(name="impostor", manifest=src.manifest,
-                                  signature=src.signature, implementations=src.implementations)
+    src = CapabilityPackageSource(
+        name="impostor",
+        manifest=src.manifest,
+        signature=src.signature,
+        implementations=src.implementations,
+    )
     catalog = admit(register_plugin, src)
     assert quarantined(catalog, "test.pkg") == ["CATALOG_PACKAGE_NAME_MISMATCH"]
 
 
 # -- the CLI, end to end ----------------------------------------------------------------------
 
+
 def aira(*args: str, home: Path, **env: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "aira_core.cli", *args], capture_output=True,
-                          text=True, timeout=60,
-                          env={**os.environ, "AIRA_HOME": str(home), **env})
+    return subprocess.run(
+        [sys.executable, "-m", "aira_core.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "AIRA_HOME": str(home), **env},
+    )
 
 
 def test_cli_sign_verify_and_trust(tmp_path: Path, aira_home: Path) -> None:
@@ -282,9 +310,13 @@ def test_cli_sign_verify_and_trust(tmp_path: Path, aira_home: Path) -> None:
     assert out.returncode == 0, out.stderr
     out = aira("catalog", "verify", str(pkg), "--json", home=aira_home)
     assert out.returncode == 0, out.stdout
-    assert json.loads(out.stdout) == {"format": "aira.verify/1", "package": "test.pkg",
-                                      "ok": True, "publisher": "test-vendor",
-                                      "keyId": VENDOR.key_id}
+    assert json.loads(out.stdout) == {
+        "format": "aira.verify/1",
+        "package": "test.pkg",
+        "ok": True,
+        "publisher": "test-vendor",
+        "keyId": VENDOR.key_id,
+    }
 
     listed = json.loads(aira("trust", "list", "--json", home=aira_home).stdout)
     assert {k["keyId"]: k["publisher"] for k in listed["keys"]}[VENDOR.key_id] == "test-vendor"
@@ -312,8 +344,16 @@ def test_cli_tampered_package_fails_verify_without_traceback(tmp_path, aira_home
 def test_cli_bad_inputs_get_codes_not_tracebacks(tmp_path, aira_home) -> None:
     cases = [
         (["catalog", "verify", str(tmp_path / "nowhere")], "PACKAGE_PATH_INVALID"),
-        (["catalog", "sign", str(write_package(tmp_path / "p", manifest())), "--key",
-          str(tmp_path / "missing.pem")], "KEY_INVALID"),
+        (
+            [
+                "catalog",
+                "sign",
+                str(write_package(tmp_path / "p", manifest())),
+                "--key",
+                str(tmp_path / "missing.pem"),
+            ],
+            "KEY_INVALID",
+        ),
         (["trust", "add", "test-vendor", "not-base64!"], "KEY_INVALID"),
         (["trust", "add", "Bad Name", VENDOR.public_b64], "TRUST_PUBLISHER_INVALID"),
         (["schema", "no-such-contract"], "SCHEMA_NOT_FOUND"),
@@ -330,10 +370,18 @@ def test_cli_bad_inputs_get_codes_not_tracebacks(tmp_path, aira_home) -> None:
 
 
 def test_cli_sign_refuses_a_package_with_lint_findings(tmp_path, aira_home) -> None:
-    pkg = write_package(tmp_path / "pkg", mutate(manifest(), lambda m: m["descriptors"][0]
-                                                 .update(queryRef="test.q@1.0.0")))
-    out = aira("catalog", "sign", str(pkg), "--key", str(VENDOR.write_pem(tmp_path / "k.pem")),
-               home=aira_home)
+    pkg = write_package(
+        tmp_path / "pkg",
+        mutate(manifest(), lambda m: m["descriptors"][0].update(queryRef="test.q@1.0.0")),
+    )
+    out = aira(
+        "catalog",
+        "sign",
+        str(pkg),
+        "--key",
+        str(VENDOR.write_pem(tmp_path / "k.pem")),
+        home=aira_home,
+    )
     assert out.returncode == 1
     assert "LINT_TARGET_NOT_EXACTLY_ONE" in out.stdout
     assert not (pkg / "manifest.sig").exists()
@@ -345,8 +393,12 @@ def test_cli_keygen_makes_a_usable_key(tmp_path, aira_home) -> None:
     assert (tmp_path / "new.pem").stat().st_mode & 0o777 == 0o600
     public = out.stdout.split()[2]
     pkg = write_package(tmp_path / "pkg", manifest())
-    assert aira("catalog", "sign", str(pkg), "--key", str(tmp_path / "new.pem"),
-                home=aira_home).returncode == 0
+    assert (
+        aira(
+            "catalog", "sign", str(pkg), "--key", str(tmp_path / "new.pem"), home=aira_home
+        ).returncode
+        == 0
+    )
     aira("trust", "add", "test-vendor", public, home=aira_home)
     assert aira("catalog", "verify", str(pkg), home=aira_home).returncode == 0
     again = aira("catalog", "keygen", str(tmp_path / "new.pem"), home=aira_home)
@@ -357,5 +409,11 @@ def test_cli_catalog_list_json_is_stable(aira_home) -> None:
     out = aira("catalog", "list", "--json", "--quarantine", home=aira_home)
     assert out.returncode == 0, out.stderr
     body = json.loads(out.stdout)
-    assert set(body) == {"format", "authoringLockHash", "discoveryCatalogHash", "packages",
-                         "quarantineCount", "quarantine"}
+    assert set(body) == {
+        "format",
+        "authoringLockHash",
+        "discoveryCatalogHash",
+        "packages",
+        "quarantineCount",
+        "quarantine",
+    }

@@ -25,10 +25,23 @@ from aira_core.contracts.capability import (
 def test_enums_match_the_spec() -> None:
     assert len(CapabilityKind) == 8  # seven kinds; importer/exporter is one kind, two values
     assert {r.value for r in RelationType} == {
-        "requires", "produces", "accepts", "composesWith", "alternativeTo", "convertsTo",
-        "validates", "repairsDiagnostic", "supersedes", "conflictsWith"}
-    assert {t.value for t in TaxonomyPath} >= {"authoring.exact.finishing", "query.topology",
-                                               "validation.manufacturing", "io.export"}
+        "requires",
+        "produces",
+        "accepts",
+        "composesWith",
+        "alternativeTo",
+        "convertsTo",
+        "validates",
+        "repairsDiagnostic",
+        "supersedes",
+        "conflictsWith",
+    }
+    assert {t.value for t in TaxonomyPath} >= {
+        "authoring.exact.finishing",
+        "query.topology",
+        "validation.manufacturing",
+        "io.export",
+    }
     for path in TaxonomyPath:  # every path's parent is in the taxonomy too
         parent = path.value.rpartition(".")[0]
         assert not parent or parent in {t.value for t in TaxonomyPath}
@@ -69,10 +82,18 @@ def test_session_grant_ids() -> None:
 
 
 def test_cli_schema_prints_generated_schema() -> None:
-    out = subprocess.run([sys.executable, "-m", "aira_core.cli", "schema",
-                          "capability-descriptor"], capture_output=True, text=True, timeout=60)
+    out = subprocess.run(
+        [sys.executable, "-m", "aira_core.cli", "schema", "capability-descriptor"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert out.returncode == 0
     assert json.loads(out.stdout) == json_schema("capability-descriptor")
-    names = subprocess.run([sys.executable, "-m", "aira_core.cli", "schema"],
-                           capture_output=True, text=True, timeout=60).stdout.split()
+    names = subprocess.run(
+        [sys.executable, "-m", "aira_core.cli", "schema"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    ).stdout.split()
     assert names == sorted(SCHEMAS)

@@ -26,8 +26,10 @@ def both(m):  # type: ignore[no-untyped-def]
 
 def catalog_both(m):  # type: ignore[no-untyped-def]
     pm = PackageManifest.model_validate(m)
-    return (hashes.catalog_authoring_lock_hash((d, pm.schemas) for d in pm.descriptors),
-            hashes.catalog_discovery_hash(pm.descriptors))
+    return (
+        hashes.catalog_authoring_lock_hash((d, pm.schemas) for d in pm.descriptors),
+        hashes.catalog_discovery_hash(pm.descriptors),
+    )
 
 
 PROFILE_EDITS = {
@@ -72,8 +74,12 @@ def test_semantic_edit_changes_the_authoring_lock_hash(edit) -> None:  # type: i
 
 def test_schema_edit_changes_the_authoring_lock_hash() -> None:
     base = manifest()
-    edited = mutate(base, lambda m: m["schemas"]["amir://ops/test.sketch/1.0.0/input"]
-                    ["properties"]["width"].update(maximum=1000))
+    edited = mutate(
+        base,
+        lambda m: m["schemas"]["amir://ops/test.sketch/1.0.0/input"]["properties"]["width"].update(
+            maximum=1000
+        ),
+    )
     assert both(base)[0] != both(edited)[0]
     assert both(base)[1] == both(edited)[1]
 
@@ -95,22 +101,33 @@ def test_semantic_and_profile_projections_cover_the_descriptor() -> None:
 
     fields = set(CapabilityDescriptor.model_fields) - {"trust"}
     assert fields == set(SemanticOperationDescriptor.model_fields) | set(
-        CapabilityProfile.model_fields)
-    assert set(SemanticOperationDescriptor.model_fields) & set(
-        CapabilityProfile.model_fields) == {"capability_id"}
+        CapabilityProfile.model_fields
+    )
+    assert set(SemanticOperationDescriptor.model_fields) & set(CapabilityProfile.model_fields) == {
+        "capability_id"
+    }
 
 
 def snapshot(**kw):  # type: ignore[no-untyped-def]
-    base = dict(captured_at=datetime(2026, 1, 1, tzinfo=UTC),
-                components=[RuntimeComponent(name="occt", role="kernel", build_hash="b1",
-                                             supported_operations=["exact.box@1.0.0"])])
+    base = dict(
+        captured_at=datetime(2026, 1, 1, tzinfo=UTC),
+        components=[
+            RuntimeComponent(
+                name="occt",
+                role="kernel",
+                build_hash="b1",
+                supported_operations=["exact.box@1.0.0"],
+            )
+        ],
+    )
     return RuntimeCapabilitySnapshot(**{**base, **kw})
 
 
 def test_runtime_snapshot_hash() -> None:
     h = hashes.runtime_snapshot_hash(snapshot())
     assert h.startswith("runtime:sha256:")
-    assert h == hashes.runtime_snapshot_hash(snapshot(
-        captured_at=datetime(2026, 6, 1, tzinfo=UTC), load=RuntimeLoad(queue_depth=7)))
+    assert h == hashes.runtime_snapshot_hash(
+        snapshot(captured_at=datetime(2026, 6, 1, tzinfo=UTC), load=RuntimeLoad(queue_depth=7))
+    )
     other = snapshot(components=[RuntimeComponent(name="occt", role="kernel", build_hash="b2")])
     assert h != hashes.runtime_snapshot_hash(other)

@@ -27,8 +27,9 @@ from aira_core.extensions import EXTENSION_TYPES, CapabilityPackageSource
 from aira_core.plugins import PluginSystem
 
 FAKE_OBJECTS = {
-    "capability_packages": lambda name: CapabilityPackageSource(name=name, manifest=b"{}",
-                                                                signature=None),
+    "capability_packages": lambda name: CapabilityPackageSource(
+        name=name, manifest=b"{}", signature=None
+    ),
     "kernels": FakeKernel,
     "validators": FakeValidator,
     "providers": FakeProvider,
@@ -59,8 +60,9 @@ def test_every_hookspec_has_an_extension_type() -> None:
 def test_every_hookspec_registers_objects(ext, register_plugin) -> None:
     """Each of the six hooks delivers what a plugin registers, by name and plugin."""
     obj = FAKE_OBJECTS[ext.key](f"thing-{ext.key}")
-    registry = register_plugin(plugin_registering(ext.hook, obj), "p1", distribution="dist-a",
-                               version="1.2.3")
+    registry = register_plugin(
+        plugin_registering(ext.hook, obj), "p1", distribution="dist-a", version="1.2.3"
+    )
     entry = registry.by_type[ext.key][f"thing-{ext.key}"]
     assert entry.obj is obj
     assert (entry.plugin, entry.distribution) == ("p1", "dist-a")
@@ -74,17 +76,28 @@ def test_every_hookspec_is_documented() -> None:
     doc = (Path(__file__).parents[1] / "docs" / "plugins.md").read_text()
     for ext in EXTENSION_TYPES:
         assert f"### `{ext.hook}(register)`" in doc, ext.hook
-    for code in ("PLUGIN_IMPORT_FAILED", "PLUGIN_HOOK_FAILED", "PLUGIN_DUPLICATE_NAME",
-                 "PLUGIN_REGISTRATION_INVALID", "PLUGIN_INVALID_HOOKIMPL", "PLUGIN_LOAD_FAILED"):
+    for code in (
+        "PLUGIN_IMPORT_FAILED",
+        "PLUGIN_HOOK_FAILED",
+        "PLUGIN_DUPLICATE_NAME",
+        "PLUGIN_REGISTRATION_INVALID",
+        "PLUGIN_INVALID_HOOKIMPL",
+        "PLUGIN_LOAD_FAILED",
+    ):
         assert f"`{code}`" in doc, code
 
 
 def test_two_kernels_with_one_name_is_a_load_error(register_plugin) -> None:
     """A plugin registering two kernels named alike: error naming the distribution, the
     name withdrawn, its other kernels and other plugins unaffected."""
-    registry = register_plugin(plugin_registering(
-        "aira_register_kernels", FakeKernel("occt"), FakeKernel("occt"), FakeKernel("other")),
-        "twice", distribution="aira-kernel-twice", version="0.1")
+    registry = register_plugin(
+        plugin_registering(
+            "aira_register_kernels", FakeKernel("occt"), FakeKernel("occt"), FakeKernel("other")
+        ),
+        "twice",
+        distribution="aira-kernel-twice",
+        version="0.1",
+    )
     register_plugin(plugin_registering("aira_register_validators", FakeValidator("v")), "fine")
     registry = plugins.get_registry()
     (error,) = registry.errors
@@ -96,10 +109,12 @@ def test_two_kernels_with_one_name_is_a_load_error(register_plugin) -> None:
 
 
 def test_duplicate_name_across_distributions_names_both(register_plugin) -> None:
-    register_plugin(plugin_registering("aira_register_kernels", FakeKernel("k")), "a",
-                    distribution="dist-a")
-    registry = register_plugin(plugin_registering("aira_register_kernels", FakeKernel("k")), "b",
-                               distribution="dist-b")
+    register_plugin(
+        plugin_registering("aira_register_kernels", FakeKernel("k")), "a", distribution="dist-a"
+    )
+    registry = register_plugin(
+        plugin_registering("aira_register_kernels", FakeKernel("k")), "b", distribution="dist-b"
+    )
     (error,) = registry.errors
     assert error.code == "PLUGIN_DUPLICATE_NAME"
     assert "dist-a" in error.message and "dist-b" in error.message
@@ -111,21 +126,31 @@ def test_hook_that_raises_is_recorded_and_others_keep_working(register_plugin) -
         raise RuntimeError("kernel exploded")
 
     boom.__name__ = "aira_register_kernels"
-    register_plugin(SimpleNamespace(aira_register_kernels=hookimpl(boom)), "bad",
-                    distribution="dist-bad", version="9")
-    registry = register_plugin(plugin_registering("aira_register_kernels", FakeKernel("ok")),
-                               "good")
+    register_plugin(
+        SimpleNamespace(aira_register_kernels=hookimpl(boom)),
+        "bad",
+        distribution="dist-bad",
+        version="9",
+    )
+    registry = register_plugin(
+        plugin_registering("aira_register_kernels", FakeKernel("ok")), "good"
+    )
     (error,) = registry.errors
     assert (error.code, error.plugin, error.distribution, error.version) == (
-        "PLUGIN_HOOK_FAILED", "bad", "dist-bad", "9")
+        "PLUGIN_HOOK_FAILED",
+        "bad",
+        "dist-bad",
+        "9",
+    )
     assert "kernel exploded" in error.message
     assert "ok" in registry.named("kernels")
     assert {p.name: p.status for p in registry.plugins} == {"bad": "failed", "good": "loaded"}
 
 
 def test_registering_the_wrong_type_is_an_error(register_plugin) -> None:
-    registry = register_plugin(plugin_registering("aira_register_kernels", object(),
-                                                  FakeKernel("")), "wrong")
+    registry = register_plugin(
+        plugin_registering("aira_register_kernels", object(), FakeKernel("")), "wrong"
+    )
     assert [e.code for e in registry.errors] == ["PLUGIN_REGISTRATION_INVALID"] * 2
     assert registry.named("kernels") == {}
 
@@ -144,8 +169,9 @@ def test_unknown_hook_name_is_rejected(aira_plugin_system) -> None:
 
 
 def test_strict_mode_makes_errors_fatal(register_plugin, monkeypatch) -> None:
-    register_plugin(plugin_registering("aira_register_kernels", FakeKernel("k"),
-                                       FakeKernel("k")), "dup")
+    register_plugin(
+        plugin_registering("aira_register_kernels", FakeKernel("k"), FakeKernel("k")), "dup"
+    )
     monkeypatch.setenv("AIRA_STRICT_PLUGINS", "1")
     with pytest.raises(AiraError) as exc:
         plugins.get_registry()
@@ -200,7 +226,10 @@ def test_broken_plugin_import_is_recorded_with_distribution(fake_site, aira_entr
     assert "good-kernel" in registry.named("kernels")
     (error,) = [e for e in registry.errors if e.plugin == "broken"]
     assert (error.code, error.distribution, error.version) == (
-        "PLUGIN_IMPORT_FAILED", "aira-broken", "0.3.0")
+        "PLUGIN_IMPORT_FAILED",
+        "aira-broken",
+        "0.3.0",
+    )
     assert "not installed" in error.message
     status = {p.name: (p.status, p.distribution, p.version) for p in registry.plugins}
     assert status["good"] == ("loaded", "aira-good", "1.0.0")
@@ -217,8 +246,13 @@ def test_disabled_plugins_are_blocked(fake_site, monkeypatch) -> None:
 
 def _aira(args: list[str], site: Path, **env: str) -> subprocess.CompletedProcess[str]:
     full_env = {**os.environ, "PYTHONPATH": str(site), **env}
-    return subprocess.run([sys.executable, "-m", "aira_core.cli", *args], capture_output=True,
-                          text=True, env=full_env, timeout=60)
+    return subprocess.run(
+        [sys.executable, "-m", "aira_core.cli", *args],
+        capture_output=True,
+        text=True,
+        env=full_env,
+        timeout=60,
+    )
 
 
 def test_cli_plugins_shows_broken_plugin_without_traceback(fake_site) -> None:
@@ -249,6 +283,7 @@ def test_cli_strict_mode_exits_with_code_and_no_traceback(fake_site) -> None:
 
 
 # -- the fixture itself -------------------------------------------------------------------
+
 
 def test_register_plugin_fixture_always_unregisters(pytester: pytest.Pytester) -> None:
     """Even a failing test leaves no plugin behind for the next one."""

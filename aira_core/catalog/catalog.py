@@ -55,17 +55,28 @@ class AdmittedPackage:
     source: PackageOrigin
 
     def descriptors(self) -> list[CapabilityDescriptor]:
-        trust = TrustInfo(package=self.manifest.name, publisher=self.signature.publisher,
-                          key_id=self.signature.key_id, signature=self.signature.signature)
+        trust = TrustInfo(
+            package=self.manifest.name,
+            publisher=self.signature.publisher,
+            key_id=self.signature.key_id,
+            signature=self.signature.signature,
+        )
         return [d.model_copy(update={"trust": trust}) for d in self.manifest.descriptors]
 
     def to_json(self) -> dict[str, Any]:
-        return {"name": self.manifest.name, "version": self.manifest.version,
-                "publisher": self.manifest.publisher, "keyId": self.signature.key_id,
-                "manifestHash": self.manifest_hash, **self.source.to_json(),
-                "capabilities": [d.capability_id for d in self.manifest.descriptors],
-                "conformance": {"passed": self.report.passed,
-                                "checkedAt": self.report.checked_at.isoformat()}}
+        return {
+            "name": self.manifest.name,
+            "version": self.manifest.version,
+            "publisher": self.manifest.publisher,
+            "keyId": self.signature.key_id,
+            "manifestHash": self.manifest_hash,
+            **self.source.to_json(),
+            "capabilities": [d.capability_id for d in self.manifest.descriptors],
+            "conformance": {
+                "passed": self.report.passed,
+                "checkedAt": self.report.checked_at.isoformat(),
+            },
+        }
 
 
 @dataclass(frozen=True)
@@ -78,9 +89,13 @@ class QuarantinedPackage:
     report: ConformanceReport | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {"name": self.name, "version": self.version, "publisher": self.publisher,
-                **self.source.to_json(),
-                "reasons": [r.model_dump(mode="json", exclude_none=True) for r in self.reasons]}
+        return {
+            "name": self.name,
+            "version": self.version,
+            "publisher": self.publisher,
+            **self.source.to_json(),
+            "reasons": [r.model_dump(mode="json", exclude_none=True) for r in self.reasons],
+        }
 
 
 @dataclass
@@ -94,31 +109,39 @@ class Catalog:
     def capabilities(self) -> dict[str, CapabilityDescriptor]:
         """Every capability of the production catalog, with its trust filled in."""
         if self._capabilities is None:
-            self._capabilities = {d.capability_id: d for p in self.packages.values()
-                                  for d in p.descriptors()}
+            self._capabilities = {
+                d.capability_id: d for p in self.packages.values() for d in p.descriptors()
+            }
         return self._capabilities
 
     def package_of(self, capability_id: str) -> AdmittedPackage | None:
-        return next((p for p in self.packages.values()
-                     if any(d.capability_id == capability_id for d in p.manifest.descriptors)),
-                    None)
+        return next(
+            (
+                p
+                for p in self.packages.values()
+                if any(d.capability_id == capability_id for d in p.manifest.descriptors)
+            ),
+            None,
+        )
 
     def authoring_lock_hash(self) -> str:
         return hashes.catalog_authoring_lock_hash(
-            (d, p.manifest.schemas) for p in self.packages.values()
-            for d in p.manifest.descriptors)
+            (d, p.manifest.schemas) for p in self.packages.values() for d in p.manifest.descriptors
+        )
 
     def discovery_catalog_hash(self) -> str:
         return hashes.catalog_discovery_hash(
-            d for p in self.packages.values() for d in p.manifest.descriptors)
+            d for p in self.packages.values() for d in p.manifest.descriptors
+        )
 
     def to_json(self, *, quarantine: bool = False) -> dict[str, Any]:
         out: dict[str, Any] = {
             "format": CATALOG_FORMAT,
             "authoringLockHash": self.authoring_lock_hash(),
             "discoveryCatalogHash": self.discovery_catalog_hash(),
-            "packages": [p.to_json() for p in sorted(self.packages.values(),
-                                                     key=lambda p: p.manifest.name)],
+            "packages": [
+                p.to_json() for p in sorted(self.packages.values(), key=lambda p: p.manifest.name)
+            ],
             "quarantineCount": len(self.quarantine),
         }
         if quarantine:
@@ -148,16 +171,27 @@ def _implementation_index(registry: Registry) -> tuple[ImplementationIndex, list
         try:
             index.add(entry.obj.implementations())
         except Exception as exc:  # a kernel's bug leaves its operations unresolved, no crash
-            problems.append(Diagnostic(
-                code=CATALOG_IMPLEMENTATIONS_FAILED, subject=entry.plugin,
-                message=redact(f"kernel {entry.obj.name!r} ({entry.distribution}) failed to "
-                               f"list its implementations: {type(exc).__name__}: {exc}")))
+            problems.append(
+                Diagnostic(
+                    code=CATALOG_IMPLEMENTATIONS_FAILED,
+                    subject=entry.plugin,
+                    message=redact(
+                        f"kernel {entry.obj.name!r} ({entry.distribution}) failed to "
+                        f"list its implementations: {type(exc).__name__}: {exc}"
+                    ),
+                )
+            )
     index.add(e.obj for e in registry.entries("validators"))
     return index, problems
 
 
-def build_catalog(registry: Registry | None = None, *, trust: TrustPolicy | None = None,
-                  state: CatalogState | None = None, now: datetime | None = None) -> Catalog:
+def build_catalog(
+    registry: Registry | None = None,
+    *,
+    trust: TrustPolicy | None = None,
+    state: CatalogState | None = None,
+    now: datetime | None = None,
+) -> Catalog:
     """Admit every registered capability package that passes, quarantine the rest."""
     registry = registry if registry is not None else get_registry()
     trust = trust if trust is not None else TrustPolicy.load()
@@ -171,24 +205,28 @@ def build_catalog(registry: Registry | None = None, *, trust: TrustPolicy | None
             state.close()
 
 
-def _build(registry: Registry, trust: TrustPolicy, state: CatalogState,
-           now: datetime) -> Catalog:
+def _build(registry: Registry, trust: TrustPolicy, state: CatalogState, now: datetime) -> Catalog:
     shared_index, index_problems = _implementation_index(registry)
     admitted_before = state.admitted_versions()
     candidates: list[_Candidate] = []
     for entry in registry.entries("capability_packages"):
         src = entry.obj
-        cand = _Candidate(parse_package(src),
-                          PackageOrigin(entry.plugin, entry.distribution, src.origin))
+        cand = _Candidate(
+            parse_package(src), PackageOrigin(entry.plugin, entry.distribution, src.origin)
+        )
         candidates.append(cand)
         if cand.parsed.diagnostics or cand.parsed.manifest is None:
             cand.reasons.extend(cand.parsed.diagnostics)
             continue
         m = cand.manifest
         if m.name != src.name:
-            cand.reasons.append(Diagnostic(
-                code=CATALOG_PACKAGE_NAME_MISMATCH, subject=src.name,
-                message=f"registered as {src.name!r} but the manifest names {m.name!r}"))
+            cand.reasons.append(
+                Diagnostic(
+                    code=CATALOG_PACKAGE_NAME_MISMATCH,
+                    subject=src.name,
+                    message=f"registered as {src.name!r} but the manifest names {m.name!r}",
+                )
+            )
             continue
         verified = trust.verify(cand.parsed.raw, m.publisher, src.signature, now)
         if isinstance(verified, Diagnostic):
@@ -198,10 +236,14 @@ def _build(registry: Registry, trust: TrustPolicy, state: CatalogState,
         cand.raw_hash = sha256_id("pkg", cand.parsed.raw)
         before = admitted_before.get(m.name)
         if before is not None and semver_key(m.version) < semver_key(before):
-            cand.reasons.append(Diagnostic(
-                code=CATALOG_ROLLBACK, subject=m.name,
-                message=f"{m.name} {m.version} is older than the admitted {before}; "
-                        "a rollback is refused"))
+            cand.reasons.append(
+                Diagnostic(
+                    code=CATALOG_ROLLBACK,
+                    subject=m.name,
+                    message=f"{m.name} {m.version} is older than the admitted {before}; "
+                    "a rollback is refused",
+                )
+            )
 
     live = [c for c in candidates if not c.reasons]
     known = {d.capability_id for c in live for d in c.manifest.descriptors}
@@ -222,15 +264,22 @@ def _build(registry: Registry, trust: TrustPolicy, state: CatalogState,
     for cand in candidates:
         if cand.reasons:
             m = cand.parsed.manifest
-            catalog.quarantine.append(QuarantinedPackage(
-                name=m.name if m else cand.parsed.source.name,
-                version=m.version if m else None, publisher=m.publisher if m else None,
-                source=cand.source, reasons=tuple(cand.reasons), report=cand.report))
+            catalog.quarantine.append(
+                QuarantinedPackage(
+                    name=m.name if m else cand.parsed.source.name,
+                    version=m.version if m else None,
+                    publisher=m.publisher if m else None,
+                    source=cand.source,
+                    reasons=tuple(cand.reasons),
+                    report=cand.report,
+                )
+            )
             continue
         assert cand.signature is not None and cand.report is not None
         state.record_admission(cand.report)
         catalog.packages[cand.manifest.name] = AdmittedPackage(
-            cand.manifest, cand.raw_hash or "", cand.signature, cand.report, cand.source)
+            cand.manifest, cand.raw_hash or "", cand.signature, cand.report, cand.source
+        )
     catalog.quarantine.sort(key=lambda q: q.name)
     return catalog
 
@@ -247,7 +296,11 @@ def _quarantine_duplicate_capabilities(candidates: Iterable[_Candidate]) -> None
             continue
         names = [c.manifest.name for c in cands]
         for cand in cands:
-            cand.reasons.append(Diagnostic(
-                code=CATALOG_DUPLICATE_CAPABILITY, subject=cap,
-                message=f"{cap} is declared by packages {', '.join(sorted(names))} "
-                        f"({', '.join(sorted({c.source.distribution for c in cands}))})"))
+            cand.reasons.append(
+                Diagnostic(
+                    code=CATALOG_DUPLICATE_CAPABILITY,
+                    subject=cap,
+                    message=f"{cap} is declared by packages {', '.join(sorted(names))} "
+                    f"({', '.join(sorted({c.source.distribution for c in cands}))})",
+                )
+            )

@@ -60,8 +60,9 @@ class ImplementationIndex:
         return index
 
 
-def _run_check(impl: TargetImplementation, inputs: Mapping[str, Any]
-               ) -> tuple[list[Diagnostic], str | None]:
+def _run_check(
+    impl: TargetImplementation, inputs: Mapping[str, Any]
+) -> tuple[list[Diagnostic], str | None]:
     try:
         return list(impl.check(inputs)), None
     except Exception as exc:  # the implementation's bug is a finding, not our crash
@@ -74,16 +75,20 @@ def check_descriptor(d: CapabilityDescriptor, index: ImplementationIndex) -> Con
     found: list[Diagnostic] = []
 
     def fail(code: str, message: str) -> None:
-        found.append(Diagnostic(code=code, subject=cap, message=f"{cap} ({field} {ref}): {message}"))
+        found.append(
+            Diagnostic(code=code, subject=cap, message=f"{cap} ({field} {ref}): {message}")
+        )
 
     impl = index.get(ref)
     if impl is None:
         name = ref.split("@")[0]
         others = sorted(index.versions(name))
         if others:
-            fail(CONFORMANCE_VERSION_MISMATCH,
-                 f"no implementation declares exactly {ref}; registered versions: "
-                 + ", ".join(f"{name}@{v}" for v in others))
+            fail(
+                CONFORMANCE_VERSION_MISMATCH,
+                f"no implementation declares exactly {ref}; registered versions: "
+                + ", ".join(f"{name}@{v}" for v in others),
+            )
         else:
             fail(CONFORMANCE_TARGET_UNRESOLVED, f"no registered implementation provides {ref}")
         return ConformanceCheck(capability_id=cap, target=ref, passed=False, diagnostics=found)
@@ -91,38 +96,62 @@ def check_descriptor(d: CapabilityDescriptor, index: ImplementationIndex) -> Con
     declared = set(d.diagnostics)
     can_raise = set(getattr(impl, "diagnostics", ()) or ())
     for code in sorted(can_raise - declared):
-        fail(CONFORMANCE_UNDECLARED_DIAGNOSTIC,
-             f"the implementation can raise {code}, which the descriptor does not declare")
+        fail(
+            CONFORMANCE_UNDECLARED_DIAGNOSTIC,
+            f"the implementation can raise {code}, which the descriptor does not declare",
+        )
 
     cases: list[tuple[str, str, dict[str, Any]]] = [
         (CONFORMANCE_EXAMPLE_REJECTED, f"input example {j}", dict(ex.input))
-        for j, ex in enumerate(d.input_examples)]
+        for j, ex in enumerate(d.input_examples)
+    ]
     if d.default_binding:
         bases = [dict(ex.input) for ex in d.input_examples] or [{}]
-        cases += [(CONFORMANCE_DEFAULT_BINDING_REJECTED,
-                   f"defaultBinding copied into input example {j}" if d.input_examples
-                   else "defaultBinding", {**b, **d.default_binding})
-                  for j, b in enumerate(bases)]
+        cases += [
+            (
+                CONFORMANCE_DEFAULT_BINDING_REJECTED,
+                f"defaultBinding copied into input example {j}"
+                if d.input_examples
+                else "defaultBinding",
+                {**b, **d.default_binding},
+            )
+            for j, b in enumerate(bases)
+        ]
     for code, what, inputs in cases:
         diags, crash = _run_check(impl, inputs)
         if crash is not None:
             fail(CONFORMANCE_CHECK_CRASHED, f"the implementation's check raised on {what}: {crash}")
             continue
         if diags:
-            fail(code, f"the implementation rejects {what}: "
-                 + "; ".join(f"{x.code}: {x.message}" for x in diags))
+            fail(
+                code,
+                f"the implementation rejects {what}: "
+                + "; ".join(f"{x.code}: {x.message}" for x in diags),
+            )
         for x in diags:
             if x.code not in declared:
-                fail(CONFORMANCE_UNDECLARED_DIAGNOSTIC,
-                     f"the implementation raised {x.code} on {what}, which the descriptor "
-                     "does not declare")
-    return ConformanceCheck(capability_id=cap, target=ref, implementation=ref,
-                            passed=not found, diagnostics=found)
+                fail(
+                    CONFORMANCE_UNDECLARED_DIAGNOSTIC,
+                    f"the implementation raised {x.code} on {what}, which the descriptor "
+                    "does not declare",
+                )
+    return ConformanceCheck(
+        capability_id=cap, target=ref, implementation=ref, passed=not found, diagnostics=found
+    )
 
 
-def check_conformance(manifest: PackageManifest, index: ImplementationIndex, manifest_hash: str,
-                      now: datetime | None = None) -> ConformanceReport:
+def check_conformance(
+    manifest: PackageManifest,
+    index: ImplementationIndex,
+    manifest_hash: str,
+    now: datetime | None = None,
+) -> ConformanceReport:
     checks = [check_descriptor(d, index) for d in manifest.descriptors]
     return ConformanceReport(
-        package=manifest.name, version=manifest.version, manifest_hash=manifest_hash,
-        checked_at=now or datetime.now(UTC), passed=all(c.passed for c in checks), checks=checks)
+        package=manifest.name,
+        version=manifest.version,
+        manifest_hash=manifest_hash,
+        checked_at=now or datetime.now(UTC),
+        passed=all(c.passed for c in checks),
+        checks=checks,
+    )

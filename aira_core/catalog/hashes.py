@@ -18,8 +18,9 @@ from aira_core.canonical import sha256_hex, sha256_id
 from aira_core.contracts.capability import CapabilityDescriptor, RuntimeCapabilitySnapshot
 
 
-def authoring_lock_hash(descriptor: CapabilityDescriptor,
-                        schemas: Mapping[str, Mapping[str, Any]]) -> str:
+def authoring_lock_hash(
+    descriptor: CapabilityDescriptor, schemas: Mapping[str, Mapping[str, Any]]
+) -> str:
     semantic = descriptor.semantic().to_wire()
     referenced = {ref: schemas.get(ref) for ref in descriptor.schema_refs()}
     return sha256_id("lock", {"semantic": semantic, "schemas": referenced})
@@ -30,17 +31,27 @@ def discovery_hash(descriptor: CapabilityDescriptor) -> str:
 
 
 def catalog_authoring_lock_hash(
-        items: Iterable[tuple[CapabilityDescriptor, Mapping[str, Mapping[str, Any]]]]) -> str:
+    items: Iterable[tuple[CapabilityDescriptor, Mapping[str, Mapping[str, Any]]]],
+) -> str:
     """Lock hash of a set of capabilities, each with the schemas of its package."""
-    return sha256_id("lock", {d.capability_id: sha256_hex({
-        "semantic": d.semantic().to_wire(),
-        "schemas": {ref: schemas.get(ref) for ref in d.schema_refs()},
-    }) for d, schemas in items})
+    return sha256_id(
+        "lock",
+        {
+            d.capability_id: sha256_hex(
+                {
+                    "semantic": d.semantic().to_wire(),
+                    "schemas": {ref: schemas.get(ref) for ref in d.schema_refs()},
+                }
+            )
+            for d, schemas in items
+        },
+    )
 
 
 def catalog_discovery_hash(descriptors: Iterable[CapabilityDescriptor]) -> str:
-    return sha256_id("disc", {d.capability_id: sha256_hex(d.profile().to_wire())
-                              for d in descriptors})
+    return sha256_id(
+        "disc", {d.capability_id: sha256_hex(d.profile().to_wire()) for d in descriptors}
+    )
 
 
 def runtime_snapshot_hash(snapshot: RuntimeCapabilitySnapshot) -> str:

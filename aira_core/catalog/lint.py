@@ -16,6 +16,7 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 
 from aira_core.canonical import canonical_bytes
+from aira_core.catalog.predicates import PREDICATES, referenced_inputs
 from aira_core.contracts.base import DIAGNOSTIC_CODE_PATTERN
 from aira_core.contracts.capability import (
     CAPABILITY_ID_PATTERN,
@@ -28,7 +29,6 @@ from aira_core.contracts.capability import (
     RelationType,
 )
 from aira_core.contracts.package import PackageManifest
-from aira_core.catalog.predicates import PREDICATES, referenced_inputs
 from aira_core.diagnostics import Diagnostic, json_pointer
 
 SUMMARY_MAX_CHARS = 280
@@ -45,8 +45,9 @@ TARGETS_BY_KIND: dict[CapabilityKind, frozenset[str]] = {
     CapabilityKind.EXPORTER: frozenset({"ioRef"}),
 }
 READ_ONLY_KINDS = frozenset({CapabilityKind.MODEL_QUERY, CapabilityKind.VALIDATOR})
-WRITING_KINDS = frozenset({CapabilityKind.AUTHORING_OPERATION, CapabilityKind.REPAIR,
-                           CapabilityKind.IMPORTER})
+WRITING_KINDS = frozenset(
+    {CapabilityKind.AUTHORING_OPERATION, CapabilityKind.REPAIR, CapabilityKind.IMPORTER}
+)
 
 _SCHEMA_REF_TARGET = re.compile(r"^amir://[a-z]+/(?P<name>[^/]+)/(?P<version>[^/]+)/[^/]+$")
 _CAP_ID = re.compile(CAPABILITY_ID_PATTERN)
@@ -76,7 +77,7 @@ RULES: dict[str, str] = {
     "LINT_DEFAULT_BINDING_NOT_REQUIRED": "defaultBinding is for required inputs of the schema",
     "LINT_DEFAULT_BINDING_INVALID": "a defaultBinding value fails its input schema",
     "LINT_DEFAULT_BINDING_CONFLICT": "defaultBinding disagrees with defaults, the schema's "
-                                     "default or the shape an input example uses",
+    "default or the shape an input example uses",
     "LINT_EXAMPLE_SCHEMA_INVALID": "an input example fails the canonical input schema",
     "LINT_INPUT_EXAMPLE_MISSING": "required inputs but no complete, copyable input example",
     "LINT_INTENT_EXAMPLES_MISSING": "a profile needs at least one intent example",
@@ -92,7 +93,7 @@ RULES: dict[str, str] = {
     "LINT_PURITY_INCONSISTENT": "a pure capability cannot have external side effects",
     "LINT_DIAGNOSTIC_CODE_INVALID": "diagnostic codes are UPPER_SNAKE_CASE",
     "LINT_DIAGNOSTIC_DUPLICATE": "the same diagnostic code twice",
-    "LINT_FAILURE_MODE_UNDECLARED": "guidance explains a diagnostic the descriptor does not declare",
+    "LINT_FAILURE_MODE_UNDECLARED": "guidance explains an undeclared diagnostic",
     "LINT_RELATION_UNKNOWN": "relation names are the nine relations of §5.3",
     "LINT_UNKNOWN_RELATION_TARGET": "a relation names a capability that is not in the catalog",
     "LINT_RELATION_TARGET_INVALID": "a relation target has the wrong form",
@@ -110,11 +111,14 @@ class _Ctx:
 
 def _diag(code: str, cap: str, parts: Iterable[str | int], message: str) -> Diagnostic:
     pointer = json_pointer(list(parts))
-    return Diagnostic(code=code, subject=cap, pointer=pointer, message=f"{cap} {pointer}: {message}")
+    return Diagnostic(
+        code=code, subject=cap, pointer=pointer, message=f"{cap} {pointer}: {message}"
+    )
 
 
-def _compile_schemas(manifest: PackageManifest) -> tuple[dict[str, Draft202012Validator],
-                                                          list[Diagnostic]]:
+def _compile_schemas(
+    manifest: PackageManifest,
+) -> tuple[dict[str, Draft202012Validator], list[Diagnostic]]:
     validators: dict[str, Draft202012Validator] = {}
     out: list[Diagnostic] = []
     for ref, schema in manifest.schemas.items():
@@ -122,15 +126,22 @@ def _compile_schemas(manifest: PackageManifest) -> tuple[dict[str, Draft202012Va
             Draft202012Validator.check_schema(schema)
         except SchemaError as exc:
             pointer = ["schemas", ref, *exc.absolute_path]
-            out.append(_diag("LINT_SCHEMA_INVALID", manifest.name, pointer,
-                             f"schema {ref!r} is not a valid Draft 2020-12 schema: {exc.message}"))
+            out.append(
+                _diag(
+                    "LINT_SCHEMA_INVALID",
+                    manifest.name,
+                    pointer,
+                    f"schema {ref!r} is not a valid Draft 2020-12 schema: {exc.message}",
+                )
+            )
             continue
         validators[ref] = Draft202012Validator(schema)
     return validators, out
 
 
-def lint_manifest(manifest: PackageManifest, *,
-                  known_capabilities: set[str] | None = None) -> list[Diagnostic]:
+def lint_manifest(
+    manifest: PackageManifest, *, known_capabilities: set[str] | None = None
+) -> list[Diagnostic]:
     """Lint a parsed manifest. ``known_capabilities`` is the set of capability ids a relation
     may point at besides the package's own; ``None`` means other packages are not known, and
     relations to them are not checked."""
@@ -142,15 +153,22 @@ def lint_manifest(manifest: PackageManifest, *,
     for i, d in enumerate(manifest.descriptors):
         base = ("descriptors", i)
         if d.capability_id in seen:
-            out.append(_diag("LINT_CAPABILITY_DUPLICATE", d.capability_id, [*base, "capabilityId"],
-                             "this capability id is declared more than once in the package"))
+            out.append(
+                _diag(
+                    "LINT_CAPABILITY_DUPLICATE",
+                    d.capability_id,
+                    [*base, "capabilityId"],
+                    "this capability id is declared more than once in the package",
+                )
+            )
         seen.add(d.capability_id)
         out.extend(_lint_descriptor(ctx, d, base))
     return out
 
 
-def _lint_descriptor(ctx: _Ctx, d: CapabilityDescriptor,
-                     base: tuple[str | int, ...]) -> Iterator[Diagnostic]:
+def _lint_descriptor(
+    ctx: _Ctx, d: CapabilityDescriptor, base: tuple[str | int, ...]
+) -> Iterator[Diagnostic]:
     cap = d.capability_id
     yield from _lint_target(d, base)
     yield from _lint_schemas(ctx, d, base)
@@ -164,48 +182,70 @@ def _lint_descriptor(ctx: _Ctx, d: CapabilityDescriptor,
         inputs = set(props)
         yield from _lint_defaults(d, base, validator, props, required)
         yield from _lint_examples(d, base, validator, required)
-    for path, preds in (((*base, "applicability", "predicates"), d.applicability.predicates),
-                        ((*base, "preconditions"), d.preconditions),
-                        ((*base, "postconditions"), d.postconditions)):
+    for path, preds in (
+        ((*base, "applicability", "predicates"), d.applicability.predicates),
+        ((*base, "preconditions"), d.preconditions),
+        ((*base, "postconditions"), d.postconditions),
+    ):
         yield from _lint_predicates(cap, path, preds, inputs)
     yield from _lint_profile(d, base)
     yield from _lint_effects(d, base)
     yield from _lint_diagnostics(d, base)
     yield from _lint_relations(ctx, d, base)
     if d.trust is not None:
-        yield _diag("LINT_TRUST_SELF_ASSERTED", cap, [*base, "trust"],
-                    "a manifest may not declare its own trust; the catalog fills it in")
+        yield _diag(
+            "LINT_TRUST_SELF_ASSERTED",
+            cap,
+            [*base, "trust"],
+            "a manifest may not declare its own trust; the catalog fills it in",
+        )
 
 
 def _lint_target(d: CapabilityDescriptor, base: tuple[str | int, ...]) -> Iterator[Diagnostic]:
-    field, ref = d.target
+    field, _ = d.target
     allowed = TARGETS_BY_KIND[d.kind]
     if field not in allowed:
-        yield _diag("LINT_TARGET_KIND_MISMATCH", d.capability_id, [*base, field],
-                    f"a {d.kind.value} capability uses {' or '.join(sorted(allowed))}, not {field}")
+        yield _diag(
+            "LINT_TARGET_KIND_MISMATCH",
+            d.capability_id,
+            [*base, field],
+            f"a {d.kind.value} capability uses {' or '.join(sorted(allowed))}, not {field}",
+        )
 
 
-def _lint_schemas(ctx: _Ctx, d: CapabilityDescriptor,
-                  base: tuple[str | int, ...]) -> Iterator[Diagnostic]:
+def _lint_schemas(
+    ctx: _Ctx, d: CapabilityDescriptor, base: tuple[str | int, ...]
+) -> Iterator[Diagnostic]:
     _, target_ref = d.target
     for part, io in (("inputs", d.inputs), ("outputs", d.outputs)):
         if io is None:
             continue
         pointer = [*base, part, "schemaRef"]
         if io.schema_ref not in ctx.manifest.schemas:
-            yield _diag("LINT_SCHEMA_REF_UNRESOLVED", d.capability_id, pointer,
-                        f"schemaRef {io.schema_ref!r} is not among the package's schemas")
+            yield _diag(
+                "LINT_SCHEMA_REF_UNRESOLVED",
+                d.capability_id,
+                pointer,
+                f"schemaRef {io.schema_ref!r} is not among the package's schemas",
+            )
             continue
         m = _SCHEMA_REF_TARGET.match(io.schema_ref)
         if m and f"{m['name']}@{m['version']}" != target_ref:
-            yield _diag("LINT_SCHEMA_REF_TARGET_MISMATCH", d.capability_id, pointer,
-                        f"schemaRef {io.schema_ref!r} belongs to {m['name']}@{m['version']}, "
-                        f"but the target is {target_ref}")
+            yield _diag(
+                "LINT_SCHEMA_REF_TARGET_MISMATCH",
+                d.capability_id,
+                pointer,
+                f"schemaRef {io.schema_ref!r} belongs to {m['name']}@{m['version']}, "
+                f"but the target is {target_ref}",
+            )
     schema = ctx.manifest.schemas.get(d.inputs.schema_ref)
     if schema is not None and schema.get("type") != "object":
-        yield _diag("LINT_INPUT_SCHEMA_NOT_OBJECT", d.capability_id,
-                    [*base, "inputs", "schemaRef"],
-                    f"input schema {d.inputs.schema_ref!r} must have \"type\": \"object\"")
+        yield _diag(
+            "LINT_INPUT_SCHEMA_NOT_OBJECT",
+            d.capability_id,
+            [*base, "inputs", "schemaRef"],
+            f'input schema {d.inputs.schema_ref!r} must have "type": "object"',
+        )
 
 
 def _first_error(validator: Draft202012Validator, value: Any) -> Any:
@@ -225,106 +265,184 @@ def _shape(value: Any) -> Any:
     return type(value).__name__
 
 
-def _lint_defaults(d: CapabilityDescriptor, base: tuple[str | int, ...],
-                   validator: Draft202012Validator, props: dict[str, Any],
-                   required: set[str]) -> Iterator[Diagnostic]:
+def _lint_defaults(
+    d: CapabilityDescriptor,
+    base: tuple[str | int, ...],
+    validator: Draft202012Validator,
+    props: dict[str, Any],
+    required: set[str],
+) -> Iterator[Diagnostic]:
     cap = d.capability_id
     for key, value in d.defaults.items():
         pointer = [*base, "defaults", key]
         if key not in props:
-            yield _diag("LINT_DEFAULT_UNKNOWN_INPUT", cap, pointer,
-                        f"input {key!r} is not a property of the input schema")
+            yield _diag(
+                "LINT_DEFAULT_UNKNOWN_INPUT",
+                cap,
+                pointer,
+                f"input {key!r} is not a property of the input schema",
+            )
             continue
         if key in required:
-            yield _diag("LINT_DEFAULT_ON_REQUIRED", cap, pointer,
-                        f"input {key!r} is required; canonical defaults are for optional inputs "
-                        "(use defaultBinding for a copyable value of a required input)")
+            yield _diag(
+                "LINT_DEFAULT_ON_REQUIRED",
+                cap,
+                pointer,
+                f"input {key!r} is required; canonical defaults are for optional inputs "
+                "(use defaultBinding for a copyable value of a required input)",
+            )
         err = _first_error(validator.evolve(schema=props[key]), value)
         if err is not None:
-            yield _diag("LINT_DEFAULT_INVALID", cap, [*pointer, *err.path],
-                        f"default for {key!r} fails its schema: {err.message}")
-        if isinstance(props[key], dict) and "default" in props[key] and \
-                canonical_bytes(props[key]["default"]) != canonical_bytes(value):
-            yield _diag("LINT_DEFAULT_SCHEMA_MISMATCH", cap, pointer,
-                        f"the input schema declares default {props[key]['default']!r} for "
-                        f"{key!r}, the descriptor {value!r}; keep one canonical default")
+            yield _diag(
+                "LINT_DEFAULT_INVALID",
+                cap,
+                [*pointer, *err.path],
+                f"default for {key!r} fails its schema: {err.message}",
+            )
+        if (
+            isinstance(props[key], dict)
+            and "default" in props[key]
+            and canonical_bytes(props[key]["default"]) != canonical_bytes(value)
+        ):
+            yield _diag(
+                "LINT_DEFAULT_SCHEMA_MISMATCH",
+                cap,
+                pointer,
+                f"the input schema declares default {props[key]['default']!r} for "
+                f"{key!r}, the descriptor {value!r}; keep one canonical default",
+            )
     for key, value in d.default_binding.items():
         pointer = [*base, "defaultBinding", key]
         if key not in props or key not in required:
-            yield _diag("LINT_DEFAULT_BINDING_NOT_REQUIRED", cap, pointer,
-                        f"input {key!r} is not a required property of the input schema")
+            yield _diag(
+                "LINT_DEFAULT_BINDING_NOT_REQUIRED",
+                cap,
+                pointer,
+                f"input {key!r} is not a required property of the input schema",
+            )
             continue
         err = _first_error(validator.evolve(schema=props[key]), value)
         if err is not None:
-            yield _diag("LINT_DEFAULT_BINDING_INVALID", cap, [*pointer, *err.path],
-                        f"defaultBinding for {key!r} fails its schema: {err.message}")
+            yield _diag(
+                "LINT_DEFAULT_BINDING_INVALID",
+                cap,
+                [*pointer, *err.path],
+                f"defaultBinding for {key!r} fails its schema: {err.message}",
+            )
         if key in d.defaults:
-            yield _diag("LINT_DEFAULT_BINDING_CONFLICT", cap, pointer,
-                        f"{key!r} has both a canonical default and a defaultBinding")
-        elif isinstance(props[key], dict) and "default" in props[key] and \
-                canonical_bytes(props[key]["default"]) != canonical_bytes(value):
-            yield _diag("LINT_DEFAULT_BINDING_CONFLICT", cap, pointer,
-                        f"the input schema hides a second default for {key!r}")
+            yield _diag(
+                "LINT_DEFAULT_BINDING_CONFLICT",
+                cap,
+                pointer,
+                f"{key!r} has both a canonical default and a defaultBinding",
+            )
+        elif (
+            isinstance(props[key], dict)
+            and "default" in props[key]
+            and canonical_bytes(props[key]["default"]) != canonical_bytes(value)
+        ):
+            yield _diag(
+                "LINT_DEFAULT_BINDING_CONFLICT",
+                cap,
+                pointer,
+                f"the input schema hides a second default for {key!r}",
+            )
         for j, example in enumerate(d.input_examples):
             if key in example.input and _shape(example.input[key]) != _shape(value):
-                yield _diag("LINT_DEFAULT_BINDING_CONFLICT", cap,
-                            [*base, "inputExamples", j, "input", key],
-                            f"the example gives {key!r} another shape than its defaultBinding; "
-                            "examples must not invent an input shape")
+                yield _diag(
+                    "LINT_DEFAULT_BINDING_CONFLICT",
+                    cap,
+                    [*base, "inputExamples", j, "input", key],
+                    f"the example gives {key!r} another shape than its defaultBinding; "
+                    "examples must not invent an input shape",
+                )
 
 
-def _lint_examples(d: CapabilityDescriptor, base: tuple[str | int, ...],
-                   validator: Draft202012Validator, required: set[str]) -> Iterator[Diagnostic]:
+def _lint_examples(
+    d: CapabilityDescriptor,
+    base: tuple[str | int, ...],
+    validator: Draft202012Validator,
+    required: set[str],
+) -> Iterator[Diagnostic]:
     if required and not d.input_examples:
-        yield _diag("LINT_INPUT_EXAMPLE_MISSING", d.capability_id, [*base, "inputExamples"],
-                    f"inputs {sorted(required)} are required but the profile has no complete, "
-                    "copyable input example")
+        yield _diag(
+            "LINT_INPUT_EXAMPLE_MISSING",
+            d.capability_id,
+            [*base, "inputExamples"],
+            f"inputs {sorted(required)} are required but the profile has no complete, "
+            "copyable input example",
+        )
     for j, example in enumerate(d.input_examples):
         for err in validator.iter_errors(example.input):
-            yield _diag("LINT_EXAMPLE_SCHEMA_INVALID", d.capability_id,
-                        [*base, "inputExamples", j, "input", *err.path],
-                        f"input example {j} fails the input schema: {err.message}")
+            yield _diag(
+                "LINT_EXAMPLE_SCHEMA_INVALID",
+                d.capability_id,
+                [*base, "inputExamples", j, "input", *err.path],
+                f"input example {j} fails the input schema: {err.message}",
+            )
 
 
 _PREDICATE_VALIDATORS = {pid: Draft202012Validator(p.args_schema) for pid, p in PREDICATES.items()}
 
 
-def _lint_predicates(cap: str, path: tuple[str | int, ...], predicates: list[Predicate],
-                     inputs: set[str] | None) -> Iterator[Diagnostic]:
+def _lint_predicates(
+    cap: str, path: tuple[str | int, ...], predicates: list[Predicate], inputs: set[str] | None
+) -> Iterator[Diagnostic]:
     for k, pred in enumerate(predicates):
         pointer = [*path, k]
         validator = _PREDICATE_VALIDATORS.get(pred.id)
         if validator is None:
-            yield _diag("LINT_PREDICATE_UNREGISTERED", cap, [*pointer, "id"],
-                        f"predicate {pred.id!r} is not registered; registered: "
-                        f"{', '.join(sorted(PREDICATES))}")
+            yield _diag(
+                "LINT_PREDICATE_UNREGISTERED",
+                cap,
+                [*pointer, "id"],
+                f"predicate {pred.id!r} is not registered; registered: "
+                f"{', '.join(sorted(PREDICATES))}",
+            )
             continue
         err = _first_error(validator, pred.args)
         if err is not None:
-            yield _diag("LINT_PREDICATE_ARGS_INVALID", cap, [*pointer, "args", *err.path],
-                        f"arguments of {pred.id!r}: {err.message}")
+            yield _diag(
+                "LINT_PREDICATE_ARGS_INVALID",
+                cap,
+                [*pointer, "args", *err.path],
+                f"arguments of {pred.id!r}: {err.message}",
+            )
             continue
         for name in referenced_inputs(pred.args):
             if inputs is not None and name not in inputs:
-                yield _diag("LINT_PREDICATE_INPUT_UNKNOWN", cap, [*pointer, "args"],
-                            f"predicate {pred.id!r} refers to input {name!r}, which the input "
-                            "schema does not define")
+                yield _diag(
+                    "LINT_PREDICATE_INPUT_UNKNOWN",
+                    cap,
+                    [*pointer, "args"],
+                    f"predicate {pred.id!r} refers to input {name!r}, which the input "
+                    "schema does not define",
+                )
 
 
 def _lint_profile(d: CapabilityDescriptor, base: tuple[str | int, ...]) -> Iterator[Diagnostic]:
     cap = d.capability_id
     if not d.intent_examples:
-        yield _diag("LINT_INTENT_EXAMPLES_MISSING", cap, [*base, "intentExamples"],
-                    "the profile has no intent example")
+        yield _diag(
+            "LINT_INTENT_EXAMPLES_MISSING",
+            cap,
+            [*base, "intentExamples"],
+            "the profile has no intent example",
+        )
     if len(d.summary) > SUMMARY_MAX_CHARS:
-        yield _diag("LINT_SUMMARY_TOO_LONG", cap, [*base, "summary"],
-                    f"summary has {len(d.summary)} characters; at most {SUMMARY_MAX_CHARS}")
+        yield _diag(
+            "LINT_SUMMARY_TOO_LONG",
+            cap,
+            [*base, "summary"],
+            f"summary has {len(d.summary)} characters; at most {SUMMARY_MAX_CHARS}",
+        )
     seen: set[str] = set()
     for k, alias in enumerate(d.aliases):
         folded = alias.casefold()
         if folded in seen:
-            yield _diag("LINT_ALIAS_DUPLICATE", cap, [*base, "aliases", k],
-                        f"alias {alias!r} appears twice")
+            yield _diag(
+                "LINT_ALIAS_DUPLICATE", cap, [*base, "aliases", k], f"alias {alias!r} appears twice"
+            )
         seen.add(folded)
 
 
@@ -333,66 +451,110 @@ def _lint_effects(d: CapabilityDescriptor, base: tuple[str | int, ...]) -> Itera
     effects = set(d.effects)
     pointer = [*base, "effects"]
     if not effects:
-        yield _diag("LINT_EFFECTS_MISSING", cap, pointer,
-                    "declare what the capability does (readOnly, additive, changesTopology, "
-                    "changesAuthority, externalSideEffect, createsFeature)")
+        yield _diag(
+            "LINT_EFFECTS_MISSING",
+            cap,
+            pointer,
+            "declare what the capability does (readOnly, additive, changesTopology, "
+            "changesAuthority, externalSideEffect, createsFeature)",
+        )
         return
     if Effect.READ_ONLY in effects and len(effects) > 1:
-        yield _diag("LINT_EFFECTS_CONFLICT", cap, pointer,
-                    "readOnly cannot be combined with other effects")
+        yield _diag(
+            "LINT_EFFECTS_CONFLICT", cap, pointer, "readOnly cannot be combined with other effects"
+        )
     if d.kind in READ_ONLY_KINDS and effects != {Effect.READ_ONLY}:
-        yield _diag("LINT_EFFECTS_KIND_MISMATCH", cap, pointer,
-                    f"a {d.kind.value} never writes; its effects are [\"readOnly\"]")
+        yield _diag(
+            "LINT_EFFECTS_KIND_MISMATCH",
+            cap,
+            pointer,
+            f'a {d.kind.value} never writes; its effects are ["readOnly"]',
+        )
     if d.kind in WRITING_KINDS and Effect.READ_ONLY in effects:
-        yield _diag("LINT_EFFECTS_KIND_MISMATCH", cap, pointer,
-                    f"a {d.kind.value} changes the model; it cannot be readOnly")
+        yield _diag(
+            "LINT_EFFECTS_KIND_MISMATCH",
+            cap,
+            pointer,
+            f"a {d.kind.value} changes the model; it cannot be readOnly",
+        )
     if d.kind is CapabilityKind.EXPORTER and Effect.EXTERNAL_SIDE_EFFECT not in effects:
-        yield _diag("LINT_EFFECTS_KIND_MISMATCH", cap, pointer,
-                    "an exporter writes outside the model: declare externalSideEffect")
+        yield _diag(
+            "LINT_EFFECTS_KIND_MISMATCH",
+            cap,
+            pointer,
+            "an exporter writes outside the model: declare externalSideEffect",
+        )
     if d.risk.destructive and effects == {Effect.READ_ONLY}:
-        yield _diag("LINT_RISK_INCONSISTENT", cap, [*base, "risk", "destructive"],
-                    "a readOnly capability cannot be destructive")
+        yield _diag(
+            "LINT_RISK_INCONSISTENT",
+            cap,
+            [*base, "risk", "destructive"],
+            "a readOnly capability cannot be destructive",
+        )
     if d.purity is Purity.PURE and Effect.EXTERNAL_SIDE_EFFECT in effects:
-        yield _diag("LINT_PURITY_INCONSISTENT", cap, [*base, "purity"],
-                    "a capability with external side effects is not pure")
+        yield _diag(
+            "LINT_PURITY_INCONSISTENT",
+            cap,
+            [*base, "purity"],
+            "a capability with external side effects is not pure",
+        )
 
 
-def _lint_diagnostics(d: CapabilityDescriptor,
-                      base: tuple[str | int, ...]) -> Iterator[Diagnostic]:
+def _lint_diagnostics(d: CapabilityDescriptor, base: tuple[str | int, ...]) -> Iterator[Diagnostic]:
     seen: set[str] = set()
     for k, code in enumerate(d.diagnostics):
         if code in seen:
-            yield _diag("LINT_DIAGNOSTIC_DUPLICATE", d.capability_id, [*base, "diagnostics", k],
-                        f"diagnostic {code} is declared twice")
+            yield _diag(
+                "LINT_DIAGNOSTIC_DUPLICATE",
+                d.capability_id,
+                [*base, "diagnostics", k],
+                f"diagnostic {code} is declared twice",
+            )
         seen.add(code)
     for k, mode in enumerate(d.guidance.failure_modes):
         if mode.diagnostic not in seen:
-            yield _diag("LINT_FAILURE_MODE_UNDECLARED", d.capability_id,
-                        [*base, "guidance", "failureModes", k, "diagnostic"],
-                        f"{mode.diagnostic} is explained but not declared in diagnostics")
+            yield _diag(
+                "LINT_FAILURE_MODE_UNDECLARED",
+                d.capability_id,
+                [*base, "guidance", "failureModes", k, "diagnostic"],
+                f"{mode.diagnostic} is explained but not declared in diagnostics",
+            )
 
 
-def _lint_relations(ctx: _Ctx, d: CapabilityDescriptor,
-                    base: tuple[str | int, ...]) -> Iterator[Diagnostic]:
+def _lint_relations(
+    ctx: _Ctx, d: CapabilityDescriptor, base: tuple[str | int, ...]
+) -> Iterator[Diagnostic]:
     cap = d.capability_id
     for relation, targets in d.relations.items():
         for k, target in enumerate(targets):
             pointer = [*base, "relations", relation.value, k]
             if relation is RelationType.REPAIRS_DIAGNOSTIC:
                 if not _DIAG_CODE.match(target):
-                    yield _diag("LINT_RELATION_TARGET_INVALID", cap, pointer,
-                                f"repairsDiagnostic names diagnostic codes; {target!r} is not one")
+                    yield _diag(
+                        "LINT_RELATION_TARGET_INVALID",
+                        cap,
+                        pointer,
+                        f"repairsDiagnostic names diagnostic codes; {target!r} is not one",
+                    )
                 continue
             if relation not in CAPABILITY_RELATIONS or (
-                    relation is RelationType.REQUIRES and not target.startswith("cap:")):
+                relation is RelationType.REQUIRES and not target.startswith("cap:")
+            ):
                 continue
             if not _CAP_ID.match(target):
-                yield _diag("LINT_RELATION_TARGET_INVALID", cap, pointer,
-                            f"{relation.value} names capabilities; {target!r} is not a "
-                            "capability id cap:<dotted.name>@<major>")
+                yield _diag(
+                    "LINT_RELATION_TARGET_INVALID",
+                    cap,
+                    pointer,
+                    f"{relation.value} names capabilities; {target!r} is not a "
+                    "capability id cap:<dotted.name>@<major>",
+                )
             elif target == cap:
-                yield _diag("LINT_RELATION_SELF", cap, pointer,
-                            f"{cap} {relation.value} itself")
+                yield _diag("LINT_RELATION_SELF", cap, pointer, f"{cap} {relation.value} itself")
             elif ctx.known is not None and target not in ctx.known:
-                yield _diag("LINT_UNKNOWN_RELATION_TARGET", cap, pointer,
-                            f"{relation.value} names {target}, which is not in the catalog")
+                yield _diag(
+                    "LINT_UNKNOWN_RELATION_TARGET",
+                    cap,
+                    pointer,
+                    f"{relation.value} names {target}, which is not in the catalog",
+                )

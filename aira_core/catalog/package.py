@@ -52,8 +52,10 @@ def loads_strict(data: bytes) -> Any:
     except UnicodeDecodeError as exc:
         raise AiraError(MANIFEST_NOT_JSON, f"manifest.json is not UTF-8: {exc.reason}") from None
     except json.JSONDecodeError as exc:
-        raise AiraError(MANIFEST_NOT_JSON, f"manifest.json is not JSON: {exc.msg} at line "
-                        f"{exc.lineno} column {exc.colno}") from None
+        raise AiraError(
+            MANIFEST_NOT_JSON,
+            f"manifest.json is not JSON: {exc.msg} at line {exc.lineno} column {exc.colno}",
+        ) from None
 
 
 @dataclass
@@ -110,8 +112,14 @@ def validation_diagnostics(exc: ValidationError, raw: Any, package: str) -> list
         loc = tuple(p for p in err["loc"] if p != "[key]")
         subject = _descriptor_id(raw, loc) or package
         pointer = json_pointer(list(loc))
-        out.append(Diagnostic(code=_lint_code(err), subject=subject, pointer=pointer or None,
-                              message=f"{subject} {pointer or '/'}: {err['msg']}"))
+        out.append(
+            Diagnostic(
+                code=_lint_code(err),
+                subject=subject,
+                pointer=pointer or None,
+                message=f"{subject} {pointer or '/'}: {err['msg']}",
+            )
+        )
     return out
 
 
@@ -119,9 +127,13 @@ def parse_package(source: CapabilityPackageSource) -> ParsedPackage:
     """Parse a package's manifest; never raises for bad input."""
     parsed = ParsedPackage(source)
     if not source.manifest:
-        parsed.diagnostics.append(Diagnostic(
-            code=MANIFEST_MISSING, subject=source.name,
-            message=f"package {source.name!r} has no manifest.json"))
+        parsed.diagnostics.append(
+            Diagnostic(
+                code=MANIFEST_MISSING,
+                subject=source.name,
+                message=f"package {source.name!r} has no manifest.json",
+            )
+        )
         return parsed
     try:
         parsed.raw = loads_strict(source.manifest)
@@ -143,13 +155,17 @@ def source_from_path(path: str | Path) -> CapabilityPackageSource:
             data = path.read_bytes()
             sig = path.with_name(path.name + ".sig")
             return CapabilityPackageSource(
-                name=path.stem, manifest=data,
-                signature=sig.read_bytes() if sig.is_file() else None, origin=path.name)
+                name=path.stem,
+                manifest=data,
+                signature=sig.read_bytes() if sig.is_file() else None,
+                origin=path.name,
+            )
         path = path.parent
     if not path.is_dir():
-        raise AiraError(PACKAGE_PATH_INVALID,
-                        f"{path.name or str(path)!r} is neither a package directory nor a "
-                        f"manifest file")
+        raise AiraError(
+            PACKAGE_PATH_INVALID,
+            f"{path.name or str(path)!r} is neither a package directory nor a manifest file",
+        )
     return CapabilityPackageSource.from_directory(path)
 
 

@@ -60,17 +60,21 @@ def load_private_key(path: str | Path) -> Ed25519PrivateKey:
     except FileNotFoundError as exc:
         raise AiraError(KEY_INVALID, f"key file {path.name!r} does not exist") from exc
     except (ValueError, TypeError) as exc:
-        raise AiraError(KEY_INVALID,
-                        f"key file {path.name!r} is not an unencrypted PKCS#8 PEM key") from exc
+        raise AiraError(
+            KEY_INVALID, f"key file {path.name!r} is not an unencrypted PKCS#8 PEM key"
+        ) from exc
     if not isinstance(key, Ed25519PrivateKey):
-        raise AiraError(KEY_INVALID, f"key file {path.name!r} holds a "
-                        f"{type(key).__name__}, not an Ed25519 private key")
+        raise AiraError(
+            KEY_INVALID,
+            f"key file {path.name!r} holds a {type(key).__name__}, not an Ed25519 private key",
+        )
     return key
 
 
 def private_key_pem(key: Ed25519PrivateKey) -> bytes:
-    return key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                             serialization.NoEncryption())
+    return key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    )
 
 
 def sign_manifest(manifest: Any, key: Ed25519PrivateKey, publisher: str) -> PackageSignature:

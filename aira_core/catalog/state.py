@@ -45,9 +45,10 @@ class CatalogState:
             self._db.execute("PRAGMA synchronous=FULL")
             self._db.executescript(_SCHEMA)
         except (OSError, sqlite3.Error) as exc:
-            raise AiraError(CATALOG_STATE_UNAVAILABLE,
-                            f"cannot open the catalog state {STATE_FILE} in AIRA_HOME: {exc}") \
-                from None
+            raise AiraError(
+                CATALOG_STATE_UNAVAILABLE,
+                f"cannot open the catalog state {STATE_FILE} in AIRA_HOME: {exc}",
+            ) from None
 
     def close(self) -> None:
         self._db.close()
@@ -68,18 +69,32 @@ class CatalogState:
     def record_admission(self, report: ConformanceReport) -> None:
         """Remember the report, and the version if it is the highest admitted so far."""
         with self._tx() as db:
-            row = db.execute("SELECT version FROM admitted WHERE name = ?",
-                             (report.package,)).fetchone()
+            row = db.execute(
+                "SELECT version FROM admitted WHERE name = ?", (report.package,)
+            ).fetchone()
             if row is None or semver_key(report.version) > semver_key(row[0]):
-                db.execute("INSERT OR REPLACE INTO admitted VALUES (?, ?, ?, ?)",
-                           (report.package, report.version, report.manifest_hash,
-                            datetime.now(UTC).isoformat()))
-            db.execute("INSERT OR REPLACE INTO conformance VALUES (?, ?, ?, ?)",
-                       (report.package, report.version, report.manifest_hash,
-                        report.model_dump_json(by_alias=True)))
+                db.execute(
+                    "INSERT OR REPLACE INTO admitted VALUES (?, ?, ?, ?)",
+                    (
+                        report.package,
+                        report.version,
+                        report.manifest_hash,
+                        datetime.now(UTC).isoformat(),
+                    ),
+                )
+            db.execute(
+                "INSERT OR REPLACE INTO conformance VALUES (?, ?, ?, ?)",
+                (
+                    report.package,
+                    report.version,
+                    report.manifest_hash,
+                    report.model_dump_json(by_alias=True),
+                ),
+            )
 
     def report(self, name: str, version: str, manifest_hash: str) -> ConformanceReport | None:
         row = self._db.execute(
             "SELECT report FROM conformance WHERE name = ? AND version = ? AND manifest_hash = ?",
-            (name, version, manifest_hash)).fetchone()
+            (name, version, manifest_hash),
+        ).fetchone()
         return ConformanceReport.model_validate_json(row[0]) if row else None

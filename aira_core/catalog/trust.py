@@ -18,10 +18,10 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from aira_core.catalog import signing
 from aira_core.config import aira_home
 from aira_core.contracts.package import PackageSignature, TrustedKey, TrustedPublisher, TrustStore
 from aira_core.diagnostics import AiraError, Diagnostic
-from aira_core.catalog import signing
 
 BUILTIN_PUBLISHER = "aira-first-party"
 BUILTIN_PUBLIC_KEY = "V2lnYRZxGV2+riCrNuX/QrJd+riLuxGFfQ4s5pOgvHg="
@@ -40,11 +40,19 @@ TRUST_KEY_NOT_FOUND = "TRUST_KEY_NOT_FOUND"
 
 
 def builtin_store() -> TrustStore:
-    return TrustStore(publishers=[TrustedPublisher(
-        publisher=BUILTIN_PUBLISHER,
-        keys=[TrustedKey(key_id=signing.key_id(signing.decode_public_key(BUILTIN_PUBLIC_KEY)),
-                         public_key=BUILTIN_PUBLIC_KEY)],
-    )])
+    return TrustStore(
+        publishers=[
+            TrustedPublisher(
+                publisher=BUILTIN_PUBLISHER,
+                keys=[
+                    TrustedKey(
+                        key_id=signing.key_id(signing.decode_public_key(BUILTIN_PUBLIC_KEY)),
+                        public_key=BUILTIN_PUBLIC_KEY,
+                    )
+                ],
+            )
+        ]
+    )
 
 
 def user_store_path() -> Path:
@@ -61,10 +69,12 @@ def load_user_store(path: Path | None = None) -> TrustStore:
     try:
         return TrustStore.model_validate_json(data)
     except ValidationError as exc:
-        raise AiraError(TRUST_STORE_INVALID,
-                        f"the trust store {TRUST_FILE} in AIRA_HOME is not a valid "
-                        f"{TrustStore.model_fields['format'].default} document "
-                        f"({exc.error_count()} errors); fix or remove it") from exc
+        raise AiraError(
+            TRUST_STORE_INVALID,
+            f"the trust store {TRUST_FILE} in AIRA_HOME is not a valid "
+            f"{TrustStore.model_fields['format'].default} document "
+            f"({exc.error_count()} errors); fix or remove it",
+        ) from exc
 
 
 def save_user_store(store: TrustStore, path: Path | None = None) -> None:
@@ -95,10 +105,15 @@ class KeyRecord:
         return self.key.expires_at is not None and _aware(self.key.expires_at) <= now
 
     def to_json(self, now: datetime) -> dict[str, Any]:
-        return {"publisher": self.publisher, "keyId": self.key.key_id,
-                "publicKey": self.key.public_key,
-                "expiresAt": self.key.expires_at.isoformat() if self.key.expires_at else None,
-                "revoked": self.revoked, "expired": self.expired(now), "builtin": self.builtin}
+        return {
+            "publisher": self.publisher,
+            "keyId": self.key.key_id,
+            "publicKey": self.key.public_key,
+            "expiresAt": self.key.expires_at.isoformat() if self.key.expires_at else None,
+            "revoked": self.revoked,
+            "expired": self.expired(now),
+            "builtin": self.builtin,
+        }
 
 
 @dataclass(frozen=True)
@@ -123,54 +138,79 @@ class TrustPolicy:
         for store, builtin in stores:
             for pub in store.publishers:
                 for key in pub.keys:
-                    self._keys.setdefault(key.key_id, KeyRecord(
-                        pub.publisher, key, builtin, key.revoked or key.key_id in revoked))
+                    self._keys.setdefault(
+                        key.key_id,
+                        KeyRecord(
+                            pub.publisher, key, builtin, key.revoked or key.key_id in revoked
+                        ),
+                    )
 
     @classmethod
     def load(cls) -> TrustPolicy:
         return cls(load_user_store())
 
-    def keys(self) -> list[KeyRecord]:
+    def records(self) -> list[KeyRecord]:
         return sorted(self._keys.values(), key=lambda r: (r.publisher, r.key.key_id))
 
-    def verify(self, manifest: Any, manifest_publisher: str, signature_bytes: bytes | None,
-               now: datetime | None = None) -> VerifiedSignature | Diagnostic:
+    def verify(
+        self,
+        manifest: Any,
+        manifest_publisher: str,
+        signature_bytes: bytes | None,
+        now: datetime | None = None,
+    ) -> VerifiedSignature | Diagnostic:
         """Check a detached signature over ``manifest`` (the parsed manifest JSON)."""
         now = now or datetime.now(UTC)
         if not signature_bytes:
-            return Diagnostic(code=SIGNATURE_MISSING,
-                              message="the package has no signature file (manifest.sig)")
+            return Diagnostic(
+                code=SIGNATURE_MISSING, message="the package has no signature file (manifest.sig)"
+            )
         try:
             sig = PackageSignature.model_validate_json(signature_bytes)
         except ValidationError as exc:
-            return Diagnostic(code=SIGNATURE_MALFORMED,
-                              message=f"manifest.sig is not a valid aira.signature/1 document "
-                                      f"({exc.error_count()} errors)")
+            return Diagnostic(
+                code=SIGNATURE_MALFORMED,
+                message=f"manifest.sig is not a valid aira.signature/1 document "
+                f"({exc.error_count()} errors)",
+            )
         if sig.publisher != manifest_publisher:
-            return Diagnostic(code=SIGNATURE_PUBLISHER_MISMATCH,
-                              message=f"signature names publisher {sig.publisher!r} but the "
-                                      f"manifest names {manifest_publisher!r}")
+            return Diagnostic(
+                code=SIGNATURE_PUBLISHER_MISMATCH,
+                message=f"signature names publisher {sig.publisher!r} but the "
+                f"manifest names {manifest_publisher!r}",
+            )
         record = self._keys.get(sig.key_id)
         if record is None:
-            return Diagnostic(code=SIGNATURE_UNKNOWN_KEY,
-                              message=f"key {sig.key_id} is not in the trust store; add it with "
-                                      f"`aira trust add {sig.publisher} PUBLIC_KEY`")
+            return Diagnostic(
+                code=SIGNATURE_UNKNOWN_KEY,
+                message=f"key {sig.key_id} is not in the trust store; add it with "
+                f"`aira trust add {sig.publisher} PUBLIC_KEY`",
+            )
         if record.publisher != sig.publisher:
-            return Diagnostic(code=SIGNATURE_PUBLISHER_MISMATCH,
-                              message=f"key {sig.key_id} belongs to publisher "
-                                      f"{record.publisher!r}, not {sig.publisher!r}")
+            return Diagnostic(
+                code=SIGNATURE_PUBLISHER_MISMATCH,
+                message=f"key {sig.key_id} belongs to publisher "
+                f"{record.publisher!r}, not {sig.publisher!r}",
+            )
         if record.revoked:
-            return Diagnostic(code=TRUST_KEY_REVOKED, message=f"key {sig.key_id} of "
-                              f"{record.publisher!r} is revoked")
+            return Diagnostic(
+                code=TRUST_KEY_REVOKED,
+                message=f"key {sig.key_id} of {record.publisher!r} is revoked",
+            )
         if record.expired(now):
-            return Diagnostic(code=TRUST_KEY_EXPIRED, message=f"key {sig.key_id} of "
-                              f"{record.publisher!r} expired at {record.key.expires_at}")
+            return Diagnostic(
+                code=TRUST_KEY_EXPIRED,
+                message=f"key {sig.key_id} of "
+                f"{record.publisher!r} expired at {record.key.expires_at}",
+            )
         public = signing.decode_public_key(record.key.public_key)
         if not signing.signature_valid(manifest, sig, public):
-            return Diagnostic(code=SIGNATURE_INVALID,
-                              message=f"the signature does not verify under key {sig.key_id}: "
-                                      f"the manifest was changed after signing or signed by "
-                                      f"another key")
+            return Diagnostic(
+                code=SIGNATURE_INVALID,
+                message=f"the signature does not verify under key {sig.key_id}: "
+                f"the manifest was changed after signing or signed by "
+                f"another key",
+            )
         return VerifiedSignature(sig.publisher, sig.key_id, sig.signature)
 
 
@@ -178,15 +218,17 @@ def add_key(publisher: str, public_key_b64: str, expires_at: datetime | None = N
     """Trust ``public_key_b64`` for ``publisher`` in the user's store; returns the key."""
     key_obj = signing.decode_public_key(public_key_b64.strip())
     store = load_user_store()
-    key = TrustedKey(key_id=signing.key_id(key_obj), public_key=signing.public_key_b64(key_obj),
-                     expires_at=expires_at)
+    key = TrustedKey(
+        key_id=signing.key_id(key_obj),
+        public_key=signing.public_key_b64(key_obj),
+        expires_at=expires_at,
+    )
     publishers = [p for p in store.publishers if p.publisher != publisher]
     existing = next((p for p in store.publishers if p.publisher == publisher), None)
     keys = [k for k in (existing.keys if existing else []) if k.key_id != key.key_id] + [key]
     publishers.append(TrustedPublisher(publisher=publisher, keys=keys))
     revoked = [k for k in store.revoked_key_ids if k != key.key_id]
-    save_user_store(store.model_copy(update={"publishers": publishers,
-                                             "revoked_key_ids": revoked}))
+    save_user_store(store.model_copy(update={"publishers": publishers, "revoked_key_ids": revoked}))
     return key
 
 
@@ -194,11 +236,14 @@ def revoke_key(key_id: str) -> KeyRecord:
     """Revoke a key (built-in or user-added) in the user's store."""
     store = load_user_store()
     policy = TrustPolicy(store)
-    record = next((r for r in policy.keys() if r.key.key_id == key_id), None)
+    record = next((r for r in policy.records() if r.key.key_id == key_id), None)
     if record is None:
-        raise AiraError(TRUST_KEY_NOT_FOUND, f"no trusted key has id {key_id!r}; "
-                        "`aira trust list` shows the key ids")
+        raise AiraError(
+            TRUST_KEY_NOT_FOUND,
+            f"no trusted key has id {key_id!r}; `aira trust list` shows the key ids",
+        )
     if key_id not in store.revoked_key_ids:
-        save_user_store(store.model_copy(
-            update={"revoked_key_ids": [*store.revoked_key_ids, key_id]}))
+        save_user_store(
+            store.model_copy(update={"revoked_key_ids": [*store.revoked_key_ids, key_id]})
+        )
     return KeyRecord(record.publisher, record.key, record.builtin, True)

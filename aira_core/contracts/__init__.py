@@ -44,11 +44,15 @@ def json_schema(name: str) -> dict[str, Any]:
     """The generated JSON Schema (Draft 2020-12) of a named contract."""
     model = SCHEMAS.get(name)
     if model is None:
-        raise AiraError(SCHEMA_NOT_FOUND,
-                        f"no contract named {name!r}; known: {', '.join(sorted(SCHEMAS))}")
+        raise AiraError(
+            SCHEMA_NOT_FOUND, f"no contract named {name!r}; known: {', '.join(sorted(SCHEMAS))}"
+        )
     schema = model.model_json_schema(by_alias=True, mode="validation")
-    return {"$schema": "https://json-schema.org/draft/2020-12/schema",
-            "$id": f"urn:aira:schema:{name}", **schema}
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$id": f"urn:aira:schema:{name}",
+        **schema,
+    }
 
 
 __all__ = [

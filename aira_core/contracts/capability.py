@@ -21,8 +21,7 @@ from aira_core.contracts.base import SEMVER_PATTERN, DiagnosticCode, SemVer, Wir
 CAPABILITY_ID_PATTERN = r"^cap:[a-z][a-zA-Z0-9]*(\.[a-z][a-zA-Z0-9]*)*@(0|[1-9]\d*)$"
 TARGET_REF_PATTERN = r"^[a-z][a-zA-Z0-9]*(\.[a-z][a-zA-Z0-9]*)*@" + SEMVER_PATTERN[1:]
 
-CapabilityId = Annotated[str, Field(pattern=CAPABILITY_ID_PATTERN,
-                                    examples=["cap:exact.fillet@1"])]
+CapabilityId = Annotated[str, Field(pattern=CAPABILITY_ID_PATTERN, examples=["cap:exact.fillet@1"])]
 """``cap:<dotted.name>@<major>``: for discovery and product compatibility only."""
 TargetRef = Annotated[str, Field(pattern=TARGET_REF_PATTERN, examples=["exact.fillet@1.0.0"])]
 """``<dotted.name>@<MAJOR.MINOR.PATCH>``: an exact, versioned execution target."""
@@ -93,10 +92,15 @@ class RelationType(StrEnum):
 
 # Relations whose targets are capability ids (the others name semantic types, requirement
 # kinds or diagnostic codes); ``requires`` may also name a state, so only its ``cap:`` targets.
-CAPABILITY_RELATIONS = frozenset({
-    RelationType.COMPOSES_WITH, RelationType.ALTERNATIVE_TO, RelationType.SUPERSEDES,
-    RelationType.CONFLICTS_WITH, RelationType.REQUIRES,
-})
+CAPABILITY_RELATIONS = frozenset(
+    {
+        RelationType.COMPOSES_WITH,
+        RelationType.ALTERNATIVE_TO,
+        RelationType.SUPERSEDES,
+        RelationType.CONFLICTS_WITH,
+        RelationType.REQUIRES,
+    }
+)
 
 
 class Effect(StrEnum):
@@ -170,6 +174,7 @@ class Authorization(StrEnum):
 
 
 # -- descriptor parts -----------------------------------------------------------------------
+
 
 class IOContract(WireModel):
     schema_ref: str = Field(min_length=1, examples=["amir://ops/exact.fillet/1.0.0/input"])
@@ -247,8 +252,14 @@ class TrustInfo(WireModel):
 
 # -- the layers -------------------------------------------------------------------------------
 
-TARGET_FIELDS = ("operation_ref", "patch_template_ref", "query_ref", "validator_ref",
-                 "workflow_ref", "io_ref")
+TARGET_FIELDS = (
+    "operation_ref",
+    "patch_template_ref",
+    "query_ref",
+    "validator_ref",
+    "workflow_ref",
+    "io_ref",
+)
 
 
 class SemanticOperationDescriptor(WireModel):
@@ -286,14 +297,18 @@ class SemanticOperationDescriptor(WireModel):
                 "LINT_TARGET_NOT_EXACTLY_ONE",
                 "a capability declares exactly one execution target among operationRef, "
                 "patchTemplateRef, queryRef, validatorRef, workflowRef, ioRef; found {found}",
-                {"found": ", ".join(self.targets()) or "none"})
+                {"found": ", ".join(self.targets()) or "none"},
+            )
         return self
 
     def targets(self) -> dict[str, str]:
         """The declared execution targets as ``{wireFieldName: ref}``."""
         fields = type(self).model_fields
-        return {fields[f].alias or f: getattr(self, f) for f in TARGET_FIELDS
-                if getattr(self, f) is not None}
+        return {
+            fields[f].alias or f: getattr(self, f)
+            for f in TARGET_FIELDS
+            if getattr(self, f) is not None
+        }
 
     @property
     def target(self) -> tuple[str, str]:
@@ -327,17 +342,20 @@ class CapabilityDescriptor(SemanticOperationDescriptor, CapabilityProfile):
 
     def semantic(self) -> SemanticOperationDescriptor:
         return SemanticOperationDescriptor.model_validate(
-            {f: getattr(self, f) for f in SemanticOperationDescriptor.model_fields})
+            {f: getattr(self, f) for f in SemanticOperationDescriptor.model_fields}
+        )
 
     def profile(self) -> CapabilityProfile:
         return CapabilityProfile.model_validate(
-            {f: getattr(self, f) for f in CapabilityProfile.model_fields})
+            {f: getattr(self, f) for f in CapabilityProfile.model_fields}
+        )
 
     def schema_refs(self) -> list[str]:
         return [io.schema_ref for io in (self.inputs, self.outputs) if io is not None]
 
 
 # -- runtime, grant, view -------------------------------------------------------------------
+
 
 class ComponentStatus(StrEnum):
     AVAILABLE = "available"
@@ -388,8 +406,9 @@ class RuntimeCapabilitySnapshot(WireModel):
 
     def identity(self) -> dict[str, Any]:
         """The hashed part: everything but the capture time and the volatile load."""
-        return self.model_dump(mode="json", by_alias=True, exclude_none=True,
-                               exclude={"captured_at", "load"})
+        return self.model_dump(
+            mode="json", by_alias=True, exclude_none=True, exclude={"captured_at", "load"}
+        )
 
 
 class ReadScope(WireModel):
@@ -423,8 +442,7 @@ class SessionGrant(WireModel):
     permissions: GrantPermissions = Field(default_factory=GrantPermissions)
     auto_commit_max_risk: RiskLevel = RiskLevel.LOW
     budgets: GrantBudgets = Field(default_factory=GrantBudgets)
-    confirmation_required: list[str] = Field(default_factory=list,
-                                             examples=[["publish", "export"]])
+    confirmation_required: list[str] = Field(default_factory=list, examples=[["publish", "export"]])
     expires_at: datetime | None = None
     revoked: bool = False
 
