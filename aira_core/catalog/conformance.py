@@ -64,9 +64,13 @@ def _run_check(
     impl: TargetImplementation, inputs: Mapping[str, Any]
 ) -> tuple[list[Diagnostic], str | None]:
     try:
-        return list(impl.check(inputs)), None
+        result = list(impl.check(inputs))
     except Exception as exc:  # the implementation's bug is a finding, not our crash
         return [], redact(f"{type(exc).__name__}: {exc}")
+    wrong = [type(x).__name__ for x in result if not isinstance(x, Diagnostic)]
+    if wrong:
+        return [], f"check returned {', '.join(sorted(set(wrong)))} instead of Diagnostic items"
+    return result, None
 
 
 def check_descriptor(d: CapabilityDescriptor, index: ImplementationIndex) -> ConformanceCheck:

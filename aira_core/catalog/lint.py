@@ -14,6 +14,9 @@ from typing import Any
 
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
+from referencing import Registry
+from referencing.exceptions import Unresolvable
+from referencing.jsonschema import DRAFT202012
 
 from aira_core.canonical import canonical_bytes
 from aira_core.catalog.predicates import PREDICATES, referenced_inputs
@@ -116,6 +119,33 @@ def _diag(code: str, cap: str, parts: Iterable[str | int], message: str) -> Diag
     )
 
 
+def _refs(
+    node: Any, path: tuple[str | int, ...] = ()
+) -> Iterator[tuple[tuple[str | int, ...], str]]:
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if key == "$ref" and isinstance(value, str):
+                yield (*path, key), value
+            else:
+                yield from _refs(value, (*path, key))
+    elif isinstance(node, list):
+        for i, value in enumerate(node):
+            yield from _refs(value, (*path, i))
+
+
+def _unresolvable_refs(schema: dict[str, Any]) -> list[tuple[tuple[str | int, ...], str]]:
+    """``$ref``s that do not resolve within the schema: jsonschema would only find out
+    while validating, and raise instead of reporting."""
+    resolver = Registry().with_resource("", DRAFT202012.create_resource(schema)).resolver()
+    bad = []
+    for path, target in _refs(schema):
+        try:
+            resolver.lookup(target)
+        except Unresolvable:
+            bad.append((path, target))
+    return bad
+
+
 def _compile_schemas(
     manifest: PackageManifest,
 ) -> tuple[dict[str, Draft202012Validator], list[Diagnostic]]:
@@ -135,7 +165,19 @@ def _compile_schemas(
                 )
             )
             continue
-        validators[ref] = Draft202012Validator(schema)
+        unresolved = _unresolvable_refs(schema)
+        for path, target in unresolved:
+            out.append(
+                _diag(
+                    "LINT_SCHEMA_INVALID",
+                    manifest.name,
+                    ["schemas", ref, *path],
+                    f"schema {ref!r} has a $ref {target!r} that does not resolve inside the "
+                    "schema (package schemas are self-contained)",
+                )
+            )
+        if not unresolved:
+            validators[ref] = Draft202012Validator(schema)
     return validators, out
 
 

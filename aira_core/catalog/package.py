@@ -8,12 +8,14 @@ one signature). Model errors become lint diagnostics with stable codes and JSON 
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
+from aira_core.canonical import CanonicalJSONError, canonical_bytes
 from aira_core.contracts.package import PackageManifest
 from aira_core.diagnostics import AiraError, Diagnostic, json_pointer
 from aira_core.extensions import MANIFEST_FILE, SIGNATURE_FILE, CapabilityPackageSource
@@ -21,6 +23,7 @@ from aira_core.extensions import MANIFEST_FILE, SIGNATURE_FILE, CapabilityPackag
 MANIFEST_MISSING = "MANIFEST_MISSING"
 MANIFEST_NOT_JSON = "MANIFEST_NOT_JSON"
 MANIFEST_DUPLICATE_KEY = "MANIFEST_DUPLICATE_KEY"
+MANIFEST_NOT_CANONICAL = "MANIFEST_NOT_CANONICAL"
 PACKAGE_PATH_INVALID = "PACKAGE_PATH_INVALID"
 
 
@@ -43,10 +46,28 @@ def _no_constant(name: str) -> Any:
     raise _StrictJSONError(MANIFEST_NOT_JSON, f"{name} is not valid JSON")
 
 
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):  # 1e999 overflows to Infinity, which JSON does not have
+        raise _StrictJSONError(MANIFEST_NOT_JSON, f"number {text} is out of range")
+    return value
+
+
 def loads_strict(data: bytes) -> Any:
-    """``json.loads`` that refuses duplicate keys and NaN/Infinity (codes as above)."""
+    """``json.loads`` that refuses duplicate keys, NaN/Infinity and values without an
+    RFC 8785 form (e.g. integers a double cannot hold), so that whatever it returns can be
+    hashed and verified."""
     try:
-        return json.loads(data, object_pairs_hook=_no_duplicates, parse_constant=_no_constant)
+        value = json.loads(
+            data,
+            object_pairs_hook=_no_duplicates,
+            parse_constant=_no_constant,
+            parse_float=_finite_float,
+        )
+        canonical_bytes(value)
+        return value
+    except CanonicalJSONError as exc:
+        raise AiraError(MANIFEST_NOT_CANONICAL, f"manifest.json: {exc}") from None
     except _StrictJSONError as exc:
         raise AiraError(exc.code, f"manifest.json: {exc}") from None
     except UnicodeDecodeError as exc:
