@@ -190,25 +190,22 @@ def fake_implementations(
 ) -> list[Implementation]:
     """FAKE implementations for every target of a manifest, each declaring exactly the
     descriptor's diagnostics and accepting whatever ``check`` accepts."""
+    targets = (
+        "operationRef",
+        "patchTemplateRef",
+        "queryRef",
+        "validatorRef",
+        "workflowRef",
+        "ioRef",
+    )
     out = []
     for d in m["descriptors"]:
-        ref = next(
-            d[k]
-            for k in (
-                "operationRef",
-                "patchTemplateRef",
-                "queryRef",
-                "validatorRef",
-                "workflowRef",
-                "ioRef",
+        for ref in (d[k] for k in targets if k in d):  # none for a target-less (broken) one
+            out.append(
+                Implementation(
+                    ref=ref, check_inputs=check, diagnostics=frozenset(d.get("diagnostics", []))
+                )
             )
-            if k in d
-        )
-        out.append(
-            Implementation(
-                ref=ref, check_inputs=check, diagnostics=frozenset(d.get("diagnostics", []))
-            )
-        )
     return out
 
 

@@ -119,30 +119,55 @@ def _diag(code: str, cap: str, parts: Iterable[str | int], message: str) -> Diag
     )
 
 
-def _refs(
-    node: Any, path: tuple[str | int, ...] = ()
-) -> Iterator[tuple[tuple[str | int, ...], str]]:
-    if isinstance(node, dict):
-        for key, value in node.items():
-            if key == "$ref" and isinstance(value, str):
-                yield (*path, key), value
-            else:
-                yield from _refs(value, (*path, key))
-    elif isinstance(node, list):
-        for i, value in enumerate(node):
-            yield from _refs(value, (*path, i))
+# Draft 2020-12 keywords whose values are subschemas (so "$ref" inside "examples", "const",
+# "default" or "enum" is data, not a reference).
+_SUBSCHEMA = frozenset(
+    {
+        "items",
+        "not",
+        "if",
+        "then",
+        "else",
+        "contains",
+        "propertyNames",
+        "additionalProperties",
+        "unevaluatedItems",
+        "unevaluatedProperties",
+    }
+)
+_SUBSCHEMA_LISTS = frozenset({"allOf", "anyOf", "oneOf", "prefixItems"})
+_SUBSCHEMA_MAPS = frozenset({"properties", "patternProperties", "$defs", "dependentSchemas"})
 
 
 def _unresolvable_refs(schema: dict[str, Any]) -> list[tuple[tuple[str | int, ...], str]]:
     """``$ref``s that do not resolve within the schema: jsonschema would only find out
-    while validating, and raise instead of reporting."""
-    resolver = Registry().with_resource("", DRAFT202012.create_resource(schema)).resolver()
-    bad = []
-    for path, target in _refs(schema):
-        try:
-            resolver.lookup(target)
-        except Unresolvable:
-            bad.append((path, target))
+    while validating, and raise instead of reporting. Walks subschema keywords only and
+    follows nested ``$id`` bases, as the validator would."""
+    registry = Registry().with_resource("", DRAFT202012.create_resource(schema)).crawl()
+    bad: list[tuple[tuple[str | int, ...], str]] = []
+
+    def walk(node: Any, path: tuple[str | int, ...], resolver: Any) -> None:
+        if not isinstance(node, dict):
+            return
+        if isinstance(node.get("$id"), str):
+            resolver = resolver.in_subresource(DRAFT202012.create_resource(node))
+        target = node.get("$ref")
+        if isinstance(target, str):
+            try:
+                resolver.lookup(target)
+            except Unresolvable:
+                bad.append(((*path, "$ref"), target))
+        for key, value in node.items():
+            if key in _SUBSCHEMA:
+                walk(value, (*path, key), resolver)
+            elif key in _SUBSCHEMA_LISTS and isinstance(value, list):
+                for i, sub in enumerate(value):
+                    walk(sub, (*path, key, i), resolver)
+            elif key in _SUBSCHEMA_MAPS and isinstance(value, dict):
+                for name, sub in value.items():
+                    walk(sub, (*path, key, name), resolver)
+
+    walk(schema, (), registry.resolver())
     return bad
 
 
