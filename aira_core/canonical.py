@@ -135,13 +135,23 @@ def _utf16_key(key: str) -> bytes:
     return key.encode("utf-16-be")
 
 
-def canonical_bytes(obj: Any) -> bytes:
+class Canonical(bytes):
+    """Bytes that :func:`canonical_bytes` produced. Passing them back to
+    :func:`canonical_bytes`, :func:`sha256_hex` or :func:`sha256_id` reuses them as they
+    are, so a large document is canonicalised once however many times it is hashed or
+    signed."""
+
+
+def canonical_bytes(obj: Any) -> Canonical:
     """Return the RFC 8785 canonical JSON encoding of ``obj`` as UTF-8 bytes.
 
-    Accepts dict (str keys), list, tuple, str, int, float, bool, None and
+    Accepts dict (str keys), list, tuple, str, int, float, bool, None,
     pydantic v2 models (serialised via their JSON-mode, by-alias,
-    exclude-none dump). Raises :class:`CanonicalJSONError` otherwise.
+    exclude-none dump) and :class:`Canonical` bytes (returned unchanged).
+    Raises :class:`CanonicalJSONError` otherwise.
     """
+    if isinstance(obj, Canonical):
+        return obj
     parts: list[str] = []
     # Iterative to survive deep nesting. Stack items: str -> emit verbatim;
     # int -> container id leaving the ancestor set; tuple -> (value, path).
@@ -223,7 +233,7 @@ def canonical_bytes(obj: Any) -> bytes:
                     path,
                 )
 
-    return "".join(parts).encode("utf-8")
+    return Canonical("".join(parts).encode("utf-8"))
 
 
 def sha256_hex(obj: Any) -> str:

@@ -261,7 +261,7 @@ def catalog_verify(
         )
     else:
         publisher = parsed.raw.get("publisher")
-        result = TrustPolicy.load().verify(parsed.raw, str(publisher), source.signature)
+        result = TrustPolicy.load().verify(parsed.canonical, str(publisher), source.signature)
     ok = not isinstance(result, Diagnostic)
     if as_json:
         body: dict[str, Any] = {"format": "aira.verify/1", "package": source.name, "ok": ok}
@@ -395,14 +395,15 @@ def schema_cmd(
 
 def main() -> None:
     """Console-script entry point: expected errors get a code and a message, no traceback."""
-    from aira_core.diagnostics import AiraError, redact
-
     try:
         app()
-    except AiraError as exc:
-        typer.echo(f"error: {redact(str(exc.diagnostic))}", err=True)
-        sys.exit(1)
     except Exception as exc:
+        # Imported here, not at the top: pydantic would cost `aira --help` ~70 ms.
+        from aira_core.diagnostics import AiraError, redact
+
+        if isinstance(exc, AiraError):
+            typer.echo(f"error: {redact(str(exc.diagnostic))}", err=True)
+            sys.exit(1)
         if os.environ.get("AIRA_DEBUG") == "1":
             raise
         typer.echo(

@@ -228,12 +228,12 @@ def _build(registry: Registry, trust: TrustPolicy, state: CatalogState, now: dat
                 )
             )
             continue
-        verified = trust.verify(cand.parsed.raw, m.publisher, src.signature, now)
+        verified = trust.verify(cand.parsed.canonical, m.publisher, src.signature, now)
         if isinstance(verified, Diagnostic):
             cand.reasons.append(verified.model_copy(update={"subject": m.name}))
             continue
         cand.signature = verified
-        cand.raw_hash = sha256_id("pkg", cand.parsed.raw)
+        cand.raw_hash = sha256_id("pkg", cand.parsed.canonical)
         before = admitted_before.get(m.name)
         if before is not None and semver_key(m.version) < semver_key(before):
             cand.reasons.append(

@@ -7,13 +7,13 @@ schema and reused, so linting a thousand descriptors stays fast.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 from jsonschema import Draft202012Validator
-from jsonschema.exceptions import SchemaError
 from referencing import Registry
 from referencing.exceptions import Unresolvable
 from referencing.jsonschema import DRAFT202012
@@ -137,26 +137,63 @@ _SUBSCHEMA = frozenset(
 )
 _SUBSCHEMA_LISTS = frozenset({"allOf", "anyOf", "oneOf", "prefixItems"})
 _SUBSCHEMA_MAPS = frozenset({"properties", "patternProperties", "$defs", "dependentSchemas"})
+_DRAFT_2020_12 = "https://json-schema.org/draft/2020-12/schema"
+
+Problem = tuple[tuple[str | int, ...], str]
 
 
-def _unresolvable_refs(schema: dict[str, Any]) -> list[tuple[tuple[str | int, ...], str]]:
-    """``$ref``s that do not resolve within the schema: jsonschema would only find out
-    while validating, and raise instead of reporting. Walks subschema keywords only and
-    follows nested ``$id`` bases, as the validator would."""
+@functools.cache
+def _metaschema_validator() -> Any:
+    # The Draft 2020-12 metaschema check is ~1.4 ms per schema in jsonschema (its dynamic
+    # references are resolved in Python) and ~3 µs in jsonschema-rs; a package of a
+    # thousand operations has two thousand schemas. Instances are still validated with
+    # jsonschema, for its error paths.
+    import jsonschema_rs
+
+    return jsonschema_rs.Draft202012Validator({"$ref": _DRAFT_2020_12}, validate_formats=True)
+
+
+def schema_problems(schema: dict[str, Any]) -> list[Problem]:
+    """Why a package schema cannot be used, as ``(path in the schema, message)`` pairs:
+    not Draft 2020-12, not valid against its metaschema, a ``$ref`` that does not resolve
+    inside the schema, or a ``pattern`` that Python's ``re`` (which validates instances)
+    cannot compile."""
+    declared = schema.get("$schema")
+    if declared is not None and declared.rstrip("#") != _DRAFT_2020_12:
+        return [(("$schema",), f"package schemas are Draft 2020-12, not {declared!r}")]
+    problems = [
+        (tuple(e.instance_path), e.message) for e in _metaschema_validator().iter_errors(schema)
+    ]
+    if problems:
+        return problems
     registry = Registry().with_resource("", DRAFT202012.create_resource(schema)).crawl()
-    bad: list[tuple[tuple[str | int, ...], str]] = []
 
     def walk(node: Any, path: tuple[str | int, ...], resolver: Any) -> None:
         if not isinstance(node, dict):
             return
-        if isinstance(node.get("$id"), str):
+        if isinstance(node.get("$id"), str):  # a nested $id moves the base of its $refs
             resolver = resolver.in_subresource(DRAFT202012.create_resource(node))
         target = node.get("$ref")
         if isinstance(target, str):
             try:
                 resolver.lookup(target)
             except Unresolvable:
-                bad.append(((*path, "$ref"), target))
+                problems.append(
+                    (
+                        (*path, "$ref"),
+                        f"$ref {target!r} does not resolve inside the schema "
+                        "(package schemas are self-contained)",
+                    )
+                )
+        patterns = [((*path, "pattern"), node.get("pattern"))] + [
+            ((*path, "patternProperties", p), p) for p in node.get("patternProperties") or {}
+        ]
+        for where, pattern in patterns:
+            if isinstance(pattern, str):
+                try:
+                    re.compile(pattern)
+                except re.error as exc:
+                    problems.append((where, f"pattern {pattern!r} does not compile: {exc}"))
         for key, value in node.items():
             if key in _SUBSCHEMA:
                 walk(value, (*path, key), resolver)
@@ -168,7 +205,7 @@ def _unresolvable_refs(schema: dict[str, Any]) -> list[tuple[tuple[str | int, ..
                     walk(sub, (*path, key, name), resolver)
 
     walk(schema, (), registry.resolver())
-    return bad
+    return problems
 
 
 def _compile_schemas(
@@ -177,31 +214,17 @@ def _compile_schemas(
     validators: dict[str, Draft202012Validator] = {}
     out: list[Diagnostic] = []
     for ref, schema in manifest.schemas.items():
-        try:
-            Draft202012Validator.check_schema(schema)
-        except SchemaError as exc:
-            pointer = ["schemas", ref, *exc.absolute_path]
-            out.append(
-                _diag(
-                    "LINT_SCHEMA_INVALID",
-                    manifest.name,
-                    pointer,
-                    f"schema {ref!r} is not a valid Draft 2020-12 schema: {exc.message}",
-                )
-            )
-            continue
-        unresolved = _unresolvable_refs(schema)
-        for path, target in unresolved:
+        problems = schema_problems(schema)
+        for path, message in problems:
             out.append(
                 _diag(
                     "LINT_SCHEMA_INVALID",
                     manifest.name,
                     ["schemas", ref, *path],
-                    f"schema {ref!r} has a $ref {target!r} that does not resolve inside the "
-                    "schema (package schemas are self-contained)",
+                    f"schema {ref!r} is not a usable Draft 2020-12 schema: {message}",
                 )
             )
-        if not unresolved:
+        if not problems:
             validators[ref] = Draft202012Validator(schema)
     return validators, out
 

@@ -15,7 +15,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from aira_core.canonical import CanonicalJSONError, canonical_bytes
+from aira_core.canonical import Canonical, CanonicalJSONError, canonical_bytes
 from aira_core.contracts.package import PackageManifest
 from aira_core.diagnostics import AiraError, Diagnostic, json_pointer
 from aira_core.extensions import MANIFEST_FILE, SIGNATURE_FILE, CapabilityPackageSource
@@ -53,10 +53,10 @@ def _finite_float(text: str) -> float:
     return value
 
 
-def loads_strict(data: bytes) -> Any:
+def loads_strict(data: bytes) -> tuple[Any, Canonical]:
     """``json.loads`` that refuses duplicate keys, NaN/Infinity and values without an
-    RFC 8785 form (e.g. integers a double cannot hold), so that whatever it returns can be
-    hashed and verified."""
+    RFC 8785 form (e.g. integers a double cannot hold). Returns the value and its canonical
+    bytes, which signature checks and hashes reuse."""
     try:
         value = json.loads(
             data,
@@ -64,8 +64,7 @@ def loads_strict(data: bytes) -> Any:
             parse_constant=_no_constant,
             parse_float=_finite_float,
         )
-        canonical_bytes(value)
-        return value
+        return value, canonical_bytes(value)
     except CanonicalJSONError as exc:
         raise AiraError(MANIFEST_NOT_CANONICAL, f"manifest.json: {exc}") from None
     except _StrictJSONError as exc:
@@ -85,6 +84,8 @@ class ParsedPackage:
 
     source: CapabilityPackageSource
     raw: Any = None
+    canonical: Canonical | None = None
+    """The manifest's RFC 8785 bytes: what the signature covers and the package hash hashes."""
     manifest: PackageManifest | None = None
     diagnostics: list[Diagnostic] = field(default_factory=list)
 
@@ -157,7 +158,7 @@ def parse_package(source: CapabilityPackageSource) -> ParsedPackage:
         )
         return parsed
     try:
-        parsed.raw = loads_strict(source.manifest)
+        parsed.raw, parsed.canonical = loads_strict(source.manifest)
     except AiraError as exc:
         parsed.diagnostics.append(exc.diagnostic.model_copy(update={"subject": source.name}))
         return parsed
