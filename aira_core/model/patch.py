@@ -1,0 +1,448 @@
+"""Applying AMIR patches: pure, validated, all or nothing.
+
+``apply_patch(document, patch, signatures)`` returns a new document or raises
+:class:`PatchRejected` listing every problem with a stable code and a JSON pointer; the
+input document is never modified. Structural problems of one op (duplicate id, unknown
+entity, removing something still referenced) point at ``/ops/<i>``; problems of the result
+(dangling reference, cycle, type or unit mismatch against the operation's signature,
+out-of-range value) point into the resulting document.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+from pydantic import ValidationError
+
+from aira_core.contracts.amir import (
+    AmirDocument,
+    Assertion,
+    AssertionAdd,
+    AssertionRemove,
+    Body,
+    BodyAdd,
+    BodyRemove,
+    BodySetMaterial,
+    BodySetTip,
+    InputValue,
+    LabelSet,
+    Node,
+    NodeAdd,
+    NodeInput,
+    NodeRemove,
+    NodeSetInputs,
+    Parameter,
+    ParameterAdd,
+    ParameterRemove,
+    ParameterSetValue,
+    ParamInput,
+    ParamType,
+    Patch,
+    PatchOp,
+    SemanticInput,
+)
+from aira_core.diagnostics import AiraError, Diagnostic, json_pointer
+from aira_core.model.operations import JSON, SELECTION, SHAPE, InputSpec, OperationSignature
+from aira_core.model.units import BASE_UNIT, UNIT_MISMATCH, UNITS, to_base
+
+PATCH_INVALID = "PATCH_INVALID"
+PATCH_DUPLICATE_ID = "PATCH_DUPLICATE_ID"
+PATCH_ENTITY_UNKNOWN = "PATCH_ENTITY_UNKNOWN"
+PATCH_STILL_REFERENCED = "PATCH_STILL_REFERENCED"
+AMIR_DANGLING_REFERENCE = "AMIR_DANGLING_REFERENCE"
+AMIR_CYCLE = "AMIR_CYCLE"
+AMIR_TYPE_MISMATCH = "AMIR_TYPE_MISMATCH"
+AMIR_OPERATION_UNKNOWN = "AMIR_OPERATION_UNKNOWN"
+AMIR_INPUT_MISSING = "AMIR_INPUT_MISSING"
+AMIR_INPUT_UNKNOWN = "AMIR_INPUT_UNKNOWN"
+PARAMETER_OUT_OF_RANGE = "PARAMETER_OUT_OF_RANGE"
+
+Entity = Parameter | Node | Body | Assertion
+_BLOCKS = ("parameters", "nodes", "bodies", "assertions")
+_SINGULAR = {
+    "parameters": "parameter",
+    "nodes": "node",
+    "bodies": "body",
+    "assertions": "assertion",
+}
+
+
+class PatchRejected(AiraError):
+    """A patch that was not applied; ``diagnostics`` lists every problem found."""
+
+    def __init__(self, diagnostics: Sequence[Diagnostic]) -> None:
+        first = diagnostics[0]
+        more = f" (and {len(diagnostics) - 1} more)" if len(diagnostics) > 1 else ""
+        super().__init__(first.code, first.message + more, pointer=first.pointer)
+        self.diagnostics = list(diagnostics)
+
+
+def _problem(code: str, message: str, *pointer: str | int) -> Diagnostic:
+    return Diagnostic(code=code, message=message, pointer=json_pointer(list(pointer)) or None)
+
+
+# -- references ----------------------------------------------------------------------------
+
+
+def _input_refs(inputs: Mapping[str, InputValue]) -> Iterator[tuple[str, str, str]]:
+    """(input name, referenced id, what it must be) for every reference among inputs."""
+    for name, value in inputs.items():
+        if isinstance(value, ParamInput):
+            yield name, value.param, "parameters"
+        elif isinstance(value, NodeInput):
+            yield name, value.node, "nodes"
+        elif isinstance(value, SemanticInput):
+            yield name, value.body, "bodies"
+
+
+def references(entity: Entity) -> Iterator[tuple[str, str]]:
+    """(referenced id, block it must be in) for every reference an entity holds."""
+    if isinstance(entity, Node):
+        for _, ref, block in _input_refs(entity.inputs):
+            yield ref, block
+    elif isinstance(entity, Body):
+        yield entity.tip, "nodes"
+    elif isinstance(entity, Assertion):
+        yield entity.target, "bodies"
+        for _, ref, block in _input_refs(entity.args):
+            yield ref, block
+
+
+class _Draft:
+    """A mutable copy of the document's four blocks, keyed by id in document order."""
+
+    def __init__(self, doc: AmirDocument) -> None:
+        self.blocks: dict[str, dict[str, Any]] = {
+            name: {e.id: e for e in getattr(doc, name)} for name in _BLOCKS
+        }
+
+    def find(self, entity_id: str) -> tuple[str, Any] | None:
+        for name, block in self.blocks.items():
+            if entity_id in block:
+                return name, block[entity_id]
+        return None
+
+    def referrers(self, entity_id: str) -> list[str]:
+        return [
+            e.id
+            for block in self.blocks.values()
+            for e in block.values()
+            if any(ref == entity_id for ref, _ in references(e))
+        ]
+
+    def document(self) -> AmirDocument:
+        return AmirDocument.model_construct(**{n: list(b.values()) for n, b in self.blocks.items()})
+
+
+def _apply_op(draft: _Draft, i: int, op: PatchOp) -> None:
+    def fail(code: str, message: str) -> None:
+        raise PatchRejected([_problem(code, f"op {i} ({op.op}): {message}", "ops", i)])
+
+    adds = {
+        ParameterAdd: ("parameters", "parameter"),
+        NodeAdd: ("nodes", "node"),
+        BodyAdd: ("bodies", "body"),
+        AssertionAdd: ("assertions", "assertion"),
+    }
+    if type(op) in adds:
+        block, attr = adds[type(op)]
+        entity = getattr(op, attr)
+        if draft.find(entity.id) is not None:
+            fail(PATCH_DUPLICATE_ID, f"id {entity.id!r} already exists")
+        draft.blocks[block][entity.id] = entity
+        return
+
+    found = draft.find(op.id)
+    expected = {
+        ParameterSetValue: "parameters",
+        ParameterRemove: "parameters",
+        NodeSetInputs: "nodes",
+        NodeRemove: "nodes",
+        BodyRemove: "bodies",
+        BodySetMaterial: "bodies",
+        BodySetTip: "bodies",
+        AssertionRemove: "assertions",
+    }.get(type(op))
+    if found is None or (expected is not None and found[0] != expected):
+        what = _SINGULAR[expected] if expected else "entity"
+        fail(PATCH_ENTITY_UNKNOWN, f"no {what} has id {op.id!r}")
+    block, entity = found
+
+    if isinstance(op, ParameterRemove | NodeRemove | BodyRemove | AssertionRemove):
+        users = draft.referrers(op.id)
+        if users:
+            fail(
+                PATCH_STILL_REFERENCED,
+                f"{op.id!r} is still referenced by {', '.join(sorted(users))}",
+            )
+        del draft.blocks[block][op.id]
+    elif isinstance(op, ParameterSetValue):
+        value = op.value
+        if op.unit is not None and entity.type in BASE_UNIT and isinstance(value, int | float):
+            try:
+                base = to_base(float(value), op.unit, entity.type)
+            except AiraError as exc:
+                fail(exc.code, exc.diagnostic.message)
+            value = base / UNITS[entity.type][entity.unit or BASE_UNIT[entity.type]]
+        elif op.unit is not None:
+            fail(AMIR_TYPE_MISMATCH, f"a {entity.type.value} parameter takes no unit")
+        draft.blocks[block][op.id] = entity.model_copy(update={"value": value})
+    elif isinstance(op, NodeSetInputs):
+        draft.blocks[block][op.id] = entity.model_copy(update={"inputs": op.inputs})
+    elif isinstance(op, BodySetMaterial):
+        draft.blocks[block][op.id] = entity.model_copy(update={"material": op.material})
+    elif isinstance(op, BodySetTip):
+        draft.blocks[block][op.id] = entity.model_copy(update={"tip": op.tip})
+    elif isinstance(op, LabelSet):
+        if op.label is None and isinstance(entity, Parameter | Body):
+            fail(PATCH_INVALID, f"a {_SINGULAR[block]} must keep a label")
+        draft.blocks[block][op.id] = entity.model_copy(update={"label": op.label})
+
+
+# -- validation of a whole document -----------------------------------------------------------
+
+
+def _check_value(
+    spec_type: str, value: Any, unit: str | None, where: tuple[Any, ...], out: list[Diagnostic]
+) -> float | None:
+    """Type-check a scalar for an input of ``spec_type``; returns it in base units if numeric."""
+    is_number = isinstance(value, int | float) and not isinstance(value, bool)
+    ok = {
+        ParamType.LENGTH.value: is_number,
+        ParamType.ANGLE.value: is_number,
+        ParamType.REAL.value: is_number,
+        ParamType.COUNT.value: isinstance(value, int) and not isinstance(value, bool),
+        ParamType.BOOL.value: isinstance(value, bool),
+        ParamType.STRING.value: isinstance(value, str),
+    }.get(spec_type, True)
+    if not ok:
+        out.append(_problem(AMIR_TYPE_MISMATCH, f"{value!r} is not a {spec_type}", *where))
+        return None
+    if not is_number:
+        return None
+    if spec_type in (ParamType.LENGTH.value, ParamType.ANGLE.value):
+        try:
+            return to_base(float(value), unit, ParamType(spec_type))
+        except AiraError as exc:
+            out.append(_problem(exc.code, exc.diagnostic.message, *where))
+            return None
+    if unit is not None:
+        out.append(_problem(AMIR_TYPE_MISMATCH, f"a {spec_type} takes no unit", *where))
+        return None
+    return float(value)
+
+
+def _param_fits(param: Parameter, spec_type: str) -> str | None:
+    """Why a parameter cannot feed an input of ``spec_type``, with its code, or None."""
+    ptype = param.type.value
+    if ptype == spec_type or (spec_type == ParamType.REAL.value and ptype == ParamType.COUNT.value):
+        return None
+    dims = {ParamType.LENGTH.value, ParamType.ANGLE.value}
+    return UNIT_MISMATCH if {ptype, spec_type} <= dims else AMIR_TYPE_MISMATCH
+
+
+def _check_inputs(
+    inputs: Mapping[str, InputValue],
+    signature: OperationSignature,
+    params: Mapping[str, Parameter],
+    where: tuple[Any, ...],
+    out: list[Diagnostic],
+) -> None:
+    for name in sorted(set(signature.inputs) - set(inputs)):
+        if signature.inputs[name].required:
+            out.append(
+                _problem(AMIR_INPUT_MISSING, f"{signature.ref} requires input {name!r}", *where)
+            )
+    for name, value in inputs.items():
+        spec: InputSpec | None = signature.inputs.get(name)
+        at = (*where, name)
+        if spec is None:
+            out.append(
+                _problem(
+                    AMIR_INPUT_UNKNOWN,
+                    f"{signature.ref} has no input {name!r}; "
+                    f"inputs: {', '.join(sorted(signature.inputs))}",
+                    *at,
+                )
+            )
+            continue
+        if spec.type == SHAPE:
+            if not isinstance(value, NodeInput):
+                out.append(
+                    _problem(
+                        AMIR_TYPE_MISMATCH, f"input {name!r} takes a node's shape {{node}}", *at
+                    )
+                )
+            continue
+        if spec.type == SELECTION:
+            if not isinstance(value, SemanticInput):
+                out.append(
+                    _problem(
+                        AMIR_TYPE_MISMATCH,
+                        f"input {name!r} takes a selection {{body, select}}",
+                        *at,
+                    )
+                )
+            continue
+        if isinstance(value, NodeInput | SemanticInput):
+            if spec.type != JSON:
+                out.append(
+                    _problem(AMIR_TYPE_MISMATCH, f"input {name!r} takes a {spec.type} value", *at)
+                )
+            continue
+        if spec.type == JSON:
+            continue
+        if isinstance(value, ParamInput):
+            param = params.get(value.param)
+            if param is None:
+                continue  # reported as a dangling reference
+            why = _param_fits(param, spec.type)
+            if why is not None:
+                out.append(
+                    _problem(
+                        why,
+                        f"parameter {param.id!r} is a {param.type.value}; "
+                        f"input {name!r} takes a {spec.type}",
+                        *at,
+                    )
+                )
+                continue
+            base = _check_value(spec.type, param.value, param.unit, at, out)
+        else:
+            base = _check_value(spec.type, value.value, value.unit, at, out)
+        if base is not None:
+            why = spec.out_of_range(base)
+            if why is not None:
+                out.append(
+                    _problem(
+                        PARAMETER_OUT_OF_RANGE, f"input {name!r} of {signature.ref} is {why}", *at
+                    )
+                )
+
+
+def _cycle(nodes: Mapping[str, Node]) -> list[str] | None:
+    state: dict[str, int] = {}  # 1 = on the current path, 2 = done
+    path: list[str] = []
+
+    def visit(nid: str) -> list[str] | None:
+        state[nid] = 1
+        path.append(nid)
+        for _, ref, block in _input_refs(nodes[nid].inputs):
+            if block != "nodes" or ref not in nodes:
+                continue
+            if state.get(ref) == 1:
+                return [*path[path.index(ref) :], ref]
+            if ref not in state and (found := visit(ref)):
+                return found
+        state[nid] = 2
+        path.pop()
+        return None
+
+    for nid in nodes:
+        if nid not in state and (found := visit(nid)):
+            return found
+    return None
+
+
+def validate_document(
+    doc: AmirDocument, signatures: Mapping[str, OperationSignature] | None = None
+) -> list[Diagnostic]:
+    """Every problem of a document: references, cycles, parameter ranges and, when
+    ``signatures`` are given, each node's inputs against its operation's signature."""
+    out: list[Diagnostic] = []
+    index = {name: {e.id: e for e in getattr(doc, name)} for name in _BLOCKS}
+    for block in _BLOCKS:
+        for i, entity in enumerate(getattr(doc, block)):
+            for ref, target in references(entity):
+                if ref not in index[target]:
+                    out.append(
+                        _problem(
+                            AMIR_DANGLING_REFERENCE,
+                            f"{entity.id!r} refers to {ref!r}, which is not among the {target}",
+                            block,
+                            i,
+                        )
+                    )
+    for i, p in enumerate(doc.parameters):
+        base = _check_value(p.type.value, p.value, p.unit, ("parameters", i, "value"), out)
+        value = None if base is None else float(p.value)  # min/max are in the param's unit
+        if value is not None and (
+            (p.min is not None and value < p.min) or (p.max is not None and value > p.max)
+        ):
+            out.append(
+                _problem(
+                    PARAMETER_OUT_OF_RANGE,
+                    f"parameter {p.id!r} = {p.value} is outside "
+                    f"[{p.min if p.min is not None else '-inf'}, "
+                    f"{p.max if p.max is not None else 'inf'}]",
+                    "parameters",
+                    i,
+                    "value",
+                )
+            )
+    cycle = _cycle(index["nodes"])
+    if cycle:
+        out.append(
+            _problem(
+                AMIR_CYCLE, "nodes depend on each other in a cycle: " + " -> ".join(cycle), "nodes"
+            )
+        )
+    if signatures is not None:
+        for i, node in enumerate(doc.nodes):
+            signature = signatures.get(node.op)
+            if signature is None:
+                out.append(
+                    _problem(
+                        AMIR_OPERATION_UNKNOWN,
+                        f"node {node.id!r} uses {node.op}, which no admitted capability provides",
+                        "nodes",
+                        i,
+                        "op",
+                    )
+                )
+                continue
+            _check_inputs(node.inputs, signature, index["parameters"], ("nodes", i, "inputs"), out)
+    return out
+
+
+def apply_patch(
+    doc: AmirDocument,
+    patch: Patch | Mapping[str, Any],
+    signatures: Mapping[str, OperationSignature] | None = None,
+) -> AmirDocument:
+    """The document after ``patch``, validated; ``doc`` itself is never changed."""
+    if not isinstance(patch, Patch):
+        try:
+            patch = Patch.model_validate(patch)
+        except ValidationError as exc:
+            raise PatchRejected(
+                [
+                    _problem(
+                        PATCH_INVALID,
+                        f"not a valid patch: {e['msg']}",
+                        *(p for p in e["loc"] if not str(p).startswith("function")),
+                    )
+                    for e in exc.errors(include_url=False)
+                ]
+            ) from None
+    draft = _Draft(doc)
+    for i, op in enumerate(patch.ops):
+        _apply_op(draft, i, op)
+    result = draft.document()
+    problems = validate_document(result, signatures)
+    if problems:
+        raise PatchRejected(problems)
+    return AmirDocument.model_validate(result.to_wire())
+
+
+def feature_ops(
+    doc: AmirDocument, body_id: str, node: Node, input_name: str = "target"
+) -> list[PatchOp]:
+    """The ops that apply a feature to a body: add ``node`` with the body's current tip as
+    input ``input_name``, then move the body's tip to it. The old tip stays in history."""
+    body = next((b for b in doc.bodies if b.id == body_id), None)
+    if body is None:
+        raise PatchRejected([_problem(PATCH_ENTITY_UNKNOWN, f"no body has id {body_id!r}")])
+    fed = node.model_copy(update={"inputs": {**node.inputs, input_name: NodeInput(node=body.tip)}})
+    return [NodeAdd(op="node.add", node=fed), BodySetTip(op="body.setTip", id=body_id, tip=fed.id)]
