@@ -1,0 +1,1 @@
+"""The AMIR model: documents, patches, revisions, aliases and pages."""
