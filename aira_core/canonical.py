@@ -54,11 +54,13 @@ class CanonicalJSONError(ValueError):
 
 def _pointer(path: _Path) -> str:
     """Render a path as an RFC 6901 JSON pointer (``""`` is the root)."""
-    tokens: list[str] = []
+    from aira_core.diagnostics import json_pointer  # only on the error path
+
+    tokens: list[str | int] = []
     while path is not None:
         path, token = path
-        tokens.append(str(token).replace("~", "~0").replace("/", "~1"))
-    return "".join("/" + t for t in reversed(tokens))
+        tokens.append(token)
+    return json_pointer(tokens[::-1])
 
 
 def _error(message: str, path: _Path) -> CanonicalJSONError:

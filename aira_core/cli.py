@@ -108,7 +108,8 @@ def plugins_cmd(as_json: JsonFlag = False) -> None:
         console = _console()
         console.print(f"[red]{len(registry.errors)} plugin error(s):[/red]")
         for e in registry.errors:
-            console.print(f"  [red]{e.code}[/red] {escape(str(e))}")
+            where = f"{e.distribution} {e.version}" if e.version else e.distribution
+            console.print(f"  [red]{e.code}[/red] {escape(f'{e.plugin} ({where}): {e.message}')}")
 
 
 # -- catalog -------------------------------------------------------------------------------
@@ -403,6 +404,10 @@ def main() -> None:
 
         if isinstance(exc, AiraError):
             typer.echo(f"error: {redact(str(exc.diagnostic))}", err=True)
+            sys.exit(1)
+        if isinstance(exc, OSError):  # a path the user gave us: name the file, not the path
+            name = os.path.basename(str(exc.filename or "")) or "a file"
+            typer.echo(f"error: IO_ERROR: {exc.strerror or exc} ({name})", err=True)
             sys.exit(1)
         if os.environ.get("AIRA_DEBUG") == "1":
             raise

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import re
 import sys
+import tempfile
 from enum import StrEnum
 from pathlib import Path
 
@@ -55,7 +56,14 @@ def json_pointer(parts: tuple[str | int, ...] | list[str | int]) -> str:
 
 def _private_prefixes() -> list[tuple[str, str]]:
     # Longest first, so a venv inside the home directory is named as the environment.
-    pairs = {str(Path(sys.prefix)): "<env>", str(Path.home()): "~", os.getcwd(): "."}
+    pairs = {
+        str(Path(sys.prefix)): "<env>",
+        str(Path.home()): "~",
+        os.getcwd(): ".",
+        tempfile.gettempdir(): "<tmp>",
+    }
+    if os.environ.get("AIRA_HOME"):
+        pairs[os.environ["AIRA_HOME"]] = "$AIRA_HOME"
     return sorted(((k, v) for k, v in pairs.items() if len(k) > 1), key=lambda kv: -len(kv[0]))
 
 

@@ -125,6 +125,7 @@ class PluginSystem:
         self._origins: dict[str, _Origin] = {}
         self._load_errors: list[PluginError] = []
         self._disabled: list[PluginInfo] = []
+        self._clashed: set[str] = set()
         self._registry: Registry | None = None
         self._lock = threading.RLock()
 
@@ -153,30 +154,32 @@ class PluginSystem:
             self._registry = None
 
     def _register_checked(self, plugin: object, name: str, origin: _Origin) -> PluginError | None:
+        def error(code: str, message: str) -> PluginError:
+            return PluginError(name, origin.distribution, origin.version, code, message)
+
+        if self.pm.has_plugin(name) or name in self._clashed:
+            other = self._origins.get(name, _Origin(IN_PROCESS, None))
+            return error(
+                PLUGIN_DUPLICATE_NAME,
+                f"plugin name {name!r} is registered by both {other.distribution} and "
+                f"{origin.distribution}",
+            )
+        if self.pm.is_registered(plugin):
+            other_name = self.pm.get_name(plugin)
+            other = self._origins.get(other_name or "", _Origin(IN_PROCESS, None))
+            return error(
+                PLUGIN_DUPLICATE_NAME,
+                f"the module of plugin {name!r} ({origin.distribution}) is already registered "
+                f"as plugin {other_name!r} ({other.distribution}); one module is one plugin",
+            )
         try:
             self.pm.register(plugin, name=name)
-        except ValueError as exc:  # pluggy: the name is already registered
-            other = self._origins.get(name, _Origin(IN_PROCESS, None))
-            return PluginError(
-                name,
-                origin.distribution,
-                origin.version,
-                PLUGIN_DUPLICATE_NAME,
-                f"plugin name {name!r} is registered by both "
-                f"{other.distribution} and {origin.distribution}: {exc}",
-            )
-        except pluggy.PluginValidationError as exc:
-            return PluginError(
-                name, origin.distribution, origin.version, PLUGIN_INVALID_HOOKIMPL, redact(str(exc))
-            )
-        try:
             # A hookimpl that names no known hook is a typo that would otherwise be ignored.
             self.pm.check_pending()
         except pluggy.PluginValidationError as exc:
-            self.pm.unregister(plugin, name=name)
-            return PluginError(
-                name, origin.distribution, origin.version, PLUGIN_INVALID_HOOKIMPL, redact(str(exc))
-            )
+            if self.pm.has_plugin(name):
+                self.pm.unregister(name=name)
+            return error(PLUGIN_INVALID_HOOKIMPL, redact(str(exc)))
         self._origins[name] = origin
         return None
 
@@ -209,6 +212,11 @@ class PluginSystem:
                     continue
                 error = self._register_checked(plugin, ep.name, _Origin(dist, version))
                 if error is not None:
+                    if error.code == PLUGIN_DUPLICATE_NAME and self.pm.has_plugin(ep.name):
+                        # Two distributions claim one plugin name: neither is used, as for
+                        # any other name clash (which would win depends on install order).
+                        self.pm.unregister(name=ep.name)
+                        self._clashed.add(ep.name)
                     self._load_errors.append(error)
             self._registry = None
 
@@ -274,58 +282,65 @@ class PluginSystem:
             origin = self._origins.get(plugin_name, _Origin(IN_PROCESS, None))
             hooks_of.setdefault(plugin_name, []).append(ext.hook)
 
+            def error(
+                code: str, message: str, *, _p: str = plugin_name, _o: _Origin = origin
+            ) -> PluginError:
+                return PluginError(_p, _o.distribution, _o.version, code, message)
+
+            # What this call registers is kept only if the hook returns normally: a plugin
+            # that raises half-way is not half-loaded.
+            pending: dict[str, Any] = {}
+
             def register(
                 obj: Any,
                 *,
-                _plugin: str = plugin_name,
-                _origin: _Origin = origin,
                 _ext: ExtensionType = ext,
+                _pending: dict[str, Any] = pending,
+                _error: Any = error,
             ) -> None:
                 name = getattr(obj, "name", None)
                 if not isinstance(obj, _ext.protocol) or not isinstance(name, str) or not name:
                     errors.append(
-                        PluginError(
-                            _plugin,
-                            _origin.distribution,
-                            _origin.version,
+                        _error(
                             PLUGIN_REGISTRATION_INVALID,
                             f"{_ext.hook} registered a {type(obj).__name__}, which is not a "
                             f"{_ext.protocol.__name__} with a non-empty name",
                         )
                     )
                     return
-                previous = table.get(name)
-                if previous is not None or name in clashes:
-                    first = previous.distribution if previous else "an earlier registration"
-                    errors.append(
-                        PluginError(
-                            _plugin,
-                            _origin.distribution,
-                            _origin.version,
-                            PLUGIN_DUPLICATE_NAME,
-                            f"{_ext.description} name {name!r} is registered twice: by "
-                            f"{first} (plugin {previous.plugin if previous else '?'!r}) and by "
-                            f"{_origin.distribution} (plugin {_plugin!r}); neither is used",
-                        )
-                    )
-                    table.pop(name, None)
+                if name in _pending:
                     clashes.add(name)
-                    return
-                table[name] = Registered(obj, _plugin, _origin.distribution)
+                _pending.setdefault(name, obj)
 
             kwargs = {"register": register}
             try:
                 impl.function(**{arg: kwargs[arg] for arg in impl.argnames})
             except Exception as exc:  # one plugin's bug must not stop the others
                 errors.append(
-                    PluginError(
-                        plugin_name,
-                        origin.distribution,
-                        origin.version,
-                        PLUGIN_HOOK_FAILED,
-                        redact(f"{ext.hook} raised {type(exc).__name__}: {exc}"),
+                    error(
+                        PLUGIN_HOOK_FAILED, redact(f"{ext.hook} raised {type(exc).__name__}: {exc}")
                     )
                 )
+                continue
+            for name, obj in pending.items():
+                previous = table.get(name)
+                if previous is None and name not in clashes:
+                    table[name] = Registered(obj, plugin_name, origin.distribution)
+                    continue
+                first = (
+                    f"{previous.distribution} (plugin {previous.plugin!r})"
+                    if previous
+                    else f"{origin.distribution} (plugin {plugin_name!r})"
+                )
+                errors.append(
+                    error(
+                        PLUGIN_DUPLICATE_NAME,
+                        f"{ext.description} name {name!r} is registered twice: by {first} and by "
+                        f"{origin.distribution} (plugin {plugin_name!r}); neither is used",
+                    )
+                )
+                table.pop(name, None)
+                clashes.add(name)
         return errors
 
 

@@ -12,6 +12,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from types import SimpleNamespace
 
+import pytest
 from factory import (
     Signer,
     box_descriptor,
@@ -29,6 +30,7 @@ from aira_core.catalog.catalog import build_catalog
 from aira_core.catalog.state import CatalogState
 from aira_core.catalog.trust import TrustPolicy
 from aira_core.contracts.package import TrustStore
+from aira_core.diagnostics import AiraError
 from aira_core.extensions import CapabilityPackageSource
 
 VENDOR = Signer("test-vendor")
@@ -187,14 +189,14 @@ def test_older_version_than_admitted_is_a_rollback(register_plugin, aira_plugin_
     )
     assert quarantined(catalog, "test.pkg") == ["CATALOG_ROLLBACK"]
     assert_only_good_admitted(catalog)
-    assert CatalogState().admitted_versions()["test.pkg"] == "1.4.0"
+    assert CatalogState().admitted_versions()[("test-vendor", "test.pkg")] == "1.4.0"
 
 
 def test_newer_version_moves_the_floor_up(register_plugin, aira_plugin_system) -> None:
     admit(register_plugin, package_source(manifest(version="1.0.0"), VENDOR))
     aira_plugin_system.unregister("pkgs")
     admit(register_plugin, package_source(manifest(version="1.10.0"), VENDOR))
-    assert CatalogState().admitted_versions()["test.pkg"] == "1.10.0"
+    assert CatalogState().admitted_versions()[("test-vendor", "test.pkg")] == "1.10.0"
 
 
 def test_example_that_violates_its_schema(register_plugin) -> None:
@@ -416,4 +418,208 @@ def test_cli_catalog_list_json_is_stable(aira_home) -> None:
         "packages",
         "quarantineCount",
         "quarantine",
+    }
+
+
+# -- review hardening: nothing one package does can cost another its admission ---------------
+
+
+def test_a_crashing_check_quarantines_only_that_package(register_plugin, monkeypatch) -> None:
+    """A bug in a check that one package's data triggers costs only that package."""
+    from aira_core.catalog import catalog as catalog_module
+
+    real = catalog_module.lint_manifest
+
+    def lint_that_breaks_on_test_pkg(manifest, **kw):  # type: ignore[no-untyped-def]
+        if manifest.name == "test.pkg":
+            raise RecursionError(f"deep in {Path.home()}/private")
+        return real(manifest, **kw)
+
+    monkeypatch.setattr(catalog_module, "lint_manifest", lint_that_breaks_on_test_pkg)
+    catalog = admit(register_plugin, package_source(manifest(), VENDOR), good_source())
+    assert quarantined(catalog, "test.pkg") == ["CATALOG_CHECK_CRASHED"]
+    (reason,) = catalog.quarantine[0].reasons
+    assert str(Path.home()) not in reason.message
+    assert_only_good_admitted(catalog)
+
+
+def test_another_publisher_cannot_raise_the_version_floor(register_plugin, aira_plugin_system):
+    """A trusted publisher's 99.0.0 of someone else's package name never locks that
+    publisher's own package out."""
+    squat = manifest(version="99.0.0", publisher="other-vendor")
+    catalog = admit(register_plugin, package_source(squat, OTHER))
+    assert set(catalog.packages) == {"test.pkg"}
+    aira_plugin_system.unregister("pkgs")
+    catalog = admit(register_plugin, package_source(manifest(version="1.0.0"), VENDOR))
+    assert set(catalog.packages) == {"test.pkg"}
+    assert catalog.packages["test.pkg"].manifest.publisher == "test-vendor"
+
+
+def test_same_version_with_other_content_is_refused(register_plugin, aira_plugin_system):
+    admit(register_plugin, package_source(manifest(), VENDOR))
+    aira_plugin_system.unregister("pkgs")
+    changed = mutate(manifest(), lambda m: m["descriptors"][0].update(title="Cuboid"))
+    catalog = admit(register_plugin, package_source(changed, VENDOR), good_source())
+    assert quarantined(catalog, "test.pkg") == ["CATALOG_VERSION_CONTENT_CHANGED"]
+    assert_only_good_admitted(catalog)
+    aira_plugin_system.unregister("pkgs")
+    bumped = mutate(changed, lambda m: m.update(version="1.0.1"))
+    catalog = admit(register_plugin, package_source(bumped, VENDOR))
+    assert set(catalog.packages) == {"test.pkg"}
+
+
+def test_snake_case_spellings_are_not_the_wire_format(register_plugin) -> None:
+    """A manifest has one spelling (so one hash): the generated schema's camelCase."""
+    m = mutate(
+        manifest(),
+        lambda m: m["descriptors"][0].update(operation_ref=m["descriptors"][0].pop("operationRef")),
+    )
+    catalog = admit(register_plugin, package_source(m, VENDOR), good_source())
+    assert "LINT_TARGET_NOT_EXACTLY_ONE" in quarantined(
+        catalog, "test.pkg"
+    ) or "LINT_FIELD_UNKNOWN" in quarantined(catalog, "test.pkg")
+
+
+def test_naive_now_is_taken_as_utc(register_plugin) -> None:
+    trust = trust_policy(VENDOR, OTHER, expires_at=datetime(2030, 1, 1))
+    catalog = admit(
+        register_plugin, package_source(manifest(), VENDOR), trust=trust, now=datetime(2026, 1, 1)
+    )
+    assert set(catalog.packages) == {"test.pkg"}
+
+
+def test_trust_store_keys_must_match_their_ids(aira_home) -> None:
+    from aira_core.catalog.trust import load_user_store
+
+    store = {
+        "format": "aira.trust-store/1",
+        "publishers": [
+            {
+                "publisher": "test-vendor",
+                "keys": [{"keyId": "cd78cd78cd78cd78", "publicKey": VENDOR.public_b64}],
+            }
+        ],
+    }
+    (aira_home / "trust.json").write_text(json.dumps(store))
+    with pytest.raises(AiraError) as exc:
+        load_user_store()
+    assert exc.value.code == "TRUST_STORE_INVALID"
+
+
+def test_one_key_signs_for_one_publisher(aira_home) -> None:
+    from aira_core.catalog.trust import add_key, builtin_store
+
+    add_key("alice", VENDOR.public_b64)
+    with pytest.raises(AiraError) as exc:
+        add_key("test-vendor", VENDOR.public_b64)
+    assert exc.value.code == "TRUST_KEY_CONFLICT"
+    with pytest.raises(AiraError) as exc:
+        add_key("mallory", builtin_store().publishers[0].keys[0].public_key)
+    assert exc.value.code == "TRUST_KEY_CONFLICT"
+
+
+def test_cli_io_errors_get_codes_and_no_private_paths(tmp_path, aira_home) -> None:
+    pkg = write_package(tmp_path / "pkg", manifest())
+    (pkg / "manifest.sig").mkdir()
+    key = VENDOR.write_pem(tmp_path / "k.pem")
+    file_home = tmp_path / "a-file"
+    file_home.write_text("")
+    cases = [
+        (aira("catalog", "keygen", str(tmp_path / "no" / "k.pem"), home=aira_home), "IO_ERROR"),
+        (aira("catalog", "sign", str(pkg), "--key", str(tmp_path), home=aira_home), "KEY_INVALID"),
+        (aira("catalog", "sign", str(pkg), "--key", str(key), home=aira_home), "IO_ERROR"),
+        (aira("trust", "list", home=file_home), "TRUST_STORE_UNAVAILABLE"),
+        (aira("catalog", "list", home=file_home), "TRUST_STORE_UNAVAILABLE"),
+    ]
+    for out, code in cases:
+        assert out.returncode == 1, (code, out.stderr)
+        assert code in out.stderr, out.stderr
+        assert str(tmp_path) not in out.stderr + out.stdout
+        assert "Traceback" not in out.stderr
+
+
+def test_cli_lists_admitted_and_quarantined_packages_in_the_documented_shape(
+    tmp_path: Path, aira_home: Path
+) -> None:
+    """End to end: an installed plugin ships two packages; one is admitted, one is not."""
+    from fakeplugins import install_fake_distribution
+
+    good = write_package(tmp_path / "packages" / "good", manifest(), VENDOR)
+    write_package(
+        tmp_path / "packages" / "unsigned", manifest(name="unsigned.pkg", publisher="test-vendor")
+    )
+    site = tmp_path / "site"
+    site.mkdir()
+    install_fake_distribution(
+        site,
+        "aira-vendor",
+        "3.1.0",
+        "vendor",
+        f"""
+        from pathlib import Path
+        from aira_core import hookimpl
+        from aira_core.extensions import CapabilityPackageSource, Implementation
+
+        ROOT = Path({str(good.parent)!r})
+        REFS = ["test.box@1.0.0", "test.fillet@1.0.0", "test.sketch@1.0.0"]
+        DIAGS = {{"test.box@1.0.0": {{"BOX_DIMENSION_NONPOSITIVE"}},
+                  "test.fillet@1.0.0": {{"FILLET_RADIUS_TOO_LARGE", "SELECTION_EMPTY"}}}}
+
+        def accept(inputs):  # FAKE implementation for the test
+            return []
+
+        @hookimpl
+        def aira_register_capability_packages(register):
+            impls = [Implementation(r, accept, frozenset(DIAGS.get(r, ()))) for r in REFS]
+            register(CapabilityPackageSource.from_directory(ROOT / "good", impls))
+            register(CapabilityPackageSource.from_directory(ROOT / "unsigned", impls))
+    """,
+    )
+    env = {"PYTHONPATH": str(site)}
+    aira("trust", "add", "test-vendor", VENDOR.public_b64, home=aira_home)
+    out = aira("catalog", "list", "--json", "--quarantine", home=aira_home, **env)
+    assert out.returncode == 0, out.stderr
+    body = json.loads(out.stdout)
+    (pkg,) = body["packages"]
+    assert set(pkg) == {
+        "name",
+        "version",
+        "publisher",
+        "keyId",
+        "manifestHash",
+        "plugin",
+        "distribution",
+        "origin",
+        "capabilities",
+        "conformance",
+    }
+    assert (pkg["name"], pkg["plugin"], pkg["distribution"], pkg["keyId"]) == (
+        "test.pkg",
+        "vendor",
+        "aira-vendor",
+        VENDOR.key_id,
+    )
+    assert pkg["manifestHash"].startswith("pkg:sha256:")
+    assert pkg["capabilities"] == ["cap:test.box@1", "cap:test.fillet@1", "cap:test.sketch@1"]
+    assert set(pkg["conformance"]) == {"passed", "checkedAt"}
+    assert body["quarantineCount"] == 1
+    (q,) = body["quarantine"]
+    assert set(q) == {"name", "version", "publisher", "plugin", "distribution", "origin", "reasons"}
+    assert q["name"] == "unsigned.pkg"
+    assert q["reasons"] == [
+        {
+            "code": "SIGNATURE_MISSING",
+            "severity": "error",
+            "subject": "unsigned.pkg",
+            "message": "the package has no signature file (manifest.sig)",
+        }
+    ]
+    human = aira("catalog", "list", "--quarantine", home=aira_home, **env)
+    assert "test.pkg" in human.stdout and "SIGNATURE_MISSING" in human.stdout
+    lint = aira("catalog", "lint", str(good), "--json", home=aira_home, **env)
+    assert json.loads(lint.stdout) == {
+        "format": "aira.lint/1",
+        "package": "test.pkg",
+        "ok": True,
+        "findings": [],
     }

@@ -731,3 +731,53 @@ def test_cli_lint_refuses_bad_json(tmp_path: Path, raw: bytes, code: str) -> Non
     as_json = _aira(tmp_path, "catalog", "lint", "--json", str(pkg))
     assert as_json.returncode == 1
     assert [f["code"] for f in json.loads(as_json.stdout)["findings"]] == [code]
+
+
+# -- schemas that would break validation are findings, never exceptions ------------------------
+
+
+@pytest.mark.parametrize(
+    ("length", "extra", "where"),
+    [
+        pytest.param({"type": "number"}, {"$schema": 5}, "/$schema", id="schema-not-a-string"),
+        pytest.param(
+            {"type": "number"},
+            {"$schema": "http://json-schema.org/draft-07/schema#"},
+            "/$schema",
+            id="other-draft",
+        ),
+        pytest.param(
+            {"$dynamicRef": "#nope"}, {}, "/properties/length/$dynamicRef", id="dynamic-ref-nowhere"
+        ),
+        pytest.param(
+            {"type": "string", "pattern": "(?<=a+)b"},
+            {},
+            "/properties/length/pattern",
+            id="pattern-python-cannot-compile",
+        ),
+    ],
+)
+def test_unusable_schemas_are_findings(length: Any, extra: Any, where: str) -> None:
+    def edit(m: dict[str, Any]) -> None:
+        m["schemas"][BOX_IN]["properties"]["length"] = length
+        m["schemas"][BOX_IN].update(extra)
+
+    found = lint_codes(mutate(manifest(), edit))
+    assert [(d.code, d.pointer) for d in found] == [("LINT_SCHEMA_INVALID", BOX_IN_POINTER + where)]
+
+
+def test_ref_cycle_is_a_finding_not_a_recursion_error() -> None:
+    def edit(m: dict[str, Any]) -> None:
+        schema = m["schemas"][BOX_IN]
+        schema["$defs"] = {"x": {"$ref": "#/$defs/x"}}
+        schema["properties"]["length"] = {"$ref": "#/$defs/x"}
+
+    found = lint_codes(mutate(manifest(), edit))
+    assert [(d.code, d.pointer) for d in found] == [
+        ("LINT_SCHEMA_INVALID", "/descriptors/0/inputs/schemaRef")
+    ]
+
+
+def test_deeply_nested_manifest_is_refused_cleanly() -> None:
+    raw = b"[" * 100_000 + b"]" * 100_000
+    assert [d.code for d in lint_codes(manifest(), raw=raw)] == ["MANIFEST_NOT_JSON"]

@@ -307,3 +307,67 @@ def test_register_plugin_fixture_always_unregisters(pytester: pytest.Pytester) -
     """)
     result = pytester.runpytest_inprocess("-p", "no:cacheprovider")
     result.assert_outcomes(passed=1, failed=1)
+
+
+def test_hook_that_raises_after_registering_leaves_nothing_behind(register_plugin) -> None:
+    """A plugin is never half-loaded: what it registered before raising is dropped."""
+
+    def half(register):  # type: ignore[no-untyped-def]
+        register(FakeKernel("early"))
+        raise RuntimeError("then it broke")
+
+    half.__name__ = "aira_register_kernels"
+    registry = register_plugin(SimpleNamespace(aira_register_kernels=hookimpl(half)), "half")
+    assert [e.code for e in registry.errors] == ["PLUGIN_HOOK_FAILED"]
+    assert registry.named("kernels") == {}
+
+
+def test_one_module_under_two_names_is_reported_plainly(aira_plugin_system) -> None:
+    plugin = plugin_registering("aira_register_kernels", FakeKernel("k"))
+    aira_plugin_system.register(plugin, "first", distribution="dist-a")
+    try:
+        with pytest.raises(AiraError) as exc:
+            aira_plugin_system.register(plugin, "second", distribution="dist-b")
+        assert exc.value.code == "PLUGIN_DUPLICATE_NAME"
+        assert "already registered as plugin 'first' (dist-a)" in str(exc.value)
+        assert "0x" not in str(exc.value), "no reprs of pluggy internals"
+    finally:
+        aira_plugin_system.unregister("first")
+
+
+CLASH_A = """
+from dataclasses import dataclass
+from aira_core import hookimpl
+
+@dataclass
+class Kernel:
+    name: str = "kernel-from-a"
+    build_hash: str = "a"
+    def implementations(self):
+        return []
+
+@hookimpl
+def aira_register_kernels(register):
+    register(Kernel())
+"""
+
+
+def test_two_distributions_claiming_one_plugin_name_are_both_withdrawn(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    site = tmp_path / "site"
+    site.mkdir()
+    install_fake_distribution(site, "aira-clash-a", "1.0.0", "clash", CLASH_A)
+    install_fake_distribution(site, "aira-clash-b", "2.0.0", "clash",
+                              CLASH_A.replace("kernel-from-a", "kernel-from-b"))
+    monkeypatch.syspath_prepend(str(site))
+    try:
+        registry = PluginSystem().registry()
+    finally:
+        drop_module("aira-clash-a")
+        drop_module("aira-clash-b")
+    (error,) = registry.errors
+    assert error.code == "PLUGIN_DUPLICATE_NAME"
+    assert "aira-clash-a" in error.message and "aira-clash-b" in error.message
+    assert registry.named("kernels") == {}
+    assert [p.status for p in registry.plugins if p.name == "clash"] == ["failed"]

@@ -32,6 +32,8 @@ CATALOG_PACKAGE_NAME_MISMATCH = "CATALOG_PACKAGE_NAME_MISMATCH"
 CATALOG_LINT_FAILED = "CATALOG_LINT_FAILED"
 CATALOG_CONFORMANCE_FAILED = "CATALOG_CONFORMANCE_FAILED"
 CATALOG_IMPLEMENTATIONS_FAILED = "CATALOG_IMPLEMENTATIONS_FAILED"
+CATALOG_CHECK_CRASHED = "CATALOG_CHECK_CRASHED"
+CATALOG_VERSION_CONTENT_CHANGED = "CATALOG_VERSION_CONTENT_CHANGED"
 
 CATALOG_FORMAT = "aira.catalog/1"
 
@@ -114,16 +116,6 @@ class Catalog:
             }
         return self._capabilities
 
-    def package_of(self, capability_id: str) -> AdmittedPackage | None:
-        return next(
-            (
-                p
-                for p in self.packages.values()
-                if any(d.capability_id == capability_id for d in p.manifest.descriptors)
-            ),
-            None,
-        )
-
     def authoring_lock_hash(self) -> str:
         return hashes.catalog_authoring_lock_hash(
             (d, p.manifest.schemas) for p in self.packages.values() for d in p.manifest.descriptors
@@ -197,12 +189,78 @@ def build_catalog(
     trust = trust if trust is not None else TrustPolicy.load()
     own_state = state is None
     state = state if state is not None else CatalogState()
-    now = now or datetime.now(UTC)
+    now = (now if now.tzinfo else now.replace(tzinfo=UTC)) if now else datetime.now(UTC)
     try:
         return _build(registry, trust, state, now)
     finally:
         if own_state:
             state.close()
+
+
+def _crash(cand: _Candidate, stage: str, exc: Exception) -> None:
+    # A check that crashes on one package's data is a bug to fix, but it must cost only that
+    # package its admission, never the catalog.
+    cand.reasons.append(
+        Diagnostic(
+            code=CATALOG_CHECK_CRASHED,
+            subject=cand.parsed.source.name,
+            message=redact(
+                f"{stage} crashed on this package: {type(exc).__name__}: {exc} "
+                "(a bug in aira; the package stays in quarantine)"
+            ),
+        )
+    )
+
+
+def _admissible(
+    cand: _Candidate,
+    trust: TrustPolicy,
+    state: CatalogState,
+    now: datetime,
+    admitted_before: dict[tuple[str, str], str],
+) -> None:
+    """Parse, name, signature and version checks of one candidate (reasons on failure)."""
+    src = cand.parsed.source
+    if cand.parsed.diagnostics or cand.parsed.manifest is None:
+        cand.reasons.extend(cand.parsed.diagnostics)
+        return
+    m = cand.manifest
+    if m.name != src.name:
+        cand.reasons.append(
+            Diagnostic(
+                code=CATALOG_PACKAGE_NAME_MISMATCH,
+                subject=src.name,
+                message=f"registered as {src.name!r} but the manifest names {m.name!r}",
+            )
+        )
+        return
+    verified = trust.verify(cand.parsed.canonical, m.publisher, src.signature, now)
+    if isinstance(verified, Diagnostic):
+        cand.reasons.append(verified.model_copy(update={"subject": m.name}))
+        return
+    cand.signature = verified
+    cand.raw_hash = sha256_id("pkg", cand.parsed.canonical)
+    before = admitted_before.get((m.publisher, m.name))
+    if before is not None and semver_key(m.version) < semver_key(before):
+        cand.reasons.append(
+            Diagnostic(
+                code=CATALOG_ROLLBACK,
+                subject=m.name,
+                message=f"{m.name} {m.version} of {m.publisher} is older than the admitted "
+                f"{before}; a rollback is refused",
+            )
+        )
+        return
+    seen = state.seen_hash(m.publisher, m.name, m.version)
+    if seen is not None and seen != cand.raw_hash:
+        cand.reasons.append(
+            Diagnostic(
+                code=CATALOG_VERSION_CONTENT_CHANGED,
+                subject=m.name,
+                message=f"{m.name} {m.version} was admitted before with other content; a "
+                "changed manifest needs a new version",
+            )
+        )
 
 
 def _build(registry: Registry, trust: TrustPolicy, state: CatalogState, now: datetime) -> Catalog:
@@ -211,49 +269,28 @@ def _build(registry: Registry, trust: TrustPolicy, state: CatalogState, now: dat
     candidates: list[_Candidate] = []
     for entry in registry.entries("capability_packages"):
         src = entry.obj
-        cand = _Candidate(
-            parse_package(src), PackageOrigin(entry.plugin, entry.distribution, src.origin)
-        )
+        origin = PackageOrigin(entry.plugin, entry.distribution, src.origin)
+        cand = _Candidate(ParsedPackage(src), origin)
         candidates.append(cand)
-        if cand.parsed.diagnostics or cand.parsed.manifest is None:
-            cand.reasons.extend(cand.parsed.diagnostics)
-            continue
-        m = cand.manifest
-        if m.name != src.name:
-            cand.reasons.append(
-                Diagnostic(
-                    code=CATALOG_PACKAGE_NAME_MISMATCH,
-                    subject=src.name,
-                    message=f"registered as {src.name!r} but the manifest names {m.name!r}",
-                )
-            )
-            continue
-        verified = trust.verify(cand.parsed.canonical, m.publisher, src.signature, now)
-        if isinstance(verified, Diagnostic):
-            cand.reasons.append(verified.model_copy(update={"subject": m.name}))
-            continue
-        cand.signature = verified
-        cand.raw_hash = sha256_id("pkg", cand.parsed.canonical)
-        before = admitted_before.get(m.name)
-        if before is not None and semver_key(m.version) < semver_key(before):
-            cand.reasons.append(
-                Diagnostic(
-                    code=CATALOG_ROLLBACK,
-                    subject=m.name,
-                    message=f"{m.name} {m.version} is older than the admitted {before}; "
-                    "a rollback is refused",
-                )
-            )
+        try:
+            cand.parsed = parse_package(src)
+            _admissible(cand, trust, state, now, admitted_before)
+        except Exception as exc:
+            _crash(cand, "reading and verifying", exc)
 
     live = [c for c in candidates if not c.reasons]
     known = {d.capability_id for c in live for d in c.manifest.descriptors}
     for cand in live:
-        findings = lint_manifest(cand.manifest, known_capabilities=known)
-        if findings:
-            cand.reasons.extend(findings)
+        try:
+            findings = lint_manifest(cand.manifest, known_capabilities=known)
+            if findings:
+                cand.reasons.extend(findings)
+                continue
+            index = shared_index.overlay(cand.parsed.source.implementations)
+            cand.report = check_conformance(cand.manifest, index, cand.raw_hash or "", now)
+        except Exception as exc:
+            _crash(cand, "lint and conformance", exc)
             continue
-        index = shared_index.overlay(cand.parsed.source.implementations)
-        cand.report = check_conformance(cand.manifest, index, cand.raw_hash or "", now)
         if not cand.report.passed:
             cand.reasons.extend(d for c in cand.report.checks for d in c.diagnostics)
             cand.reasons.extend(index_problems)
@@ -276,7 +313,7 @@ def _build(registry: Registry, trust: TrustPolicy, state: CatalogState, now: dat
             )
             continue
         assert cand.signature is not None and cand.report is not None
-        state.record_admission(cand.report)
+        state.record_admission(cand.manifest.publisher, cand.report)
         catalog.packages[cand.manifest.name] = AdmittedPackage(
             cand.manifest, cand.raw_hash or "", cand.signature, cand.report, cand.source
         )

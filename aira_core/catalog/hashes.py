@@ -6,7 +6,8 @@
   examples, relations, guidance); changes when only what a model is shown changes.
 - runtime snapshot hash (``runtime:sha256:…``): the runtime's identity, without its volatile load.
 
-Per capability and for a whole catalog (a map of capability id to per-capability hash).
+Per capability and for a whole catalog: a catalog hash is over the map of capability id to
+the per-capability hash, so one capability's hash is reusable on its own.
 """
 
 from __future__ import annotations
@@ -14,44 +15,35 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from aira_core.canonical import sha256_hex, sha256_id
+from aira_core.canonical import sha256_id
 from aira_core.contracts.capability import CapabilityDescriptor, RuntimeCapabilitySnapshot
 
+Schemas = Mapping[str, Mapping[str, Any]]
 
-def authoring_lock_hash(
-    descriptor: CapabilityDescriptor, schemas: Mapping[str, Mapping[str, Any]]
-) -> str:
-    semantic = descriptor.semantic().to_wire()
-    referenced = {ref: schemas.get(ref) for ref in descriptor.schema_refs()}
-    return sha256_id("lock", {"semantic": semantic, "schemas": referenced})
+
+def _locked(descriptor: CapabilityDescriptor, schemas: Schemas) -> dict[str, Any]:
+    """What the authoring lock covers for one capability."""
+    return {
+        "semantic": descriptor.semantic().to_wire(),
+        "schemas": {ref: schemas.get(ref) for ref in descriptor.schema_refs()},
+    }
+
+
+def authoring_lock_hash(descriptor: CapabilityDescriptor, schemas: Schemas) -> str:
+    return sha256_id("lock", _locked(descriptor, schemas))
 
 
 def discovery_hash(descriptor: CapabilityDescriptor) -> str:
     return sha256_id("disc", descriptor.profile().to_wire())
 
 
-def catalog_authoring_lock_hash(
-    items: Iterable[tuple[CapabilityDescriptor, Mapping[str, Mapping[str, Any]]]],
-) -> str:
+def catalog_authoring_lock_hash(items: Iterable[tuple[CapabilityDescriptor, Schemas]]) -> str:
     """Lock hash of a set of capabilities, each with the schemas of its package."""
-    return sha256_id(
-        "lock",
-        {
-            d.capability_id: sha256_hex(
-                {
-                    "semantic": d.semantic().to_wire(),
-                    "schemas": {ref: schemas.get(ref) for ref in d.schema_refs()},
-                }
-            )
-            for d, schemas in items
-        },
-    )
+    return sha256_id("lock", {d.capability_id: authoring_lock_hash(d, s) for d, s in items})
 
 
 def catalog_discovery_hash(descriptors: Iterable[CapabilityDescriptor]) -> str:
-    return sha256_id(
-        "disc", {d.capability_id: sha256_hex(d.profile().to_wire()) for d in descriptors}
-    )
+    return sha256_id("disc", {d.capability_id: discovery_hash(d) for d in descriptors})
 
 
 def runtime_snapshot_hash(snapshot: RuntimeCapabilitySnapshot) -> str:

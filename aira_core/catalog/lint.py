@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from jsonschema import Draft202012Validator
+from pydantic import ValidationError
 from referencing import Registry
 from referencing.exceptions import Unresolvable
 from referencing.jsonschema import DRAFT202012
@@ -48,9 +49,8 @@ TARGETS_BY_KIND: dict[CapabilityKind, frozenset[str]] = {
     CapabilityKind.EXPORTER: frozenset({"ioRef"}),
 }
 READ_ONLY_KINDS = frozenset({CapabilityKind.MODEL_QUERY, CapabilityKind.VALIDATOR})
-WRITING_KINDS = frozenset(
-    {CapabilityKind.AUTHORING_OPERATION, CapabilityKind.REPAIR, CapabilityKind.IMPORTER}
-)
+# A repair proposes candidate patches and never writes itself (§5.1), so it is in neither set.
+WRITING_KINDS = frozenset({CapabilityKind.AUTHORING_OPERATION, CapabilityKind.IMPORTER})
 
 _SCHEMA_REF_TARGET = re.compile(r"^amir://[a-z]+/(?P<name>[^/]+)/(?P<version>[^/]+)/[^/]+$")
 _CAP_ID = re.compile(CAPABILITY_ID_PATTERN)
@@ -103,6 +103,64 @@ RULES: dict[str, str] = {
     "LINT_RELATION_SELF": "a capability relates to itself",
     "LINT_TRUST_SELF_ASSERTED": "trust is filled in by the catalog, never by the manifest",
 }
+
+
+# -- pydantic errors of the descriptor contract, as lint findings ---------------------------
+
+
+def _lint_code(err: Any) -> str:
+    kind: str = err["type"]
+    if kind.startswith("LINT_"):
+        return kind
+    loc = [str(p) for p in err["loc"]]
+    names = [p for p in loc if not p.isdigit()]
+    last = names[-1] if names else ""
+    if kind == "missing":
+        return "LINT_FIELD_MISSING"
+    if kind == "extra_forbidden":
+        return "LINT_FIELD_UNKNOWN"
+    if last == "capabilityId":
+        return "LINT_CAPABILITY_ID_INVALID"
+    if last.endswith("Ref") and last != "schemaRef":
+        return "LINT_TARGET_REF_INVALID"
+    if "taxonomy" in names and last == "primary":
+        return "LINT_TAXONOMY_UNKNOWN"
+    if names == ["descriptors", "kind"]:
+        return "LINT_KIND_UNKNOWN"
+    if "relations" in names and "[key]" in names:
+        return "LINT_RELATION_UNKNOWN"
+    if last == "diagnostics" or "diagnostic" in names:
+        return "LINT_DIAGNOSTIC_CODE_INVALID"
+    if last in {"version", "profileVersion"}:
+        return "LINT_VERSION_INVALID"
+    return "LINT_FIELD_INVALID"
+
+
+def _descriptor_id(raw: Any, loc: tuple[Any, ...]) -> str | None:
+    if len(loc) >= 2 and loc[0] == "descriptors" and isinstance(loc[1], int):
+        try:
+            cap = raw["descriptors"][loc[1]].get("capabilityId")
+        except (KeyError, IndexError, TypeError, AttributeError):
+            return None
+        return cap if isinstance(cap, str) else None
+    return None
+
+
+def validation_diagnostics(exc: ValidationError, raw: Any, package: str) -> list[Diagnostic]:
+    out = []
+    for err in exc.errors(include_url=False):
+        loc = tuple(p for p in err["loc"] if p != "[key]")
+        subject = _descriptor_id(raw, loc) or package
+        pointer = json_pointer(list(loc))
+        out.append(
+            Diagnostic(
+                code=_lint_code(err),
+                subject=subject,
+                pointer=pointer or None,
+                message=f"{subject} {pointer or '/'}: {err['msg']}",
+            )
+        )
+    return out
 
 
 @dataclass
@@ -159,7 +217,9 @@ def schema_problems(schema: dict[str, Any]) -> list[Problem]:
     inside the schema, or a ``pattern`` that Python's ``re`` (which validates instances)
     cannot compile."""
     declared = schema.get("$schema")
-    if declared is not None and declared.rstrip("#") != _DRAFT_2020_12:
+    if declared is not None and (
+        not isinstance(declared, str) or declared.rstrip("#") != _DRAFT_2020_12
+    ):
         return [(("$schema",), f"package schemas are Draft 2020-12, not {declared!r}")]
     problems = [
         (tuple(e.instance_path), e.message) for e in _metaschema_validator().iter_errors(schema)
@@ -173,15 +233,17 @@ def schema_problems(schema: dict[str, Any]) -> list[Problem]:
             return
         if isinstance(node.get("$id"), str):  # a nested $id moves the base of its $refs
             resolver = resolver.in_subresource(DRAFT202012.create_resource(node))
-        target = node.get("$ref")
-        if isinstance(target, str):
+        for keyword in ("$ref", "$dynamicRef"):
+            target = node.get(keyword)
+            if not isinstance(target, str):
+                continue
             try:
                 resolver.lookup(target)
             except Unresolvable:
                 problems.append(
                     (
-                        (*path, "$ref"),
-                        f"$ref {target!r} does not resolve inside the schema "
+                        (*path, keyword),
+                        f"{keyword} {target!r} does not resolve inside the schema "
                         "(package schemas are self-contained)",
                     )
                 )
@@ -270,8 +332,22 @@ def _lint_descriptor(
         props = props if isinstance(props, dict) else {}
         required = set(in_schema.get("required", []) or [])
         inputs = set(props)
-        yield from _lint_defaults(d, base, validator, props, required)
-        yield from _lint_examples(d, base, validator, required)
+        try:
+            # Materialised here so a broken schema becomes one finding, not an exception.
+            findings = [
+                *_lint_defaults(d, base, validator, props, required),
+                *_lint_examples(d, base, validator, required),
+            ]
+        except _SchemaBroken as exc:
+            findings = [
+                _diag(
+                    "LINT_SCHEMA_INVALID",
+                    cap,
+                    [*base, "inputs", "schemaRef"],
+                    f"input schema {d.inputs.schema_ref!r} cannot validate values: {exc}",
+                )
+            ]
+        yield from findings
     for path, preds in (
         ((*base, "applicability", "predicates"), d.applicability.predicates),
         ((*base, "preconditions"), d.preconditions),
@@ -338,8 +414,21 @@ def _lint_schemas(
         )
 
 
+class _SchemaBroken(Exception):
+    """A schema that passed the static checks still broke validation (e.g. a ``$ref``
+    cycle that never consumes input); reported as a finding, never raised to the caller."""
+
+
+def _errors(validator: Draft202012Validator, value: Any) -> list[Any]:
+    """Validation errors sorted by path."""
+    try:
+        return sorted(validator.iter_errors(value), key=lambda e: [str(p) for p in e.path])
+    except (Unresolvable, RecursionError, re.error) as exc:
+        raise _SchemaBroken(f"{type(exc).__name__}: {exc}") from None
+
+
 def _first_error(validator: Draft202012Validator, value: Any) -> Any:
-    return next(iter(sorted(validator.iter_errors(value), key=lambda e: list(e.path))), None)
+    return next(iter(_errors(validator, value)), None)
 
 
 def _shape(value: Any) -> Any:
@@ -353,6 +442,15 @@ def _shape(value: Any) -> Any:
     if isinstance(value, int | float):
         return "number"
     return type(value).__name__
+
+
+def _other_schema_default(prop: Any, value: Any) -> bool:
+    """Whether the property's schema declares a ``default`` other than ``value``."""
+    return (
+        isinstance(prop, dict)
+        and "default" in prop
+        and canonical_bytes(prop["default"]) != canonical_bytes(value)
+    )
 
 
 def _lint_defaults(
@@ -389,11 +487,7 @@ def _lint_defaults(
                 [*pointer, *err.path],
                 f"default for {key!r} fails its schema: {err.message}",
             )
-        if (
-            isinstance(props[key], dict)
-            and "default" in props[key]
-            and canonical_bytes(props[key]["default"]) != canonical_bytes(value)
-        ):
+        if _other_schema_default(props[key], value):
             yield _diag(
                 "LINT_DEFAULT_SCHEMA_MISMATCH",
                 cap,
@@ -426,11 +520,7 @@ def _lint_defaults(
                 pointer,
                 f"{key!r} has both a canonical default and a defaultBinding",
             )
-        elif (
-            isinstance(props[key], dict)
-            and "default" in props[key]
-            and canonical_bytes(props[key]["default"]) != canonical_bytes(value)
-        ):
+        elif _other_schema_default(props[key], value):
             yield _diag(
                 "LINT_DEFAULT_BINDING_CONFLICT",
                 cap,
@@ -463,7 +553,7 @@ def _lint_examples(
             "copyable input example",
         )
     for j, example in enumerate(d.input_examples):
-        for err in validator.iter_errors(example.input):
+        for err in _errors(validator, example.input):
             yield _diag(
                 "LINT_EXAMPLE_SCHEMA_INVALID",
                 d.capability_id,

@@ -16,8 +16,9 @@ from typing import Any
 from pydantic import ValidationError
 
 from aira_core.canonical import Canonical, CanonicalJSONError, canonical_bytes
+from aira_core.catalog.lint import validation_diagnostics
 from aira_core.contracts.package import PackageManifest
-from aira_core.diagnostics import AiraError, Diagnostic, json_pointer
+from aira_core.diagnostics import AiraError, Diagnostic
 from aira_core.extensions import MANIFEST_FILE, SIGNATURE_FILE, CapabilityPackageSource
 
 MANIFEST_MISSING = "MANIFEST_MISSING"
@@ -69,6 +70,8 @@ def loads_strict(data: bytes) -> tuple[Any, Canonical]:
         raise AiraError(MANIFEST_NOT_CANONICAL, f"manifest.json: {exc}") from None
     except _StrictJSONError as exc:
         raise AiraError(exc.code, f"manifest.json: {exc}") from None
+    except RecursionError:
+        raise AiraError(MANIFEST_NOT_JSON, "manifest.json is nested too deeply") from None
     except UnicodeDecodeError as exc:
         raise AiraError(MANIFEST_NOT_JSON, f"manifest.json is not UTF-8: {exc.reason}") from None
     except json.JSONDecodeError as exc:
@@ -90,61 +93,6 @@ class ParsedPackage:
     diagnostics: list[Diagnostic] = field(default_factory=list)
 
 
-def _lint_code(err: Any) -> str:
-    kind: str = err["type"]
-    if kind.startswith("LINT_"):
-        return kind
-    loc = [str(p) for p in err["loc"]]
-    names = [p for p in loc if not p.isdigit()]
-    last = names[-1] if names else ""
-    if kind == "missing":
-        return "LINT_FIELD_MISSING"
-    if kind == "extra_forbidden":
-        return "LINT_FIELD_UNKNOWN"
-    if last == "capabilityId":
-        return "LINT_CAPABILITY_ID_INVALID"
-    if last.endswith("Ref") and last != "schemaRef":
-        return "LINT_TARGET_REF_INVALID"
-    if "taxonomy" in names and last == "primary":
-        return "LINT_TAXONOMY_UNKNOWN"
-    if names == ["descriptors", "kind"]:
-        return "LINT_KIND_UNKNOWN"
-    if "relations" in names and "[key]" in names:
-        return "LINT_RELATION_UNKNOWN"
-    if last == "diagnostics" or "diagnostic" in names:
-        return "LINT_DIAGNOSTIC_CODE_INVALID"
-    if last in {"version", "profileVersion"}:
-        return "LINT_VERSION_INVALID"
-    return "LINT_FIELD_INVALID"
-
-
-def _descriptor_id(raw: Any, loc: tuple[Any, ...]) -> str | None:
-    if len(loc) >= 2 and loc[0] == "descriptors" and isinstance(loc[1], int):
-        try:
-            cap = raw["descriptors"][loc[1]].get("capabilityId")
-        except (KeyError, IndexError, TypeError, AttributeError):
-            return None
-        return cap if isinstance(cap, str) else None
-    return None
-
-
-def validation_diagnostics(exc: ValidationError, raw: Any, package: str) -> list[Diagnostic]:
-    out = []
-    for err in exc.errors(include_url=False):
-        loc = tuple(p for p in err["loc"] if p != "[key]")
-        subject = _descriptor_id(raw, loc) or package
-        pointer = json_pointer(list(loc))
-        out.append(
-            Diagnostic(
-                code=_lint_code(err),
-                subject=subject,
-                pointer=pointer or None,
-                message=f"{subject} {pointer or '/'}: {err['msg']}",
-            )
-        )
-    return out
-
-
 def parse_package(source: CapabilityPackageSource) -> ParsedPackage:
     """Parse a package's manifest; never raises for bad input."""
     parsed = ParsedPackage(source)
@@ -163,7 +111,8 @@ def parse_package(source: CapabilityPackageSource) -> ParsedPackage:
         parsed.diagnostics.append(exc.diagnostic.model_copy(update={"subject": source.name}))
         return parsed
     try:
-        parsed.manifest = PackageManifest.model_validate(parsed.raw)
+        # Wire names only: a manifest has one spelling, so one hash (no snake_case aliases).
+        parsed.manifest = PackageManifest.model_validate(parsed.raw, by_name=False)
     except ValidationError as exc:
         parsed.diagnostics.extend(validation_diagnostics(exc, parsed.raw, source.name))
     return parsed

@@ -20,7 +20,8 @@ from aira_core.canonical import canonical_bytes, sha256_bytes_hex
 from aira_core.contracts.package import PackageSignature
 from aira_core.diagnostics import AiraError
 
-SIGNATURE_CONTEXT = "aira.capability-package.v1"
+# The one place the context string is spelled is the signature contract itself.
+SIGNATURE_CONTEXT: str = PackageSignature.model_fields["context"].default
 
 KEY_INVALID = "KEY_INVALID"
 
@@ -59,6 +60,8 @@ def load_private_key(path: str | Path) -> Ed25519PrivateKey:
         key = serialization.load_pem_private_key(path.read_bytes(), password=None)
     except FileNotFoundError as exc:
         raise AiraError(KEY_INVALID, f"key file {path.name!r} does not exist") from exc
+    except OSError as exc:
+        raise AiraError(KEY_INVALID, f"cannot read key file {path.name!r}: {exc.strerror}") from exc
     except (ValueError, TypeError) as exc:
         raise AiraError(
             KEY_INVALID, f"key file {path.name!r} is not an unencrypted PKCS#8 PEM key"

@@ -1,6 +1,10 @@
 """What the catalog remembers between runs (``$AIRA_HOME/catalog.sqlite3``): the highest
-admitted version of each package, so an older one is refused (rollback protection), and the
-conformance report recorded with each admitted package version."""
+admitted version of each package of each publisher and its content hash, so an older version
+or other content under an admitted version is refused (rollback protection), and the
+conformance report recorded with each admitted package version.
+
+Keyed by publisher and name: one trusted publisher's package can never raise the floor of,
+and so lock out, another publisher's package of the same name."""
 
 from __future__ import annotations
 
@@ -17,13 +21,23 @@ from aira_core.diagnostics import AiraError
 
 STATE_FILE = "catalog.sqlite3"
 CATALOG_STATE_UNAVAILABLE = "CATALOG_STATE_UNAVAILABLE"
+SCHEMA_VERSION = 1
 
 _SCHEMA = """
-CREATE TABLE IF NOT EXISTS admitted (
-    name TEXT PRIMARY KEY,
+CREATE TABLE IF NOT EXISTS admitted_versions (
+    publisher TEXT NOT NULL,
+    name TEXT NOT NULL,
     version TEXT NOT NULL,
     manifest_hash TEXT NOT NULL,
-    admitted_at TEXT NOT NULL
+    admitted_at TEXT NOT NULL,
+    PRIMARY KEY (publisher, name)
+);
+CREATE TABLE IF NOT EXISTS versions_seen (
+    publisher TEXT NOT NULL,
+    name TEXT NOT NULL,
+    version TEXT NOT NULL,
+    manifest_hash TEXT NOT NULL,
+    PRIMARY KEY (publisher, name, version)
 );
 CREATE TABLE IF NOT EXISTS conformance (
     name TEXT NOT NULL,
@@ -43,11 +57,20 @@ class CatalogState:
             self._db = sqlite3.connect(self.path, isolation_level=None)
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=FULL")
+            version = self._db.execute("PRAGMA user_version").fetchone()[0]
+            if version > SCHEMA_VERSION:
+                raise AiraError(
+                    CATALOG_STATE_UNAVAILABLE,
+                    f"the catalog state {STATE_FILE} in AIRA_HOME was written by a newer aira "
+                    f"(schema {version})",
+                )
             self._db.executescript(_SCHEMA)
+            self._db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
         except (OSError, sqlite3.Error) as exc:
+            reason = exc.strerror if isinstance(exc, OSError) else str(exc)
             raise AiraError(
                 CATALOG_STATE_UNAVAILABLE,
-                f"cannot open the catalog state {STATE_FILE} in AIRA_HOME: {exc}",
+                f"cannot open the catalog state {STATE_FILE} in AIRA_HOME: {reason}",
             ) from None
 
     def close(self) -> None:
@@ -63,25 +86,37 @@ class CatalogState:
             raise
         self._db.execute("COMMIT")
 
-    def admitted_versions(self) -> dict[str, str]:
-        return dict(self._db.execute("SELECT name, version FROM admitted").fetchall())
+    def admitted_versions(self) -> dict[tuple[str, str], str]:
+        """The highest admitted version by ``(publisher, package name)``."""
+        rows = self._db.execute("SELECT publisher, name, version FROM admitted_versions")
+        return {(pub, name): version for pub, name, version in rows}
 
-    def record_admission(self, report: ConformanceReport) -> None:
-        """Remember the report, and the version if it is the highest admitted so far."""
+    def seen_hash(self, publisher: str, name: str, version: str) -> str | None:
+        """The manifest hash admitted before under exactly this version, if any."""
+        row = self._db.execute(
+            "SELECT manifest_hash FROM versions_seen WHERE publisher = ? AND name = ? "
+            "AND version = ?",
+            (publisher, name, version),
+        ).fetchone()
+        return row[0] if row else None
+
+    def record_admission(self, publisher: str, report: ConformanceReport) -> None:
+        """Remember the report and the version's content, and the version if it is the
+        highest admitted so far."""
+        key = (publisher, report.package)
         with self._tx() as db:
             row = db.execute(
-                "SELECT version FROM admitted WHERE name = ?", (report.package,)
+                "SELECT version FROM admitted_versions WHERE publisher = ? AND name = ?", key
             ).fetchone()
             if row is None or semver_key(report.version) > semver_key(row[0]):
                 db.execute(
-                    "INSERT OR REPLACE INTO admitted VALUES (?, ?, ?, ?)",
-                    (
-                        report.package,
-                        report.version,
-                        report.manifest_hash,
-                        datetime.now(UTC).isoformat(),
-                    ),
+                    "INSERT OR REPLACE INTO admitted_versions VALUES (?, ?, ?, ?, ?)",
+                    (*key, report.version, report.manifest_hash, datetime.now(UTC).isoformat()),
                 )
+            db.execute(
+                "INSERT OR IGNORE INTO versions_seen VALUES (?, ?, ?, ?)",
+                (*key, report.version, report.manifest_hash),
+            )
             db.execute(
                 "INSERT OR REPLACE INTO conformance VALUES (?, ?, ?, ?)",
                 (

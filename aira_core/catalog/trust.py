@@ -37,6 +37,8 @@ TRUST_KEY_EXPIRED = "TRUST_KEY_EXPIRED"
 TRUST_KEY_REVOKED = "TRUST_KEY_REVOKED"
 TRUST_STORE_INVALID = "TRUST_STORE_INVALID"
 TRUST_KEY_NOT_FOUND = "TRUST_KEY_NOT_FOUND"
+TRUST_KEY_CONFLICT = "TRUST_KEY_CONFLICT"
+TRUST_STORE_UNAVAILABLE = "TRUST_STORE_UNAVAILABLE"
 
 
 def builtin_store() -> TrustStore:
@@ -66,8 +68,13 @@ def load_user_store(path: Path | None = None) -> TrustStore:
         data = path.read_bytes()
     except FileNotFoundError:
         return TrustStore()
+    except OSError as exc:
+        raise AiraError(
+            TRUST_STORE_UNAVAILABLE,
+            f"cannot read the trust store {TRUST_FILE} in AIRA_HOME: {exc.strerror}",
+        ) from None
     try:
-        return TrustStore.model_validate_json(data)
+        return TrustStore.model_validate_json(data, by_name=False)
     except ValidationError as exc:
         raise AiraError(
             TRUST_STORE_INVALID,
@@ -80,15 +87,27 @@ def load_user_store(path: Path | None = None) -> TrustStore:
 def save_user_store(store: TrustStore, path: Path | None = None) -> None:
     """Write atomically: a crash leaves the old store or the new one, never half of one."""
     path = path or user_store_path()
-    path.parent.mkdir(parents=True, exist_ok=True)
     data = json.dumps(store.to_wire(), indent=2, sort_keys=True).encode() + b"\n"
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".trust-", suffix=".json")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".trust-", suffix=".json")
+    except OSError as exc:
+        raise AiraError(
+            TRUST_STORE_UNAVAILABLE,
+            f"cannot write the trust store {TRUST_FILE} in AIRA_HOME: {exc.strerror}",
+        ) from None
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
+    except OSError as exc:
+        Path(tmp).unlink(missing_ok=True)
+        raise AiraError(
+            TRUST_STORE_UNAVAILABLE,
+            f"cannot write the trust store {TRUST_FILE} in AIRA_HOME: {exc.strerror}",
+        ) from None
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
@@ -160,13 +179,13 @@ class TrustPolicy:
         now: datetime | None = None,
     ) -> VerifiedSignature | Diagnostic:
         """Check a detached signature over ``manifest`` (the parsed manifest JSON)."""
-        now = now or datetime.now(UTC)
+        now = _aware(now) if now is not None else datetime.now(UTC)
         if not signature_bytes:
             return Diagnostic(
                 code=SIGNATURE_MISSING, message="the package has no signature file (manifest.sig)"
             )
         try:
-            sig = PackageSignature.model_validate_json(signature_bytes)
+            sig = PackageSignature.model_validate_json(signature_bytes, by_name=False)
         except ValidationError as exc:
             return Diagnostic(
                 code=SIGNATURE_MALFORMED,
@@ -218,6 +237,15 @@ def add_key(publisher: str, public_key_b64: str, expires_at: datetime | None = N
     """Trust ``public_key_b64`` for ``publisher`` in the user's store; returns the key."""
     key_obj = signing.decode_public_key(public_key_b64.strip())
     store = load_user_store()
+    bound = next(
+        (r for r in TrustPolicy(store).records() if r.key.key_id == signing.key_id(key_obj)), None
+    )
+    if bound is not None and bound.publisher != publisher:
+        raise AiraError(
+            TRUST_KEY_CONFLICT,
+            f"key {bound.key.key_id} is already trusted for "
+            f"publisher {bound.publisher!r}; a key signs for one publisher",
+        )
     key = TrustedKey(
         key_id=signing.key_id(key_obj),
         public_key=signing.public_key_b64(key_obj),

@@ -121,9 +121,6 @@ class RiskLevel(StrEnum):
     CRITICAL = "critical"
 
 
-RISK_ORDER = {level: i for i, level in enumerate(RiskLevel)}
-
-
 class ExecutionQuality(StrEnum):
     PREVIEW = "preview"
     AUTHORITATIVE = "authoritative"

@@ -3,11 +3,15 @@ catalog records on admission."""
 
 from __future__ import annotations
 
-from datetime import datetime
+import base64
+import binascii
+from datetime import UTC, datetime
 from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator, model_validator
+from pydantic_core import PydanticCustomError
 
+from aira_core.canonical import sha256_bytes_hex
 from aira_core.contracts.base import SemVer, WireModel
 from aira_core.contracts.capability import CapabilityDescriptor
 from aira_core.diagnostics import Diagnostic
@@ -52,6 +56,30 @@ class TrustedKey(WireModel):
     public_key: str = Field(description="base64 of the raw 32-byte Ed25519 public key")
     expires_at: datetime | None = None
     revoked: bool = False
+
+    @model_validator(mode="after")
+    def _key_matches_its_id(self) -> TrustedKey:
+        # A stored id that is not derived from the key would let one key pose as another.
+        try:
+            raw = base64.b64decode(self.public_key, validate=True)
+        except binascii.Error:
+            raw = b""
+        if len(raw) != 32:
+            raise PydanticCustomError(
+                "TRUST_KEY_INVALID", "publicKey is not base64 of a raw 32-byte Ed25519 key"
+            )
+        if sha256_bytes_hex(raw)[:16] != self.key_id:
+            raise PydanticCustomError(
+                "TRUST_KEY_INVALID",
+                "keyId {key_id} is not the first 16 hex digits of sha256(publicKey)",
+                {"key_id": self.key_id},
+            )
+        return self
+
+    @field_validator("expires_at")
+    @classmethod
+    def _utc_if_naive(cls, value: datetime | None) -> datetime | None:
+        return value.replace(tzinfo=UTC) if value is not None and value.tzinfo is None else value
 
 
 class TrustedPublisher(WireModel):
