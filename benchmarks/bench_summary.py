@@ -1,0 +1,404 @@
+"""Benchmark: building the head summary of a 200-node AMIR document.
+
+"Building the head summary" is what a host does to show a model a revision it has not
+summarised before: the alias table (``AliasTable.build``), the four block hashes
+(``block_hashes``, canonical JSON + SHA-256 of each block) and the bounded summary
+(``summary``). The document is generated here (15 bodies, 30 Length parameters,
+30 assertions, 200 nodes by default) with a copy of ``make_document`` from
+``tests/amir_factory.py``: benchmarks do not import test code.
+
+Run from the repository root with the project's interpreter::
+
+    .venv/bin/python benchmarks/bench_summary.py               # human-readable report
+    .venv/bin/python benchmarks/bench_summary.py --json        # one JSON object
+    .venv/bin/python benchmarks/bench_summary.py --runs 1000 --nodes 400 --profile 15
+
+The target is a median (p50) of at most 2 ms. The script reports and never fails a build:
+it exits 0 whether or not the target is met (non-zero only if the summary it builds is
+wrong, which means the benchmark itself is broken).
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import json
+import platform
+import pstats
+import random
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+from aira_core.canonical import canonical_bytes, sha256_id
+from aira_core.contracts.amir import AmirDocument
+from aira_core.model.aliases import AliasTable
+from aira_core.model.blocks import BLOCKS, SUMMARY_MAX_TOKENS, block_hashes, host_tokens, summary
+
+TARGET_P50_S = 0.002
+WARMUP_RUNS = 20
+DEFAULT_RUNS = 200
+DEFAULT_NODES = 200
+DEFAULT_PROFILE_TOP = 10
+REV = "rev:sha256:" + "b" * 64
+
+
+class BenchmarkError(RuntimeError):
+    """The benchmark could not measure what it should (not a missed target)."""
+
+
+# -- the document (a copy of tests/amir_factory.make_document; keep the two in step) -------
+
+PARAMETER_NAMES = ("width", "depth", "height", "radius", "thickness")
+BODY_NAMES = ("plate", "bracket", "housing", "lid", "shaft")
+FEATURES = ("exact.fillet@1.0.0", "exact.chamfer@1.0.0", "exact.hole@1.0.0", "exact.shell@1.0.0")
+VALIDATORS = (
+    "validate.volumeRange@1.0.0",
+    "validate.minWallThickness@1.0.0",
+    "validate.boundingBox@1.0.0",
+)
+MATERIALS = ("steel", "aluminium", "ABS")
+
+
+def _new_id(rng: random.Random, prefix: str) -> str:
+    return f"{prefix}.{rng.getrandbits(48):012x}"
+
+
+def make_document(
+    bodies: int = 15,
+    parameters: int = 30,
+    assertions: int = 30,
+    nodes: int | None = None,
+    *,
+    seed: int = 0,
+) -> AmirDocument:
+    """A valid document; ``nodes`` defaults to three per body (a box and two features)."""
+    if nodes is None:
+        nodes = 3 * bodies
+    if nodes < bodies:
+        raise ValueError("every body needs at least its box node")
+    if assertions and not bodies:
+        raise ValueError("assertions target bodies")
+    rng = random.Random(seed)
+
+    params: list[dict[str, Any]] = []
+    for i in range(parameters):
+        name = PARAMETER_NAMES[i % len(PARAMETER_NAMES)]
+        params.append(
+            {
+                "id": _new_id(rng, "par"),
+                "label": f"{name}_{i // len(PARAMETER_NAMES) + 1}",
+                "type": "Length",
+                "unit": "mm",
+                "value": float(5 + (i * 7) % 95),
+                "min": 1.0,
+                "max": 500.0,
+            }
+        )
+
+    def length(k: int, fallback: float) -> dict[str, Any]:
+        if params:
+            return {"param": params[k % len(params)]["id"]}
+        return {"value": fallback, "unit": "mm"}
+
+    node_list: list[dict[str, Any]] = []
+    body_list: list[dict[str, Any]] = []
+    for j in range(bodies):
+        label = f"{BODY_NAMES[j % len(BODY_NAMES)]}_{j // len(BODY_NAMES) + 1}"
+        box = {
+            "id": _new_id(rng, "nod"),
+            "label": f"{label}_box",
+            "op": "exact.box@1.0.0",
+            "inputs": {
+                "width": length(3 * j, 40.0),
+                "depth": length(3 * j + 1, 30.0),
+                "height": length(3 * j + 2, 10.0),
+            },
+        }
+        node_list.append(box)
+        body = {"id": _new_id(rng, "bod"), "label": label, "tip": box["id"]}
+        if j % 2 == 0:
+            body["material"] = MATERIALS[j % len(MATERIALS)]
+        body_list.append(body)
+
+    for k in range(nodes - bodies):
+        if body_list:
+            body = body_list[k % len(body_list)]
+            node = _feature(rng, k, body, length(k, 2.0))
+            body["tip"] = node["id"]
+        else:
+            node = {
+                "id": _new_id(rng, "nod"),
+                "op": "exact.box@1.0.0",
+                "inputs": {"width": length(k, 10.0)},
+            }
+        node_list.append(node)
+
+    assertion_list = [
+        _assertion(rng, i, body_list[i % len(body_list)]["id"]) for i in range(assertions)
+    ]
+    return AmirDocument.model_validate(
+        {
+            "parameters": params,
+            "nodes": node_list,
+            "bodies": body_list,
+            "assertions": assertion_list,
+        }
+    )
+
+
+def _feature(
+    rng: random.Random, k: int, body: dict[str, Any], size: dict[str, Any]
+) -> dict[str, Any]:
+    op = FEATURES[k % len(FEATURES)]
+    node: dict[str, Any] = {
+        "id": _new_id(rng, "nod"),
+        "op": op,
+        "inputs": {
+            "target": {"node": body["tip"]},
+            "edges": {"body": body["id"], "select": "|Z", "entity": "Edge"},
+            "size": size,
+        },
+    }
+    if k % 2 == 0:
+        node["label"] = f"{body['label']}_{op.split('@')[0].split('.')[1]}_{k + 1}"
+    return node
+
+
+def _assertion(rng: random.Random, i: int, target: str) -> dict[str, Any]:
+    validator = VALIDATORS[i % len(VALIDATORS)]
+    if validator.startswith("validate.volumeRange"):
+        args = {"min": {"value": 1000.0}, "max": {"value": 500000.0}}
+    elif validator.startswith("validate.minWallThickness"):
+        args = {"min": {"value": 1.5, "unit": "mm"}}
+    else:
+        args = {"max": {"value": [200, 200, 100], "unit": "mm"}}
+    assertion: dict[str, Any] = {
+        "id": _new_id(rng, "asr"),
+        "validatorRef": validator,
+        "target": target,
+        "args": args,
+    }
+    if i % 3 == 0:
+        assertion["label"] = f"check_{i + 1}"
+    return assertion
+
+
+# -- measuring -----------------------------------------------------------------------------
+
+
+def build_head_summary(document: AmirDocument) -> Any:
+    """What is timed: aliases + block hashes + summary, from the document alone."""
+    aliases = AliasTable.build(REV, document)
+    return summary(REV, document, aliases, hashes=block_hashes(document))
+
+
+def sample(fn: Callable[[], Any], runs: int) -> list[float]:
+    for _ in range(WARMUP_RUNS):
+        fn()
+    out = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        fn()
+        out.append(time.perf_counter() - start)
+    return out
+
+
+def quantiles(samples: list[float]) -> dict[str, float]:
+    if len(samples) < 2:
+        return {"min": samples[0], "p50": samples[0], "p90": samples[0], "max": samples[0]}
+    deciles = statistics.quantiles(samples, n=10, method="inclusive")
+    return {
+        "min": min(samples),
+        "p50": statistics.median(samples),
+        "p90": deciles[8],
+        "max": max(samples),
+    }
+
+
+def breakdown(document: AmirDocument, runs: int) -> dict[str, float]:
+    """Median seconds of each stage, each timed on its own with the production function."""
+    aliases = AliasTable.build(REV, document)
+    hashes = block_hashes(document)
+    wire = document.to_wire()
+    canon = [canonical_bytes(wire[b]) for b in BLOCKS]  # sha256_id reuses these as they are
+    stages: dict[str, Callable[[], Any]] = {
+        "aliases": lambda: AliasTable.build(REV, document),
+        "document_to_wire": document.to_wire,
+        "block_canonical_json": lambda: [canonical_bytes(wire[b]) for b in BLOCKS],
+        "block_sha256": lambda: [sha256_id("block", c) for c in canon],
+        "summary": lambda: summary(REV, document, aliases, hashes=hashes),
+    }
+    result = {}
+    for name, fn in stages.items():
+        result[name] = statistics.median(sample(fn, runs))
+    return result
+
+
+def hotspots(document: AmirDocument, top: int, repeat: int = 50) -> list[dict[str, Any]]:
+    """The ``top`` functions by own time over ``repeat`` profiled builds."""
+    profiler = cProfile.Profile()
+    profiler.enable()
+    for _ in range(repeat):
+        build_head_summary(document)
+    profiler.disable()
+    stats = pstats.Stats(profiler)
+    rows = []
+    for (filename, line, func), (_, calls, tottime, cumtime, _) in stats.stats.items():
+        rows.append(
+            {
+                "function": f"{_short_path(filename)}:{line}:{func}",
+                "calls_per_build": calls / repeat,
+                "own_ms_per_build": tottime / repeat * 1e3,
+                "cum_ms_per_build": cumtime / repeat * 1e3,
+            }
+        )
+    rows.sort(key=lambda r: -r["own_ms_per_build"])
+    return rows[:top]
+
+
+def _short_path(filename: str) -> str:
+    for marker in ("aira_core/", "site-packages/"):
+        idx = filename.find(marker)
+        if idx >= 0:
+            return filename[idx:] if marker == "aira_core/" else filename[idx + len(marker) :]
+    return filename
+
+
+def check(result: Any, document: AmirDocument) -> None:
+    if result.counts["nodes"] != len(document.nodes) or result.rev != REV:
+        raise BenchmarkError("the summary does not describe the generated document")
+    if host_tokens(result) > SUMMARY_MAX_TOKENS:
+        raise BenchmarkError(f"the summary is {host_tokens(result)} host tokens")
+
+
+def run(nodes: int, runs: int, profile_top: int) -> dict[str, Any]:
+    document = make_document(bodies=15, parameters=30, assertions=30, nodes=nodes)
+    head = build_head_summary(document)
+    check(head, document)
+    samples = sample(lambda: build_head_summary(document), runs)
+    hashes = block_hashes(document)
+
+    def with_stored_hashes() -> Any:
+        return summary(REV, document, AliasTable.build(REV, document), hashes=hashes)
+
+    stored = sample(with_stored_hashes, runs)
+    q = quantiles(samples)
+    stages = breakdown(document, max(20, runs // 4))
+    result: dict[str, Any] = {
+        "benchmark": "head-summary",
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "document": {
+            "parameters": len(document.parameters),
+            "nodes": len(document.nodes),
+            "bodies": len(document.bodies),
+            "assertions": len(document.assertions),
+            "canonical_bytes": len(canonical_bytes(document)),
+        },
+        "summary": {
+            "host_tokens": host_tokens(head),
+            "aliases_listed": len(head.aliases),
+            "aliases_omitted": head.aliases_omitted,
+        },
+        "runs": runs,
+        "warmup_runs": WARMUP_RUNS,
+        "seconds": q,
+        "target": {"metric": "p50", "max_seconds": TARGET_P50_S, "met": q["p50"] <= TARGET_P50_S},
+        "stored_block_hashes_seconds": quantiles(stored),
+        "breakdown_s": stages,
+    }
+    if profile_top > 0:
+        result["hotspots"] = hotspots(document, profile_top)
+    return result
+
+
+def verdict(met: bool) -> str:
+    return "target met" if met else "TARGET MISSED"
+
+
+STAGE_LABELS = {
+    "aliases": "alias table (AliasTable.build; sha256_hex per short-form id)",
+    "document_to_wire": "document.to_wire() (pydantic model_dump)",
+    "block_canonical_json": "canonical JSON of the four blocks (canonical_bytes)",
+    "block_sha256": "SHA-256 + id of the four blocks' canonical bytes",
+    "summary": "summary() with the hashes given (roots, alias page, size check)",
+}
+
+
+def print_report(result: dict[str, Any]) -> None:
+    d, s, q, target = result["document"], result["summary"], result["seconds"], result["target"]
+    print(f"head summary of a {d['nodes']}-node document (python {result['python']})")
+    print(
+        f"  {d['parameters']} parameters, {d['nodes']} nodes, {d['bodies']} bodies, "
+        f"{d['assertions']} assertions; {d['canonical_bytes']:,} bytes of canonical JSON"
+    )
+    print(
+        f"  summary: {s['host_tokens']} host tokens, {s['aliases_listed']} aliases listed, "
+        f"{s['aliases_omitted']} left out"
+    )
+    print(
+        f"  {result['runs']} runs of aliases + block hashes + summary after "
+        f"{result['warmup_runs']} discarded warm-up runs"
+    )
+    print(f"  min  {q['min'] * 1e3:7.3f} ms")
+    print(
+        f"  p50  {q['p50'] * 1e3:7.3f} ms   (target <= {target['max_seconds'] * 1e3:.0f} ms: "
+        f"{verdict(target['met'])})"
+    )
+    print(f"  p90  {q['p90'] * 1e3:7.3f} ms")
+    print(f"  max  {q['max'] * 1e3:7.3f} ms")
+    st = result["stored_block_hashes_seconds"]
+    print(
+        f"  with block hashes stored at commit (aliases + summary only): "
+        f"p50 {st['p50'] * 1e3:.3f} ms, p90 {st['p90'] * 1e3:.3f} ms (information)"
+    )
+    print()
+    print("breakdown (median of each stage timed on its own):")
+    for key, seconds in result["breakdown_s"].items():
+        print(f"  {seconds * 1e3:7.3f} ms  {STAGE_LABELS[key]}")
+    if result.get("hotspots"):
+        print()
+        print("hotspots (cProfile, own time per build; profiling inflates the numbers):")
+        for r in result["hotspots"]:
+            print(
+                f"  {r['own_ms_per_build']:7.3f} ms own  {r['cum_ms_per_build']:7.3f} ms cum  "
+                f"{r['calls_per_build']:>8.0f} calls  {r['function']}"
+            )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=DEFAULT_RUNS, help="timed runs (default 200)")
+    parser.add_argument(
+        "--nodes", type=int, default=DEFAULT_NODES, help="nodes in the document (default 200)"
+    )
+    parser.add_argument(
+        "--profile",
+        type=int,
+        default=DEFAULT_PROFILE_TOP,
+        metavar="N",
+        help=f"show the top N functions by own time (default {DEFAULT_PROFILE_TOP}; 0: off)",
+    )
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    args = parser.parse_args(argv)
+    if args.runs < 1:
+        parser.error("--runs must be at least 1")
+    if args.nodes < 15:
+        parser.error("--nodes must be at least 15 (one per body)")
+    try:
+        result = run(args.nodes, args.runs, args.profile)
+    except BenchmarkError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps(result, indent=2))
+    else:
+        print_report(result)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
