@@ -18,6 +18,7 @@ be silently rounded to a double, unknown types) raise
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 from json.encoder import encode_basestring
 from typing import Any
@@ -154,6 +155,91 @@ def canonical_bytes(obj: Any) -> Canonical:
     """
     if isinstance(obj, Canonical):
         return obj
+    if type(obj) not in _PLAIN_TYPES and _is_model(obj):
+        obj = obj.model_dump(mode="json", by_alias=True, exclude_none=True)
+    fast = _fast_path(obj)
+    if fast is not None:
+        return fast
+    return _serialise(obj)
+
+
+_MAX_EXACT_INT = 2**53
+_PLAIN_TYPES = frozenset({dict, list, tuple, str, int, float, bool, type(None)})
+
+
+def _is_model(obj: Any) -> bool:
+    import pydantic  # pydantic is only needed when a model is passed
+
+    return isinstance(obj, pydantic.BaseModel)
+
+
+def _plain(obj: Any) -> Any:
+    """``obj`` with integral floats as ints (copy on write), or ``_SLOW`` when some value
+    would print differently from ECMAScript in ``json.dumps`` (other floats outside
+    [1e-4, 1e16), ints a double cannot hold, non-str or astral keys, other types)."""
+    t = type(obj)
+    if t is str or t is bool or obj is None:
+        return obj
+    if t is int:
+        return obj if -_MAX_EXACT_INT <= obj <= _MAX_EXACT_INT else _SLOW
+    if t is float:
+        if obj.is_integer():  # ES prints 20.0 as 20; Python as 20.0
+            return int(obj) if -_MAX_EXACT_INT <= obj <= _MAX_EXACT_INT else _SLOW
+        magnitude = obj if obj > 0 else -obj
+        # Python's repr and ES agree on shortest digits in fixed notation here; NaN fails.
+        return obj if 1e-4 <= magnitude < 1e16 else _SLOW
+    if t is dict:
+        out = None
+        for key, value in obj.items():
+            # Code-point order (sort_keys) equals UTF-16 order unless a key is astral.
+            if type(key) is not str or not (key.isascii() or max(key) <= "\uffff"):
+                return _SLOW
+            new = _plain(value)
+            if new is _SLOW:
+                return _SLOW
+            if new is not value:
+                if out is None:
+                    out = dict(obj)
+                out[key] = new
+        return obj if out is None else out
+    if t is list or t is tuple:
+        items = None
+        for i, value in enumerate(obj):
+            new = _plain(value)
+            if new is _SLOW:
+                return _SLOW
+            if new is not value:
+                if items is None:
+                    items = list(obj)
+                items[i] = new
+        return obj if items is None else items
+    return _SLOW
+
+
+_SLOW = object()
+
+
+def _fast_path(obj: Any) -> Canonical | None:
+    """The C json encoder's output when it is already canonical; None otherwise.
+
+    About four times faster than :func:`_serialise` on model documents, and exact: every
+    value it lets through prints the same in json.dumps and in ECMAScript. Anything else,
+    including every error case, goes to :func:`_serialise` for its precise message.
+    """
+    try:
+        plain = _plain(obj)
+        if plain is _SLOW:
+            return None
+        text = json.dumps(
+            plain, ensure_ascii=False, sort_keys=True, separators=(",", ":"), allow_nan=False
+        )
+        return Canonical(text.encode("utf-8"))
+    except (RecursionError, ValueError, TypeError, UnicodeEncodeError):
+        return None
+
+
+def _serialise(obj: Any) -> Canonical:
+    """The general RFC 8785 serialiser (iterative; precise errors)."""
     parts: list[str] = []
     # Iterative to survive deep nesting. Stack items: str -> emit verbatim;
     # int -> container id leaving the ancestor set; tuple -> (value, path).

@@ -332,3 +332,42 @@ def test_large_integral_float_reads_back_as_same_double() -> None:
     out = canonical_bytes(3.612560033048819e16)
     assert out == b"36125600330488190"
     assert float(out) == 3.612560033048819e16
+
+
+# -- the fast path (the C json encoder when its output is already canonical) ----------------
+
+from aira_core import canonical as _canonical  # noqa: E402
+
+_json_values = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**53), max_value=2**53)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.sampled_from([0.0, -0.0, 1e-4, 9.99e-5, 1e16, 1e21, 0.1, 20.0, 1e-7, 123456.789])
+    | st.text(alphabet=st.characters(exclude_categories=["Cs"]), max_size=8),
+    lambda children: (
+        st.lists(children, max_size=5)
+        | st.dictionaries(
+            st.text(alphabet=st.characters(exclude_categories=["Cs"]), max_size=4),
+            children,
+            max_size=5,
+        )
+    ),
+    max_leaves=30,
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(_json_values)
+def test_fast_path_is_byte_identical_to_the_general_serialiser(value: Any) -> None:
+    """Whatever the fast path accepts, it prints exactly as the RFC 8785 serialiser."""
+    fast = _canonical._fast_path(value)
+    if fast is not None:
+        assert fast == _canonical._serialise(value)
+    assert canonical_bytes(value) == _canonical._serialise(value)
+
+
+def test_fast_path_declines_what_it_cannot_print_exactly() -> None:
+    for value in ({"\U0001f600": 1, "\ufb33": 2}, [1e-5], [1e16 + 2.5], [2**53 + 1], {1: 2}):
+        assert _canonical._fast_path(value) is None
+    assert _canonical._fast_path({"a": [20.0, 0.5, -0.0]}) == b'{"a":[20,0.5,0]}'

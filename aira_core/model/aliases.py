@@ -33,12 +33,12 @@ from aira_core.canonical import sha256_hex
 from aira_core.contracts.amir import AmirDocument
 from aira_core.contracts.base import WireModel
 from aira_core.diagnostics import AiraError
+from aira_core.model.store import STEP_STALE_REVISION, StaleRevision
 
 if TYPE_CHECKING:
     from aira_core.model.blocks import Summary
 
 ALIAS_UNKNOWN = "ALIAS_UNKNOWN"
-STEP_STALE_REVISION = "STEP_STALE_REVISION"
 
 KINDS = ("parameters", "nodes", "bodies", "assertions")
 """The entity kinds, named after the document block that holds them."""
@@ -213,18 +213,23 @@ def _short_form(entity_id: str, taken: set[str]) -> str:
     raise AssertionError(f"no free short form for {entity_id!r}")
 
 
-class StaleRevisionError(AiraError):
-    """A plan bound to a revision that is no longer the head; carries the head's summary."""
+class StaleRevisionError(StaleRevision):
+    """A plan bound to a revision that is no longer the head; carries the head's summary.
+
+    A :class:`~aira_core.model.store.StaleRevision` (same code, ``expected`` is the plan's
+    revision, ``head`` the new head), so callers handle both refusals alike."""
 
     def __init__(self, plan_rev: str, head_rev: str, summary: Summary) -> None:
-        super().__init__(
+        AiraError.__init__(
+            self,
             STEP_STALE_REVISION,
             f"the plan is bound to revision {plan_rev} but the head is now {head_rev}; "
             "its aliases and pages may have changed: re-plan against the new summary",
             subject=plan_rev,
         )
-        self.plan_rev = plan_rev
-        self.head_rev = head_rev
+        self.branch = None
+        self.expected = self.plan_rev = plan_rev
+        self.head = head_rev
         self.summary = summary
 
 
