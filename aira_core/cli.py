@@ -27,8 +27,10 @@ catalog_app = typer.Typer(
     help="Signed capability packages and the production catalog.", no_args_is_help=True
 )
 trust_app = typer.Typer(help="Publishers and keys trusted to admit packages.", no_args_is_help=True)
+model_app = typer.Typer(help="The AMIR model: revisions, history, pages.", no_args_is_help=True)
 app.add_typer(catalog_app, name="catalog")
 app.add_typer(trust_app, name="trust")
+app.add_typer(model_app, name="model")
 
 JsonFlag = Annotated[bool, typer.Option("--json", help="Machine-readable output (stable).")]
 
@@ -376,6 +378,241 @@ def trust_revoke(key_id: str) -> None:
 
 
 # -- schema --------------------------------------------------------------------------------
+
+
+# -- model ---------------------------------------------------------------------------------
+
+StoreOption = Annotated[
+    Path | None,
+    typer.Option("--store", help="Store file (default: models/store.sqlite3 in AIRA_HOME)."),
+]
+BranchOption = Annotated[str, typer.Option("--branch", help="main or task/<id>.")]
+
+
+def _repository(store: Path | None) -> Any:
+    from aira_core.model.repository import ModelRepository
+
+    return ModelRepository.open(store)
+
+
+def _rev(repo: Any, ref: str) -> str:
+    """A revision id, or a branch name standing for its head."""
+    return repo.head(ref) if not ref.startswith("rev:") else ref
+
+
+def _read_json_file(path: Path, what: str) -> Any:
+    from aira_core.catalog.package import loads_strict
+    from aira_core.diagnostics import AiraError
+
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise AiraError(
+            "INPUT_UNREADABLE", f"cannot read {what} {path.name!r}: {exc.strerror}"
+        ) from None
+    try:
+        return loads_strict(data)[0]
+    except AiraError as exc:
+        raise AiraError(
+            "INPUT_NOT_JSON", f"{what} {path.name!r}: {exc.diagnostic.message}"
+        ) from None
+
+
+@model_app.command("init")
+def model_init(
+    document: Annotated[
+        Path | None, typer.Option("--from", help="Start from this AMIR document (JSON).")
+    ] = None,
+    store: StoreOption = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Create the store's main branch (empty, or from a document)."""
+    from pydantic import ValidationError
+
+    from aira_core.contracts.amir import AmirDocument
+    from aira_core.diagnostics import AiraError
+
+    doc = None
+    if document is not None:
+        try:
+            doc = AmirDocument.model_validate(_read_json_file(document, "document"), by_name=False)
+        except ValidationError as exc:
+            first = exc.errors(include_url=False)[0]
+            raise AiraError(
+                "AMIR_DOCUMENT_INVALID",
+                f"{document.name}: {first['msg']} at "
+                + "/".join(str(p) for p in first["loc"])
+                + f" ({exc.error_count()} errors)",
+            ) from None
+    with _repository(store) as repo:
+        revision = repo.init(doc)
+        if as_json:
+            _print_json({"format": "aira.model.init/1", "branch": "main", "rev": revision.rev})
+        else:
+            typer.echo(f"initialised main at {revision.rev}")
+
+
+@model_app.command("log")
+def model_log(
+    branch: BranchOption = "main",
+    limit: Annotated[int, typer.Option("--limit", min=1)] = 20,
+    store: StoreOption = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """A branch's history, newest first."""
+    with _repository(store) as repo:
+        records = repo.store.log(branch, limit)
+    rows = [
+        {
+            "seq": r.seq,
+            "branch": r.branch,
+            "rev": r.rev,
+            "parent": r.parent,
+            "kind": r.kind,
+            "message": r.message,
+            "createdAt": r.created_at,
+        }
+        for r in records
+    ]
+    if as_json:
+        _print_json({"format": "aira.model.log/1", "branch": branch, "records": rows})
+        return
+    _table(
+        f"History of {branch}",
+        ["seq", "kind", "rev", "message", "at"],
+        [[str(r["seq"]), r["kind"], r["rev"], r["message"], r["createdAt"]] for r in rows],
+    )
+
+
+@model_app.command("show")
+def model_show(
+    rev: Annotated[str, typer.Argument(help="A revision id, or a branch for its head.")] = "main",
+    store: StoreOption = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """The summary of a revision: counts, block hashes, roots and the first aliases."""
+    with _repository(store) as repo:
+        summary = repo.summary(_rev(repo, rev))
+    if as_json:
+        _print_json(summary.to_wire())
+        return
+    console = _console()
+    console.print(f"revision {summary.rev}", soft_wrap=True)
+    for block, count in summary.counts.items():
+        console.print(f"  {block:<11} {count:>5}  {summary.blocks[block]}", soft_wrap=True)
+    if summary.aliases:
+        _table("Aliases", ["alias", "id"], [[a, i] for a, i in summary.aliases.items()])
+    if summary.aliases_omitted:
+        console.print(f"  {summary.aliases_omitted} more aliases: `aira model read --select`")
+
+
+@model_app.command("read")
+def model_read(
+    select: Annotated[
+        str, typer.Option("--select", help='A path: \'["nodes","n:base"]\' or nodes/n:base.')
+    ],
+    rev: Annotated[str, typer.Option("--rev", help="Revision or branch.")] = "main",
+    limit: Annotated[int, typer.Option("--limit", min=1)] = 50,
+    offset: Annotated[int, typer.Option("--offset", min=0)] = 0,
+    store: StoreOption = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """A bounded page of a revision: a block, or one entity by alias or id."""
+    from aira_core.diagnostics import AiraError
+
+    if select.lstrip().startswith("["):
+        try:
+            path = json.loads(select)
+        except ValueError:
+            raise AiraError(
+                "SELECT_PATH_INVALID", f"--select {select!r} is not a JSON array"
+            ) from None
+    else:
+        path = [part for part in select.split("/") if part]
+    with _repository(store) as repo:
+        page = repo.select(_rev(repo, rev), path, limit, offset)
+    body = page.to_wire()
+    if as_json:
+        _print_json(body)
+        return
+    typer.echo(json.dumps(body, indent=2, ensure_ascii=False))
+
+
+@model_app.command("diff")
+def model_diff(
+    rev_a: Annotated[str, typer.Argument(help="Revision or branch.")],
+    rev_b: Annotated[str, typer.Argument(help="Revision or branch.")],
+    store: StoreOption = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """The blocks that changed between two revisions."""
+    with _repository(store) as repo:
+        a, b = _rev(repo, rev_a), _rev(repo, rev_b)
+        changed = repo.diff(a, b)
+    if as_json:
+        _print_json({"format": "aira.model.diff/1", "from": a, "to": b, "changedBlocks": changed})
+        return
+    typer.echo("\n".join(changed) if changed else "no block changed")
+
+
+def _catalog_signatures() -> Any:
+    """Operation signatures of the admitted production catalog."""
+    from aira_core.catalog.catalog import build_catalog
+    from aira_core.model.operations import signatures_from_descriptors
+
+    catalog = build_catalog()
+    return signatures_from_descriptors(
+        (d, p.manifest.schemas) for p in catalog.packages.values() for d in p.manifest.descriptors
+    )
+
+
+@model_app.command("patch")
+def model_patch(
+    patch: Annotated[Path, typer.Argument(help='AMIR patch JSON: {"ops": [...]}.')],
+    branch: BranchOption = "main",
+    expect: Annotated[
+        str | None, typer.Option("--expect", help="Refuse unless the head is this revision.")
+    ] = None,
+    message: Annotated[str, typer.Option("--message", "-m")] = "",
+    store: StoreOption = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Apply an AMIR patch to a branch head and commit it (all or nothing).
+
+    Node inputs are checked against the operations of the admitted catalog; an operation
+    that no admitted capability provides is refused.
+    """
+    from aira_core.model.repository import ModelRepository
+
+    ops = _read_json_file(patch, "patch")
+    with ModelRepository.open(store, _catalog_signatures()) as repo:
+        head = expect or repo.head(branch)
+        revision = repo.apply(branch, head, ops, message or f"patch {patch.name}")
+    if as_json:
+        _print_json(
+            {"format": "aira.model.patch/1", "branch": branch, "from": head, "rev": revision.rev}
+        )
+        return
+    typer.echo(f"{branch}: {head} -> {revision.rev}")
+
+
+@model_app.command("revert")
+def model_revert(
+    rev: Annotated[str, typer.Argument(help="The revision to restore.")],
+    branch: BranchOption = "main",
+    store: StoreOption = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Restore an earlier revision as a new history record (history is never rewritten)."""
+    with _repository(store) as repo:
+        head = repo.head(branch)
+        revision = repo.revert(branch, head, rev, f"revert to {rev}")
+    if as_json:
+        _print_json(
+            {"format": "aira.model.revert/1", "branch": branch, "from": head, "rev": revision.rev}
+        )
+        return
+    typer.echo(f"{branch}: {head} -> {revision.rev}")
 
 
 @app.command("schema")

@@ -358,8 +358,9 @@ def test_two_distributions_claiming_one_plugin_name_are_both_withdrawn(
     site = tmp_path / "site"
     site.mkdir()
     install_fake_distribution(site, "aira-clash-a", "1.0.0", "clash", CLASH_A)
-    install_fake_distribution(site, "aira-clash-b", "2.0.0", "clash",
-                              CLASH_A.replace("kernel-from-a", "kernel-from-b"))
+    install_fake_distribution(
+        site, "aira-clash-b", "2.0.0", "clash", CLASH_A.replace("kernel-from-a", "kernel-from-b")
+    )
     monkeypatch.syspath_prepend(str(site))
     try:
         registry = PluginSystem().registry()

@@ -124,6 +124,14 @@ _SCHEMA = (
         meta TEXT
     )""",
     "CREATE INDEX commits_by_rev ON commits(rev, seq)",
+    # Values derived from a document alone (summaries, block hashes): computed once, kept,
+    # and as immutable as the document they are derived from.
+    """CREATE TABLE derived (
+        rev TEXT NOT NULL REFERENCES documents(rev),
+        name TEXT NOT NULL,
+        body BLOB NOT NULL,
+        PRIMARY KEY (rev, name)
+    )""",
     """CREATE TABLE branches (
         name TEXT PRIMARY KEY,
         head_seq INTEGER NOT NULL REFERENCES commits(seq),
@@ -149,6 +157,7 @@ _REQUIRED_OBJECTS = frozenset(
         "commits",
         "branches",
         "commits_by_rev",
+        "derived",
         "commits_no_update",
         "commits_no_delete",
         "documents_no_update",
@@ -637,6 +646,34 @@ class ModelStore:
             .fetchall()
         )
         return dict(rows)
+
+    @_guarded
+    def derived(self, rev: str, name: str) -> Any | None:
+        """A value derived from ``rev``'s document and kept under ``name``, if any."""
+        row = (
+            self._conn()
+            .execute("SELECT body FROM derived WHERE rev = ? AND name = ?", (rev, name))
+            .fetchone()
+        )
+        return None if row is None else json.loads(bytes(row[0]))
+
+    @_guarded
+    def keep_derived(self, rev: str, name: str, value: Any) -> None:
+        """Keep a value derived from ``rev``'s document alone, e.g. its summary.
+
+        The first value kept under a name stays: it is a function of an immutable
+        document, so a second computation can only agree with it.
+        """
+        if not isinstance(name, str) or not name:
+            raise AiraError(STORE_ARGUMENT_INVALID, "a derived value needs a non-empty name")
+        try:
+            body = bytes(canonical_bytes(value))
+        except CanonicalJSONError as exc:
+            raise AiraError(STORE_ARGUMENT_INVALID, f"derived value {name!r}: {exc}") from None
+        with self._tx() as db:
+            if not self._rev_exists(db, rev):
+                raise self._unknown_rev(rev)
+            db.execute("INSERT OR IGNORE INTO derived VALUES (?, ?, ?)", (rev, name, body))
 
     # -- writing ---------------------------------------------------------------------------
 

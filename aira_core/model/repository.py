@@ -1,0 +1,190 @@
+"""AMIR documents over the revision store: what the runtime and the CLI use.
+
+Every revision comes with its alias table, block hashes, summary and pages. Those are pure
+functions of the (immutable) document, so the summary and block hashes are computed once,
+kept in the store beside the document, and a head summary read is one row away.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from aira_core.contracts.amir import AmirDocument, Patch
+from aira_core.diagnostics import AiraError
+from aira_core.model import blocks
+from aira_core.model.aliases import AliasTable
+from aira_core.model.operations import OperationSignature
+from aira_core.model.patch import PatchRejected, apply_patch, validate_document
+from aira_core.model.store import MAIN, ModelStore, Revision
+
+AMIR_DOCUMENT_INVALID = "AMIR_DOCUMENT_INVALID"
+SUMMARY_KEY = "summary/1"
+BLOCKS_KEY = "blocks/1"
+_CACHE = 16
+
+
+class _LRU(OrderedDict[str, Any]):
+    def __init__(self, size: int) -> None:
+        super().__init__()
+        self.size = size
+
+    def remember(self, key: str, value: Any) -> Any:
+        self[key] = value
+        self.move_to_end(key)
+        while len(self) > self.size:
+            self.popitem(last=False)
+        return value
+
+
+class ModelRepository:
+    """The model layer: validated AMIR documents in, revisions and their views out.
+
+    ``signatures`` (operation ref → signature, e.g. from the admitted catalog) make every
+    commit check node inputs against the operations; without them only the document's own
+    structure is checked.
+    """
+
+    def __init__(
+        self,
+        store: ModelStore,
+        signatures: Mapping[str, OperationSignature] | None = None,
+    ) -> None:
+        self.store = store
+        self.signatures = signatures
+        self._documents: _LRU = _LRU(_CACHE)
+        self._aliases: _LRU = _LRU(_CACHE)
+
+    @classmethod
+    def open(
+        cls,
+        path: Path | str | None = None,
+        signatures: Mapping[str, OperationSignature] | None = None,
+    ) -> ModelRepository:
+        return cls(ModelStore(path), signatures)
+
+    def close(self) -> None:
+        self.store.close()
+
+    def __enter__(self) -> ModelRepository:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- writing ---------------------------------------------------------------------------
+
+    def _checked(self, document: AmirDocument) -> AmirDocument:
+        problems = validate_document(document, self.signatures)
+        if problems:
+            raise PatchRejected(problems)
+        return document
+
+    def _kept(self, revision: Revision, document: AmirDocument) -> Revision:
+        self._documents.remember(revision.rev, document)
+        self._keep_views(revision.rev, document)
+        return revision
+
+    def init(self, document: AmirDocument | None = None, message: str = "init") -> Revision:
+        """Create ``main`` at ``document`` (default: an empty document)."""
+        document = self._checked(document or AmirDocument())
+        return self._kept(self.store.init(document, message), document)
+
+    def commit(
+        self,
+        branch: str,
+        expected_head: str,
+        document: AmirDocument,
+        message: str = "",
+        meta: Mapping[str, Any] | None = None,
+    ) -> Revision:
+        """Commit a whole document on ``branch`` if its head is still ``expected_head``."""
+        document = self._checked(document)
+        revision = self.store.commit(branch, expected_head, document, message, meta)
+        return self._kept(revision, document)
+
+    def apply(
+        self,
+        branch: str,
+        expected_head: str,
+        patch: Patch | Mapping[str, Any],
+        message: str = "",
+        meta: Mapping[str, Any] | None = None,
+    ) -> Revision:
+        """Apply a patch to the document of ``expected_head`` and commit the result (CAS)."""
+        document = apply_patch(self.document(expected_head), patch, self.signatures)
+        revision = self.store.commit(branch, expected_head, document, message, meta)
+        return self._kept(revision, document)
+
+    def revert(self, branch: str, expected_head: str, to_rev: str, message: str = "") -> Revision:
+        return self.store.revert(branch, expected_head, to_rev, message)
+
+    # -- reading ---------------------------------------------------------------------------
+
+    def head(self, branch: str = MAIN) -> str:
+        return self.store.head(branch)
+
+    def document(self, rev: str) -> AmirDocument:
+        cached = self._documents.get(rev)
+        if cached is not None:
+            return cached
+        raw = self.store.read(rev)
+        try:
+            document = AmirDocument.model_validate(raw, by_name=False)
+        except ValidationError as exc:
+            raise AiraError(
+                AMIR_DOCUMENT_INVALID,
+                f"revision {rev} is not an AMIR document ({exc.error_count()} errors)",
+            ) from None
+        return self._documents.remember(rev, document)
+
+    def aliases(self, rev: str) -> AliasTable:
+        cached = self._aliases.get(rev)
+        if cached is not None:
+            return cached
+        return self._aliases.remember(rev, AliasTable.build(rev, self.document(rev)))
+
+    def block_hashes(self, rev: str) -> dict[str, str]:
+        kept = self.store.derived(rev, BLOCKS_KEY)
+        if kept is None:
+            kept = self._keep_views(rev, self.document(rev))[0]
+        return dict(kept)
+
+    def summary(self, rev: str) -> blocks.Summary:
+        """The revision's summary (≤ 2k host tokens), computed once per revision."""
+        kept = self.store.derived(rev, SUMMARY_KEY)
+        if kept is None:
+            return self._keep_views(rev, self.document(rev))[1]
+        return blocks.Summary.model_validate(kept)
+
+    def select(
+        self,
+        rev: str,
+        path: Sequence[str],
+        limit: int = blocks.DEFAULT_SELECT_LIMIT,
+        offset: int = 0,
+    ) -> blocks.Page:
+        return blocks.select(rev, self.document(rev), self.aliases(rev), path, limit, offset)
+
+    def diff(self, rev_a: str, rev_b: str) -> list[str]:
+        """The blocks that changed between two revisions."""
+        a, b = self.block_hashes(rev_a), self.block_hashes(rev_b)
+        return [name for name in blocks.BLOCKS if a[name] != b[name]]
+
+    def _keep_views(
+        self, rev: str, document: AmirDocument
+    ) -> tuple[dict[str, str], blocks.Summary]:
+        hashes = blocks.block_hashes(document)
+        aliases = self._aliases.get(rev) or self._aliases.remember(
+            rev, AliasTable.build(rev, document)
+        )
+        summary = blocks.summary(rev, document, aliases, hashes=hashes)
+        # Kept after the commit's own transaction: a crash in between only means the next
+        # read computes them again.
+        self.store.keep_derived(rev, BLOCKS_KEY, hashes)
+        self.store.keep_derived(rev, SUMMARY_KEY, summary.to_wire())
+        return hashes, summary

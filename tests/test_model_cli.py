@@ -1,0 +1,149 @@
+"""`aira model …`: init, patch, log, show, read, diff, revert, each with --json and codes."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+
+def aira(*args: str, home: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "aira_core.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "AIRA_HOME": str(home)},
+    )
+
+
+def ok_json(*args: str, home: Path) -> dict:  # type: ignore[type-arg]
+    out = aira(*args, "--json", home=home)
+    assert out.returncode == 0, out.stderr
+    assert "Traceback" not in out.stderr
+    return json.loads(out.stdout)
+
+
+def write(path: Path, value: object) -> Path:
+    path.write_text(json.dumps(value))
+    return path
+
+
+def test_model_lifecycle_through_the_cli(tmp_path: Path, aira_home: Path) -> None:
+    init = ok_json("model", "init", home=aira_home)
+    assert init["rev"].startswith("rev:sha256:")
+    assert (aira_home / "models" / "store.sqlite3").is_file()
+
+    add = write(
+        tmp_path / "add.json",
+        {
+            "ops": [
+                {
+                    "op": "parameter.add",
+                    "parameter": {
+                        "id": "p1",
+                        "label": "width",
+                        "type": "Length",
+                        "value": 20,
+                        "min": 1,
+                        "max": 100,
+                    },
+                }
+            ]
+        },
+    )
+    patched = ok_json("model", "patch", str(add), home=aira_home)
+    assert patched["from"] == init["rev"]
+
+    summary = ok_json("model", "show", home=aira_home)
+    assert summary["rev"] == patched["rev"]
+    assert summary["counts"]["parameters"] == 1
+    assert summary["aliases"] == {"p:width": "p1"}
+
+    page = ok_json("model", "read", "--select", '["parameters"]', home=aira_home)
+    assert page["rev"] == patched["rev"] and page["items"][0]["id"] == "p1"
+    one = ok_json("model", "read", "--select", "parameters/p:width", home=aira_home)
+    assert one["items"][0]["value"] == 20
+
+    diff = ok_json("model", "diff", init["rev"], "main", home=aira_home)
+    assert diff["changedBlocks"] == ["parameters"]
+
+    log = ok_json("model", "log", home=aira_home)
+    assert [r["kind"] for r in log["records"]] == ["commit", "init"]
+
+    reverted = ok_json("model", "revert", init["rev"], home=aira_home)
+    assert reverted["rev"] == init["rev"] and reverted["from"] == patched["rev"]
+    log = ok_json("model", "log", home=aira_home)
+    assert [r["kind"] for r in log["records"]] == ["revert", "commit", "init"]
+
+
+def test_model_cli_bad_input_gets_codes_and_changes_nothing(tmp_path, aira_home) -> None:
+    ok_json("model", "init", home=aira_home)
+    head = ok_json("model", "show", home=aira_home)["rev"]
+    cases = [
+        (["model", "init"], "STORE_ALREADY_INITIALISED"),
+        (["model", "show", "rev:sha256:0000"], "STORE_REVISION_UNKNOWN"),
+        (["model", "read", "--select", "nodes/n:nope"], "ALIAS_UNKNOWN"),
+        (["model", "read", "--select", "[broken"], "SELECT_PATH_INVALID"),
+        (["model", "read", "--select", "widgets"], "SELECT_PATH_INVALID"),
+        (["model", "log", "--branch", "feature/x"], "STORE_BRANCH_INVALID"),
+        (["model", "patch", str(tmp_path / "missing.json")], "INPUT_UNREADABLE"),
+        (["model", "patch", str(write(tmp_path / "bad.json", {"ops": []}))], "PATCH_INVALID"),
+        (
+            [
+                "model",
+                "patch",
+                str(
+                    write(
+                        tmp_path / "dangling.json",
+                        {
+                            "ops": [
+                                {
+                                    "op": "body.add",
+                                    "body": {"id": "b1", "label": "x", "tip": "n404"},
+                                }
+                            ]
+                        },
+                    )
+                ),
+            ],
+            "AMIR_DANGLING_REFERENCE",
+        ),
+        (
+            [
+                "model",
+                "patch",
+                str(
+                    write(
+                        tmp_path / "unknown-op.json",
+                        {
+                            "ops": [
+                                {"op": "node.add", "node": {"id": "n1", "op": "exact.box@1.0.0"}}
+                            ]
+                        },
+                    )
+                ),
+            ],
+            "AMIR_OPERATION_UNKNOWN",
+        ),
+        (["model", "revert", head], "STORE_NO_CHANGE"),
+    ]
+    for args, code in cases:
+        out = aira(*args, home=aira_home)
+        assert out.returncode == 1, (args, out.stdout, out.stderr)
+        assert code in out.stderr, (args, out.stderr)
+        assert "Traceback" not in out.stderr
+    assert ok_json("model", "show", home=aira_home)["rev"] == head
+    assert len(ok_json("model", "log", home=aira_home)["records"]) == 1
+
+
+def test_model_cli_refuses_a_corrupt_store_without_touching_it(tmp_path, aira_home) -> None:
+    store = tmp_path / "broken.sqlite3"
+    store.write_bytes(b"SQLite format 3\x00" + b"\x13" * 500)
+    before = store.read_bytes()
+    out = aira("model", "show", "--store", str(store), home=aira_home)
+    assert out.returncode == 1 and "STORE_CORRUPT" in out.stderr
+    assert str(tmp_path) not in out.stderr
+    assert store.read_bytes() == before
