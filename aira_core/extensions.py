@@ -9,7 +9,7 @@ ever imports from here.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
@@ -98,15 +98,79 @@ class CapabilityPackageSource:
         )
 
 
+@dataclass(frozen=True)
+class BodyResult:
+    """What a kernel reports of one evaluated body (units: mm, mm², mm³)."""
+
+    valid: bool
+    volume: float | None = None
+    area: float | None = None
+    bounding_box: tuple[float, float, float, float, float, float] | None = None
+    """(xmin, ymin, zmin, xmax, ymax, zmax)"""
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    """The result of evaluating a document: per-body results, the nodes actually computed
+    (not served from cache), and every diagnostic (empty when all went well)."""
+
+    bodies: Mapping[str, BodyResult]
+    evaluated_nodes: Sequence[str] = ()
+    diagnostics: Sequence[Diagnostic] = ()
+    result_hash: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return not self.diagnostics
+
+
+@dataclass(frozen=True)
+class QueryResult:
+    data: Mapping[str, Any]
+    diagnostics: Sequence[Diagnostic] = ()
+
+
+@dataclass(frozen=True)
+class ValidationOutcome:
+    """One assertion checked on evaluated geometry: passed, what was measured, and the
+    diagnostics that explain a failure."""
+
+    assertion: str
+    passed: bool
+    measured: Mapping[str, Any] = field(default_factory=dict)
+    diagnostics: Sequence[Diagnostic] = ()
+
+
 @runtime_checkable
 class Kernel(Protocol):
-    """A geometry kernel: its name, a build hash for runtime snapshots, and the operation
-    implementations it provides (each with an exact version)."""
+    """A geometry kernel.
+
+    ``name`` and ``build_hash`` identify it in runtime snapshots; ``implementations()`` are
+    the exact operation versions it implements (conformance resolves targets against them).
+    The runtime calls the rest with an AMIR document (``aira_core.contracts.amir``):
+
+    - ``evaluate(document, changed)``: build every body; ``changed`` names the nodes whose
+      inputs changed since the last evaluation (``None``: unknown, evaluate all), so a
+      kernel with a cache re-evaluates only what is downstream of them;
+    - ``query(document, ref, args)``: a ``queryRef`` capability on the evaluated document;
+    - ``validate(document, assertion)``: one assertion (``validatorRef``, target, args);
+    - ``export(document, format, body)``: bytes of ``step``, ``stl``, ``3mf``, ``svg`` …
+
+    Failures are diagnostics with stable codes in the results, never exceptions.
+    """
 
     name: str
     build_hash: str
 
     def implementations(self) -> Sequence[TargetImplementation]: ...
+
+    def evaluate(self, document: Any, changed: Collection[str] | None = None) -> Evaluation: ...
+
+    def query(self, document: Any, ref: str, args: Mapping[str, Any]) -> QueryResult: ...
+
+    def validate(self, document: Any, assertion: Any) -> ValidationOutcome: ...
+
+    def export(self, document: Any, format: str, body: str | None = None) -> bytes: ...
 
 
 @runtime_checkable

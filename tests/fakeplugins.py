@@ -9,17 +9,37 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from aira_core.extensions import Implementation, TargetImplementation
+from aira_core.extensions import (
+    Evaluation,
+    Implementation,
+    QueryResult,
+    TargetImplementation,
+    ValidationOutcome,
+)
 
 
 @dataclass
 class FakeKernel:
+    """FAKE kernel: registers by name and lists implementations; builds no geometry."""
+
     name: str
     build_hash: str = "build:test"
     impls: Sequence[TargetImplementation] = field(default_factory=tuple)
 
     def implementations(self) -> Sequence[TargetImplementation]:
         return self.impls
+
+    def evaluate(self, document, changed=None):  # type: ignore[no-untyped-def]
+        return Evaluation(bodies={})
+
+    def query(self, document, ref, args):  # type: ignore[no-untyped-def]
+        return QueryResult(data={})
+
+    def validate(self, document, assertion):  # type: ignore[no-untyped-def]
+        return ValidationOutcome(assertion=assertion.id, passed=True)
+
+    def export(self, document, format, body=None):  # type: ignore[no-untyped-def]
+        return b""
 
 
 @dataclass

@@ -191,6 +191,14 @@ class Kernel:
     build_hash: str = "b1"
     def implementations(self):
         return []
+    def evaluate(self, document, changed=None):
+        return None  # a registration-only fake: never called
+    def query(self, document, ref, args):
+        return None  # a registration-only fake: never called
+    def validate(self, document, assertion):
+        return None  # a registration-only fake: never called
+    def export(self, document, format, body=None):
+        return None  # a registration-only fake: never called
 
 @hookimpl
 def aira_register_kernels(register):
@@ -345,6 +353,14 @@ class Kernel:
     build_hash: str = "a"
     def implementations(self):
         return []
+    def evaluate(self, document, changed=None):
+        return None  # a registration-only fake: never called
+    def query(self, document, ref, args):
+        return None  # a registration-only fake: never called
+    def validate(self, document, assertion):
+        return None  # a registration-only fake: never called
+    def export(self, document, format, body=None):
+        return None  # a registration-only fake: never called
 
 @hookimpl
 def aira_register_kernels(register):
