@@ -622,10 +622,10 @@ def schema_cmd(
     ] = None,
 ) -> None:
     """Print the generated JSON Schema of a contract (e.g. capability-descriptor)."""
-    from aira_core.contracts import SCHEMAS, json_schema
+    from aira_core.contracts import DOCUMENTS, SCHEMAS, json_schema
 
     if name is None:
-        for n in sorted(SCHEMAS):
+        for n in sorted({*SCHEMAS, *DOCUMENTS}):
             typer.echo(n)
         return
     _print_json(json_schema(name))

@@ -12,7 +12,7 @@ from factory import manifest
 from jsonschema import Draft202012Validator
 from pydantic import ValidationError
 
-from aira_core.contracts import SCHEMAS, json_schema
+from aira_core.contracts import DOCUMENTS, SCHEMAS, json_schema
 from aira_core.contracts.capability import (
     CapabilityDescriptor,
     CapabilityKind,
@@ -96,4 +96,4 @@ def test_cli_schema_prints_generated_schema() -> None:
         text=True,
         timeout=60,
     ).stdout.split()
-    assert names == sorted(SCHEMAS)
+    assert names == sorted({*SCHEMAS, *DOCUMENTS})

@@ -3,10 +3,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from pydantic import BaseModel
 
+from aira_core.contracts.amir import AmirDocument, Patch
 from aira_core.contracts.capability import (
     ApplicableCapabilityView,
     CapabilityDescriptor,
@@ -21,6 +23,7 @@ from aira_core.contracts.package import (
     PackageSignature,
     TrustStore,
 )
+from aira_core.contracts.plan import CheckReport, IntentFrame, ObservationEnvelope, Plan
 from aira_core.diagnostics import AiraError, Diagnostic
 
 SCHEMA_NOT_FOUND = "SCHEMA_NOT_FOUND"
@@ -37,16 +40,38 @@ SCHEMAS: dict[str, type[BaseModel]] = {
     "trust-store": TrustStore,
     "conformance-report": ConformanceReport,
     "diagnostic": Diagnostic,
+    "amir-document": AmirDocument,
+    "amir-patch": Patch,
+    "intent-frame": IntentFrame,
+    "plan": Plan,
+    "check-report": CheckReport,
+    "observation-envelope": ObservationEnvelope,
 }
 
 
+def _meta_operation_contract() -> dict[str, Any]:
+    # Imported lazily: the runtime builds on these contracts, so a top-level import would cycle.
+    from aira_core.runtime.contract import contract_json
+
+    return contract_json()
+
+
+DOCUMENTS: dict[str, Callable[[], dict[str, Any]]] = {
+    "meta-operation-contract": _meta_operation_contract,
+}
+"""Contracts published as data rather than as a schema (e.g. the 9 × 9 admission matrix)."""
+
+
 def json_schema(name: str) -> dict[str, Any]:
-    """The generated JSON Schema (Draft 2020-12) of a named contract."""
+    """The generated JSON Schema (Draft 2020-12) of a named contract, or the data of a
+    contract that is a document (:data:`DOCUMENTS`)."""
+    document = DOCUMENTS.get(name)
+    if document is not None:
+        return document()
     model = SCHEMAS.get(name)
     if model is None:
-        raise AiraError(
-            SCHEMA_NOT_FOUND, f"no contract named {name!r}; known: {', '.join(sorted(SCHEMAS))}"
-        )
+        known = ", ".join(sorted({*SCHEMAS, *DOCUMENTS}))
+        raise AiraError(SCHEMA_NOT_FOUND, f"no contract named {name!r}; known: {known}")
     schema = model.model_json_schema(by_alias=True, mode="validation")
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
@@ -56,6 +81,7 @@ def json_schema(name: str) -> dict[str, Any]:
 
 
 __all__ = [
+    "DOCUMENTS",
     "SCHEMAS",
     "ApplicableCapabilityView",
     "CapabilityDescriptor",

@@ -33,6 +33,12 @@ class _LRU(OrderedDict[str, Any]):
         super().__init__()
         self.size = size
 
+    def recall(self, key: str) -> Any | None:
+        value = self.get(key)
+        if value is not None:
+            self.move_to_end(key)
+        return value
+
     def remember(self, key: str, value: Any) -> Any:
         self[key] = value
         self.move_to_end(key)
@@ -129,7 +135,7 @@ class ModelRepository:
         return self.store.head(branch)
 
     def document(self, rev: str) -> AmirDocument:
-        cached = self._documents.get(rev)
+        cached = self._documents.recall(rev)
         if cached is not None:
             return cached
         raw = self.store.read(rev)
@@ -143,7 +149,7 @@ class ModelRepository:
         return self._documents.remember(rev, document)
 
     def aliases(self, rev: str) -> AliasTable:
-        cached = self._aliases.get(rev)
+        cached = self._aliases.recall(rev)
         if cached is not None:
             return cached
         return self._aliases.remember(rev, AliasTable.build(rev, self.document(rev)))
@@ -179,12 +185,11 @@ class ModelRepository:
         self, rev: str, document: AmirDocument
     ) -> tuple[dict[str, str], blocks.Summary]:
         hashes = blocks.block_hashes(document)
-        aliases = self._aliases.get(rev) or self._aliases.remember(
+        aliases = self._aliases.recall(rev) or self._aliases.remember(
             rev, AliasTable.build(rev, document)
         )
         summary = blocks.summary(rev, document, aliases, hashes=hashes)
         # Kept after the commit's own transaction: a crash in between only means the next
         # read computes them again.
-        self.store.keep_derived(rev, BLOCKS_KEY, hashes)
-        self.store.keep_derived(rev, SUMMARY_KEY, summary.to_wire())
+        self.store.keep_derived(rev, {BLOCKS_KEY: hashes, SUMMARY_KEY: summary.to_wire()})
         return hashes, summary

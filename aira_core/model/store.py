@@ -33,7 +33,7 @@ import json
 import os
 import re
 import sqlite3
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -658,22 +658,30 @@ class ModelStore:
         return None if row is None else json.loads(bytes(row[0]))
 
     @_guarded
-    def keep_derived(self, rev: str, name: str, value: Any) -> None:
-        """Keep a value derived from ``rev``'s document alone, e.g. its summary.
+    def keep_derived(self, rev: str, values: Mapping[str, Any]) -> None:
+        """Keep values derived from ``rev``'s document alone (e.g. its summary), by name,
+        in one transaction.
 
         The first value kept under a name stays: it is a function of an immutable
-        document, so a second computation can only agree with it.
+        document, so a second computation can only agree with it. Values are stored as
+        JSON in their own key order (not canonical: they are never hashed, and a summary's
+        order is part of what it says).
         """
-        if not isinstance(name, str) or not name:
-            raise AiraError(STORE_ARGUMENT_INVALID, "a derived value needs a non-empty name")
-        try:
-            body = bytes(canonical_bytes(value))
-        except CanonicalJSONError as exc:
-            raise AiraError(STORE_ARGUMENT_INVALID, f"derived value {name!r}: {exc}") from None
+        rows = []
+        for name, value in values.items():
+            if not isinstance(name, str) or not name:
+                raise AiraError(STORE_ARGUMENT_INVALID, "a derived value needs a non-empty name")
+            try:
+                body = json.dumps(
+                    value, ensure_ascii=False, separators=(",", ":"), allow_nan=False
+                ).encode()
+            except (TypeError, ValueError) as exc:
+                raise AiraError(STORE_ARGUMENT_INVALID, f"derived value {name!r}: {exc}") from None
+            rows.append((rev, name, body))
         with self._tx() as db:
             if not self._rev_exists(db, rev):
                 raise self._unknown_rev(rev)
-            db.execute("INSERT OR IGNORE INTO derived VALUES (?, ?, ?)", (rev, name, body))
+            db.executemany("INSERT OR IGNORE INTO derived VALUES (?, ?, ?)", rows)
 
     # -- writing ---------------------------------------------------------------------------
 

@@ -1,0 +1,1 @@
+"""The task runtime: the Meta-operation Contract, task sessions and plans."""

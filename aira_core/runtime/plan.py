@@ -1,0 +1,889 @@
+"""Plans: ``plan.check`` (the ten static checks of RFC-0002 §10.2) and lowering.
+
+A composite plan is a list of steps ``{"id", "capability", "args", "label"?}`` bound to a
+base revision. :func:`check_plan` refuses everything decidable before a kernel runs, each
+finding with a stable code and a JSON pointer into the plan, and names the first failing
+step with its full input schema for a targeted repair. A plan that passes is lowered:
+authoring steps into one AMIR patch (committed all or nothing), validator steps into
+assertions (re-checked on every later commit), query steps into kernel queries.
+
+The ten checks and their codes:
+
+1. capability and version exist, catalog not replaced: ``PLAN_CAPABILITY_UNKNOWN``,
+   ``PLAN_CATALOG_STALE``, ``PLAN_STEP_KIND_UNSUPPORTED``
+2. input/output type flow: ``PLAN_ARGS_INVALID``, ``PLAN_REFERENCE_UNRESOLVED``,
+   ``PLAN_STEP_REFERENCE_INVALID``
+3. known preconditions: ``PLAN_PRECONDITION_UNMET``
+4. read/write scope: ``PLAN_SCOPE_DENIED``
+5. Session Grant and approvals: ``GRANT_EXPIRED``, ``GRANT_REVOKED``,
+   ``PLAN_CLASS_DENIED``, ``GRANT_PERMISSION_DENIED``, ``PLAN_APPROVAL_REQUIRED``
+6. acyclic dependencies: ``PLAN_STEP_DUPLICATE``, ``PLAN_DEPENDENCY_UNKNOWN``, ``PLAN_CYCLE``
+7. budget upper bound: ``PLAN_BUDGET_EXCEEDED``
+8. representation conversions explicit: ``PLAN_CONVERSION_IMPLICIT``
+9. effects within the Intent Frame: ``PLAN_EFFECT_PROHIBITED``, ``PLAN_OUT_OF_SCOPE``
+10. acceptance assertions supported: ``PLAN_ASSERTION_UNSUPPORTED``
+
+A plan bound to a revision other than the branch head is refused first, with
+``STEP_STALE_REVISION``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from jsonschema import Draft202012Validator
+
+from aira_core.canonical import sha256_hex
+from aira_core.catalog.catalog import Catalog
+from aira_core.contracts.amir import (
+    AmirDocument,
+    Assertion,
+    AssertionAdd,
+    Body,
+    BodyAdd,
+    BodySetTip,
+    InputValue,
+    LiteralInput,
+    Node,
+    NodeAdd,
+    NodeInput,
+    Parameter,
+    ParameterAdd,
+    ParameterSetValue,
+    ParamInput,
+    ParamType,
+    PatchOp,
+    SemanticInput,
+)
+from aira_core.contracts.capability import (
+    Applicability,
+    CapabilityDescriptor,
+    CapabilityKind,
+    CostClass,
+    EntityKind,
+    ExecutionQuality,
+    GrantBudgets,
+    GrantPermissions,
+    RiskLevel,
+    SessionGrant,
+    TaxonomyPath,
+)
+from aira_core.contracts.plan import CheckReport, IntentFrame, Plan, PlanStep, UncertaintyReport
+from aira_core.diagnostics import AiraError, Diagnostic, json_pointer
+from aira_core.model.aliases import AliasTable
+from aira_core.model.operations import (
+    JSON,
+    SELECTION,
+    SHAPE,
+    OperationSignature,
+    signature_from_schema,
+)
+from aira_core.model.repository import ModelRepository
+from aira_core.model.units import BASE_UNIT, to_base
+
+# Seconds of kernel time a step of each cost class may take, for the budget upper bound.
+COST_CLASS_SECONDS = {
+    CostClass.INSTANT: 0.01,
+    CostClass.INTERACTIVE: 0.5,
+    CostClass.INTERACTIVE_TO_HEAVY: 5.0,
+    CostClass.HEAVY: 30.0,
+    CostClass.BATCH: 300.0,
+}
+# A length this small is below any kernel's modelling tolerance (mm).
+TOLERANCE_MM = 1e-6
+_RISK_RANK = {level: i for i, level in enumerate(RiskLevel)}
+_AUTHORING_KINDS = frozenset({CapabilityKind.AUTHORING_OPERATION})
+_LOWERED_KINDS = frozenset(
+    {CapabilityKind.AUTHORING_OPERATION, CapabilityKind.VALIDATOR, CapabilityKind.MODEL_QUERY}
+)
+
+LOCAL_GRANT = SessionGrant(
+    grant_id="grant:local",
+    actor="local-user",
+    query_classes=[TaxonomyPath.QUERY, TaxonomyPath.VALIDATION, TaxonomyPath.IO],
+    write_classes=[TaxonomyPath.AUTHORING],
+    permissions=GrantPermissions(destructive=True, export=True),
+    auto_commit_max_risk=RiskLevel.CRITICAL,
+    budgets=GrantBudgets(),
+)
+"""The grant of a local user working on their own store: everything, without approvals."""
+
+
+# -- what a plan is checked against ------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CapabilityEntry:
+    descriptor: CapabilityDescriptor
+    input_schema: dict[str, Any]
+    signature: OperationSignature
+
+    @property
+    def ref(self) -> str:
+        return self.descriptor.target[1]
+
+
+def capability_index(catalog: Catalog) -> dict[str, CapabilityEntry]:
+    """Every admitted capability with its canonical input schema and signature."""
+    out = {}
+    for package in catalog.packages.values():
+        schemas = package.manifest.schemas
+        for d in package.manifest.descriptors:
+            schema = dict(schemas.get(d.inputs.schema_ref, {}))
+            out[d.capability_id] = CapabilityEntry(
+                d, schema, signature_from_schema(d.target[1], schema)
+            )
+    return out
+
+
+@dataclass
+class PlanContext:
+    """What a plan is checked and lowered against."""
+
+    catalog: Catalog
+    repository: ModelRepository
+    branch: str = "main"
+    grant: SessionGrant = LOCAL_GRANT
+    intent: IntentFrame | None = None
+    now: datetime = field(default_factory=lambda: datetime.now(UTC))
+    capabilities: dict[str, CapabilityEntry] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not self.capabilities:
+            self.capabilities = capability_index(self.catalog)
+
+
+@dataclass
+class Lowered:
+    """A checked plan, lowered: the patch of its authoring and validator steps and the
+    kernel queries of its query steps; which node and body each step made."""
+
+    ops: list[PatchOp] = field(default_factory=list)
+    queries: list[tuple[str, str, dict[str, Any]]] = field(default_factory=list)
+    node_of_step: dict[str, str] = field(default_factory=dict)
+    body_of_step: dict[str, str] = field(default_factory=dict)
+    assertion_of_step: dict[str, str] = field(default_factory=dict)
+    changed_nodes: set[str] = field(default_factory=set)
+
+    def step_of(self, entity_id: str) -> str | None:
+        for table in (self.node_of_step, self.body_of_step, self.assertion_of_step):
+            for step, eid in table.items():
+                if eid == entity_id:
+                    return step
+        return None
+
+
+class _Findings:
+    def __init__(self) -> None:
+        self.items: list[tuple[str | None, Diagnostic]] = []
+
+    def add(self, code: str, message: str, *pointer: str | int, step: str | None = None) -> None:
+        self.items.append(
+            (step, Diagnostic(code=code, message=message, pointer=json_pointer(list(pointer))))
+        )
+
+    def __bool__(self) -> bool:
+        return bool(self.items)
+
+
+# -- the checks ---------------------------------------------------------------------------------
+
+
+def _step_graph(plan: Plan, found: _Findings) -> None:
+    ids = [s.id for s in plan.steps]
+    seen: set[str] = set()
+    for i, step in enumerate(plan.steps):
+        if step.id in seen:
+            found.add(
+                "PLAN_STEP_DUPLICATE",
+                f"step id {step.id!r} is used twice",
+                "steps",
+                i,
+                "id",
+                step=step.id,
+            )
+        seen.add(step.id)
+        for dep in step.depends_on:
+            if dep not in ids:
+                found.add(
+                    "PLAN_DEPENDENCY_UNKNOWN",
+                    f"step {step.id!r} depends on unknown step {dep!r}",
+                    "steps",
+                    i,
+                    "dependsOn",
+                    step=step.id,
+                )
+    deps = {s.id: [d for d in s.depends_on if d in ids] for s in plan.steps}
+    state: dict[str, int] = {}
+
+    def visit(sid: str, path: list[str]) -> list[str] | None:
+        state[sid] = 1
+        for dep in deps.get(sid, []):
+            if state.get(dep) == 1:
+                return [*path, sid, dep]
+            if dep not in state and (cycle := visit(dep, [*path, sid])):
+                return cycle
+        state[sid] = 2
+        return None
+
+    for sid in deps:
+        if sid not in state and (cycle := visit(sid, [])):
+            found.add(
+                "PLAN_CYCLE",
+                "steps depend on each other in a cycle: " + " -> ".join(cycle),
+                "steps",
+            )
+            return
+
+
+def _class_allowed(path: str, classes: list[TaxonomyPath]) -> bool:
+    return any(path == c.value or path.startswith(c.value + ".") for c in classes)
+
+
+def _check_grant(ctx: PlanContext, plan: Plan, found: _Findings) -> None:
+    grant = ctx.grant
+    if grant.revoked:
+        found.add("GRANT_REVOKED", f"grant {grant.grant_id} is revoked", "bindings", "grantId")
+    expires = grant.expires_at
+    if expires is not None:
+        expires = expires if expires.tzinfo else expires.replace(tzinfo=UTC)
+        if expires <= ctx.now:
+            found.add(
+                "GRANT_EXPIRED",
+                f"grant {grant.grant_id} expired at {expires}",
+                "bindings",
+                "grantId",
+            )
+    readable = grant.readable.branches
+    if readable and "*" not in readable and ctx.branch not in readable:
+        found.add(
+            "PLAN_SCOPE_DENIED",
+            f"grant {grant.grant_id} does not cover branch {ctx.branch}",
+            "baseRevision",
+        )
+
+
+def _check_capability_grant(
+    ctx: PlanContext, d: CapabilityDescriptor, i: int, step: PlanStep, found: _Findings
+) -> None:
+    grant = ctx.grant
+    path = d.taxonomy.primary.value
+    writes = d.kind in _AUTHORING_KINDS
+    classes = grant.write_classes if writes else grant.query_classes
+    if not _class_allowed(path, classes):
+        found.add(
+            "PLAN_CLASS_DENIED",
+            f"grant {grant.grant_id} does not allow "
+            f"{'writing' if writes else 'using'} {path} capabilities ({d.capability_id})",
+            "steps",
+            i,
+            "capability",
+            step=step.id,
+        )
+    if d.risk.destructive and not grant.permissions.destructive:
+        found.add(
+            "GRANT_PERMISSION_DENIED",
+            f"{d.capability_id} is destructive and grant "
+            f"{grant.grant_id} does not permit destructive changes",
+            "steps",
+            i,
+            "capability",
+            step=step.id,
+        )
+    if _RISK_RANK[d.risk.level] > _RISK_RANK[grant.auto_commit_max_risk]:
+        found.add(
+            "PLAN_APPROVAL_REQUIRED",
+            f"{d.capability_id} is {d.risk.level.value} risk; "
+            f"grant {grant.grant_id} commits up to {grant.auto_commit_max_risk.value} "
+            "without approval",
+            "steps",
+            i,
+            "capability",
+            step=step.id,
+        )
+
+
+# -- arguments -----------------------------------------------------------------------------------
+
+
+class _Scope:
+    """Names as the plan sees them: the base revision's aliases, plus what earlier steps
+    of the plan created (their ``b:<label>`` / ``p:<name>`` and step ids)."""
+
+    def __init__(self, document: AmirDocument, aliases: AliasTable) -> None:
+        self.aliases = aliases
+        self.params: dict[str, Parameter] = {p.id: p for p in document.parameters}
+        self.tips: dict[str, str] = {b.id: b.tip for b in document.bodies}
+        self.local: dict[str, str] = {}
+        self.resolved: dict[str, str] = {}
+
+    def resolve(self, ref: str) -> str | None:
+        found = self.local.get(ref)
+        if found is None:
+            try:
+                found = self.aliases.resolve(ref)
+            except AiraError:
+                found = None
+        self.resolved[ref] = f"resolved:{found}" if found else "unresolved"
+        return found
+
+
+def _entity_id(kind: str, plan_key: str, step_id: str) -> str:
+    # Stable across re-checks of the same plan and unique enough never to collide.
+    return f"{kind}{sha256_hex({'plan': plan_key, 'step': step_id})[:12]}"
+
+
+@dataclass
+class _Arg:
+    normal: Any  # the value the canonical input schema validates
+    lowered: InputValue | None
+
+
+def _number_arg(
+    value: Any,
+    spec_type: str,
+    scope: _Scope,
+    where: tuple[Any, ...],
+    found: _Findings,
+    step: str,
+) -> _Arg | None:
+    if isinstance(value, dict) and "param" in value:
+        pid = scope.resolve(str(value["param"]))
+        param = scope.params.get(pid or "")
+        if param is None:
+            found.add(
+                "PLAN_REFERENCE_UNRESOLVED",
+                f"no parameter {value['param']!r} in the base revision or earlier steps",
+                *where,
+                step=step,
+            )
+            return None
+        normal: Any = param.value
+        if spec_type in BASE_UNIT and isinstance(param.value, int | float):
+            try:
+                normal = to_base(float(param.value), param.unit, ParamType(param.type.value))
+            except AiraError:
+                normal = param.value  # a Length into an Angle: reported by the patch check
+        return _Arg(normal, ParamInput(param=param.id))
+    if isinstance(value, dict) and "value" in value:
+        unit = value.get("unit")
+        normal = value["value"]
+        if (
+            spec_type in BASE_UNIT
+            and isinstance(normal, int | float)
+            and not isinstance(normal, bool)
+        ):
+            try:
+                normal = to_base(float(normal), unit, ParamType(spec_type))
+            except AiraError as exc:
+                found.add(exc.code, exc.diagnostic.message, *where, step=step)
+                return None
+        return _Arg(normal, LiteralInput(value=value["value"], unit=unit))
+    return _Arg(value, LiteralInput(value=value))
+
+
+def _normalise_args(
+    step: PlanStep,
+    i: int,
+    entry: CapabilityEntry,
+    scope: _Scope,
+    lowered: Lowered,
+    found: _Findings,
+) -> dict[str, _Arg] | None:
+    out: dict[str, _Arg] = {}
+    ok = True
+    for name, value in step.args.items():
+        where = ("steps", i, "args", name)
+        spec = entry.signature.inputs.get(name)
+        kind = spec.type if spec else JSON
+        if kind == SHAPE:
+            if isinstance(value, dict) and "step" in value:
+                node = lowered.node_of_step.get(str(value["step"]))
+                if node is None:
+                    found.add(
+                        "PLAN_STEP_REFERENCE_INVALID",
+                        f"{value['step']!r} is not an earlier step that made a shape",
+                        *where,
+                        step=step.id,
+                    )
+                    ok = False
+                    continue
+                out[name] = _Arg(f"step:{value['step']}", NodeInput(node=node))
+                continue
+            body = scope.resolve(value) if isinstance(value, str) else None
+            if body is None or body not in scope.tips:
+                found.add(
+                    "PLAN_REFERENCE_UNRESOLVED",
+                    f"{value!r} names no body of the base revision or of an earlier step",
+                    *where,
+                    step=step.id,
+                )
+                ok = False
+                continue
+            out[name] = _Arg(value, NodeInput(node=scope.tips[body]))
+            continue
+        if kind == SELECTION:
+            body = scope.resolve(value.get("body", "")) if isinstance(value, dict) else None
+            if body is None or body not in scope.tips:
+                found.add(
+                    "PLAN_REFERENCE_UNRESOLVED",
+                    f"selection {value!r} names no body",
+                    *where,
+                    step=step.id,
+                )
+                ok = False
+                continue
+            entity = value.get("entity", EntityKind.EDGE.value if "edge" in name else "Face")
+            try:
+                lowered_sel = SemanticInput(
+                    body=body, select=value.get("select", ""), entity=EntityKind(entity)
+                )
+            except ValueError:
+                found.add(
+                    "PLAN_ARGS_INVALID",
+                    f"selection {value!r} is not {{body, select, entity?}}",
+                    *where,
+                    step=step.id,
+                )
+                ok = False
+                continue
+            out[name] = _Arg(value, lowered_sel)
+            continue
+        if kind == JSON:
+            out[name] = _Arg(value, LiteralInput(value=value))
+            continue
+        arg = _number_arg(value, kind, scope, where, found, step.id)
+        if arg is None:
+            ok = False
+            continue
+        out[name] = arg
+    return out if ok else None
+
+
+def _schema_errors(
+    entry: CapabilityEntry, normal: dict[str, Any], i: int, step: PlanStep, found: _Findings
+) -> bool:
+    errors = sorted(
+        Draft202012Validator(entry.input_schema).iter_errors(normal),
+        key=lambda e: [str(p) for p in e.path],
+    )
+    for err in errors:
+        found.add(
+            "PLAN_ARGS_INVALID",
+            f"{entry.descriptor.capability_id}: {err.message}",
+            "steps",
+            i,
+            "args",
+            *err.path,
+            step=step.id,
+        )
+    return bool(errors)
+
+
+def _preconditions(
+    entry: CapabilityEntry, normal: Mapping[str, Any], i: int, step: PlanStep, found: _Findings
+) -> None:
+    d = entry.descriptor
+    for pred in [*d.applicability.predicates, *d.preconditions]:
+        name = pred.args.get("input")
+        value = normal.get(name) if isinstance(name, str) else None
+        number = value if isinstance(value, int | float) and not isinstance(value, bool) else None
+        why = None
+        if pred.id == "input.present" and name not in normal:
+            why = f"{name!r} must be given"
+        elif pred.id == "input.positive" and number is not None and number <= 0:
+            why = f"{name!r} must be positive, got {number}"
+        elif (
+            pred.id == "input.greaterThanTolerance"
+            and number is not None
+            and (number <= TOLERANCE_MM)
+        ):
+            why = f"{name!r} must exceed the modelling tolerance, got {number}"
+        elif pred.id == "input.compare" and number is not None:
+            other = pred.args.get("value")
+            if isinstance(other, dict):
+                other = normal.get(other.get("input"))
+            if isinstance(other, int | float):
+                ops = {
+                    "lt": number < other,
+                    "le": number <= other,
+                    "gt": number > other,
+                    "ge": number >= other,
+                    "eq": number == other,
+                    "ne": number != other,
+                }
+                if not ops.get(pred.args.get("op", ""), True):
+                    why = f"{name!r} = {number} must be {pred.args['op']} {other}"
+        if why:
+            found.add(
+                "PLAN_PRECONDITION_UNMET",
+                f"{d.capability_id}: {why}",
+                "steps",
+                i,
+                "args",
+                name or "",
+                step=step.id,
+            )
+
+
+# -- lowering ------------------------------------------------------------------------------------
+
+
+def _template_ops(
+    entry: CapabilityEntry,
+    step: PlanStep,
+    i: int,
+    scope: _Scope,
+    plan_key: str,
+    found: _Findings,
+) -> list[PatchOp]:
+    """The built-in patch templates (``patchTemplateRef``) for parameters."""
+    name = entry.ref.split("@")[0]
+    args = step.args
+    if name == "parameter.define":
+        pid = _entity_id("p", plan_key, step.id)
+        ptype = ParamType(args.get("type", ParamType.LENGTH.value))
+        param = Parameter(
+            id=pid,
+            label=str(args.get("name")),
+            type=ptype,
+            unit=args.get("unit"),
+            value=args.get("value"),
+            min=args.get("min"),
+            max=args.get("max"),
+        )
+        scope.params[pid] = param
+        scope.local[f"p:{param.label}"] = pid
+        scope.local[step.id] = pid
+        return [ParameterAdd(op="parameter.add", parameter=param)]
+    if name == "parameter.set":
+        pid = scope.resolve(str(args.get("parameter")))
+        param = scope.params.get(pid or "")
+        if param is None:
+            found.add(
+                "PLAN_REFERENCE_UNRESOLVED",
+                f"no parameter {args.get('parameter')!r}",
+                "steps",
+                i,
+                "args",
+                "parameter",
+                step=step.id,
+            )
+            return []
+        value = args.get("value")
+        unit = None
+        if isinstance(value, dict):
+            value, unit = value.get("value"), value.get("unit")
+        scope.params[param.id] = param.model_copy(update={"value": value})
+        return [ParameterSetValue(op="parameter.setValue", id=param.id, value=value, unit=unit)]
+    found.add(
+        "PLAN_STEP_KIND_UNSUPPORTED",
+        f"patch template {entry.ref} is not known to this runtime",
+        "steps",
+        i,
+        "capability",
+        step=step.id,
+    )
+    return []
+
+
+def _lower_step(
+    entry: CapabilityEntry,
+    step: PlanStep,
+    args: dict[str, _Arg],
+    scope: _Scope,
+    lowered: Lowered,
+    plan_key: str,
+) -> None:
+    d = entry.descriptor
+    inputs = {n: a.lowered for n, a in args.items() if a.lowered is not None}
+    if d.kind is CapabilityKind.MODEL_QUERY:
+        lowered.queries.append((step.id, entry.ref, {n: a.normal for n, a in args.items()}))
+        return
+    if d.kind is CapabilityKind.VALIDATOR:
+        target = step.args.get("target")
+        body = scope.resolve(target) if isinstance(target, str) else None
+        aid = _entity_id("a", plan_key, step.id)
+        lowered.assertion_of_step[step.id] = aid
+        lowered.ops.append(
+            AssertionAdd(
+                op="assertion.add",
+                assertion=Assertion(
+                    id=aid,
+                    label=step.label,
+                    validator_ref=entry.ref,
+                    target=body or str(target),
+                    args={n: v for n, v in inputs.items() if n != "target"},
+                ),
+            )
+        )
+        return
+    node_id = _entity_id("n", plan_key, step.id)
+    lowered.node_of_step[step.id] = node_id
+    lowered.changed_nodes.add(node_id)
+    node = Node(id=node_id, label=step.label, op=entry.ref, inputs=inputs)
+    lowered.ops.append(NodeAdd(op="node.add", node=node))
+    target = args.get("target")
+    if target is not None and isinstance(target.lowered, NodeInput):
+        body = next((b for b, tip in scope.tips.items() if tip == target.lowered.node), None)
+        if body is not None:  # a feature on a body: the body's tip moves to the new node
+            lowered.ops.append(BodySetTip(op="body.setTip", id=body, tip=node_id))
+            scope.tips[body] = node_id
+            lowered.body_of_step[step.id] = body
+            return
+    body_id = _entity_id("b", plan_key, step.id)
+    label = step.label or step.id
+    lowered.ops.append(BodyAdd(op="body.add", body=Body(id=body_id, label=label, tip=node_id)))
+    scope.tips[body_id] = node_id
+    scope.local[f"b:{label}"] = body_id
+    scope.local[step.id] = body_id
+    lowered.body_of_step[step.id] = body_id
+
+
+def _representation(
+    node_id: str, document_ops: Mapping[str, str], ctx: PlanContext
+) -> set[str] | None:
+    op = document_ops.get(node_id)
+    if op is None:
+        return None
+    for entry in ctx.capabilities.values():
+        if entry.descriptor.operation_ref == op and entry.descriptor.outputs is not None:
+            return set(entry.descriptor.outputs.semantic_types)
+    return None
+
+
+# -- check_plan ----------------------------------------------------------------------------------
+
+
+def check_plan(plan: Plan, ctx: PlanContext) -> tuple[CheckReport, Lowered | None]:
+    """Run the static checks on ``plan``; lower it if they pass.
+
+    Never calls a kernel. The report's diagnostics carry JSON pointers into the plan;
+    ``failedStep`` and ``stepSchema`` name the first failing step and its input schema.
+    """
+    found = _Findings()
+    plan_id = plan.plan_id()
+    head = ctx.repository.head(ctx.branch)
+    if plan.base_revision != head:
+        summary = ctx.repository.summary(head)
+        found.add(
+            "STEP_STALE_REVISION",
+            f"the plan is bound to {plan.base_revision} but the "
+            f"head of {ctx.branch} is {head}; re-plan on the new summary "
+            f"({summary.counts})",
+            "baseRevision",
+        )
+        return _report(plan_id, found, ctx, UncertaintyReport()), None
+    expected = plan.bindings.discovery_catalog_hash
+    if expected is not None and expected != ctx.catalog.discovery_catalog_hash():
+        found.add(
+            "PLAN_CATALOG_STALE",
+            "the plan was made against another discovery catalog; describe the capabilities again",
+            "bindings",
+            "discoveryCatalogHash",
+        )
+
+    _step_graph(plan, found)
+    _check_grant(ctx, plan, found)
+
+    document = ctx.repository.document(head)
+    scope = _Scope(document, ctx.repository.aliases(head))
+    lowered = Lowered()
+    uncertainty = UncertaintyReport()
+    node_ops = {n.id: n.op for n in document.nodes}
+    seconds = 0.0
+    risk = RiskLevel.LOW
+    prohibited = set(ctx.intent.prohibited_effects) if ctx.intent else set()
+    in_scope = (
+        {scope.resolve(ref) or ref for ref in ctx.intent.scope}
+        if ctx.intent and ctx.intent.scope
+        else None
+    )
+
+    for i, step in enumerate(plan.steps):
+        entry = ctx.capabilities.get(step.capability)
+        if entry is None:
+            found.add(
+                "PLAN_CAPABILITY_UNKNOWN",
+                f"{step.capability} is not in the production catalog",
+                "steps",
+                i,
+                "capability",
+                step=step.id,
+            )
+            uncertainty.capability_sufficiency.append(f"missing capability {step.capability}")
+            continue
+        d = entry.descriptor
+        uncertainty.runtime_applicability[step.id] = (
+            Applicability.APPLICABLE
+            if ExecutionQuality.AUTHORITATIVE in d.execution.quality
+            else Applicability.CONDITIONALLY_APPLICABLE
+        )
+        if d.kind not in _LOWERED_KINDS:
+            found.add(
+                "PLAN_STEP_KIND_UNSUPPORTED",
+                f"{d.kind.value} steps are not run inside a plan ({step.capability})",
+                "steps",
+                i,
+                "capability",
+                step=step.id,
+            )
+            continue
+        _check_capability_grant(ctx, d, i, step, found)
+        seconds += COST_CLASS_SECONDS[d.execution.cost_class]
+        if _RISK_RANK[d.risk.level] > _RISK_RANK[risk]:
+            risk = d.risk.level
+        for effect in sorted(prohibited & set(d.effects)):
+            found.add(
+                "PLAN_EFFECT_PROHIBITED",
+                f"{d.capability_id} has effect {effect.value}, which the Intent Frame prohibits",
+                "steps",
+                i,
+                "capability",
+                step=step.id,
+            )
+
+        if d.patch_template_ref is not None:
+            errors = list(Draft202012Validator(entry.input_schema).iter_errors(step.args))
+            for err in errors:
+                found.add(
+                    "PLAN_ARGS_INVALID",
+                    f"{d.capability_id}: {err.message}",
+                    "steps",
+                    i,
+                    "args",
+                    *err.path,
+                    step=step.id,
+                )
+            if not errors:
+                lowered.ops.extend(_template_ops(entry, step, i, scope, plan.plan_id(), found))
+            continue
+
+        args = _normalise_args(step, i, entry, scope, lowered, found)
+        if args is None:
+            continue
+        normal = {n: a.normal for n, a in args.items()}
+        if _schema_errors(entry, normal, i, step, found):
+            continue
+        _preconditions(entry, normal, i, step, found)
+
+        target = args.get("target")
+        if (
+            d.kind in _AUTHORING_KINDS
+            and target is not None
+            and isinstance(target.lowered, NodeInput)
+        ):
+            body = next((b for b, t in scope.tips.items() if t == target.lowered.node), None)
+            if in_scope is not None and body is not None and body not in in_scope:
+                found.add(
+                    "PLAN_OUT_OF_SCOPE",
+                    f"step {step.id!r} changes body {body!r}, outside the Intent Frame's scope",
+                    "steps",
+                    i,
+                    "args",
+                    "target",
+                    step=step.id,
+                )
+            wanted = set(d.applicability.requires_representation)
+            have = _representation(target.lowered.node, node_ops, ctx)
+            if wanted and have is not None and not wanted & have:
+                found.add(
+                    "PLAN_CONVERSION_IMPLICIT",
+                    f"{d.capability_id} needs "
+                    f"{sorted(wanted)} but the target is {sorted(have)}; add an explicit "
+                    "conversion step",
+                    "steps",
+                    i,
+                    "args",
+                    "target",
+                    step=step.id,
+                )
+        _lower_step(entry, step, args, scope, lowered, plan_id)
+        for node_id in (lowered.node_of_step.get(step.id),):
+            if node_id:
+                node_ops[node_id] = entry.ref
+
+    validators = {
+        e.ref for e in ctx.capabilities.values() if e.descriptor.kind is CapabilityKind.VALIDATOR
+    }
+    for k, assertion in enumerate(plan.acceptance_assertions):
+        if assertion.validator_ref not in validators:
+            found.add(
+                "PLAN_ASSERTION_UNSUPPORTED",
+                f"no admitted validator implements {assertion.validator_ref}",
+                "acceptanceAssertions",
+                k,
+                "validatorRef",
+            )
+            continue
+        body = scope.resolve(assertion.target)
+        if body is None:
+            found.add(
+                "PLAN_REFERENCE_UNRESOLVED",
+                f"{assertion.target!r} names no body",
+                "acceptanceAssertions",
+                k,
+                "target",
+            )
+            continue
+        aid = _entity_id("a", plan_id, f"acceptance:{k}")
+        lowered.ops.append(
+            AssertionAdd(
+                op="assertion.add",
+                assertion=Assertion(
+                    id=aid,
+                    validator_ref=assertion.validator_ref,
+                    target=body,
+                    args={n: LiteralInput(value=v) for n, v in assertion.args.items()},
+                ),
+            )
+        )
+
+    budget = ctx.grant.budgets.compute_seconds
+    if budget is not None and seconds > budget:
+        found.add(
+            "PLAN_BUDGET_EXCEEDED",
+            f"the plan may take up to {seconds:g} s of kernel "
+            f"time; grant {ctx.grant.grant_id} allows {budget:g} s",
+            "steps",
+        )
+
+    uncertainty.reference_resolution = dict(scope.resolved)
+    uncertainty.estimated_geometric_risk = risk
+    authoring = sum(1 for s in plan.steps if s.id in lowered.node_of_step)
+    asserted = len(lowered.assertion_of_step) + len(plan.acceptance_assertions)
+    uncertainty.validation_coverage = {
+        "assertions": asserted + len(document.assertions),
+        "authoringSteps": authoring,
+        "uncovered": authoring if asserted + len(document.assertions) == 0 else 0,
+    }
+    if ctx.intent is not None:
+        uncertainty.intent_ambiguity = list(ctx.intent.unknowns)
+    report = _report(plan_id, found, ctx, uncertainty, plan)
+    return report, (lowered if report.ok else None)
+
+
+def _report(
+    plan_id: str,
+    found: _Findings,
+    ctx: PlanContext,
+    uncertainty: UncertaintyReport,
+    plan: Plan | None = None,
+) -> CheckReport:
+    failed_step = next((s for s, _ in found.items if s is not None), None)
+    schema = None
+    if failed_step is not None and plan is not None:
+        step = next(s for s in plan.steps if s.id == failed_step)
+        entry = ctx.capabilities.get(step.capability)
+        schema = entry.input_schema if entry else None
+    return CheckReport(
+        plan_id=plan_id,
+        ok=not found,
+        diagnostics=[d for _, d in found.items],
+        failed_step=failed_step,
+        step_schema=schema,
+        uncertainty=uncertainty,
+    )

@@ -1,0 +1,356 @@
+"""One plan through the write path: check → propose → preview → validate → commit.
+
+Each stage refuses before the next runs: a plan that fails ``plan.check`` never reaches the
+kernel, a candidate whose preview has diagnostics is never validated, and a candidate that
+fails any assertion (its own or an earlier one: assertions are re-checked on every commit)
+is never committed. The commit is one compare-and-swap of the whole lowered patch on the
+branch head, so a plan lands all or nothing. Every outcome is an observation envelope
+(RFC-0002 §11.2); a failure names ``failedStep`` and, for a targeted repair, that step's
+full input schema.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from aira_core.contracts.amir import (
+    AmirDocument,
+    AssertionAdd,
+    BodyAdd,
+    NodeAdd,
+    ParameterAdd,
+    Patch,
+)
+from aira_core.contracts.capability import CapabilityKind
+from aira_core.contracts.plan import (
+    Budgets,
+    CheckReport,
+    NextAction,
+    ObservationEnvelope,
+    Plan,
+)
+from aira_core.diagnostics import AiraError, Diagnostic
+from aira_core.extensions import Evaluation, Kernel, ValidationOutcome
+from aira_core.model.operations import OperationSignature
+from aira_core.model.patch import PatchRejected, apply_patch
+from aira_core.model.store import MAIN, StaleRevision
+from aira_core.runtime.plan import Lowered, PlanContext, check_plan
+
+PUBLISH_ACTION = "publish"
+
+
+@dataclass
+class Candidate:
+    """A checked plan lowered and applied to its base document, not yet committed."""
+
+    plan: Plan
+    report: CheckReport
+    lowered: Lowered
+    document: AmirDocument
+
+
+class Rejected(Exception):
+    """A stage refused the plan; ``envelope`` says why (raised only inside this module)."""
+
+    def __init__(self, envelope: ObservationEnvelope) -> None:
+        super().__init__(envelope.status)
+        self.envelope = envelope
+
+
+def signatures(ctx: PlanContext) -> dict[str, OperationSignature]:
+    return {
+        e.ref: e.signature
+        for e in ctx.capabilities.values()
+        if e.descriptor.kind is CapabilityKind.AUTHORING_OPERATION
+        and e.descriptor.operation_ref is not None
+    }
+
+
+def _entity_order(base: AmirDocument, lowered: Lowered) -> dict[str, list[str]]:
+    """Entity ids of the patched document by block, in order (patches only append)."""
+    added: dict[str, list[str]] = {"parameters": [], "nodes": [], "bodies": [], "assertions": []}
+    for op in lowered.ops:
+        if isinstance(op, ParameterAdd):
+            added["parameters"].append(op.parameter.id)
+        elif isinstance(op, NodeAdd):
+            added["nodes"].append(op.node.id)
+        elif isinstance(op, BodyAdd):
+            added["bodies"].append(op.body.id)
+        elif isinstance(op, AssertionAdd):
+            added["assertions"].append(op.assertion.id)
+    return {block: [e.id for e in getattr(base, block)] + ids for block, ids in added.items()}
+
+
+def _step_of_pointer(
+    pointer: str | None, order: Mapping[str, list[str]], lowered: Lowered
+) -> str | None:
+    parts = (pointer or "").strip("/").split("/")
+    if len(parts) >= 2 and parts[0] in order and parts[1].isdigit():
+        ids = order[parts[0]]
+        index = int(parts[1])
+        if index < len(ids):
+            return lowered.step_of(ids[index])
+    return None
+
+
+class Transaction:
+    """The write path for plans on one branch of one repository, with one kernel."""
+
+    def __init__(self, ctx: PlanContext, kernel: Kernel) -> None:
+        self.ctx = ctx
+        self.kernel = kernel
+        self._signatures = signatures(ctx)
+
+    # -- envelopes ---------------------------------------------------------------------------
+
+    def _envelope(
+        self,
+        request_id: str,
+        status: str,
+        *,
+        revision: str | None,
+        data: dict[str, Any] | None = None,
+        diagnostics: list[Diagnostic] | None = None,
+        effects: list[str] | None = None,
+        seconds: float = 0.0,
+        next_actions: list[NextAction] | None = None,
+    ) -> ObservationEnvelope:
+        budget = self.ctx.grant.budgets.compute_seconds
+        remaining = {"kernelSeconds": max(0.0, budget - seconds)} if budget is not None else {}
+        return ObservationEnvelope(
+            request_id=request_id,
+            observed_revision=revision,
+            status=status,  # type: ignore[arg-type]
+            data=data or {},
+            diagnostics=diagnostics or [],
+            effects_observed=effects or [],
+            budgets=Budgets(consumed={"kernelSeconds": round(seconds, 6)}, remaining=remaining),
+            next_actions=next_actions or [],
+        )
+
+    def _repair(
+        self,
+        request_id: str,
+        revision: str,
+        plan: Plan,
+        diagnostics: list[Diagnostic],
+        failed_step: str | None,
+        stage: str,
+        seconds: float = 0.0,
+    ) -> Rejected:
+        schema = None
+        if failed_step is not None:
+            step = next((s for s in plan.steps if s.id == failed_step), None)
+            entry = self.ctx.capabilities.get(step.capability) if step else None
+            schema = entry.input_schema if entry else None
+        return Rejected(
+            self._envelope(
+                request_id,
+                "failed",
+                revision=revision,
+                seconds=seconds,
+                data={
+                    "stage": stage,
+                    "planId": plan.plan_id(),
+                    "failedStep": failed_step,
+                    "stepSchema": schema,
+                },
+                diagnostics=diagnostics,
+                next_actions=[
+                    NextAction(
+                        operation="model.proposePatch",
+                        reason=(
+                            f"repair step {failed_step!r} and propose again"
+                            if failed_step
+                            else "repair the plan and propose again"
+                        ),
+                    )
+                ],
+            )
+        )
+
+    # -- stages ------------------------------------------------------------------------------
+
+    def propose(self, plan: Plan, request_id: str) -> Candidate:
+        report, lowered = check_plan(plan, self.ctx)
+        head = self.ctx.repository.head(self.ctx.branch)
+        if not report.ok or lowered is None:
+            stale = any(d.code == "STEP_STALE_REVISION" for d in report.diagnostics)
+            data: dict[str, Any] = {"stage": "check", **report.to_wire()}
+            if stale:
+                data["summary"] = self.ctx.repository.summary(head).to_wire()
+            raise Rejected(
+                self._envelope(
+                    request_id,
+                    "stale" if stale else "blocked",
+                    revision=head,
+                    data=data,
+                    diagnostics=report.diagnostics,
+                    next_actions=[
+                        NextAction(
+                            operation="model.read" if stale else "model.proposePatch",
+                            reason="re-plan against the new head"
+                            if stale
+                            else f"repair step {report.failed_step!r}",
+                        )
+                    ],
+                )
+            )
+        base = self.ctx.repository.document(plan.base_revision)
+        try:
+            document = apply_patch(base, Patch(ops=lowered.ops), self._signatures)
+        except PatchRejected as exc:
+            order = _entity_order(base, lowered)
+            failed = next(
+                (s for d in exc.diagnostics if (s := _step_of_pointer(d.pointer, order, lowered))),
+                None,
+            )
+            raise self._repair(request_id, head, plan, exc.diagnostics, failed, "propose") from None
+        return Candidate(plan, report, lowered, document)
+
+    def preview(self, candidate: Candidate, request_id: str) -> tuple[Evaluation, float]:
+        started = time.perf_counter()
+        evaluation = self.kernel.evaluate(candidate.document, candidate.lowered.changed_nodes)
+        seconds = time.perf_counter() - started
+        if not evaluation.ok:
+            failed = next(
+                (
+                    s
+                    for d in evaluation.diagnostics
+                    if d.subject and (s := candidate.lowered.step_of(d.subject))
+                ),
+                None,
+            )
+            raise self._repair(
+                request_id,
+                candidate.plan.base_revision,
+                candidate.plan,
+                list(evaluation.diagnostics),
+                failed,
+                "preview",
+                seconds,
+            )
+        return evaluation, seconds
+
+    def validate(
+        self, candidate: Candidate, request_id: str, seconds: float
+    ) -> list[ValidationOutcome]:
+        started = time.perf_counter()
+        outcomes = [
+            self.kernel.validate(candidate.document, a) for a in candidate.document.assertions
+        ]
+        seconds += time.perf_counter() - started
+        failing = [o for o in outcomes if not o.passed]
+        if failing:
+            diagnostics = [d for o in failing for d in o.diagnostics] or [
+                Diagnostic(
+                    code="ASSERTION_FAILED",
+                    subject=o.assertion,
+                    message=f"assertion {o.assertion} failed: {dict(o.measured)}",
+                )
+                for o in failing
+            ]
+            failed = next(
+                (s for o in failing if (s := candidate.lowered.step_of(o.assertion))), None
+            )
+            raise self._repair(
+                request_id,
+                candidate.plan.base_revision,
+                candidate.plan,
+                diagnostics,
+                failed,
+                "validate",
+                seconds,
+            )
+        return outcomes
+
+    def apply(
+        self, plan: Plan, request_id: str, *, publish: bool = False, approved: bool = False
+    ) -> ObservationEnvelope:
+        """Check, propose, preview, validate and commit ``plan``; publish to ``main`` too
+        when asked and the grant allows. Never raises for a refused plan."""
+        try:
+            candidate = self.propose(plan, request_id)
+            evaluation, seconds = self.preview(candidate, request_id)
+            outcomes = self.validate(candidate, request_id, seconds)
+            queries = {
+                step: dict(self.kernel.query(candidate.document, ref, args).data)
+                for step, ref, args in candidate.lowered.queries
+            }
+            if (
+                publish
+                and self.ctx.branch != MAIN
+                and not approved
+                and (PUBLISH_ACTION in self.ctx.grant.confirmation_required)
+            ):
+                return self._envelope(
+                    request_id,
+                    "blocked",
+                    revision=plan.base_revision,
+                    diagnostics=[
+                        Diagnostic(
+                            code="PLAN_APPROVAL_REQUIRED",
+                            message=(
+                                f"grant {self.ctx.grant.grant_id} requires approval to publish"
+                            ),
+                        )
+                    ],
+                    next_actions=[
+                        NextAction(operation="model.commit", reason="approve the publish")
+                    ],
+                )
+            try:
+                revision = self.ctx.repository.commit(
+                    self.ctx.branch,
+                    plan.base_revision,
+                    candidate.document,
+                    message=f"plan {candidate.report.plan_id}",
+                    meta={"planId": candidate.report.plan_id, "steps": [s.id for s in plan.steps]},
+                )
+            except StaleRevision as exc:
+                summary = self.ctx.repository.summary(exc.head)
+                return self._envelope(
+                    request_id,
+                    "stale",
+                    revision=exc.head,
+                    diagnostics=[exc.diagnostic],
+                    data={"stage": "commit", "summary": summary.to_wire()},
+                    next_actions=[
+                        NextAction(operation="model.read", reason="re-plan against the new head")
+                    ],
+                )
+            effects = [f"commit:{self.ctx.branch}"]
+            published = None
+            if publish and self.ctx.branch != MAIN:
+                main_head = self.ctx.repository.head(MAIN)
+                published = self.ctx.repository.store.publish(
+                    self.ctx.branch, main_head, f"publish plan {candidate.report.plan_id}"
+                ).rev
+                effects.append("publish:main")
+            return self._envelope(
+                request_id,
+                "success",
+                revision=revision.rev,
+                effects=effects,
+                seconds=seconds,
+                data={
+                    "planId": candidate.report.plan_id,
+                    "branch": self.ctx.branch,
+                    "rev": revision.rev,
+                    "published": published,
+                    "createdBodies": dict(candidate.lowered.body_of_step),
+                    "bodies": {b: vars(r) for b, r in evaluation.bodies.items()},
+                    "evaluatedNodes": list(evaluation.evaluated_nodes),
+                    "assertions": {o.assertion: o.passed for o in outcomes},
+                    "queries": queries,
+                    "summary": self.ctx.repository.summary(revision.rev).to_wire(),
+                },
+                next_actions=[NextAction(operation="model.read")],
+            )
+        except Rejected as exc:
+            return exc.envelope
+        except AiraError as exc:
+            return self._envelope(request_id, "failed", revision=None, diagnostics=[exc.diagnostic])
