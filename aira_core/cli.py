@@ -28,9 +28,11 @@ catalog_app = typer.Typer(
 )
 trust_app = typer.Typer(help="Publishers and keys trusted to admit packages.", no_args_is_help=True)
 model_app = typer.Typer(help="The AMIR model: revisions, history, pages.", no_args_is_help=True)
+plan_app = typer.Typer(help="Composite plans: check and apply.", no_args_is_help=True)
 app.add_typer(catalog_app, name="catalog")
 app.add_typer(trust_app, name="trust")
 app.add_typer(model_app, name="model")
+app.add_typer(plan_app, name="plan")
 
 JsonFlag = Annotated[bool, typer.Option("--json", help="Machine-readable output (stable).")]
 
@@ -613,6 +615,129 @@ def model_revert(
         )
         return
     typer.echo(f"{branch}: {head} -> {revision.rev}")
+
+
+# -- plan ----------------------------------------------------------------------------------
+
+
+def _load_model(path: Path, model: Any, what: str) -> Any:
+    from pydantic import ValidationError
+
+    from aira_core.diagnostics import AiraError
+
+    try:
+        return model.model_validate(_read_json_file(path, what), by_name=False)
+    except ValidationError as exc:
+        first = exc.errors(include_url=False)[0]
+        where = "/".join(str(p) for p in first["loc"])
+        raise AiraError(
+            f"{what.upper().replace(' ', '_')}_INVALID",
+            f"{path.name}: {first['msg']} at /{where} ({exc.error_count()} errors)",
+        ) from None
+
+
+def _plan_context(store: Path | None, branch: str, grant: Path | None, intent: Path | None) -> Any:
+    from aira_core.catalog.catalog import build_catalog
+    from aira_core.contracts.capability import SessionGrant
+    from aira_core.contracts.plan import IntentFrame
+    from aira_core.runtime.plan import LOCAL_GRANT, PlanContext
+
+    catalog = build_catalog()
+    repo = _repository(store)
+    return PlanContext(
+        catalog=catalog,
+        repository=repo,
+        branch=branch,
+        grant=_load_model(grant, SessionGrant, "grant") if grant else LOCAL_GRANT,
+        intent=_load_model(intent, IntentFrame, "intent frame") if intent else None,
+    )
+
+
+GrantOption = Annotated[
+    Path | None, typer.Option("--grant", help="Session Grant JSON (default: the local user's).")
+]
+IntentOption = Annotated[Path | None, typer.Option("--intent", help="Intent Frame JSON.")]
+
+
+@plan_app.command("check")
+def plan_check(
+    plan: Annotated[Path, typer.Argument(help="Plan JSON.")],
+    branch: BranchOption = "main",
+    grant: GrantOption = None,
+    intent: IntentOption = None,
+    store: StoreOption = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Run plan.check: every static check, no kernel call. Exit 1 if the plan fails."""
+    from aira_core.contracts.plan import Plan
+    from aira_core.runtime.plan import check_plan
+
+    the_plan = _load_model(plan, Plan, "plan")
+    ctx = _plan_context(store, branch, grant, intent)
+    try:
+        report, _ = check_plan(the_plan, ctx)
+    finally:
+        ctx.repository.close()
+    if as_json:
+        _print_json(report.to_wire())
+    elif report.ok:
+        typer.echo(f"{report.plan_id}: ok")
+    else:
+        _console().print(
+            f"[red]{len(report.diagnostics)} finding(s)[/red] "
+            f"(first failing step: {report.failed_step})"
+        )
+        _print_diagnostics(report.diagnostics)
+    if not report.ok:
+        raise typer.Exit(1)
+
+
+@plan_app.command("apply")
+def plan_apply(
+    plan: Annotated[Path, typer.Argument(help="Plan JSON.")],
+    branch: BranchOption = "main",
+    grant: GrantOption = None,
+    intent: IntentOption = None,
+    kernel: Annotated[
+        str | None, typer.Option("--kernel", help="Kernel name (default: the only one).")
+    ] = None,
+    publish: Annotated[
+        bool, typer.Option("--publish", help="Publish the task branch to main afterwards.")
+    ] = False,
+    store: StoreOption = None,
+) -> None:
+    """check → propose → preview → validate → commit; prints the observation envelope.
+
+    A task branch that does not exist yet is created at the plan's base revision. Exit 1
+    unless the envelope's status is success.
+    """
+    from aira_core.contracts.plan import Plan
+    from aira_core.diagnostics import AiraError
+    from aira_core.plugins import get_registry
+    from aira_core.runtime.transaction import Transaction
+
+    the_plan = _load_model(plan, Plan, "plan")
+    kernels = get_registry().named("kernels")
+    if kernel is not None and kernel not in kernels:
+        raise AiraError(
+            "KERNEL_UNAVAILABLE",
+            f"no kernel named {kernel!r}; installed: " + (", ".join(sorted(kernels)) or "none"),
+        )
+    if kernel is None and len(kernels) != 1:
+        raise AiraError(
+            "KERNEL_UNAVAILABLE",
+            "choose a kernel with --kernel; installed: " + (", ".join(sorted(kernels)) or "none"),
+        )
+    chosen = kernels[kernel] if kernel else next(iter(kernels.values()))
+    ctx = _plan_context(store, branch, grant, intent)
+    try:
+        request_id = f"req:{the_plan.plan_id().split(':')[-1][:16]}"
+        envelope = Transaction(ctx, chosen).apply(the_plan, request_id, publish=publish)
+    finally:
+        ctx.repository.close()
+    _print_json(envelope.to_wire())
+    if envelope.status != "success":
+        raise typer.Exit(1)
 
 
 @app.command("schema")

@@ -658,6 +658,18 @@ def _representation(
 # -- check_plan ----------------------------------------------------------------------------------
 
 
+def branch_head(ctx: PlanContext, plan: Plan) -> str:
+    """The head a plan must be bound to: the branch's head, or for a task branch that does
+    not exist yet the plan's own base (the branch is created there on commit)."""
+    heads = ctx.repository.store.branches()
+    if ctx.branch in heads:
+        return heads[ctx.branch]
+    if ctx.branch.startswith("task/"):
+        ctx.repository.document(plan.base_revision)  # STORE_REVISION_UNKNOWN if it is not
+        return plan.base_revision
+    return ctx.repository.head(ctx.branch)  # raises STORE_BRANCH_UNKNOWN / _INVALID
+
+
 def check_plan(plan: Plan, ctx: PlanContext) -> tuple[CheckReport, Lowered | None]:
     """Run the static checks on ``plan``; lower it if they pass.
 
@@ -666,7 +678,7 @@ def check_plan(plan: Plan, ctx: PlanContext) -> tuple[CheckReport, Lowered | Non
     """
     found = _Findings()
     plan_id = plan.plan_id()
-    head = ctx.repository.head(ctx.branch)
+    head = branch_head(ctx, plan)
     if plan.base_revision != head:
         summary = ctx.repository.summary(head)
         found.add(

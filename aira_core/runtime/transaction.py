@@ -37,7 +37,7 @@ from aira_core.extensions import Evaluation, Kernel, ValidationOutcome
 from aira_core.model.operations import OperationSignature
 from aira_core.model.patch import PatchRejected, apply_patch
 from aira_core.model.store import MAIN, StaleRevision
-from aira_core.runtime.plan import Lowered, PlanContext, check_plan
+from aira_core.runtime.plan import Lowered, PlanContext, branch_head, check_plan
 
 PUBLISH_ACTION = "publish"
 
@@ -176,7 +176,7 @@ class Transaction:
 
     def propose(self, plan: Plan, request_id: str) -> Candidate:
         report, lowered = check_plan(plan, self.ctx)
-        head = self.ctx.repository.head(self.ctx.branch)
+        head = branch_head(self.ctx, plan)
         if not report.ok or lowered is None:
             stale = any(d.code == "STEP_STALE_REVISION" for d in report.diagnostics)
             data: dict[str, Any] = {"stage": "check", **report.to_wire()}
@@ -303,6 +303,8 @@ class Transaction:
                     ],
                 )
             try:
+                if self.ctx.branch not in self.ctx.repository.store.branches():
+                    self.ctx.repository.store.branch(self.ctx.branch, plan.base_revision)
                 revision = self.ctx.repository.commit(
                     self.ctx.branch,
                     plan.base_revision,

@@ -1,0 +1,646 @@
+"""The task runtime: one task's meta-operations, admitted by the Meta-operation Contract.
+
+A model (or an external agent over MCP) only requests operations; :class:`Task` decides.
+Every call is checked before anything runs, in this order: a terminal task refuses
+everything (``TASK_TERMINATED``); a request id is used once (``DUPLICATE_REQUEST_ID``); the
+Session Grant is enforced at execution whatever the caller claims (``GRANT_REVOKED``,
+``GRANT_EXPIRED``; denied classes and approvals inside ``plan.check``); the 9 × 9 matrix
+admits the operation in the current state or returns its recoverable rejection with the
+completed prefix and ``nextOperation``; the Task Protocol's ``requiredDiscoverySequence``
+gates effects; and a write must have the full L2 contract of every capability it uses in
+the trace (described, capsule-provided, or inlined by a small-catalog manifest), not stale
+since (``DISCOVERY_REQUIRED``). Only then is a kernel or the store touched.
+
+Repair is entered only from a real Diagnostic of preview or validate and is capped; the
+five terminal states are decided here, from the trace, never from a model's text. Every
+response is an observation envelope.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from pydantic import Field, ValidationError
+
+from aira_core.canonical import canonical_bytes, sha256_id
+from aira_core.catalog.search import keyword_search
+from aira_core.contracts.base import WireModel
+from aira_core.contracts.capability import RelationType
+from aira_core.contracts.plan import NextAction, ObservationEnvelope, Plan
+from aira_core.diagnostics import AiraError, Diagnostic
+from aira_core.extensions import Kernel
+from aira_core.model.store import MAIN, StaleRevision
+from aira_core.runtime import contract as mc
+from aira_core.runtime.contract import (
+    REPAIR_CAP,
+    CompletionAuthority,
+    MetaOperation,
+    RejectionCode,
+    RuntimeState,
+    TerminalInputs,
+    TerminalState,
+)
+from aira_core.runtime.plan import PlanContext
+from aira_core.runtime.transaction import Candidate, Rejected, Transaction
+
+INTERFACE_VERSION = "aira.interface/0.1.0"
+SMALL_CATALOG_BYTES = 64_000
+"""Small-catalog mode (§7.1): when every admitted contract (L1 + L2) fits in this many
+bytes, ``interface.manifest`` inlines them all and search becomes optional."""
+
+O = MetaOperation  # noqa: E741 - as in the contract module: short names keep dispatch readable
+S = RuntimeState
+READS = frozenset(mc.READS)
+
+UNKNOWN_OPERATION = "UNKNOWN_OPERATION"
+ARGS_INVALID = "ARGS_INVALID"
+DESCRIBE_NOT_VISIBLE = "DESCRIBE_NOT_VISIBLE"
+GRANT_REVOKED = "GRANT_REVOKED"
+GRANT_EXPIRED = "GRANT_EXPIRED"
+
+
+class TaskProtocol(WireModel):
+    """§9.4 machine-readable evidence a task must show (it only tightens the contract)."""
+
+    required_discovery_sequence: list[MetaOperation] = Field(default_factory=list)
+    required_completion_sequence: list[MetaOperation] = Field(
+        default_factory=lambda: list(mc.DEFAULT_COMPLETION_SEQUENCE)
+    )
+    completion_authority: CompletionAuthority = CompletionAuthority.RUNTIME
+
+
+class TraceRecord(WireModel):
+    request_id: str
+    operation: str
+    state_before: RuntimeState
+    state_after: RuntimeState
+    status: str
+    codes: list[str] = Field(default_factory=list)
+
+
+class Task:
+    """One task on its own branch ``task/<id>``, with one kernel and one grant."""
+
+    def __init__(
+        self,
+        ctx: PlanContext,
+        kernel: Kernel,
+        *,
+        task_id: str,
+        protocol: TaskProtocol | None = None,
+        capsule_contracts: Iterable[str] = (),
+        repair_cap: int = REPAIR_CAP,
+    ) -> None:
+        self.ctx = ctx
+        self.ctx.branch = f"task/{task_id}"
+        self.task_id = task_id
+        self.protocol = protocol or TaskProtocol()
+        self.repair_cap = repair_cap
+        self.state = S.READY
+        self.terminal: TerminalState | None = None
+        self.terminal_reason: str | None = None
+        self.trace: list[TraceRecord] = []
+        self._ran: list[MetaOperation] = []
+        self._seen: set[str] = set()
+        self._visible: set[str] = set()
+        self._searched: set[str] = set()
+        self._locked: dict[str, str] = {}  # capability → discovery hash when locked
+        self._candidate: Candidate | None = None
+        self._seconds = 0.0
+        self.repair_rounds = 0
+        self._transaction = Transaction(ctx, kernel)
+        if not self._branch_exists():
+            ctx.repository.store.branch(self.ctx.branch, ctx.repository.head(MAIN))
+        capsule = [c for c in capsule_contracts if c in ctx.capabilities]
+        if capsule:  # a capsule-provided contract counts as discovery done (§7.1)
+            self._lock(capsule)
+            self.state = mc.contract_locked(self.state)
+
+    # -- helpers -----------------------------------------------------------------------------
+
+    def _branch_exists(self) -> bool:
+        return self.ctx.branch in self.ctx.repository.store.branches()
+
+    @property
+    def head(self) -> str:
+        return self.ctx.repository.head(self.ctx.branch)
+
+    def _lock(self, capabilities: Iterable[str]) -> None:
+        current = self.ctx.catalog.discovery_catalog_hash()
+        for cap in capabilities:
+            self._visible.add(cap)
+            self._locked[cap] = current
+
+    def _envelope(
+        self,
+        request_id: str,
+        status: str,
+        *,
+        data: Mapping[str, Any] | None = None,
+        diagnostics: Sequence[Diagnostic] = (),
+        effects: Sequence[str] = (),
+    ) -> ObservationEnvelope:
+        budget = self.ctx.grant.budgets.compute_seconds
+        actions = [NextAction(operation=op.value) for op in mc.legal_operations(self.state)]
+        for d in diagnostics:  # registered repair capabilities for the codes seen
+            for cap, entry in self.ctx.capabilities.items():
+                repairs = entry.descriptor.relations.get(RelationType.REPAIRS_DIAGNOSTIC, [])
+                if d.code in repairs:
+                    actions.append(
+                        NextAction(
+                            operation=O.CATALOG_DESCRIBE.value,
+                            capability=cap,
+                            reason=f"repairs {d.code}",
+                        )
+                    )
+        return ObservationEnvelope(
+            request_id=request_id,
+            observed_revision=self.head if self._branch_exists() else None,
+            status=status,  # type: ignore[arg-type]
+            data={"state": self.state.value, "terminal": self.terminal, **(data or {})},
+            diagnostics=list(diagnostics),
+            effects_observed=list(effects),
+            budgets={  # type: ignore[arg-type]
+                "consumed": {
+                    "kernelSeconds": round(self._seconds, 6),
+                    "calls": float(len(self._ran)),
+                },
+                "remaining": {"kernelSeconds": max(0.0, budget - self._seconds)}
+                if budget is not None
+                else {},
+            },
+            next_actions=actions,
+        )
+
+    def _refuse(
+        self,
+        request_id: str,
+        op: str,
+        code: str,
+        message: str,
+        next_operation: MetaOperation | None = None,
+        status: str = "blocked",
+    ) -> ObservationEnvelope:
+        self._seen.add(request_id)
+        self.trace.append(
+            TraceRecord(
+                request_id=request_id,
+                operation=op,
+                state_before=self.state,
+                state_after=self.state,
+                status=status,
+                codes=[code],
+            )
+        )
+        return self._envelope(
+            request_id,
+            status,
+            data={
+                "rejection": code,
+                "completedPrefix": [o.value for o in self._ran],
+                "nextOperation": next_operation.value if next_operation else None,
+            },
+            diagnostics=[Diagnostic(code=code, message=message, subject=op)],
+        )
+
+    def _grant_problem(self) -> tuple[str, str] | None:
+        grant = self.ctx.grant
+        if grant.revoked:
+            return GRANT_REVOKED, f"grant {grant.grant_id} was revoked"
+        if grant.expires_at is not None:
+            expires = grant.expires_at
+            expires = expires if expires.tzinfo else expires.replace(tzinfo=UTC)
+            if expires <= datetime.now(UTC):
+                return GRANT_EXPIRED, f"grant {grant.grant_id} expired at {expires}"
+        return None
+
+    def _missing_discovery(self, plan: Plan) -> list[str]:
+        current = self.ctx.catalog.discovery_catalog_hash()
+        return [s.capability for s in plan.steps if self._locked.get(s.capability) != current]
+
+    # -- the entry point ---------------------------------------------------------------------
+
+    def call(
+        self, operation: str, request_id: str, args: Mapping[str, Any] | None = None
+    ) -> ObservationEnvelope:
+        """Run one meta-operation if the runtime admits it; always an envelope back."""
+        args = dict(args or {})
+        if self.terminal is not None:
+            return self._refuse(
+                request_id,
+                operation,
+                RejectionCode.TASK_TERMINATED,
+                f"the task ended as {self.terminal.value}",
+            )
+        if request_id in self._seen:
+            return self._refuse(
+                request_id,
+                operation,
+                RejectionCode.DUPLICATE_REQUEST_ID,
+                f"request id {request_id} was used before",
+            )
+        try:
+            op = MetaOperation(operation)
+        except ValueError:
+            return self._refuse(
+                request_id,
+                operation,
+                UNKNOWN_OPERATION,
+                f"{operation!r} is not one of the nine meta-operations",
+            )
+        problem = self._grant_problem()
+        if problem is not None:
+            envelope = self._refuse(request_id, op.value, *problem)
+            self._decide(authority_failure=True)
+            return envelope.model_copy(
+                update={"data": {**envelope.data, "terminal": self.terminal}}
+            )
+        cell = mc.admit(self.state, op)
+        if not cell.legal:
+            return self._refuse(
+                request_id,
+                op.value,
+                str(cell.rejection),
+                f"{op.value} is not legal in state {self.state.value}",
+                cell.next_operation,
+            )
+        if op not in READS:
+            missing = [o for o in self.protocol.required_discovery_sequence if o not in self._ran]
+            if missing:
+                return self._refuse(
+                    request_id,
+                    op.value,
+                    RejectionCode.DISCOVERY_REQUIRED,
+                    "the Task Protocol requires " + ", ".join(o.value for o in missing) + " first",
+                    missing[0],
+                )
+        self._seen.add(request_id)
+        before = self.state
+        try:
+            envelope = self._run(op, request_id, args)
+        except AiraError as exc:  # an authority (store, kernel) refused: reported, not raised
+            envelope = self._envelope(request_id, "failed", diagnostics=[exc.diagnostic])
+        self.trace.append(
+            TraceRecord(
+                request_id=request_id,
+                operation=op.value,
+                state_before=before,
+                state_after=self.state,
+                status=envelope.status,
+                codes=[d.code for d in envelope.diagnostics],
+            )
+        )
+        self._decide()
+        if self.terminal is not None:
+            envelope = envelope.model_copy(
+                update={
+                    "data": {
+                        **envelope.data,
+                        "state": self.state.value,
+                        "terminal": self.terminal.value,
+                        "terminalReason": self.terminal_reason,
+                    }
+                }
+            )
+        return envelope
+
+    def batch(self, calls: Sequence[Mapping[str, Any]]) -> list[ObservationEnvelope]:
+        """A provider turn with several calls, reduced by §12.2: reads run, at most one
+        effect runs, irreversible effects alone and last, the rest deferred, duplicates
+        refused. Returns the envelopes of the calls run or refused, in decision order."""
+        parsed = [
+            mc.Call(
+                request_id=c["requestId"],
+                operation=c["operation"],
+                publish=bool(c.get("args", {}).get("publish", False)),
+            )
+            for c in calls
+        ]
+        decision = mc.reduce_batch(parsed, self._seen)
+        out = []
+        for entry in decision.refused:
+            out.append(
+                self._refuse(
+                    entry.request_id,
+                    entry.operation.value,
+                    str(entry.code),
+                    "refused by batch reduction",
+                )
+            )
+        for entry in decision.scheduled:
+            call = calls[entry.index]
+            out.append(self.call(call["operation"], call["requestId"], call.get("args")))
+        return out
+
+    def finish(self, request_id: str = "finish") -> ObservationEnvelope:
+        """The model says it is done: the runtime decides whether the evidence says so."""
+        decision = self._decide(completion_claimed=True)
+        status = "success" if self.terminal is TerminalState.COMPLETED else "blocked"
+        return self._envelope(request_id, status, data={"decision": decision.reason})
+
+    def cancel(self, request_id: str = "cancel") -> ObservationEnvelope:
+        self._decide(cancelled=True)
+        return self._envelope(request_id, "success")
+
+    def _decide(self, **flags: bool) -> mc.TerminalDecision:
+        if self.terminal is not None:
+            return mc.TerminalDecision(
+                terminal=self.terminal, reason=self.terminal_reason or "TERMINAL"
+            )
+        budget = self.ctx.grant.budgets.compute_seconds
+        decision = mc.decide_terminal(
+            TerminalInputs(
+                state=self.state,
+                trace=self._ran,
+                required_completion_sequence=self.protocol.required_completion_sequence,
+                completion_authority=self.protocol.completion_authority,
+                repair_rounds=self.repair_rounds,
+                repair_cap=self.repair_cap,
+                budget_exhausted=budget is not None and self._seconds >= budget,
+                **flags,
+            )
+        )
+        if decision.terminal is not None:
+            self.terminal = decision.terminal
+            self.terminal_reason = decision.reason
+            self.state = S.TERMINAL
+        return decision
+
+    # -- the nine operations -----------------------------------------------------------------
+
+    def _run(self, op: MetaOperation, request_id: str, args: dict[str, Any]) -> ObservationEnvelope:
+        handler = {
+            O.INTERFACE_MANIFEST: self._manifest,
+            O.CATALOG_SEARCH: self._search,
+            O.CATALOG_DESCRIBE: self._describe,
+            O.MODEL_READ: self._read,
+            O.MODEL_PROPOSE_PATCH: self._propose,
+            O.MODEL_PREVIEW: self._preview,
+            O.MODEL_VALIDATE: self._validate,
+            O.MODEL_COMMIT: self._commit,
+            O.MODEL_REVERT: self._revert,
+        }[op]
+        return handler(op, request_id, args)
+
+    def _advance(self, op: MetaOperation, diagnostic: Diagnostic | None = None) -> None:
+        self.state = mc.next_state(self.state, op, diagnostic=diagnostic)
+        self._ran.append(op)
+
+    def _manifest(self, op: MetaOperation, rid: str, args: dict[str, Any]) -> ObservationEnvelope:
+        contracts = {
+            cap: {"descriptor": e.descriptor.to_wire(), "inputSchema": e.input_schema}
+            for cap, e in self.ctx.capabilities.items()
+        }
+        small = len(canonical_bytes(contracts)) <= SMALL_CATALOG_BYTES
+        data: dict[str, Any] = {
+            "interfaceVersion": INTERFACE_VERSION,
+            "contractVersion": mc.CONTRACT_VERSION,
+            "taxonomyRoot": ["authoring", "query", "validation", "io"],
+            "metaOperations": [o.value for o in O],
+            "snapshots": {
+                "discoveryCatalogHash": self.ctx.catalog.discovery_catalog_hash(),
+                "authoringLockHash": self.ctx.catalog.authoring_lock_hash(),
+            },
+            "limits": {"smallCatalogBytes": SMALL_CATALOG_BYTES, "maxTopK": 32},
+            "smallCatalog": small,
+        }
+        self._advance(op)
+        if small:
+            data["contracts"] = contracts
+            self._lock(contracts)
+            self.state = mc.contract_locked(self.state)
+        return self._envelope(rid, "success", data=data)
+
+    def _search(self, op: MetaOperation, rid: str, args: dict[str, Any]) -> ObservationEnvelope:
+        intent = args.get("intent")
+        if not isinstance(intent, str) or not intent.strip():
+            self._seen.discard(rid)
+            return self._refuse(rid, op.value, ARGS_INVALID, "catalog.search needs an intent")
+        hits = keyword_search(
+            (e.descriptor for e in self.ctx.capabilities.values()),
+            intent,
+            top_k=int(args.get("topK", 8)),
+        )
+        for h in hits:
+            self._visible.add(h.capability_id)
+            self._searched.add(h.capability_id)
+        self._advance(op)
+        return self._envelope(
+            rid,
+            "success",
+            data={
+                "hits": [
+                    {
+                        "capabilityId": h.capability_id,
+                        "title": h.title,
+                        "summary": h.summary,
+                        "kind": h.kind,
+                        "retrievalRelevance": h.score,
+                        "whyMatched": list(h.matched),
+                    }
+                    for h in hits
+                ]
+            },
+        )
+
+    def _describe(self, op: MetaOperation, rid: str, args: dict[str, Any]) -> ObservationEnvelope:
+        cap = args.get("capabilityId")
+        strict = O.CATALOG_SEARCH in self.protocol.required_discovery_sequence
+        allowed = self._searched if strict else self._visible
+        if cap not in allowed or cap not in self.ctx.capabilities:
+            self._seen.discard(rid)
+            return self._refuse(
+                rid,
+                op.value,
+                DESCRIBE_NOT_VISIBLE,
+                f"{cap!r} was not shown by a search, the capsule or the manifest of this task",
+                O.CATALOG_SEARCH,
+            )
+        entry = self.ctx.capabilities[cap]
+        self._lock([cap])
+        self._advance(op)
+        return self._envelope(
+            rid,
+            "success",
+            data={
+                "contract": {
+                    "descriptor": entry.descriptor.to_wire(),
+                    "inputSchema": entry.input_schema,
+                    "contractHash": sha256_id(
+                        "contract",
+                        {"descriptor": entry.descriptor, "inputSchema": entry.input_schema},
+                    ),
+                }
+            },
+        )
+
+    def _read(self, op: MetaOperation, rid: str, args: dict[str, Any]) -> ObservationEnvelope:
+        repo = self.ctx.repository
+        head = self.head
+        if "select" in args:
+            page = repo.select(
+                head, args["select"], int(args.get("limit", 50)), int(args.get("offset", 0))
+            )
+            data = {"page": page.to_wire()}
+        else:
+            data = {"summary": repo.summary(head).to_wire()}
+        self._advance(op)
+        return self._envelope(rid, "success", data=data)
+
+    def _propose(self, op: MetaOperation, rid: str, args: dict[str, Any]) -> ObservationEnvelope:
+        try:
+            plan = Plan.model_validate(args.get("plan"), by_name=False)
+        except ValidationError as exc:
+            self._seen.discard(rid)
+            return self._refuse(
+                rid,
+                op.value,
+                ARGS_INVALID,
+                f"model.proposePatch needs a plan: {exc.error_count()} errors",
+            )
+        missing = self._missing_discovery(plan)
+        if missing:
+            return self._refuse(
+                rid,
+                op.value,
+                RejectionCode.DISCOVERY_REQUIRED,
+                "no full contract (or a stale one) in this task for "
+                + ", ".join(sorted(set(missing))),
+                O.CATALOG_DESCRIBE,
+            )
+        try:
+            candidate = self._transaction.propose(plan, rid)
+        except Rejected as exc:
+            return exc.envelope.model_copy(
+                update={"data": {**exc.envelope.data, "state": self.state.value}}
+            )
+        if self.state is S.REPAIRING:
+            self.repair_rounds += 1
+        self._candidate = candidate
+        self._advance(op)
+        return self._envelope(
+            rid,
+            "success",
+            data={
+                "planId": candidate.report.plan_id,
+                "ops": len(candidate.lowered.ops),
+                "uncertainty": candidate.report.uncertainty.to_wire(),
+            },
+        )
+
+    def _failed(self, op: MetaOperation, rejected: Rejected) -> ObservationEnvelope:
+        first = next((d for d in rejected.envelope.diagnostics), None)
+        self._advance(op, first)
+        envelope = rejected.envelope
+        return envelope.model_copy(
+            update={
+                "data": {**envelope.data, "state": self.state.value},
+                "next_actions": self._envelope("-", "failed").next_actions,
+            }
+        )
+
+    def _preview(self, op: MetaOperation, rid: str, args: dict[str, Any]) -> ObservationEnvelope:
+        assert self._candidate is not None  # the matrix admits preview only with a candidate
+        try:
+            evaluation, seconds = self._transaction.preview(self._candidate, rid)
+        except Rejected as exc:
+            self._seconds += exc.envelope.budgets.consumed.get("kernelSeconds", 0.0)
+            return self._failed(op, exc)
+        self._seconds += seconds
+        self._advance(op)
+        return self._envelope(
+            rid,
+            "success",
+            data={
+                "bodies": {b: vars(r) for b, r in evaluation.bodies.items()},
+                "evaluatedNodes": list(evaluation.evaluated_nodes),
+            },
+        )
+
+    def _validate(self, op: MetaOperation, rid: str, args: dict[str, Any]) -> ObservationEnvelope:
+        assert self._candidate is not None
+        try:
+            outcomes = self._transaction.validate(self._candidate, rid, 0.0)
+        except Rejected as exc:
+            return self._failed(op, exc)
+        self._advance(op)
+        token = sha256_id(
+            "validation",
+            {"plan": self._candidate.report.plan_id, "document": self._candidate.document},
+        )
+        return self._envelope(
+            rid,
+            "success",
+            data={
+                "validationToken": token,
+                "assertions": {o.assertion: o.passed for o in outcomes},
+            },
+        )
+
+    def _commit(self, op: MetaOperation, rid: str, args: dict[str, Any]) -> ObservationEnvelope:
+        candidate = self._candidate
+        assert candidate is not None
+        publish = bool(args.get("publish", False))
+        repo = self.ctx.repository
+        try:
+            revision = repo.commit(
+                self.ctx.branch,
+                candidate.plan.base_revision,
+                candidate.document,
+                message=f"plan {candidate.report.plan_id}",
+                meta={"planId": candidate.report.plan_id, "task": self.task_id},
+            )
+        except StaleRevision as exc:
+            # A head change makes the open plan stale until it is rebased and re-checked.
+            return self._envelope(
+                rid,
+                "stale",
+                diagnostics=[exc.diagnostic],
+                data={"summary": repo.summary(exc.head).to_wire()},
+            )
+        effects = [f"commit:{self.ctx.branch}"]
+        data: dict[str, Any] = {"rev": revision.rev}
+        if publish:
+            if "publish" in self.ctx.grant.confirmation_required and not args.get("approved"):
+                self._candidate = None
+                self._advance(op)
+                return self._envelope(
+                    rid,
+                    "partial",
+                    effects=effects,
+                    data=data,
+                    diagnostics=[
+                        Diagnostic(
+                            code="PLAN_APPROVAL_REQUIRED",
+                            message=(
+                                f"grant {self.ctx.grant.grant_id} requires approval to publish"
+                            ),
+                        )
+                    ],
+                )
+            data["published"] = repo.store.publish(
+                self.ctx.branch, repo.head(MAIN), f"publish task {self.task_id}"
+            ).rev
+            effects.append("publish:main")
+        self._candidate = None
+        self._advance(op)
+        return self._envelope(rid, "success", effects=effects, data=data)
+
+    def _revert(self, op: MetaOperation, rid: str, args: dict[str, Any]) -> ObservationEnvelope:
+        record = self.ctx.repository.store.log(self.ctx.branch, 1)[0]
+        if record.parent is None:
+            return self._refuse(
+                rid,
+                op.value,
+                RejectionCode.NOTHING_TO_REVERT,
+                "the task branch has nothing to revert",
+            )
+        revision = self.ctx.repository.revert(
+            self.ctx.branch, record.rev, record.parent, f"revert {record.rev}"
+        )
+        self._advance(op)
+        return self._envelope(
+            rid, "success", effects=[f"revert:{self.ctx.branch}"], data={"rev": revision.rev}
+        )
