@@ -704,7 +704,8 @@ def check_plan(plan: Plan, ctx: PlanContext) -> tuple[CheckReport, Lowered | Non
     document = ctx.repository.document(head)
     scope = _Scope(document, ctx.repository.aliases(head))
     lowered = Lowered()
-    uncertainty = UncertaintyReport()
+    applicability: dict[str, Applicability] = {}
+    sufficiency: list[str] = []
     node_ops = {n.id: n.op for n in document.nodes}
     seconds = 0.0
     risk = RiskLevel.LOW
@@ -726,10 +727,10 @@ def check_plan(plan: Plan, ctx: PlanContext) -> tuple[CheckReport, Lowered | Non
                 "capability",
                 step=step.id,
             )
-            uncertainty.capability_sufficiency.append(f"missing capability {step.capability}")
+            sufficiency.append(f"missing capability {step.capability}")
             continue
         d = entry.descriptor
-        uncertainty.runtime_applicability[step.id] = (
+        applicability[step.id] = (
             Applicability.APPLICABLE
             if ExecutionQuality.AUTHORITATIVE in d.execution.quality
             else Applicability.CONDITIONALLY_APPLICABLE
@@ -863,17 +864,21 @@ def check_plan(plan: Plan, ctx: PlanContext) -> tuple[CheckReport, Lowered | Non
             "steps",
         )
 
-    uncertainty.reference_resolution = dict(scope.resolved)
-    uncertainty.estimated_geometric_risk = risk
     authoring = sum(1 for s in plan.steps if s.id in lowered.node_of_step)
     asserted = len(lowered.assertion_of_step) + len(plan.acceptance_assertions)
-    uncertainty.validation_coverage = {
-        "assertions": asserted + len(document.assertions),
-        "authoringSteps": authoring,
-        "uncovered": authoring if asserted + len(document.assertions) == 0 else 0,
-    }
-    if ctx.intent is not None:
-        uncertainty.intent_ambiguity = list(ctx.intent.unknowns)
+    total = asserted + len(document.assertions)
+    uncertainty = UncertaintyReport(
+        intent_ambiguity=list(ctx.intent.unknowns) if ctx.intent else [],
+        reference_resolution=dict(scope.resolved),
+        capability_sufficiency=sufficiency,
+        runtime_applicability=applicability,
+        estimated_geometric_risk=risk,
+        validation_coverage={
+            "assertions": total,
+            "authoringSteps": authoring,
+            "uncovered": authoring if total == 0 else 0,
+        },
+    )
     report = _report(plan_id, found, ctx, uncertainty, plan)
     return report, (lowered if report.ok else None)
 
