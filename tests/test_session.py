@@ -248,3 +248,74 @@ def test_publish_to_main(tmp_path: Path) -> None:
     assert out.status == "success" and "publish:main" in out.effects_observed
     assert repo.head("main") == t.head
     assert FILLET_CAP in t.ctx.capabilities
+
+
+def _drive(t: Task, state: str) -> None:
+    """Bring a fresh task into ``state`` through legal calls only."""
+    steps: dict[str, list[tuple[str, dict[str, Any]]]] = {
+        "ready": [],
+        "discovered": [("catalog.search", {"intent": "box"})],
+        "described": [("interface.manifest", {})],
+        "proposed": [("interface.manifest", {}), ("model.proposePatch", plan_args(t))],
+        "previewed": [
+            ("interface.manifest", {}),
+            ("model.proposePatch", plan_args(t)),
+            ("model.preview", {}),
+        ],
+        "validated": [
+            ("interface.manifest", {}),
+            ("model.proposePatch", plan_args(t)),
+            ("model.preview", {}),
+            ("model.validate", {}),
+        ],
+        "committed": [
+            ("interface.manifest", {}),
+            ("model.proposePatch", plan_args(t)),
+            ("model.preview", {}),
+            ("model.validate", {}),
+            ("model.commit", {}),
+        ],
+        "repairing": [
+            ("interface.manifest", {}),
+            ("model.proposePatch", plan_args(t, radius=100)),
+            ("model.preview", {}),
+        ],
+    }
+    for n, (op, args) in enumerate(steps[state]):
+        t.call(op, f"drive-{n}", args)
+    assert t.state.value == state
+
+
+ILLEGAL = [
+    (cell.state.value, cell.operation.value, cell.rejection.value)
+    for cell in __import__("aira_core.runtime.contract", fromlist=["CONTRACT"]).CONTRACT.matrix
+    if not cell.legal and cell.state.value != "terminal"
+]
+
+
+@pytest.mark.parametrize(("state", "op", "code"), ILLEGAL)
+def test_every_illegal_cell_is_refused_without_kernel_or_store_work(
+    tmp_path: Path, state: str, op: str, code: str
+) -> None:
+    t, kernel, repo = task(tmp_path)
+    _drive(t, state)
+    calls, head, log = kernel.total_calls, t.head, len(repo.store.log(t.ctx.branch, None))
+    args = plan_args(t) if op == "model.proposePatch" else {}
+    out = t.call(op, "illegal", args)
+    assert out.status == "blocked"
+    assert codes(out) == [code]
+    assert out.data["nextOperation"] is not None or code == "NOTHING_TO_REVERT"
+    assert kernel.total_calls == calls, "no kernel call for a refused operation"
+    assert (t.head, len(repo.store.log(t.ctx.branch, None))) == (head, log)
+    assert t.state.value == state
+
+
+def test_a_terminal_task_refuses_all_nine_operations(tmp_path: Path) -> None:
+    t, kernel, _ = task(tmp_path)
+    t.cancel()
+    assert t.terminal is not None and t.terminal.value == "cancelled"
+    ops = [o.value for o in __import__("aira_core.runtime.contract", fromlist=["O"]).O]
+    for n, op in enumerate(ops):
+        out = t.call(op, f"after-{n}", plan_args(t) if op == "model.proposePatch" else {})
+        assert codes(out) == ["TASK_TERMINATED"], op
+    assert kernel.total_calls == 0
