@@ -8,6 +8,7 @@ import sys
 import tempfile
 from enum import StrEnum
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -29,6 +30,19 @@ class Diagnostic(BaseModel):
     """What the finding is about: a capability id, a package name, a plugin name."""
     pointer: str | None = None
     """JSON pointer (RFC 6901) into the document the subject lives in."""
+    # RFC-0002 §11.3: what a repairable diagnostic says beyond its code (all optional).
+    phase: str | None = None
+    """Where it arose: lint, conformance, check, propose, preview, validate, commit …"""
+    affected: list[str] | None = None
+    """Ids or aliases of the entities it concerns."""
+    expected: Any = None
+    actual: Any = None
+    cause: str | None = None
+    """Cause category, e.g. geometry, reference, unit, policy, budget."""
+    repairs: list[str] | None = None
+    """Registered capabilities that can repair it (their ``repairsDiagnostic`` names it)."""
+    approval: bool | None = None
+    """Whether acting on it needs the user's approval."""
 
     def __str__(self) -> str:
         where = " ".join(p for p in (self.subject, self.pointer) if p)

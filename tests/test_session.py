@@ -140,6 +140,8 @@ def test_repair_is_capped_and_ends_as_cannot_proceed(tmp_path: Path) -> None:
     failed = t.call("model.preview", "v0")
     assert failed.status == "failed" and t.state.value == "repairing"
     assert failed.data["failedStep"] == "round"
+    assert failed.diagnostics[0].code == "FILLET_RADIUS_TOO_LARGE"
+    assert failed.diagnostics[0].phase == "preview"
     assert failed.data["stepSchema"]["properties"]["radius"]
     for n in range(1, 4):
         t.call("model.proposePatch", f"p{n}", plan_args(t, radius=100))

@@ -144,17 +144,21 @@ class Task:
     ) -> ObservationEnvelope:
         budget = self.ctx.grant.budgets.compute_seconds
         actions = [NextAction(operation=op.value) for op in mc.legal_operations(self.state)]
-        for d in diagnostics:  # registered repair capabilities for the codes seen
-            for cap, entry in self.ctx.capabilities.items():
-                repairs = entry.descriptor.relations.get(RelationType.REPAIRS_DIAGNOSTIC, [])
-                if d.code in repairs:
-                    actions.append(
-                        NextAction(
-                            operation=O.CATALOG_DESCRIBE.value,
-                            capability=cap,
-                            reason=f"repairs {d.code}",
-                        )
-                    )
+        with_repairs = []
+        for d in diagnostics:  # registered repair capabilities for the codes seen (§11.3)
+            repairs = sorted(
+                cap
+                for cap, entry in self.ctx.capabilities.items()
+                if d.code in entry.descriptor.relations.get(RelationType.REPAIRS_DIAGNOSTIC, [])
+            )
+            actions += [
+                NextAction(
+                    operation=O.CATALOG_DESCRIBE.value, capability=cap, reason=f"repairs {d.code}"
+                )
+                for cap in repairs
+            ]
+            with_repairs.append(d.model_copy(update={"repairs": repairs}) if repairs else d)
+        diagnostics = with_repairs
         return ObservationEnvelope(
             request_id=request_id,
             observed_revision=self.head if self._branch_exists() else None,

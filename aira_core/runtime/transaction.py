@@ -146,6 +146,7 @@ class Transaction:
             step = next((s for s in plan.steps if s.id == failed_step), None)
             entry = self.ctx.capabilities.get(step.capability) if step else None
             schema = entry.input_schema if entry else None
+        diagnostics = [d if d.phase else d.model_copy(update={"phase": stage}) for d in diagnostics]
         return Rejected(
             self._envelope(
                 request_id,
