@@ -149,9 +149,10 @@ class Kernel(Protocol):
     the exact operation versions it implements (conformance resolves targets against them).
     The runtime calls the rest with an AMIR document (``aira_core.contracts.amir``):
 
-    - ``evaluate(document, changed)``: build every body; ``changed`` names the nodes whose
-      inputs changed since the last evaluation (``None``: unknown, evaluate all), so a
-      kernel with a cache re-evaluates only what is downstream of them;
+    - ``evaluate(document, changed)``: build every body; ``changed`` names every node whose
+      result may differ from the previous revision (changed inputs or parameters, and all
+      downstream of them; ``None``: unknown, evaluate all), so a kernel with a cache
+      re-evaluates exactly these;
     - ``query(document, ref, args)``: a ``queryRef`` capability on the evaluated document;
     - ``validate(document, assertion)``: one assertion (``validatorRef``, target, args);
     - ``export(document, format, body)``: bytes of ``step``, ``stl``, ``3mf``, ``svg`` …

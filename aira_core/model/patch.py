@@ -446,3 +446,32 @@ def feature_ops(
         raise PatchRejected([_problem(PATCH_ENTITY_UNKNOWN, f"no body has id {body_id!r}")])
     fed = node.model_copy(update={"inputs": {**node.inputs, input_name: NodeInput(node=body.tip)}})
     return [NodeAdd(op="node.add", node=fed), BodySetTip(op="body.setTip", id=body_id, tip=fed.id)]
+
+
+def changed_nodes(before: AmirDocument, after: AmirDocument) -> set[str]:
+    """Nodes of ``after`` whose result may differ from ``before``: new nodes, nodes with
+    other inputs, nodes reading a parameter whose value or unit changed, and every node
+    downstream of those. What a kernel must re-evaluate; the rest it may serve from cache."""
+    old_nodes = {n.id: n for n in before.nodes}
+    old_params = {p.id: (p.value, p.unit) for p in before.parameters}
+    moved = {p.id for p in after.parameters if old_params.get(p.id) != (p.value, p.unit)}
+    dirty = set()
+    consumers: dict[str, list[str]] = {}
+    for node in after.nodes:
+        old = old_nodes.get(node.id)
+        for value in node.inputs.values():
+            if isinstance(value, NodeInput):
+                consumers.setdefault(value.node, []).append(node.id)
+        if (
+            old is None
+            or old.inputs != node.inputs
+            or any(isinstance(v, ParamInput) and v.param in moved for v in node.inputs.values())
+        ):
+            dirty.add(node.id)
+    stack = list(dirty)
+    while stack:
+        for consumer in consumers.get(stack.pop(), []):
+            if consumer not in dirty:
+                dirty.add(consumer)
+                stack.append(consumer)
+    return dirty

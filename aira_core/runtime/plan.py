@@ -55,6 +55,7 @@ from aira_core.contracts.amir import (
     ParameterSetValue,
     ParamInput,
     ParamType,
+    Patch,
     PatchOp,
     SemanticInput,
 )
@@ -81,6 +82,7 @@ from aira_core.model.operations import (
     OperationSignature,
     signature_from_schema,
 )
+from aira_core.model.patch import PatchRejected, apply_patch, validate_document
 from aira_core.model.repository import ModelRepository
 from aira_core.model.units import BASE_UNIT, to_base
 
@@ -150,6 +152,8 @@ class PlanContext:
     intent: IntentFrame | None = None
     now: datetime = field(default_factory=lambda: datetime.now(UTC))
     capabilities: dict[str, CapabilityEntry] = field(default_factory=dict)
+    approved: bool = False
+    """The user approved this plan's risk: ``PLAN_APPROVAL_REQUIRED`` no longer blocks."""
 
     def __post_init__(self) -> None:
         if not self.capabilities:
@@ -166,10 +170,11 @@ class Lowered:
     node_of_step: dict[str, str] = field(default_factory=dict)
     body_of_step: dict[str, str] = field(default_factory=dict)
     assertion_of_step: dict[str, str] = field(default_factory=dict)
-    changed_nodes: set[str] = field(default_factory=set)
+    param_of_step: dict[str, str] = field(default_factory=dict)
 
     def step_of(self, entity_id: str) -> str | None:
-        for table in (self.node_of_step, self.body_of_step, self.assertion_of_step):
+        tables = (self.node_of_step, self.body_of_step, self.assertion_of_step)
+        for table in (*tables, self.param_of_step):
             for step, eid in table.items():
                 if eid == entity_id:
                     return step
@@ -178,12 +183,16 @@ class Lowered:
 
 class _Findings:
     def __init__(self) -> None:
-        self.items: list[tuple[str | None, Diagnostic]] = []
+        self.items: list[tuple[int | None, Diagnostic]] = []
 
     def add(self, code: str, message: str, *pointer: str | int, step: str | None = None) -> None:
-        self.items.append(
-            (step, Diagnostic(code=code, message=message, pointer=json_pointer(list(pointer))))
+        # The failing step is found by position (/steps/<i>), never by id: ids may be
+        # duplicated in a plan refused for exactly that.
+        index = pointer[1] if len(pointer) > 1 and pointer[0] == "steps" else None
+        diagnostic = Diagnostic(
+            code=code, message=message, pointer=json_pointer(list(pointer)), phase="check"
         )
+        self.items.append((index if isinstance(index, int) else None, diagnostic))
 
     def __bool__(self) -> bool:
         return bool(self.items)
@@ -293,7 +302,7 @@ def _check_capability_grant(
             "capability",
             step=step.id,
         )
-    if _RISK_RANK[d.risk.level] > _RISK_RANK[grant.auto_commit_max_risk]:
+    if _RISK_RANK[d.risk.level] > _RISK_RANK[grant.auto_commit_max_risk] and not ctx.approved:
         found.add(
             "PLAN_APPROVAL_REQUIRED",
             f"{d.capability_id} is {d.risk.level.value} risk; "
@@ -340,6 +349,7 @@ def _entity_id(kind: str, plan_key: str, step_id: str) -> str:
 class _Arg:
     normal: Any  # the value the canonical input schema validates
     lowered: InputValue | None
+    resolved: Any = None  # ids instead of aliases: what a kernel query or an assertion takes
 
 
 def _number_arg(
@@ -367,7 +377,7 @@ def _number_arg(
                 normal = to_base(float(param.value), param.unit, ParamType(param.type.value))
             except AiraError:
                 normal = param.value  # a Length into an Angle: reported by the patch check
-        return _Arg(normal, ParamInput(param=param.id))
+        return _Arg(normal, ParamInput(param=param.id), normal)
     if isinstance(value, dict) and "value" in value:
         unit = value.get("unit")
         normal = value["value"]
@@ -381,8 +391,8 @@ def _number_arg(
             except AiraError as exc:
                 found.add(exc.code, exc.diagnostic.message, *where, step=step)
                 return None
-        return _Arg(normal, LiteralInput(value=value["value"], unit=unit))
-    return _Arg(value, LiteralInput(value=value))
+        return _Arg(normal, LiteralInput(value=value["value"], unit=unit), normal)
+    return _Arg(value, LiteralInput(value=value), value)
 
 
 def _normalise_args(
@@ -411,7 +421,11 @@ def _normalise_args(
                     )
                     ok = False
                     continue
-                out[name] = _Arg(f"step:{value['step']}", NodeInput(node=node))
+                out[name] = _Arg(
+                    f"step:{value['step']}",
+                    NodeInput(node=node),
+                    lowered.body_of_step.get(str(value["step"])),
+                )
                 continue
             body = scope.resolve(value) if isinstance(value, str) else None
             if body is None or body not in scope.tips:
@@ -423,7 +437,7 @@ def _normalise_args(
                 )
                 ok = False
                 continue
-            out[name] = _Arg(value, NodeInput(node=scope.tips[body]))
+            out[name] = _Arg(value, NodeInput(node=scope.tips[body]), body)
             continue
         if kind == SELECTION:
             body = scope.resolve(value.get("body", "")) if isinstance(value, dict) else None
@@ -450,10 +464,10 @@ def _normalise_args(
                 )
                 ok = False
                 continue
-            out[name] = _Arg(value, lowered_sel)
+            out[name] = _Arg(value, lowered_sel, {**value, "body": body})
             continue
         if kind == JSON:
-            out[name] = _Arg(value, LiteralInput(value=value))
+            out[name] = _Arg(value, LiteralInput(value=value), value)
             continue
         arg = _number_arg(value, kind, scope, where, found, step.id)
         if arg is None:
@@ -539,22 +553,47 @@ def _template_ops(
     scope: _Scope,
     plan_key: str,
     found: _Findings,
+    lowered_params: dict[str, str],
 ) -> list[PatchOp]:
     """The built-in patch templates (``patchTemplateRef``) for parameters."""
     name = entry.ref.split("@")[0]
     args = step.args
     if name == "parameter.define":
         pid = _entity_id("p", plan_key, step.id)
-        ptype = ParamType(args.get("type", ParamType.LENGTH.value))
-        param = Parameter(
-            id=pid,
-            label=str(args.get("name")),
-            type=ptype,
-            unit=args.get("unit"),
-            value=args.get("value"),
-            min=args.get("min"),
-            max=args.get("max"),
-        )
+        try:
+            param = Parameter(
+                id=pid,
+                label=str(args.get("name")),
+                type=ParamType(args.get("type", ParamType.LENGTH.value)),
+                unit=args.get("unit"),
+                value=args.get("value"),
+                min=args.get("min"),
+                max=args.get("max"),
+            )
+        except ValueError as exc:
+            found.add(
+                "PLAN_ARGS_INVALID",
+                f"{entry.descriptor.capability_id}: {exc}",
+                "steps",
+                i,
+                "args",
+                step=step.id,
+            )
+            return []
+        problems = validate_document(AmirDocument(parameters=[param]))
+        for problem in problems:  # unit of another dimension, value outside [min, max]
+            found.add(
+                problem.code,
+                f"{entry.descriptor.capability_id}: {problem.message}",
+                "steps",
+                i,
+                "args",
+                "unit" if "UNIT" in problem.code else "value",
+                step=step.id,
+            )
+        if problems:
+            return []
+        lowered_params[step.id] = pid
         scope.params[pid] = param
         scope.local[f"p:{param.label}"] = pid
         scope.local[step.id] = pid
@@ -577,8 +616,24 @@ def _template_ops(
         unit = None
         if isinstance(value, dict):
             value, unit = value.get("value"), value.get("unit")
-        scope.params[param.id] = param.model_copy(update={"value": value})
-        return [ParameterSetValue(op="parameter.setValue", id=param.id, value=value, unit=unit)]
+        op = ParameterSetValue(op="parameter.setValue", id=param.id, value=value, unit=unit)
+        try:
+            changed = apply_patch(AmirDocument(parameters=[param]), Patch(ops=[op]))
+        except PatchRejected as exc:
+            for problem in exc.diagnostics:
+                found.add(
+                    problem.code,
+                    f"{entry.descriptor.capability_id}: {problem.message}",
+                    "steps",
+                    i,
+                    "args",
+                    "value",
+                    step=step.id,
+                )
+            return []
+        lowered_params[step.id] = param.id
+        scope.params[param.id] = changed.parameters[0]
+        return [op]
     found.add(
         "PLAN_STEP_KIND_UNSUPPORTED",
         f"patch template {entry.ref} is not known to this runtime",
@@ -601,11 +656,11 @@ def _lower_step(
     d = entry.descriptor
     inputs = {n: a.lowered for n, a in args.items() if a.lowered is not None}
     if d.kind is CapabilityKind.MODEL_QUERY:
-        lowered.queries.append((step.id, entry.ref, {n: a.normal for n, a in args.items()}))
+        lowered.queries.append((step.id, entry.ref, {n: a.resolved for n, a in args.items()}))
         return
     if d.kind is CapabilityKind.VALIDATOR:
-        target = step.args.get("target")
-        body = scope.resolve(target) if isinstance(target, str) else None
+        target = args.get("target")
+        body = target.resolved if target is not None else None
         aid = _entity_id("a", plan_key, step.id)
         lowered.assertion_of_step[step.id] = aid
         lowered.ops.append(
@@ -615,7 +670,7 @@ def _lower_step(
                     id=aid,
                     label=step.label,
                     validator_ref=entry.ref,
-                    target=body or str(target),
+                    target=body if body is not None else str(step.args.get("target")),
                     args={n: v for n, v in inputs.items() if n != "target"},
                 ),
             )
@@ -623,7 +678,6 @@ def _lower_step(
         return
     node_id = _entity_id("n", plan_key, step.id)
     lowered.node_of_step[step.id] = node_id
-    lowered.changed_nodes.add(node_id)
     node = Node(id=node_id, label=step.label, op=entry.ref, inputs=inputs)
     lowered.ops.append(NodeAdd(op="node.add", node=node))
     target = args.get("target")
@@ -689,13 +743,25 @@ def check_plan(plan: Plan, ctx: PlanContext) -> tuple[CheckReport, Lowered | Non
             "baseRevision",
         )
         return _report(plan_id, found, ctx, UncertaintyReport()), None
-    expected = plan.bindings.discovery_catalog_hash
-    if expected is not None and expected != ctx.catalog.discovery_catalog_hash():
+    bound = plan.bindings
+    for field_name, value, current in (
+        ("discoveryCatalogHash", bound.discovery_catalog_hash, ctx.catalog.discovery_catalog_hash),
+        ("authoringLockHash", bound.authoring_lock_hash, ctx.catalog.authoring_lock_hash),
+    ):
+        if value is not None and value != current():
+            found.add(
+                "PLAN_CATALOG_STALE",
+                f"the plan was made against another catalog ({field_name}); "
+                "describe the capabilities again",
+                "bindings",
+                field_name,
+            )
+    if bound.grant_id is not None and bound.grant_id != ctx.grant.grant_id:
         found.add(
-            "PLAN_CATALOG_STALE",
-            "the plan was made against another discovery catalog; describe the capabilities again",
+            "PLAN_GRANT_MISMATCH",
+            f"the plan is bound to grant {bound.grant_id}; the session holds {ctx.grant.grant_id}",
             "bindings",
-            "discoveryCatalogHash",
+            "grantId",
         )
 
     _step_graph(plan, found)
@@ -772,7 +838,11 @@ def check_plan(plan: Plan, ctx: PlanContext) -> tuple[CheckReport, Lowered | Non
                     step=step.id,
                 )
             if not errors:
-                lowered.ops.extend(_template_ops(entry, step, i, scope, plan.plan_id(), found))
+                lowered.ops.extend(
+                    _template_ops(
+                        entry, step, i, scope, plan.plan_id(), found, lowered.param_of_step
+                    )
+                )
             continue
 
         args = _normalise_args(step, i, entry, scope, lowered, found)
@@ -833,7 +903,7 @@ def check_plan(plan: Plan, ctx: PlanContext) -> tuple[CheckReport, Lowered | Non
             )
             continue
         body = scope.resolve(assertion.target)
-        if body is None:
+        if body is None or body not in scope.tips:
             found.add(
                 "PLAN_REFERENCE_UNRESOLVED",
                 f"{assertion.target!r} names no body",
@@ -890,10 +960,12 @@ def _report(
     uncertainty: UncertaintyReport,
     plan: Plan | None = None,
 ) -> CheckReport:
-    failed_step = next((s for s, _ in found.items if s is not None), None)
+    index = next((i for i, _ in found.items if i is not None), None)
+    failed_step = None
     schema = None
-    if failed_step is not None and plan is not None:
-        step = next(s for s in plan.steps if s.id == failed_step)
+    if index is not None and plan is not None and index < len(plan.steps):
+        step = plan.steps[index]
+        failed_step = step.id
         entry = ctx.capabilities.get(step.capability)
         schema = entry.input_schema if entry else None
     return CheckReport(

@@ -43,7 +43,7 @@ from aira_core.runtime.contract import (
     TerminalState,
 )
 from aira_core.runtime.plan import PlanContext
-from aira_core.runtime.transaction import Candidate, Rejected, Transaction
+from aira_core.runtime.transaction import Candidate, Rejected, Transaction, body_wire
 
 INTERFACE_VERSION = "aira.interface/0.1.0"
 SMALL_CATALOG_BYTES = 64_000
@@ -558,7 +558,7 @@ class Task:
             rid,
             "success",
             data={
-                "bodies": {b: vars(r) for b, r in evaluation.bodies.items()},
+                "bodies": {b: body_wire(r) for b, r in evaluation.bodies.items()},
                 "evaluatedNodes": list(evaluation.evaluated_nodes),
             },
         )

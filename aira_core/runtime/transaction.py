@@ -33,9 +33,9 @@ from aira_core.contracts.plan import (
     Plan,
 )
 from aira_core.diagnostics import AiraError, Diagnostic
-from aira_core.extensions import Evaluation, Kernel, ValidationOutcome
+from aira_core.extensions import BodyResult, Evaluation, Kernel, ValidationOutcome
 from aira_core.model.operations import OperationSignature
-from aira_core.model.patch import PatchRejected, apply_patch
+from aira_core.model.patch import PatchRejected, apply_patch, changed_nodes
 from aira_core.model.store import MAIN, StaleRevision
 from aira_core.runtime.plan import Lowered, PlanContext, branch_head, check_plan
 
@@ -214,7 +214,9 @@ class Transaction:
 
     def preview(self, candidate: Candidate, request_id: str) -> tuple[Evaluation, float]:
         started = time.perf_counter()
-        evaluation = self.kernel.evaluate(candidate.document, candidate.lowered.changed_nodes)
+        base = self.ctx.repository.document(candidate.plan.base_revision)
+        changed = changed_nodes(base, candidate.document)
+        evaluation = self.kernel.evaluate(candidate.document, changed)
         seconds = time.perf_counter() - started
         if not evaluation.ok:
             failed = next(
@@ -272,31 +274,34 @@ class Transaction:
         self, plan: Plan, request_id: str, *, publish: bool = False, approved: bool = False
     ) -> ObservationEnvelope:
         """Check, propose, preview, validate and commit ``plan``; publish to ``main`` too
-        when asked and the grant allows. Never raises for a refused plan."""
+        when asked and the grant allows. ``approved`` is the user's approval of the plan's
+        risk and of publishing. Never raises for a refused plan."""
+        self.ctx.approved = approved
+        revision: str | None = None
+        seconds = 0.0
+        effects: list[str] = []
         try:
+            revision = branch_head(self.ctx, plan)
             candidate = self.propose(plan, request_id)
             evaluation, seconds = self.preview(candidate, request_id)
             outcomes = self.validate(candidate, request_id, seconds)
-            queries = {
-                step: dict(self.kernel.query(candidate.document, ref, args).data)
-                for step, ref, args in candidate.lowered.queries
-            }
             if (
                 publish
                 and self.ctx.branch != MAIN
                 and not approved
-                and (PUBLISH_ACTION in self.ctx.grant.confirmation_required)
+                and PUBLISH_ACTION in self.ctx.grant.confirmation_required
             ):
                 return self._envelope(
                     request_id,
                     "blocked",
-                    revision=plan.base_revision,
+                    revision=revision,
+                    seconds=seconds,
                     diagnostics=[
                         Diagnostic(
                             code="PLAN_APPROVAL_REQUIRED",
-                            message=(
-                                f"grant {self.ctx.grant.grant_id} requires approval to publish"
-                            ),
+                            phase="commit",
+                            approval=True,
+                            message=f"grant {self.ctx.grant.grant_id} requires approval to publish",
                         )
                     ],
                     next_actions=[
@@ -306,7 +311,7 @@ class Transaction:
             try:
                 if self.ctx.branch not in self.ctx.repository.store.branches():
                     self.ctx.repository.store.branch(self.ctx.branch, plan.base_revision)
-                revision = self.ctx.repository.commit(
+                committed = self.ctx.repository.commit(
                     self.ctx.branch,
                     plan.base_revision,
                     candidate.document,
@@ -319,41 +324,71 @@ class Transaction:
                     request_id,
                     "stale",
                     revision=exc.head,
+                    seconds=seconds,
                     diagnostics=[exc.diagnostic],
                     data={"stage": "commit", "summary": summary.to_wire()},
                     next_actions=[
                         NextAction(operation="model.read", reason="re-plan against the new head")
                     ],
                 )
-            effects = [f"commit:{self.ctx.branch}"]
+            revision = committed.rev
+            effects.append(f"commit:{self.ctx.branch}")
+            diagnostics: list[Diagnostic] = []
+            queries: dict[str, Any] = {}
+            for step, ref, args in candidate.lowered.queries:  # read-only, on the new revision
+                result = self.kernel.query(candidate.document, ref, args)
+                queries[step] = dict(result.data)
+                diagnostics += [d.model_copy(update={"phase": "query"}) for d in result.diagnostics]
             published = None
             if publish and self.ctx.branch != MAIN:
-                main_head = self.ctx.repository.head(MAIN)
-                published = self.ctx.repository.store.publish(
-                    self.ctx.branch, main_head, f"publish plan {candidate.report.plan_id}"
-                ).rev
-                effects.append("publish:main")
+                try:
+                    published = self.ctx.repository.store.publish(
+                        self.ctx.branch,
+                        self.ctx.repository.head(MAIN),
+                        f"publish plan {candidate.report.plan_id}",
+                    ).rev
+                    effects.append("publish:main")
+                except AiraError as exc:  # the task branch moved; main did not
+                    diagnostics.append(exc.diagnostic.model_copy(update={"phase": "publish"}))
             return self._envelope(
                 request_id,
-                "success",
-                revision=revision.rev,
+                "partial" if diagnostics else "success",
+                revision=revision,
                 effects=effects,
                 seconds=seconds,
+                diagnostics=diagnostics,
                 data={
                     "planId": candidate.report.plan_id,
                     "branch": self.ctx.branch,
-                    "rev": revision.rev,
+                    "rev": revision,
                     "published": published,
                     "createdBodies": dict(candidate.lowered.body_of_step),
-                    "bodies": {b: vars(r) for b, r in evaluation.bodies.items()},
+                    "bodies": {b: body_wire(r) for b, r in evaluation.bodies.items()},
                     "evaluatedNodes": list(evaluation.evaluated_nodes),
                     "assertions": {o.assertion: o.passed for o in outcomes},
                     "queries": queries,
-                    "summary": self.ctx.repository.summary(revision.rev).to_wire(),
+                    "summary": self.ctx.repository.summary(revision).to_wire(),
                 },
                 next_actions=[NextAction(operation="model.read")],
             )
         except Rejected as exc:
             return exc.envelope
-        except AiraError as exc:
-            return self._envelope(request_id, "failed", revision=None, diagnostics=[exc.diagnostic])
+        except AiraError as exc:  # an authority refused (store, kernel): what we know so far
+            return self._envelope(
+                request_id,
+                "failed",
+                revision=revision,
+                seconds=seconds,
+                effects=effects,
+                diagnostics=[exc.diagnostic],
+            )
+
+
+def body_wire(result: BodyResult) -> dict[str, Any]:
+    """A kernel's body result as the envelope shows it (camelCase, like the wire)."""
+    return {
+        "valid": result.valid,
+        "volume": result.volume,
+        "area": result.area,
+        "boundingBox": list(result.bounding_box) if result.bounding_box else None,
+    }
