@@ -704,6 +704,13 @@ def plan_apply(
     publish: Annotated[
         bool, typer.Option("--publish", help="Publish the task branch to main afterwards.")
     ] = False,
+    approve: Annotated[
+        bool,
+        typer.Option(
+            "--approve",
+            help="Approve the plan's risk and the publish, if the grant asks for approval.",
+        ),
+    ] = False,
     store: StoreOption = None,
 ) -> None:
     """check → propose → preview → validate → commit; prints the observation envelope.
@@ -732,7 +739,9 @@ def plan_apply(
     ctx = _plan_context(store, branch, grant, intent)
     try:
         request_id = f"req:{the_plan.plan_id().split(':')[-1][:16]}"
-        envelope = Transaction(ctx, chosen).apply(the_plan, request_id, publish=publish)
+        envelope = Transaction(ctx, chosen).apply(
+            the_plan, request_id, publish=publish, approved=approve
+        )
     finally:
         ctx.repository.close()
     _print_json(envelope.to_wire())
