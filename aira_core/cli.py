@@ -712,6 +712,7 @@ def plan_apply(
         ),
     ] = False,
     store: StoreOption = None,
+    as_json: JsonFlag = False,
 ) -> None:
     """check → propose → preview → validate → commit; prints the observation envelope.
 
@@ -744,7 +745,15 @@ def plan_apply(
         )
     finally:
         ctx.repository.close()
-    _print_json(envelope.to_wire())
+    if as_json:
+        _print_json(envelope.to_wire())
+    else:
+        console = _console()
+        console.print(f"{envelope.status}: {envelope.observed_revision}", soft_wrap=True)
+        for key in ("stage", "failedStep", "rev", "published"):
+            if envelope.data.get(key):
+                console.print(f"  {key}: {envelope.data[key]}", soft_wrap=True)
+        _print_diagnostics(envelope.diagnostics)
     if envelope.status != "success":
         raise typer.Exit(1)
 

@@ -34,8 +34,11 @@ def aira_register_capability_packages(
 
 @hookspec
 def aira_register_kernels(register: Callable[[Kernel], None]) -> None:
-    """Register geometry kernels: a name, a build hash and the exact operation versions
-    they implement."""
+    """Register geometry kernels (:class:`aira_core.extensions.Kernel`): a name, a build
+    hash, the exact operation versions they implement, and ``evaluate(document, changed)``,
+    ``query(document, ref, args)``, ``validate(document, assertion)`` and
+    ``export(document, format, body)`` on AMIR documents. Failures are diagnostics with
+    stable codes in the results, never exceptions."""
 
 
 @hookspec

@@ -80,7 +80,7 @@ def test_plan_check_and_apply_on_the_installed_kernel(installed, tmp_path: Path)
     assert check.returncode == 0, check.stdout + check.stderr
     assert json.loads(check.stdout)["ok"] is True
 
-    applied = aira("plan", "apply", str(plan))
+    applied = aira("plan", "apply", str(plan), "--json")
     assert applied.returncode == 0, applied.stdout + applied.stderr
     envelope = json.loads(applied.stdout)
     assert envelope["status"] == "success"
@@ -101,7 +101,7 @@ def test_plan_cli_refuses_bad_plans_with_codes(installed, tmp_path: Path) -> Non
     assert "UNIT_MISMATCH" in [d["code"] for d in report["diagnostics"]]
     assert report["stepSchema"]["properties"]["radius"]
 
-    applied = aira("plan", "apply", str(wrong_unit))
+    applied = aira("plan", "apply", str(wrong_unit), "--json")
     assert applied.returncode == 1
     assert json.loads(applied.stdout)["status"] == "blocked"
     assert json.loads(aira("model", "show", "--json").stdout)["rev"] == base
@@ -110,7 +110,7 @@ def test_plan_cli_refuses_bad_plans_with_codes(installed, tmp_path: Path) -> Non
     junk = aira("plan", "check", str(tmp_path / "junk.json"))
     assert junk.returncode == 1 and "INPUT_NOT_JSON" in junk.stderr
     stale = write_plan(tmp_path / "stale.json", "rev:sha256:" + "1" * 64)
-    out = aira("plan", "apply", str(stale))
+    out = aira("plan", "apply", str(stale), "--json")
     assert out.returncode == 1 and json.loads(out.stdout)["status"] in {"stale", "failed"}
     assert "Traceback" not in out.stderr
 
@@ -119,8 +119,17 @@ def test_plan_apply_on_a_task_branch_leaves_main_alone(installed, tmp_path: Path
     aira = installed
     base = json.loads(aira("model", "init", "--json").stdout)["rev"]
     plan = write_plan(tmp_path / "plan.json", base)
-    out = aira("plan", "apply", str(plan), "--branch", "task/one")
+    out = aira("plan", "apply", str(plan), "--branch", "task/one", "--json")
     assert out.returncode == 0, out.stdout + out.stderr
     assert json.loads(aira("model", "show", "main", "--json").stdout)["rev"] == base
     task_head = json.loads(aira("model", "show", "task/one", "--json").stdout)["rev"]
     assert task_head == json.loads(out.stdout)["observedRevision"]
+
+
+def test_plan_apply_prints_a_readable_outcome_without_json(installed, tmp_path: Path) -> None:
+    aira = installed
+    base = json.loads(aira("model", "init", "--json").stdout)["rev"]
+    out = aira("plan", "apply", str(write_plan(tmp_path / "big.json", base, radius=100)))
+    assert out.returncode == 1
+    assert "failed" in out.stdout and "failedStep: round" in out.stdout
+    assert "FILLET_RADIUS_TOO_LARGE" in out.stdout
