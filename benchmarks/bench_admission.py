@@ -293,7 +293,7 @@ def breakdown(fx: Fixture, workdir: Path) -> dict[str, float]:
         raise BenchmarkError("conformance failed")
     state = CatalogState(workdir / "catalog-breakdown.sqlite3")
     try:
-        t_record, _ = timed(lambda: state.record_admission(report))
+        t_record, _ = timed(lambda: state.record_admission(m.publisher, report))
     finally:
         state.close()
     return {

@@ -1,0 +1,37 @@
+"""The benchmarks still run against the current APIs (tiny sizes; no timing is asserted:
+the numbers themselves are reported by running the scripts on their own)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+BENCHMARKS = Path(__file__).parents[1] / "benchmarks"
+
+SMALL = {
+    "bench_cli_help.py": ["--runs", "1"],
+    "bench_admission.py": ["--runs", "1", "--descriptors", "20"],
+    "bench_store.py": ["--commits", "3", "--reads", "3"],
+    "bench_summary.py": ["--runs", "3", "--nodes", "20", "--profile", "0"],
+}
+
+
+def test_every_benchmark_is_covered() -> None:
+    assert {p.name for p in BENCHMARKS.glob("bench_*.py")} == set(SMALL)
+
+
+@pytest.mark.parametrize("script", sorted(SMALL))
+def test_benchmark_runs_and_reports_json(script: str, tmp_path: Path) -> None:
+    out = subprocess.run(
+        [sys.executable, str(BENCHMARKS / script), *SMALL[script], "--json"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=tmp_path,
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert isinstance(json.loads(out.stdout), dict)
