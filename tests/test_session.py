@@ -217,10 +217,12 @@ def test_batch_runs_reads_and_one_effect(tmp_path: Path) -> None:
             {"requestId": "b1", "operation": "model.read"},
         ]
     )
-    ran = [e.request_id for e in out]
-    assert "b3" not in ran, "a second effect in one turn is deferred"
-    assert "b2" in ran
+    by_id = {e.request_id: e for e in out if e.request_id != "b1" or codes(e) == []}
+    assert by_id["b2"].status == "success"
+    assert codes(by_id["b3"]) == ["BATCH_DEFERRED"], "a second effect in one turn is deferred"
     assert any(codes(e) == ["DUPLICATE_REQUEST_ID"] for e in out)
+    again = t.call("model.proposePatch", "b3", plan_args(t))  # deferred ids stay unused
+    assert again.status == "success"
 
 
 def test_revert_restores_the_previous_task_revision(tmp_path: Path) -> None:
@@ -321,3 +323,204 @@ def test_a_terminal_task_refuses_all_nine_operations(tmp_path: Path) -> None:
         out = t.call(op, f"after-{n}", plan_args(t) if op == "model.proposePatch" else {})
         assert codes(out) == ["TASK_TERMINATED"], op
     assert kernel.total_calls == 0
+
+
+# -- review hardening --------------------------------------------------------------------------
+
+
+def _validated(t: Task) -> None:
+    t.call("interface.manifest", "m")
+    for rid, op in [("p", "model.proposePatch"), ("v", "model.preview"), ("w", "model.validate")]:
+        out = t.call(op, rid, plan_args(t) if op == "model.proposePatch" else {})
+        assert out.status == "success", out.diagnostics
+
+
+def test_the_caller_cannot_approve_its_own_publish(tmp_path: Path) -> None:
+    t, _, repo = task(tmp_path)
+    t.ctx.grant = t.ctx.grant.model_copy(update={"confirmation_required": ["publish"]})
+    main = repo.head("main")
+    _validated(t)
+    out = t.call("model.commit", "c", {"publish": True, "approved": True})
+    assert out.status == "partial" and codes(out) == ["PLAN_APPROVAL_REQUIRED"]
+    assert repo.head("main") == main and t.state.value == "committed"
+    assert "commit:task/t1" in out.effects_observed
+    t.approve("publish")  # the host records the user's approval; the model cannot
+    depth = {
+        "id": "depth",
+        "capability": "cap:parameter.define@1",
+        "args": {"name": "depth", "value": 5, "unit": "mm", "type": "Length"},
+    }
+    second = {"baseRevision": t.head, "steps": [depth]}
+    for rid, op, args in [
+        ("p2", "model.proposePatch", {"plan": second}),
+        ("v2", "model.preview", {}),
+        ("w2", "model.validate", {}),
+    ]:
+        assert t.call(op, rid, args).status == "success"
+    published = t.call("model.commit", "c2", {"publish": True})
+    assert published.status == "success" and repo.head("main") == t.head
+
+
+def test_a_refused_publish_still_reports_the_commit(tmp_path: Path) -> None:
+    t, _, repo = task(tmp_path)
+    _validated(t)
+    repo.apply(
+        "main",
+        repo.head("main"),
+        {
+            "ops": [
+                {
+                    "op": "parameter.add",
+                    "parameter": {"id": "pm", "label": "elsewhere", "type": "Length", "value": 1},
+                }
+            ]
+        },
+    )
+    out = t.call("model.commit", "c", {"publish": True})
+    assert out.status == "partial"
+    assert codes(out) == ["STORE_PUBLISH_NOT_FAST_FORWARD"]
+    assert out.effects_observed == ["commit:task/t1"]
+    assert t.state.value == "committed" and out.data["rev"] == t.head
+
+
+def test_a_tightened_protocol_counts_only_described_contracts(tmp_path: Path) -> None:
+    t, kernel, _ = task(
+        tmp_path,
+        protocol=TaskProtocol(required_discovery_sequence=["catalog.search", "catalog.describe"]),
+    )
+    t.call("interface.manifest", "m")
+    assert t.state.value == "ready", "inlined contracts do not count under the protocol"
+    t.call("catalog.search", "s", {"intent": "box"})
+    t.call("catalog.describe", "d", {"capabilityId": BOX_CAP})
+    out = t.call("model.proposePatch", "p", plan_args(t))
+    assert codes(out) == ["DISCOVERY_REQUIRED"]
+    assert kernel.total_calls == 0
+
+
+def test_a_failing_replay_of_preview_opens_repair(tmp_path: Path) -> None:
+    t, kernel, _ = task(tmp_path)
+    _validated(t)
+    real = kernel.evaluate
+
+    def failing(document, changed=None):  # type: ignore[no-untyped-def]
+        from aira_core.diagnostics import Diagnostic
+        from aira_core.extensions import Evaluation
+
+        real(document, changed)
+        return Evaluation(
+            bodies={}, diagnostics=[Diagnostic(code="SOLID_INVALID", message="now broken")]
+        )
+
+    kernel.evaluate = failing  # type: ignore[method-assign]
+    out = t.call("model.preview", "again")
+    assert out.status == "failed" and t.state.value == "repairing"
+    assert codes(t.call("model.commit", "c")) == ["CANDIDATE_REQUIRED"]
+
+
+def test_revert_twice_does_not_reapply_the_commit(tmp_path: Path) -> None:
+    t, _, _ = task(tmp_path)
+    start = t.head
+    _validated(t)
+    t.call("model.commit", "c")
+    assert t.call("model.revert", "r1").status == "success" and t.head == start
+    second = t.call("model.revert", "r2")
+    assert codes(second) == ["NOTHING_TO_REVERT"] and t.head == start
+
+
+def test_a_kernel_that_raises_is_a_diagnostic_not_a_crash(tmp_path: Path) -> None:
+    t, kernel, _ = task(tmp_path)
+    t.call("interface.manifest", "m")
+    t.call("model.proposePatch", "p", plan_args(t))
+
+    def boom(document, changed=None):  # type: ignore[no-untyped-def]
+        raise RuntimeError(f"segfault-ish in {Path.home()}/occt")
+
+    kernel.evaluate = boom  # type: ignore[method-assign]
+    out = t.call("model.preview", "v")
+    assert out.status == "failed" and codes(out) == ["KERNEL_FAILED"]
+    assert str(Path.home()) not in out.diagnostics[0].message
+
+
+def test_budget_exhausted_and_expired_grant_end_the_task(tmp_path: Path) -> None:
+    from datetime import UTC, datetime, timedelta
+
+    from aira_core.contracts.capability import GrantBudgets
+
+    t, _, _ = task(tmp_path)
+    t.ctx.grant = t.ctx.grant.model_copy(update={"budgets": GrantBudgets(compute_seconds=0.0)})
+    t.call("interface.manifest", "m")
+    assert t.terminal is not None and t.terminal.value == "budgetExhausted"
+
+    t2, kernel, _ = task(tmp_path / "second")
+    t2.ctx.grant = t2.ctx.grant.model_copy(
+        update={"expires_at": datetime.now(UTC) - timedelta(seconds=1)}
+    )
+    out = t2.call("interface.manifest", "m")
+    assert codes(out) == ["GRANT_EXPIRED"] and t2.terminal.value == "failed"
+    assert kernel.total_calls == 0
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["not", "a", "mapping"],
+        {"select": ["parameters"], "limit": "x"},
+    ],
+)
+def test_malformed_arguments_are_refused(tmp_path: Path, args: Any) -> None:
+    t, _, _ = task(tmp_path)
+    out = t.call("model.read", "r", args)
+    assert codes(out) == ["ARGS_INVALID"]
+
+
+def test_malformed_batches_are_refused_call_by_call(tmp_path: Path) -> None:
+    t, _, _ = task(tmp_path)
+    out = t.batch(
+        [
+            {"operation": "model.read"},
+            "junk",
+            {"requestId": "x", "operation": "nope"},
+            {"requestId": "ok", "operation": "model.read", "args": None},
+        ]
+    )
+    assert [codes(e) for e in out][:3] == [["ARGS_INVALID"]] * 3
+    assert out[-1].status == "success"
+
+
+def test_the_shared_corpus_replays_through_the_task(tmp_path: Path, monkeypatch) -> None:
+    """The runtime consumes the same fixtures later transports (MCP) reuse: every illegal
+    sequence of the corpus is refused by a real Task at the same step, with the same code,
+    completed prefix and next operation (no small-catalog inlining, as in the corpus)."""
+    from runtime_factory import step
+
+    from aira_core.runtime import session
+    from aira_core.runtime.contract import load_corpus
+
+    monkeypatch.setattr(session, "SMALL_CATALOG_BYTES", 0)
+    replayed = 0
+    for n, case in enumerate(load_corpus("illegal_sequences")):
+        steps, expected = case["steps"], case["expected"]
+        if case.get("start", "ready") != "ready" or any("diagnostic" in s for s in steps):
+            continue
+        t, _kernel, _ = task(tmp_path / f"case{n}")
+        box_only = {
+            "plan": plan(
+                t.head, step("plate", BOX_CAP, label="plate", length=10, width=10, height=10)
+            ).to_wire()
+        }
+        arguments = {
+            "model.proposePatch": box_only,
+            "catalog.search": {"intent": "box"},
+            "catalog.describe": {"capabilityId": BOX_CAP},
+        }
+        outs = [
+            t.call(s_["operation"], f"s{k}", arguments.get(s_["operation"], {}))
+            for k, s_ in enumerate(steps)
+        ]
+        refused = outs[expected["refusedAt"]]
+        assert codes(refused) == [expected["code"]], case["name"]
+        assert refused.data["completedPrefix"] == expected["completedPrefix"], case["name"]
+        assert refused.data["nextOperation"] == expected["nextOperation"], case["name"]
+        assert all(o.status == "success" for o in outs[: expected["refusedAt"]]), case["name"]
+        replayed += 1
+    assert replayed >= 6

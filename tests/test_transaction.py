@@ -531,3 +531,30 @@ def test_seeded_store_is_usable_by_plans(tmp_path: Path) -> None:
     assert envelope.status == "success", envelope.diagnostics
     volume = envelope.data["bodies"]["bplate"]["volume"]
     assert volume == pytest.approx(plate_volume(), rel=1e-9)
+
+
+def test_a_plan_of_queries_only_reads_without_committing(tmp_path: Path) -> None:
+    from runtime_factory import MASS_PROPERTIES_CAP
+
+    ctx, kernel, repository = make_runtime(tmp_path)
+    tx = Transaction(ctx, kernel)
+    assert tx.apply(plan(repository.head(), *composite_steps()), "a").status == "success"
+    head = repository.head()
+    envelope = tx.apply(plan(head, step("mass", MASS_PROPERTIES_CAP, target="b:plate")), "q")
+    assert envelope.status == "success", envelope.diagnostics
+    assert envelope.effects_observed == [] and repository.head() == head
+    assert envelope.data["queries"]["mass"]["volume"] == pytest.approx(plate_volume(), rel=1e-9)
+
+
+def test_a_kernel_raising_in_a_query_after_the_commit_is_reported(tmp_path: Path) -> None:
+    ctx, kernel, repository = make_runtime(tmp_path)
+
+    def boom(document, ref, args):  # type: ignore[no-untyped-def]
+        raise RuntimeError("query exploded")
+
+    kernel.query = boom  # type: ignore[method-assign]
+    envelope = Transaction(ctx, kernel).apply(plan(repository.head(), *composite_steps()), "a")
+    assert envelope.status == "partial"
+    assert [d.code for d in envelope.diagnostics] == ["KERNEL_FAILED"]
+    assert envelope.observed_revision == repository.head()
+    assert envelope.effects_observed == ["commit:main"]

@@ -308,7 +308,8 @@ def _candidate_first(revert: _Go | _No) -> dict[MetaOperation, _Go | _No]:
 
 # The non-read half of the matrix, written out as a table. A new proposePatch always starts a
 # new candidate; preview/validate of the same candidate again are idempotent replays and keep
-# the state; only preview and validate can open a repair round.
+# the state unless they now return a Diagnostic (a replay is evidence too: it opens repair and
+# drops the validation); only preview and validate can open a repair round.
 _EFFECTS: dict[RuntimeState, dict[MetaOperation, _Go | _No]] = {
     S.READY: _discovery_first(O.CATALOG_SEARCH),
     S.DISCOVERED: _discovery_first(O.CATALOG_DESCRIBE),
@@ -322,15 +323,15 @@ _EFFECTS: dict[RuntimeState, dict[MetaOperation, _Go | _No]] = {
     },
     S.PREVIEWED: {
         O.MODEL_PROPOSE_PATCH: _Go(S.PROPOSED),
-        O.MODEL_PREVIEW: _Go(S.PREVIEWED),
+        O.MODEL_PREVIEW: _Go(S.PREVIEWED, S.REPAIRING),
         O.MODEL_VALIDATE: _Go(S.VALIDATED, S.REPAIRING),
         O.MODEL_COMMIT: _No(R.VALIDATION_REQUIRED, O.MODEL_VALIDATE),
         O.MODEL_REVERT: _No(R.NOTHING_TO_REVERT, O.MODEL_VALIDATE),
     },
     S.VALIDATED: {
         O.MODEL_PROPOSE_PATCH: _Go(S.PROPOSED),
-        O.MODEL_PREVIEW: _Go(S.VALIDATED),
-        O.MODEL_VALIDATE: _Go(S.VALIDATED),
+        O.MODEL_PREVIEW: _Go(S.VALIDATED, S.REPAIRING),
+        O.MODEL_VALIDATE: _Go(S.VALIDATED, S.REPAIRING),
         O.MODEL_COMMIT: _Go(S.COMMITTED),
         # Reverting under a validated candidate would leave its binding on a vanished head.
         O.MODEL_REVERT: _No(R.NOTHING_TO_REVERT, O.MODEL_COMMIT),

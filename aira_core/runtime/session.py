@@ -59,6 +59,7 @@ ARGS_INVALID = "ARGS_INVALID"
 DESCRIBE_NOT_VISIBLE = "DESCRIBE_NOT_VISIBLE"
 GRANT_REVOKED = "GRANT_REVOKED"
 GRANT_EXPIRED = "GRANT_EXPIRED"
+BATCH_DEFERRED = "BATCH_DEFERRED"
 
 
 class TaskProtocol(WireModel):
@@ -111,10 +112,16 @@ class Task:
         self._seconds = 0.0
         self.repair_rounds = 0
         self._transaction = Transaction(ctx, kernel)
+        # This task's commits on its branch, oldest first: (revision, the head it replaced).
+        self._commits: list[tuple[str, str]] = []
+        self._approved: set[str] = set()
+        # A Task Protocol that names a discovery sequence tightens §7.1: only contracts
+        # described after a search count, not manifest-inlined or capsule ones.
+        self._strict = bool(self.protocol.required_discovery_sequence)
         if not self._branch_exists():
             ctx.repository.store.branch(self.ctx.branch, ctx.repository.head(MAIN))
         capsule = [c for c in capsule_contracts if c in ctx.capabilities]
-        if capsule:  # a capsule-provided contract counts as discovery done (§7.1)
+        if capsule and not self._strict:  # a capsule contract counts as discovery (§7.1)
             self._lock(capsule)
             self.state = mc.contract_locked(self.state)
 
@@ -222,7 +229,18 @@ class Task:
 
     def _missing_discovery(self, plan: Plan) -> list[str]:
         current = self.ctx.catalog.discovery_catalog_hash()
-        return [s.capability for s in plan.steps if self._locked.get(s.capability) != current]
+        by_ref = {e.ref: cap for cap, e in self.ctx.capabilities.items()}
+        used = [s.capability for s in plan.steps] + [
+            by_ref.get(a.validator_ref, a.validator_ref) for a in plan.acceptance_assertions
+        ]
+        return [cap for cap in used if self._locked.get(cap) != current]
+
+    def approve(self, action: str) -> None:
+        """The user (through the host, never the model) approves an action for this task:
+        ``"publish"``, or ``"risk"`` for capabilities above the grant's auto-commit risk."""
+        self._approved.add(action)
+        if action == "risk":
+            self.ctx.approved = True
 
     # -- the entry point ---------------------------------------------------------------------
 
@@ -230,6 +248,10 @@ class Task:
         self, operation: str, request_id: str, args: Mapping[str, Any] | None = None
     ) -> ObservationEnvelope:
         """Run one meta-operation if the runtime admits it; always an envelope back."""
+        if args is not None and not isinstance(args, Mapping):
+            return self._refuse(
+                request_id, str(operation), ARGS_INVALID, "arguments must be a JSON object"
+            )
         args = dict(args or {})
         if self.terminal is not None:
             return self._refuse(
@@ -310,20 +332,41 @@ class Task:
             )
         return envelope
 
-    def batch(self, calls: Sequence[Mapping[str, Any]]) -> list[ObservationEnvelope]:
-        """A provider turn with several calls, reduced by §12.2: reads run, at most one
-        effect runs, irreversible effects alone and last, the rest deferred, duplicates
-        refused. Returns the envelopes of the calls run or refused, in decision order."""
-        parsed = [
-            mc.Call(
-                request_id=c["requestId"],
-                operation=c["operation"],
-                publish=bool(c.get("args", {}).get("publish", False)),
-            )
-            for c in calls
-        ]
+    def batch(self, calls: Sequence[Any]) -> list[ObservationEnvelope]:
+        """A provider turn with several calls ``{"requestId", "operation", "args"?}``,
+        reduced by §12.2: reads run, at most one effect runs, irreversible effects alone and
+        last, duplicates refused, the rest deferred (their envelopes say so; their request
+        ids stay unused, to be sent again after the real response). Envelopes come back in
+        decision order: refused, scheduled, deferred."""
+        parsed: list[mc.Call] = []
+        out: list[ObservationEnvelope] = []
+        kept: list[Mapping[str, Any]] = []
+        for n, call in enumerate(calls):
+            try:
+                if not isinstance(call, Mapping):
+                    raise ValueError("a call is a JSON object")
+                args = call.get("args") or {}
+                if not isinstance(args, Mapping):
+                    raise ValueError("args must be a JSON object")
+                parsed.append(
+                    mc.Call(
+                        request_id=call["requestId"],
+                        operation=call["operation"],
+                        publish=bool(args.get("publish", False))
+                        and call["operation"] == O.MODEL_COMMIT.value,
+                    )
+                )
+                kept.append(call)
+            except (KeyError, TypeError, ValueError, ValidationError) as exc:
+                out.append(
+                    self._refuse(
+                        f"batch:{n}",
+                        "batch",
+                        ARGS_INVALID,
+                        f"call {n} of the batch is malformed: {exc}",
+                    )
+                )
         decision = mc.reduce_batch(parsed, self._seen)
-        out = []
         for entry in decision.refused:
             out.append(
                 self._refuse(
@@ -334,8 +377,24 @@ class Task:
                 )
             )
         for entry in decision.scheduled:
-            call = calls[entry.index]
+            call = kept[entry.index]
             out.append(self.call(call["operation"], call["requestId"], call.get("args")))
+        for entry in decision.deferred:
+            out.append(
+                self._envelope(
+                    entry.request_id,
+                    "blocked",
+                    data={"deferred": True, "operation": entry.operation.value},
+                    diagnostics=[
+                        Diagnostic(
+                            code=BATCH_DEFERRED,
+                            subject=entry.operation.value,
+                            message="at most one effect runs per turn; send this call again after "
+                            "reading the response",
+                        )
+                    ],
+                )
+            )
         return out
 
     def finish(self, request_id: str = "finish") -> ObservationEnvelope:
@@ -413,19 +472,19 @@ class Task:
         self._advance(op)
         if small:
             data["contracts"] = contracts
-            self._lock(contracts)
-            self.state = mc.contract_locked(self.state)
+            if not self._strict:  # a tightened Task Protocol wants explicit discovery (§9.4)
+                self._lock(contracts)
+                self.state = mc.contract_locked(self.state)
         return self._envelope(rid, "success", data=data)
 
     def _search(self, op: MetaOperation, rid: str, args: dict[str, Any]) -> ObservationEnvelope:
         intent = args.get("intent")
         if not isinstance(intent, str) or not intent.strip():
-            self._seen.discard(rid)
             return self._refuse(rid, op.value, ARGS_INVALID, "catalog.search needs an intent")
         hits = keyword_search(
             (e.descriptor for e in self.ctx.capabilities.values()),
             intent,
-            top_k=int(args.get("topK", 8)),
+            top_k=args["topK"] if isinstance(args.get("topK"), int) else 8,
         )
         for h in hits:
             self._visible.add(h.capability_id)
@@ -451,10 +510,10 @@ class Task:
 
     def _describe(self, op: MetaOperation, rid: str, args: dict[str, Any]) -> ObservationEnvelope:
         cap = args.get("capabilityId")
+        cap = cap if isinstance(cap, str) else None
         strict = O.CATALOG_SEARCH in self.protocol.required_discovery_sequence
         allowed = self._searched if strict else self._visible
         if cap not in allowed or cap not in self.ctx.capabilities:
-            self._seen.discard(rid)
             return self._refuse(
                 rid,
                 op.value,
@@ -484,9 +543,10 @@ class Task:
         repo = self.ctx.repository
         head = self.head
         if "select" in args:
-            page = repo.select(
-                head, args["select"], int(args.get("limit", 50)), int(args.get("offset", 0))
-            )
+            limit, offset = args.get("limit", 50), args.get("offset", 0)
+            if not isinstance(limit, int) or not isinstance(offset, int):
+                return self._refuse(rid, op.value, ARGS_INVALID, "limit and offset are integers")
+            page = repo.select(head, args["select"], limit, offset)
             data = {"page": page.to_wire()}
         else:
             data = {"summary": repo.summary(head).to_wire()}
@@ -497,7 +557,6 @@ class Task:
         try:
             plan = Plan.model_validate(args.get("plan"), by_name=False)
         except ValidationError as exc:
-            self._seen.discard(rid)
             return self._refuse(
                 rid,
                 op.value,
@@ -566,9 +625,11 @@ class Task:
     def _validate(self, op: MetaOperation, rid: str, args: dict[str, Any]) -> ObservationEnvelope:
         assert self._candidate is not None
         try:
-            outcomes = self._transaction.validate(self._candidate, rid, 0.0)
+            outcomes, seconds = self._transaction.validate(self._candidate, rid, 0.0)
         except Rejected as exc:
+            self._seconds += exc.envelope.budgets.consumed.get("kernelSeconds", 0.0)
             return self._failed(op, exc)
+        self._seconds += seconds
         self._advance(op)
         token = sha256_id(
             "validation",
@@ -604,46 +665,56 @@ class Task:
                 diagnostics=[exc.diagnostic],
                 data={"summary": repo.summary(exc.head).to_wire()},
             )
+        # The commit landed: whatever happens to the publish, the task is now committed.
+        self._commits.append((revision.rev, candidate.plan.base_revision))
+        self._candidate = None
+        self._advance(op)
         effects = [f"commit:{self.ctx.branch}"]
         data: dict[str, Any] = {"rev": revision.rev}
-        if publish:
-            if "publish" in self.ctx.grant.confirmation_required and not args.get("approved"):
-                self._candidate = None
-                self._advance(op)
-                return self._envelope(
-                    rid,
-                    "partial",
-                    effects=effects,
-                    data=data,
-                    diagnostics=[
-                        Diagnostic(
-                            code="PLAN_APPROVAL_REQUIRED",
-                            message=(
-                                f"grant {self.ctx.grant.grant_id} requires approval to publish"
-                            ),
-                        )
-                    ],
-                )
+        if not publish:
+            return self._envelope(rid, "success", effects=effects, data=data)
+        if "publish" in self.ctx.grant.confirmation_required and "publish" not in self._approved:
+            return self._envelope(
+                rid,
+                "partial",
+                effects=effects,
+                data=data,
+                diagnostics=[
+                    Diagnostic(
+                        code="PLAN_APPROVAL_REQUIRED",
+                        phase="publish",
+                        approval=True,
+                        message=f"grant {self.ctx.grant.grant_id} requires the user's "
+                        "approval to publish; the commit on the task branch stands",
+                    )
+                ],
+            )
+        try:
             data["published"] = repo.store.publish(
                 self.ctx.branch, repo.head(MAIN), f"publish task {self.task_id}"
             ).rev
-            effects.append("publish:main")
-        self._candidate = None
-        self._advance(op)
+        except AiraError as exc:
+            return self._envelope(
+                rid,
+                "partial",
+                effects=effects,
+                data=data,
+                diagnostics=[exc.diagnostic.model_copy(update={"phase": "publish"})],
+            )
+        effects.append("publish:main")
         return self._envelope(rid, "success", effects=effects, data=data)
 
     def _revert(self, op: MetaOperation, rid: str, args: dict[str, Any]) -> ObservationEnvelope:
-        record = self.ctx.repository.store.log(self.ctx.branch, 1)[0]
-        if record.parent is None:
+        head = self.head
+        if not self._commits or head != self._commits[-1][0]:
             return self._refuse(
                 rid,
                 op.value,
                 RejectionCode.NOTHING_TO_REVERT,
-                "the task branch has nothing to revert",
+                "the head of the task branch is not a commit of this task",
             )
-        revision = self.ctx.repository.revert(
-            self.ctx.branch, record.rev, record.parent, f"revert {record.rev}"
-        )
+        committed, before = self._commits.pop()
+        revision = self.ctx.repository.revert(self.ctx.branch, head, before, f"revert {committed}")
         self._advance(op)
         return self._envelope(
             rid, "success", effects=[f"revert:{self.ctx.branch}"], data={"rev": revision.rev}

@@ -12,9 +12,9 @@ full input schema.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from aira_core.contracts.amir import (
     AmirDocument,
@@ -32,7 +32,7 @@ from aira_core.contracts.plan import (
     ObservationEnvelope,
     Plan,
 )
-from aira_core.diagnostics import AiraError, Diagnostic
+from aira_core.diagnostics import AiraError, Diagnostic, redact
 from aira_core.extensions import BodyResult, Evaluation, Kernel, ValidationOutcome
 from aira_core.model.operations import OperationSignature
 from aira_core.model.patch import PatchRejected, apply_patch, changed_nodes
@@ -40,6 +40,8 @@ from aira_core.model.store import MAIN, StaleRevision
 from aira_core.runtime.plan import Lowered, PlanContext, branch_head, check_plan
 
 PUBLISH_ACTION = "publish"
+KERNEL_FAILED = "KERNEL_FAILED"
+T = TypeVar("T")
 
 
 @dataclass
@@ -201,6 +203,8 @@ class Transaction:
                 )
             )
         base = self.ctx.repository.document(plan.base_revision)
+        if not lowered.ops:  # a plan of queries only: nothing to apply or commit
+            return Candidate(plan, report, lowered, base)
         try:
             document = apply_patch(base, Patch(ops=lowered.ops), self._signatures)
         except PatchRejected as exc:
@@ -216,7 +220,13 @@ class Transaction:
         started = time.perf_counter()
         base = self.ctx.repository.document(candidate.plan.base_revision)
         changed = changed_nodes(base, candidate.document)
-        evaluation = self.kernel.evaluate(candidate.document, changed)
+        evaluation = self._kernel_call(
+            request_id,
+            candidate,
+            "preview",
+            started,
+            lambda: self.kernel.evaluate(candidate.document, changed),
+        )
         seconds = time.perf_counter() - started
         if not evaluation.ok:
             failed = next(
@@ -238,13 +248,50 @@ class Transaction:
             )
         return evaluation, seconds
 
+    def _kernel_call(
+        self,
+        request_id: str,
+        candidate: Candidate,
+        stage: str,
+        started: float,
+        call: Callable[[], T],
+    ) -> T:
+        """A kernel call whose exception (a kernel bug) becomes ``KERNEL_FAILED``."""
+        try:
+            return call()
+        except Exception as exc:
+            raise self._repair(
+                request_id,
+                candidate.plan.base_revision,
+                candidate.plan,
+                [
+                    Diagnostic(
+                        code=KERNEL_FAILED,
+                        cause="kernel",
+                        message=redact(
+                            f"the kernel {self.kernel.name!r} raised {type(exc).__name__}: {exc}"
+                        ),
+                    )
+                ],
+                None,
+                stage,
+                time.perf_counter() - started,
+            ) from None
+
     def validate(
         self, candidate: Candidate, request_id: str, seconds: float
-    ) -> list[ValidationOutcome]:
+    ) -> tuple[list[ValidationOutcome], float]:
+        """Every assertion of the candidate (its own and earlier ones) on the kernel."""
         started = time.perf_counter()
-        outcomes = [
-            self.kernel.validate(candidate.document, a) for a in candidate.document.assertions
-        ]
+        outcomes = self._kernel_call(
+            request_id,
+            candidate,
+            "validate",
+            started,
+            lambda: [
+                self.kernel.validate(candidate.document, a) for a in candidate.document.assertions
+            ],
+        )
         seconds += time.perf_counter() - started
         failing = [o for o in outcomes if not o.passed]
         if failing:
@@ -268,7 +315,32 @@ class Transaction:
                 "validate",
                 seconds,
             )
-        return outcomes
+        return outcomes, seconds
+
+    def _queries(self, candidate: Candidate, diagnostics: list[Diagnostic]) -> dict[str, Any]:
+        """Run the plan's query steps (read-only) on the candidate document; their
+        diagnostics, and a kernel that raises, are reported, never raised."""
+        out: dict[str, Any] = {}
+        for step, ref, args in candidate.lowered.queries:
+            try:
+                result = self.kernel.query(candidate.document, ref, args)
+            except Exception as exc:
+                diagnostics.append(
+                    Diagnostic(
+                        code=KERNEL_FAILED,
+                        phase="query",
+                        subject=step,
+                        cause="kernel",
+                        message=redact(f"the kernel raised {type(exc).__name__}: {exc}"),
+                    )
+                )
+                continue
+            out[step] = dict(result.data)
+            diagnostics += [
+                d.model_copy(update={"phase": "query", "subject": d.subject or step})
+                for d in result.diagnostics
+            ]
+        return out
 
     def apply(
         self, plan: Plan, request_id: str, *, publish: bool = False, approved: bool = False
@@ -284,7 +356,7 @@ class Transaction:
             revision = branch_head(self.ctx, plan)
             candidate = self.propose(plan, request_id)
             evaluation, seconds = self.preview(candidate, request_id)
-            outcomes = self.validate(candidate, request_id, seconds)
+            outcomes, seconds = self.validate(candidate, request_id, seconds)
             if (
                 publish
                 and self.ctx.branch != MAIN
@@ -307,6 +379,18 @@ class Transaction:
                     next_actions=[
                         NextAction(operation="model.commit", reason="approve the publish")
                     ],
+                )
+            if not candidate.lowered.ops:
+                return self._envelope(
+                    request_id,
+                    "success",
+                    revision=revision,
+                    seconds=seconds,
+                    data={
+                        "planId": candidate.report.plan_id,
+                        "queries": self._queries(candidate, []),
+                    },
+                    next_actions=[NextAction(operation="model.read")],
                 )
             try:
                 if self.ctx.branch not in self.ctx.repository.store.branches():
@@ -334,11 +418,7 @@ class Transaction:
             revision = committed.rev
             effects.append(f"commit:{self.ctx.branch}")
             diagnostics: list[Diagnostic] = []
-            queries: dict[str, Any] = {}
-            for step, ref, args in candidate.lowered.queries:  # read-only, on the new revision
-                result = self.kernel.query(candidate.document, ref, args)
-                queries[step] = dict(result.data)
-                diagnostics += [d.model_copy(update={"phase": "query"}) for d in result.diagnostics]
+            queries = self._queries(candidate, diagnostics)
             published = None
             if publish and self.ctx.branch != MAIN:
                 try:
