@@ -97,20 +97,31 @@ def test_label_alias_safety(label: str, safe: bool) -> None:
         assert table.alias_of("p1") == expected
 
 
-def test_duplicate_labels_fall_back_to_short_forms_per_kind() -> None:
+def test_a_duplicate_label_stays_with_the_first_entity_per_kind() -> None:
     document = doc(
         parameters=[param("p1", "width"), param("p2", "width"), param("p3", "plate")],
-        nodes=[node("n1", "width"), node("n2")],
+        nodes=[node("n1", "width"), node("n2"), node("n3", "width")],
         bodies=[{"id": "b1", "label": "plate", "tip": "n1"}],
     )
     table = AliasTable.build(REV, document)
-    assert table.alias_of("p1") == f"p:{short('p1')}"
+    # The first entity in document order keeps the label; later ones get short forms.
+    assert table.alias_of("p1") == "p:width"
     assert table.alias_of("p2") == f"p:{short('p2')}"
     # Uniqueness is among the entity's own kind: the same label in another kind is fine.
     assert table.alias_of("p3") == "p:plate"
     assert table.alias_of("b1") == "b:plate"
     assert table.alias_of("n1") == "n:width"
     assert table.alias_of("n2") == f"n:{short('n2')}"
+    assert table.alias_of("n3") == f"n:{short('n3')}"
+
+
+def test_an_unsafe_first_label_does_not_hold_the_alias() -> None:
+    # An unsafe label is not an alias, so it holds nothing for later entities either.
+    table = AliasTable.build(
+        REV, doc(parameters=[param("p1", "has space"), param("p2", "has space")])
+    )
+    assert table.alias_of("p1") == f"p:{short('p1')}"
+    assert table.alias_of("p2") == f"p:{short('p2')}"
 
 
 def test_collision_ids_collide() -> None:
@@ -206,21 +217,46 @@ def test_a_new_hex_shaped_label_cannot_take_an_existing_short_form() -> None:
     assert aliases["later"] == f"n:{short('later')}"
 
 
-def test_documented_exception_a_duplicated_label_renames_both() -> None:
-    """Adding an entity whose label duplicates an existing one is the one way an addition
-    renames: the label no longer names a single entity, so both fall back to short forms."""
+def test_adding_a_duplicate_label_keeps_the_existing_alias() -> None:
+    """Spec 003 §4.1: adding an entity whose label duplicates an existing one renames
+    nothing; the existing entity keeps ``p:<label>`` and the newcomer gets its short form."""
     document = make_document(bodies=2, parameters=3, assertions=1)
     width = document.parameters[0]
-    assert all_aliases(document)[width.id] == "p:width_1"
-    extended = extend(document, parameters=[param("par.dup", width.label)])
-    aliases = all_aliases(extended)
-    assert aliases[width.id] == f"p:{short(width.id)}"
-    assert aliases["par.dup"] == f"p:{short('par.dup')}"
-    # Everything else is untouched.
+    plate = document.bodies[0]
     before = all_aliases(document)
-    assert {i: aliases[i] for i in before if i != width.id} == {
-        i: a for i, a in before.items() if i != width.id
-    }
+    assert before[width.id] == "p:width_1"
+    extended = extend(
+        document,
+        parameters=[param("par.dup", width.label)],
+        bodies=[{"id": "body.dup", "label": plate.label, "tip": plate.tip}],
+    )
+    aliases = all_aliases(extended)
+    assert {i: aliases[i] for i in before} == before
+    assert aliases["par.dup"] == f"p:{short('par.dup')}"
+    assert aliases["body.dup"] == f"b:{short('body.dup')}"
+
+
+def test_removing_the_holder_hands_the_label_to_the_next_entity() -> None:
+    """The documented exception: removing an entity (not adding one) can move an alias."""
+    both = doc(parameters=[param("p1", "width"), param("p2", "width")])
+    assert all_aliases(both) == {"p1": "p:width", "p2": f"p:{short('p2')}"}
+    assert all_aliases(doc(parameters=[param("p2", "width")])) == {"p2": "p:width"}
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    labels=st.lists(st.sampled_from(["a", "b", "c", "beef", "x y"]), min_size=1, max_size=8),
+    added=st.lists(st.sampled_from(["a", "b", "c", "beef", "x y"]), min_size=1, max_size=8),
+)
+def test_adding_duplicate_labels_never_changes_an_existing_alias(
+    labels: list[str], added: list[str]
+) -> None:
+    first = doc(parameters=[param(f"p{i}", label) for i, label in enumerate(labels)])
+    more = [param(f"q{i}", label) for i, label in enumerate(added)]
+    before = all_aliases(first)
+    after = all_aliases(extend(first, parameters=more))
+    assert {i: after[i] for i in before} == before
+    assert len(set(after.values())) == len(after)
 
 
 # -- resolution ----------------------------------------------------------------------------

@@ -645,3 +645,63 @@ def test_parameter_defined_with_a_wrong_unit_is_refused_at_check(tmp_path: Path)
     ) in codes_at(report.diagnostics)
     assert report.failed_step == "width"
     assert kernel.total_calls == 0
+
+
+# -- plan-local names follow the alias table's rule ------------------------------------------
+
+
+def test_plan_local_labels_never_shadow_existing_aliases(tmp_path: Path) -> None:
+    """Spec 003 §4.1: a step's ``b:<label>`` / ``p:<name>`` that an existing entity already
+    holds keeps naming the existing entity, inside the plan and after the commit; the new
+    entity is reached by its step. Of two new bodies with one label, the first holds it."""
+    ctx, kernel, repository = make_runtime(tmp_path)
+    head = seed(repository, "plate")
+    steps = [
+        step("b2", BOX_CAP, label="plate", length=5, width=5, height=5),
+        step("w2", DEFINE_CAP, name="width", value=3, unit="mm", type="Length"),
+        step("t1", BOX_CAP, label="thing", length={"param": "p:width"}, width=6, height=6),
+        step("t2", BOX_CAP, label="thing", length={"param": "w2"}, width=7, height=7),
+        step("m1", MASS_PROPERTIES_CAP, target="b:plate"),
+        step("m2", MASS_PROPERTIES_CAP, target={"step": "b2"}),
+        step("m3", MASS_PROPERTIES_CAP, target="b:thing"),
+    ]
+    report, lowered = check_plan(plan(head, *steps), ctx)
+    assert report.ok, report.diagnostics
+    assert lowered is not None
+    queried = {s: args["target"] for s, _, args in lowered.queries}
+    assert queried == {
+        "m1": "bplate",  # the seeded body, not the plan's new "plate"
+        "m2": lowered.body_of_step["b2"],
+        "m3": lowered.body_of_step["t1"],  # the first "thing" holds b:thing
+    }
+    nodes = {op.node.id: op.node for op in lowered.ops if isinstance(op, NodeAdd)}
+    new_width = lowered.param_of_step["w2"]
+    assert nodes[lowered.node_of_step["t1"]].inputs["length"] == ParamInput(param="pwidth")
+    assert nodes[lowered.node_of_step["t2"]].inputs["length"] == ParamInput(param=new_width)
+    assert report.uncertainty.reference_resolution["b:plate"] == "resolved:bplate"
+
+    authoring = plan(head, *steps[:4])
+    lowered = check_plan(authoring, ctx)[1]
+    assert lowered is not None
+    envelope = Transaction(ctx, kernel).apply(authoring, "req:dup")
+    assert envelope.status == "success", envelope.diagnostics
+    after = repository.aliases(repository.head())
+    assert after.resolve("b:plate") == "bplate"
+    assert after.resolve("p:width") == "pwidth"
+    assert after.resolve("b:thing") == lowered.body_of_step["t1"]
+    for new in (lowered.body_of_step["b2"], lowered.param_of_step["w2"]):
+        assert after.alias_of(new) not in {"b:plate", "p:width"}
+    assert after.alias_of(lowered.body_of_step["t2"]) != "b:thing"
+
+
+def test_plan_local_labels_that_are_not_aliases_name_nothing(tmp_path: Path) -> None:
+    """A label the alias table would not use (unsafe) is no plan-local alias either."""
+    ctx, _, repository = make_runtime(tmp_path)
+    steps = [
+        step("box", BOX_CAP, label="has space", length=5, width=5, height=5),
+        step("m", MASS_PROPERTIES_CAP, target="b:has space"),
+    ]
+    report, _ = check_plan(plan(repository.head(), *steps), ctx)
+    assert ("PLAN_REFERENCE_UNRESOLVED", "/steps/1/args/target") in codes_at(report.diagnostics)
+    steps[1] = step("m", MASS_PROPERTIES_CAP, target="box")
+    assert check_plan(plan(repository.head(), *steps), ctx)[0].ok

@@ -1,20 +1,24 @@
 """Aliases: short, per-revision handles for the entities of an AMIR document.
 
-An entity's alias depends only on the entity itself and on the labels of its own kind, never
-on how many other entities there are or how they sort, so a commit that adds entities leaves
-every existing alias as it was and the handles a model wrote down stay valid:
+An entity's alias depends only on the entity itself and on the entities of its own kind
+that come before it in the document, never on anything added after it, so a commit that
+adds entities leaves every existing alias as it was and the handles a model wrote down stay
+valid (spec 003 §4.1). Document order is creation order: patches append.
 
-- a parameter or body whose label is unique among its kind and id-safe gets ``p:<label>`` /
-  ``b:<label>``; a node with such a label among nodes gets ``n:<label>``;
-- everything else (assertions, unlabelled or duplicate-labelled entities) gets a short form
-  of its own id: the kind prefix and the first 4 hex digits of ``sha256_hex(id)``, lengthened
-  one digit at a time only while that prefix is already taken by an earlier entity of the
-  same kind (document order is creation order: patches append).
+- the first parameter or body (in document order) with an alias-safe label gets
+  ``p:<label>`` / ``b:<label>``; the first node with such a label among nodes gets
+  ``n:<label>``;
+- everything else (assertions, unlabelled entities, and a later entity whose label an
+  earlier one of its kind already holds) gets a short form of its own id: the kind prefix
+  and the first 4 hex digits of ``sha256_hex(id)``, lengthened one digit at a time only
+  while that prefix is already taken by an earlier entity of the same kind.
 
-Exceptions, by design: when an added entity duplicates an existing label, both fall back to
-short forms (the label no longer names one entity; in the rare case that such a new short
-form collides with a later entity's, that one is lengthened too), and removing an entity can
-shorten the short form of a later one it collided with. A label that looks like a short form
+So adding an entity whose label duplicates an existing one leaves the existing alias alone:
+the newcomer gets its short form. Only changing an existing entity can move an alias:
+removing (or relabelling) the entity that holds ``b:<label>`` hands that alias to the next
+entity with the label, and can shorten the short form of a later entity it collided with;
+relabelling an entity to a label that is already held gives it a short form, which in rare
+cases lengthens a later entity's colliding short form. A label that looks like a short form
 (4 or more lowercase hex digits, e.g. ``beef``) is not used as an alias, so a new label can
 never take a short form that an existing entity already has.
 
@@ -25,7 +29,6 @@ its revision and never parses it.
 from __future__ import annotations
 
 import re
-from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -55,7 +58,7 @@ _SHORT_SHAPED = re.compile(r"^[0-9a-f]{4,}$")
 
 
 def label_alias_safe(label: str | None) -> bool:
-    """Whether ``label`` may be used as an alias (if it is also unique among its kind)."""
+    """Whether ``label`` may be used as an alias (by the first entity of its kind with it)."""
     return (
         label is not None
         and LABEL_PATTERN.fullmatch(label) is not None
@@ -104,14 +107,13 @@ class AliasTable:
         for kind in KINDS:
             entities = getattr(document, kind)
             prefix = PREFIX[kind]
-            label_counts: Counter[str] = Counter()
-            if kind in LABELLED_KINDS:
-                label_counts.update(e.label for e in entities if e.label is not None)
+            held: set[str] = set()  # labels an earlier entity of this kind already holds
             taken: set[str] = set()
             pairs: list[tuple[str, str]] = []
             for entity in entities:
                 label = entity.label if kind in LABELLED_KINDS else None
-                if label is not None and label_counts[label] == 1 and label_alias_safe(label):
+                if label is not None and label not in held and label_alias_safe(label):
+                    held.add(label)
                     pairs.append((f"{prefix}:{label}", entity.id))
                     continue
                 pairs.append((f"{prefix}:{_short_form(entity.id, taken)}", entity.id))

@@ -74,7 +74,7 @@ from aira_core.contracts.capability import (
 )
 from aira_core.contracts.plan import CheckReport, IntentFrame, Plan, PlanStep, UncertaintyReport
 from aira_core.diagnostics import AiraError, Diagnostic, json_pointer
-from aira_core.model.aliases import AliasTable
+from aira_core.model.aliases import AliasTable, label_alias_safe
 from aira_core.model.operations import (
     JSON,
     SELECTION,
@@ -319,8 +319,15 @@ def _check_capability_grant(
 
 
 class _Scope:
-    """Names as the plan sees them: the base revision's aliases, plus what earlier steps
-    of the plan created (their ``b:<label>`` / ``p:<name>`` and step ids)."""
+    """Names as the plan sees them: the base revision's aliases and ids, then what earlier
+    steps of the plan created (their ``b:<label>`` / ``p:<name>``, step ids and entity ids).
+
+    The rule is the alias table's (:mod:`aira_core.model.aliases`): a name that is already
+    taken keeps naming what it named. A plan-local name never shadows an alias of the base
+    revision, and of two steps claiming the same ``b:<label>`` the first keeps it; the
+    entity that does not get the name is reachable by its step (``{"step": id}``, or the
+    step id) and by its id. So a name resolves within the plan to the entity it names in
+    the committed revision."""
 
     def __init__(self, document: AmirDocument, aliases: AliasTable) -> None:
         self.aliases = aliases
@@ -329,13 +336,23 @@ class _Scope:
         self.local: dict[str, str] = {}
         self.resolved: dict[str, str] = {}
 
-    def resolve(self, ref: str) -> str | None:
-        found = self.local.get(ref)
-        if found is None:
-            try:
-                found = self.aliases.resolve(ref)
-            except AiraError:
-                found = None
+    def created(self, entity_id: str, step_id: str, kind: str, label: str | None) -> None:
+        """Name an entity a step created: by its id, its step's id and, if the label is
+        alias-safe and the alias still free, ``<kind>:<label>``."""
+        names = [entity_id, step_id]
+        if label is not None and label_alias_safe(label):
+            names.append(f"{kind}:{label}")
+        for name in names:
+            if name not in self.aliases and name not in self.local:
+                self.local[name] = entity_id
+
+    def resolve(self, ref: Any) -> str | None:
+        if not isinstance(ref, str):  # a list or an object names nothing
+            return None
+        try:
+            found: str | None = self.aliases.resolve(ref)
+        except AiraError:
+            found = self.local.get(ref)
         self.resolved[ref] = f"resolved:{found}" if found else "unresolved"
         return found
 
@@ -595,8 +612,7 @@ def _template_ops(
             return []
         lowered_params[step.id] = pid
         scope.params[pid] = param
-        scope.local[f"p:{param.label}"] = pid
-        scope.local[step.id] = pid
+        scope.created(pid, step.id, "p", param.label)
         return [ParameterAdd(op="parameter.add", parameter=param)]
     if name == "parameter.set":
         pid = scope.resolve(str(args.get("parameter")))
@@ -692,8 +708,7 @@ def _lower_step(
     label = step.label or step.id
     lowered.ops.append(BodyAdd(op="body.add", body=Body(id=body_id, label=label, tip=node_id)))
     scope.tips[body_id] = node_id
-    scope.local[f"b:{label}"] = body_id
-    scope.local[step.id] = body_id
+    scope.created(body_id, step.id, "b", label)
     lowered.body_of_step[step.id] = body_id
 
 
