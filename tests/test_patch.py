@@ -330,6 +330,33 @@ def test_feature_appends_node_and_moves_tip_keeping_history() -> None:
         ),
         ([{"op": "parameter.explode", "id": "p_w"}], "PATCH_INVALID", "/ops/0"),
         ([{"op": "label.set", "id": "b_plate", "label": None}], "PATCH_INVALID", "/ops/0"),
+        ([{"op": "label.set", "id": "b_plate", "label": ""}], "PATCH_INVALID", "/ops/0"),
+        ([{"op": "label.set", "id": "p_w", "label": ""}], "PATCH_INVALID", "/ops/0"),
+        (
+            [{"op": "parameter.setValue", "id": "p_w", "value": True, "unit": "cm"}],
+            "AMIR_TYPE_MISMATCH",
+            "/ops/0",
+        ),
+        (
+            [{"op": "parameter.setValue", "id": "p_w", "value": "wide", "unit": "mm"}],
+            "AMIR_TYPE_MISMATCH",
+            "/ops/0",
+        ),
+        (
+            [{"op": "parameter.setValue", "id": "p_flag", "value": False, "unit": "mm"}],
+            "AMIR_TYPE_MISMATCH",
+            "/ops/0",
+        ),
+        (
+            [{"op": "parameter.setValue", "id": "p_w", "value": 1e308, "unit": "ft"}],
+            "PARAMETER_OUT_OF_RANGE",
+            "/ops/0",
+        ),
+        (
+            [{"op": "parameter.setValue", "id": "p_w", "value": True}],
+            "AMIR_TYPE_MISMATCH",
+            "/parameters/0/value",
+        ),
     ],
 )
 def test_bad_patches_are_refused_with_stable_codes(ops, code, pointer) -> None:  # type: ignore[no-untyped-def]
@@ -417,3 +444,52 @@ def test_signatures_come_from_admitted_descriptors() -> None:
     box = sigs["test.box@1.0.0"]
     assert box.inputs["length"].required and box.inputs["length"].type == "Real"
     assert box.inputs["centered"].type == "Bool" and not box.inputs["centered"].required
+
+
+def test_a_node_may_have_an_empty_label_but_not_a_malformed_document() -> None:
+    # Node labels are optional and unconstrained: "" is a valid (if unhelpful) label.
+    new = apply_patch(base_doc(), {"ops": [{"op": "label.set", "id": "n_box", "label": ""}]})
+    assert new.nodes[0].label == ""
+
+
+@pytest.mark.parametrize("reverse", [False, True])
+def test_a_long_chain_of_nodes_needs_no_deep_recursion(reverse: bool) -> None:
+    """1,500 nodes each fed by the one before, added in either order: no RecursionError
+    (the cycle search is iterative), and a cycle at the end of the chain is still found."""
+    n = 1500
+    ops = [{"op": "node.add", "node": {"id": "n0", "op": "exact.box@1.0.0", "inputs": {}}}]
+    chain = [
+        {
+            "op": "node.add",
+            "node": {
+                "id": f"n{i}",
+                "op": "exact.rotate@1.0.0",
+                "inputs": {"target": {"node": f"n{i - 1}"}, "angle": {"value": 1}},
+            },
+        }
+        for i in range(1, n)
+    ]
+    ops += chain[::-1] if reverse else chain
+    doc = apply_patch(AmirDocument(), {"ops": ops})
+    assert len(doc.nodes) == n
+    loop = {
+        "op": "node.setInputs",
+        "id": "n0",
+        "inputs": {"target": {"node": f"n{n - 1}"}, "angle": {"value": 1}},
+    }
+    err = rejected(doc, [{**loop}])
+    assert err.code == "AMIR_CYCLE"
+    cycle = err.diagnostics[0].message.split(": ", 1)[1].split(" -> ")
+    assert cycle[0] == cycle[-1] and len(cycle) == n + 1
+
+
+@pytest.mark.parametrize("unit", [["mm"], {"mm": 1}, 3])
+def test_a_unit_that_is_not_a_name_is_unknown(unit: object) -> None:
+    from aira_core.contracts.amir import ParamType
+    from aira_core.diagnostics import AiraError
+    from aira_core.model.units import dimension_of, to_base
+
+    with pytest.raises(AiraError) as exc:
+        to_base(5.0, unit, ParamType.LENGTH)  # type: ignore[arg-type]
+    assert exc.value.code == "UNIT_UNKNOWN"
+    assert dimension_of(unit) is None

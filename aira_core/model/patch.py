@@ -10,8 +10,9 @@ out-of-range value) point into the resulting document.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any
+from typing import Any, NoReturn
 
 from pydantic import ValidationError
 
@@ -136,7 +137,7 @@ class _Draft:
 
 
 def _apply_op(draft: _Draft, i: int, op: PatchOp) -> None:
-    def fail(code: str, message: str) -> None:
+    def fail(code: str, message: str) -> NoReturn:
         raise PatchRejected([_problem(code, f"op {i} ({op.op}): {message}", "ops", i)])
 
     adds = {
@@ -179,14 +180,18 @@ def _apply_op(draft: _Draft, i: int, op: PatchOp) -> None:
         del draft.blocks[block][op.id]
     elif isinstance(op, ParameterSetValue):
         value = op.value
-        if op.unit is not None and entity.type in BASE_UNIT and isinstance(value, int | float):
+        if op.unit is not None:
+            if entity.type not in BASE_UNIT:
+                fail(AMIR_TYPE_MISMATCH, f"a {entity.type.value} parameter takes no unit")
+            if not isinstance(value, int | float) or isinstance(value, bool):
+                fail(AMIR_TYPE_MISMATCH, f"{value!r} is not a {entity.type.value}")
             try:
                 base = to_base(float(value), op.unit, entity.type)
             except AiraError as exc:
                 fail(exc.code, exc.diagnostic.message)
             value = base / UNITS[entity.type][entity.unit or BASE_UNIT[entity.type]]
-        elif op.unit is not None:
-            fail(AMIR_TYPE_MISMATCH, f"a {entity.type.value} parameter takes no unit")
+            if not math.isfinite(value):
+                fail(PARAMETER_OUT_OF_RANGE, f"{op.value!r} {op.unit} is too large a value")
         draft.blocks[block][op.id] = entity.model_copy(update={"value": value})
     elif isinstance(op, NodeSetInputs):
         draft.blocks[block][op.id] = entity.model_copy(update={"inputs": op.inputs})
@@ -197,7 +202,13 @@ def _apply_op(draft: _Draft, i: int, op: PatchOp) -> None:
     elif isinstance(op, LabelSet):
         if op.label is None and isinstance(entity, Parameter | Body):
             fail(PATCH_INVALID, f"a {_SINGULAR[block]} must keep a label")
-        draft.blocks[block][op.id] = entity.model_copy(update={"label": op.label})
+        try:  # validated, not copied: an empty label is not a label
+            relabelled = type(entity).model_validate(
+                {**entity.model_dump(by_alias=False), "label": op.label}
+            )
+        except ValidationError as exc:
+            fail(PATCH_INVALID, f"label {op.label!r}: {exc.errors(include_url=False)[0]['msg']}")
+        draft.blocks[block][op.id] = relabelled
 
 
 # -- validation of a whole document -----------------------------------------------------------
@@ -233,7 +244,7 @@ def _check_value(
     return float(value)
 
 
-def _param_fits(param: Parameter, spec_type: str) -> str | None:
+def param_fits(param: Parameter, spec_type: str) -> str | None:
     """Why a parameter cannot feed an input of ``spec_type``, with its code, or None."""
     ptype = param.type.value
     if ptype == spec_type or (spec_type == ParamType.REAL.value and ptype == ParamType.COUNT.value):
@@ -297,7 +308,7 @@ def _check_inputs(
             param = params.get(value.param)
             if param is None:
                 continue  # reported as a dangling reference
-            why = _param_fits(param, spec.type)
+            why = param_fits(param, spec.type)
             if why is not None:
                 out.append(
                     _problem(
@@ -322,27 +333,36 @@ def _check_inputs(
 
 
 def _cycle(nodes: Mapping[str, Node]) -> list[str] | None:
+    """A cycle among the nodes' references, as a path of ids, or None.
+
+    Iterative depth-first search: a chain of any length is no deeper for the Python stack.
+    """
     state: dict[str, int] = {}  # 1 = on the current path, 2 = done
-    path: list[str] = []
-
-    def visit(nid: str) -> list[str] | None:
-        state[nid] = 1
-        path.append(nid)
-        for _, ref, block in _input_refs(nodes[nid].inputs):
-            if block != "nodes" or ref not in nodes:
-                continue
-            if state.get(ref) == 1:
+    for root in nodes:
+        if root in state:
+            continue
+        state[root] = 1
+        path = [root]
+        stack = [_node_refs(nodes, root)]
+        while stack:
+            ref = next(stack[-1], None)
+            if ref is None:
+                state[path.pop()] = 2
+                stack.pop()
+            elif state.get(ref) == 1:
                 return [*path[path.index(ref) :], ref]
-            if ref not in state and (found := visit(ref)):
-                return found
-        state[nid] = 2
-        path.pop()
-        return None
-
-    for nid in nodes:
-        if nid not in state and (found := visit(nid)):
-            return found
+            elif ref not in state:
+                state[ref] = 1
+                path.append(ref)
+                stack.append(_node_refs(nodes, ref))
     return None
+
+
+def _node_refs(nodes: Mapping[str, Node], nid: str) -> Iterator[str]:
+    """The nodes (of ``nodes``) that node ``nid`` takes as inputs."""
+    return (
+        ref for _, ref, block in _input_refs(nodes[nid].inputs) if block == "nodes" and ref in nodes
+    )
 
 
 def validate_document(
@@ -433,7 +453,19 @@ def apply_patch(
     problems = validate_document(result, signatures)
     if problems:
         raise PatchRejected(problems)
-    return AmirDocument.model_validate(result.to_wire())
+    try:
+        return AmirDocument.model_validate(result.to_wire())
+    except ValidationError as exc:  # anything the op checks above did not catch
+        raise PatchRejected(
+            [
+                _problem(
+                    PATCH_INVALID,
+                    f"the patched document is not valid: {e['msg']}",
+                    *(p for p in e["loc"] if not str(p).startswith("function")),
+                )
+                for e in exc.errors(include_url=False)
+            ]
+        ) from None
 
 
 def feature_ops(

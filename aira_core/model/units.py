@@ -19,7 +19,9 @@ UNITS: dict[ParamType, dict[str, float]] = {
 BASE_UNIT = {ParamType.LENGTH: "mm", ParamType.ANGLE: "deg"}
 
 
-def dimension_of(unit: str) -> ParamType | None:
+def dimension_of(unit: object) -> ParamType | None:
+    if not isinstance(unit, str):
+        return None
     return next((dim for dim, table in UNITS.items() if unit in table), None)
 
 
@@ -30,6 +32,8 @@ def to_base(value: float, unit: str | None, expected: ParamType) -> float:
     """
     if unit is None or unit == BASE_UNIT.get(expected):
         return value
+    if not isinstance(unit, str):
+        raise AiraError(UNIT_UNKNOWN, f"a unit is a name such as 'mm', not {unit!r}")
     dim = dimension_of(unit)
     if dim is None:
         raise AiraError(
