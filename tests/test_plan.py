@@ -315,6 +315,54 @@ BAD = [
         FILLET_CAP,
     ),
     Bad(
+        "unit-not-a-name",
+        _with_args(1, length={"value": 5, "unit": ["mm"]}),
+        "PLAN_ARGS_INVALID",
+        "/steps/1/args/length",
+        "plate",
+        BOX_CAP,
+    ),
+    Bad(
+        "unit-not-a-name-on-a-real",
+        _with_args(3, min={"value": 1, "unit": {"mm": 1}}),
+        "PLAN_ARGS_INVALID",
+        "/steps/3/args/min",
+        "check",
+        VOLUME_RANGE_CAP,
+    ),
+    Bad(
+        "selection-body-not-a-string",
+        _with_args(2, edges={"body": ["b:plate"], "select": "|Z"}),
+        "PLAN_ARGS_INVALID",
+        "/steps/2/args/edges",
+        "round",
+        FILLET_CAP,
+    ),
+    Bad(
+        "selection-not-an-object",
+        _with_args(2, edges="b:plate"),
+        "PLAN_ARGS_INVALID",
+        "/steps/2/args/edges",
+        "round",
+        FILLET_CAP,
+    ),
+    Bad(
+        "angle-parameter-into-a-length",
+        _replace(0, step("width", DEFINE_CAP, name="width", value=5, unit="deg", type="Angle")),
+        "UNIT_MISMATCH",
+        "/steps/1/args/length",
+        "plate",
+        BOX_CAP,
+    ),
+    Bad(
+        "string-parameter-into-a-length",
+        _replace(0, step("width", DEFINE_CAP, name="width", value="wide", type="String")),
+        "AMIR_TYPE_MISMATCH",
+        "/steps/1/args/length",
+        "plate",
+        BOX_CAP,
+    ),
+    Bad(
         "unknown-body-alias",
         _with_args(2, target="b:nope"),
         "PLAN_REFERENCE_UNRESOLVED",
@@ -705,3 +753,67 @@ def test_plan_local_labels_that_are_not_aliases_name_nothing(tmp_path: Path) -> 
     assert ("PLAN_REFERENCE_UNRESOLVED", "/steps/1/args/target") in codes_at(report.diagnostics)
     steps[1] = step("m", MASS_PROPERTIES_CAP, target="box")
     assert check_plan(plan(repository.head(), *steps), ctx)[0].ok
+
+
+# -- long plans and stale ones ---------------------------------------------------------------
+
+
+def test_a_long_chain_of_dependencies_needs_no_deep_recursion(tmp_path: Path) -> None:
+    """1,200 steps each depending on the next: no RecursionError (the cycle search is
+    iterative); closing the chain into a loop is found as one cycle."""
+    ctx, kernel, repository = make_runtime(tmp_path)
+    n = 1200
+
+    def steps(loop: bool) -> list[PlanStep]:
+        return [
+            step(
+                f"s{i}",
+                DEFINE_CAP,
+                depends_on=[f"s{i + 1}"] if i < n - 1 else (["s0"] if loop else []),
+                name=f"w{i}",
+                value=1,
+                unit="mm",
+                type="Length",
+            )
+            for i in range(n)
+        ]
+
+    report, lowered = check_plan(plan(repository.head(), *steps(False)), ctx)
+    assert report.ok, report.diagnostics[:3]
+    assert lowered is not None and len(lowered.ops) == n
+    report, _ = check_plan(plan(repository.head(), *steps(True)), ctx)
+    cycles = [d for d in report.diagnostics if d.code == "PLAN_CYCLE"]
+    assert len(cycles) == 1 and cycles[0].pointer == "/steps"
+    path = cycles[0].message.split(": ", 1)[1].split(" -> ")
+    assert path[0] == path[-1] and len(path) == n + 1
+    assert kernel.total_calls == 0
+
+
+def test_a_stale_check_carries_the_new_heads_summary(tmp_path: Path) -> None:
+    ctx, _, repository = make_runtime(tmp_path)
+    base = repository.head()
+    head = seed(repository, "plate")
+    report, lowered = check_plan(plan(base, *composite_steps()), ctx)
+    assert lowered is None and not report.ok
+    (stale,) = report.diagnostics
+    assert (stale.code, stale.expected, stale.actual) == ("STEP_STALE_REVISION", base, head)
+    assert report.summary == repository.summary(head).to_wire()
+    assert report.to_wire()["summary"]["aliases"]["b:plate"] == "bplate"
+    # A report that is not stale has no summary.
+    assert check_plan(plan(head, *composite_steps()), ctx)[0].summary is None
+
+
+def test_a_loose_set_schema_still_gets_a_code_for_a_non_scalar(tmp_path: Path) -> None:
+    """The lowering does not rely on the package's schema to keep non-scalars out."""
+    import dataclasses
+
+    ctx, kernel, repository = make_runtime(tmp_path)
+    seed(repository, "plate")
+    loose = {"type": "object"}
+    ctx.capabilities[SET_CAP] = dataclasses.replace(ctx.capabilities[SET_CAP], input_schema=loose)
+    for value in ({"value": [1, 2]}, {"value": 5, "unit": ["mm"]}):
+        p = plan(repository.head(), step("set", SET_CAP, parameter="p:width", value=value))
+        report, lowered = check_plan(p, ctx)
+        assert lowered is None
+        assert ("PLAN_ARGS_INVALID", "/steps/0/args/value") in codes_at(report.diagnostics)
+    assert kernel.total_calls == 0

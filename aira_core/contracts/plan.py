@@ -101,6 +101,9 @@ class CheckReport(WireModel):
     failed_step: str | None = None
     step_schema: dict[str, Any] | None = None
     uncertainty: UncertaintyReport = Field(default_factory=UncertaintyReport)
+    summary: dict[str, Any] | None = None
+    """On a stale-revision refusal (``STEP_STALE_REVISION``): the summary of the new head,
+    to re-plan against without another read."""
 
 
 class Budgets(WireModel):

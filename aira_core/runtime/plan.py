@@ -35,6 +35,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from jsonschema import Draft202012Validator
+from pydantic import ValidationError
 
 from aira_core.canonical import sha256_hex
 from aira_core.catalog.catalog import Catalog
@@ -82,7 +83,7 @@ from aira_core.model.operations import (
     OperationSignature,
     signature_from_schema,
 )
-from aira_core.model.patch import PatchRejected, apply_patch, validate_document
+from aira_core.model.patch import PatchRejected, apply_patch, param_fits, validate_document
 from aira_core.model.repository import ModelRepository
 from aira_core.model.units import BASE_UNIT, to_base
 
@@ -185,12 +186,24 @@ class _Findings:
     def __init__(self) -> None:
         self.items: list[tuple[int | None, Diagnostic]] = []
 
-    def add(self, code: str, message: str, *pointer: str | int, step: str | None = None) -> None:
+    def add(
+        self,
+        code: str,
+        message: str,
+        *pointer: str | int,
+        step: str | None = None,
+        **fields: Any,
+    ) -> None:
+        """One finding; ``fields`` are further :class:`Diagnostic` fields (expected …)."""
         # The failing step is found by position (/steps/<i>), never by id: ids may be
         # duplicated in a plan refused for exactly that.
         index = pointer[1] if len(pointer) > 1 and pointer[0] == "steps" else None
         diagnostic = Diagnostic(
-            code=code, message=message, pointer=json_pointer(list(pointer)), phase="check"
+            code=code,
+            message=message,
+            pointer=json_pointer(list(pointer)),
+            phase="check",
+            **fields,
         )
         self.items.append((index if isinstance(index, int) else None, diagnostic))
 
@@ -202,7 +215,7 @@ class _Findings:
 
 
 def _step_graph(plan: Plan, found: _Findings) -> None:
-    ids = [s.id for s in plan.steps]
+    ids = {s.id for s in plan.steps}
     seen: set[str] = set()
     for i, step in enumerate(plan.steps):
         if step.id in seen:
@@ -226,26 +239,39 @@ def _step_graph(plan: Plan, found: _Findings) -> None:
                     step=step.id,
                 )
     deps = {s.id: [d for d in s.depends_on if d in ids] for s in plan.steps}
-    state: dict[str, int] = {}
+    cycle = _dependency_cycle(deps)
+    if cycle:
+        found.add(
+            "PLAN_CYCLE",
+            "steps depend on each other in a cycle: " + " -> ".join(cycle),
+            "steps",
+        )
 
-    def visit(sid: str, path: list[str]) -> list[str] | None:
-        state[sid] = 1
-        for dep in deps.get(sid, []):
-            if state.get(dep) == 1:
-                return [*path, sid, dep]
-            if dep not in state and (cycle := visit(dep, [*path, sid])):
-                return cycle
-        state[sid] = 2
-        return None
 
-    for sid in deps:
-        if sid not in state and (cycle := visit(sid, [])):
-            found.add(
-                "PLAN_CYCLE",
-                "steps depend on each other in a cycle: " + " -> ".join(cycle),
-                "steps",
-            )
-            return
+def _dependency_cycle(deps: Mapping[str, list[str]]) -> list[str] | None:
+    """A cycle among the steps' dependencies, as a path of step ids, or None.
+
+    Iterative depth-first search, so a long chain of dependencies does not exhaust the
+    Python stack."""
+    state: dict[str, int] = {}  # 1 = on the current path, 2 = done
+    for root in deps:
+        if root in state:
+            continue
+        state[root] = 1
+        path = [root]
+        stack = [iter(deps[root])]
+        while stack:
+            dep = next(stack[-1], None)
+            if dep is None:
+                state[path.pop()] = 2
+                stack.pop()
+            elif state.get(dep) == 1:
+                return [*path[path.index(dep) :], dep]
+            elif dep not in state:
+                state[dep] = 1
+                path.append(dep)
+                stack.append(iter(deps.get(dep, [])))
+    return None
 
 
 def _class_allowed(path: str, classes: list[TaxonomyPath]) -> bool:
@@ -388,15 +414,33 @@ def _number_arg(
                 step=step,
             )
             return None
+        why = param_fits(param, spec_type)  # an Angle into a Length, a String into a Count …
+        if why is not None:
+            found.add(
+                why,
+                f"parameter {value['param']!r} is a {param.type.value}; this input takes a "
+                f"{spec_type}",
+                *where,
+                step=step,
+            )
+            return None
         normal: Any = param.value
         if spec_type in BASE_UNIT and isinstance(param.value, int | float):
             try:
                 normal = to_base(float(param.value), param.unit, ParamType(param.type.value))
             except AiraError:
-                normal = param.value  # a Length into an Angle: reported by the patch check
+                normal = param.value  # a parameter with a bad unit: reported by the patch check
         return _Arg(normal, ParamInput(param=param.id), normal)
     if isinstance(value, dict) and "value" in value:
         unit = value.get("unit")
+        if unit is not None and not isinstance(unit, str):
+            found.add(
+                "PLAN_ARGS_INVALID",
+                f"unit {unit!r} is not a unit name such as 'mm' or 'deg'",
+                *where,
+                step=step,
+            )
+            return None
         normal = value["value"]
         if (
             spec_type in BASE_UNIT
@@ -457,7 +501,21 @@ def _normalise_args(
             out[name] = _Arg(value, NodeInput(node=scope.tips[body]), body)
             continue
         if kind == SELECTION:
-            body = scope.resolve(value.get("body", "")) if isinstance(value, dict) else None
+            if (
+                not isinstance(value, dict)
+                or not isinstance(value.get("body"), str)
+                or not isinstance(value.get("select", ""), str)
+            ):
+                found.add(
+                    "PLAN_ARGS_INVALID",
+                    f"selection {value!r} is not {{body, select, entity?}} with a body alias "
+                    "and a selector string",
+                    *where,
+                    step=step.id,
+                )
+                ok = False
+                continue
+            body = scope.resolve(value["body"])
             if body is None or body not in scope.tips:
                 found.add(
                     "PLAN_REFERENCE_UNRESOLVED",
@@ -632,7 +690,20 @@ def _template_ops(
         unit = None
         if isinstance(value, dict):
             value, unit = value.get("value"), value.get("unit")
-        op = ParameterSetValue(op="parameter.setValue", id=param.id, value=value, unit=unit)
+        try:
+            op = ParameterSetValue(op="parameter.setValue", id=param.id, value=value, unit=unit)
+        except ValidationError as exc:  # a package whose schema lets a non-scalar through
+            found.add(
+                "PLAN_ARGS_INVALID",
+                f"{entry.descriptor.capability_id}: value {args.get('value')!r}: "
+                f"{exc.errors(include_url=False)[0]['msg']}",
+                "steps",
+                i,
+                "args",
+                "value",
+                step=step.id,
+            )
+            return []
         try:
             changed = apply_patch(AmirDocument(parameters=[param]), Patch(ops=[op]))
         except PatchRejected as exc:
@@ -756,8 +827,12 @@ def check_plan(plan: Plan, ctx: PlanContext) -> tuple[CheckReport, Lowered | Non
             f"head of {ctx.branch} is {head}; re-plan on the new summary "
             f"({summary.counts})",
             "baseRevision",
+            expected=plan.base_revision,
+            actual=head,
+            cause="revision",
         )
-        return _report(plan_id, found, ctx, UncertaintyReport()), None
+        report = _report(plan_id, found, ctx, UncertaintyReport())
+        return report.model_copy(update={"summary": summary.to_wire()}), None
     bound = plan.bindings
     for field_name, value, current in (
         ("discoveryCatalogHash", bound.discovery_catalog_hash, ctx.catalog.discovery_catalog_hash),
@@ -854,9 +929,7 @@ def check_plan(plan: Plan, ctx: PlanContext) -> tuple[CheckReport, Lowered | Non
                 )
             if not errors:
                 lowered.ops.extend(
-                    _template_ops(
-                        entry, step, i, scope, plan.plan_id(), found, lowered.param_of_step
-                    )
+                    _template_ops(entry, step, i, scope, plan_id, found, lowered.param_of_step)
                 )
             continue
 
