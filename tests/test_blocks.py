@@ -343,7 +343,17 @@ def test_unknown_entity_in_a_path() -> None:
 
 @pytest.mark.parametrize(
     ("limit", "offset", "page_limit"),
-    [(0, 0, 16_000), (1, -1, 16_000), (True, 0, 16_000), (1.5, 0, 16_000), (10, 0, 100)],
+    [
+        (0, 0, 16_000),
+        (1, -1, 16_000),
+        (True, 0, 16_000),
+        (1.5, 0, 16_000),
+        (10, 0, 100),
+        (10_001, 0, 16_000),  # more than a page may ask for
+        (99999999999999999999, 0, 16_000),
+        (1, 99999999999999999999, 16_000),
+        (1, 2**53, 16_000),  # not exact in a canonical JSON page
+    ],
 )
 def test_bad_ranges(limit: Any, offset: Any, page_limit: int) -> None:
     document = make_document()
@@ -358,6 +368,17 @@ def test_bad_ranges(limit: Any, offset: Any, page_limit: int) -> None:
             page_limit_bytes=page_limit,
         )
     assert caught.value.code == SELECT_RANGE_INVALID
+
+
+def test_the_largest_ranges_still_make_a_page() -> None:
+    from aira_core.model.blocks import MAX_SELECT_LIMIT, MAX_SELECT_OFFSET
+
+    document = make_document()
+    aliases = table(document)
+    page = select(REV, document, aliases, ["nodes"], limit=MAX_SELECT_LIMIT)
+    assert page.items and page.limit == MAX_SELECT_LIMIT
+    page = select(REV, document, aliases, ["nodes"], offset=MAX_SELECT_OFFSET)
+    assert page.items == [] and page.next_offset is None and page.offset == MAX_SELECT_OFFSET
 
 
 def test_the_factory_document_is_valid_and_realistic() -> None:

@@ -79,6 +79,9 @@ def test_model_lifecycle_through_the_cli(tmp_path: Path, aira_home: Path) -> Non
     assert [r["kind"] for r in log["records"]] == ["revert", "commit", "init"]
 
 
+RANGE = "SELECT_RANGE_INVALID"
+
+
 def test_model_cli_bad_input_gets_codes_and_changes_nothing(tmp_path, aira_home) -> None:
     ok_json("model", "init", home=aira_home)
     head = ok_json("model", "show", home=aira_home)["rev"]
@@ -89,6 +92,9 @@ def test_model_cli_bad_input_gets_codes_and_changes_nothing(tmp_path, aira_home)
         (["model", "read", "--select", "[broken"], "SELECT_PATH_INVALID"),
         (["model", "read", "--select", "widgets"], "SELECT_PATH_INVALID"),
         (["model", "log", "--branch", "feature/x"], "STORE_BRANCH_INVALID"),
+        (["model", "log", "--limit", "99999999999999999999"], "STORE_ARGUMENT_INVALID"),
+        (["model", "read", "--select", "nodes", "--limit", "99999999999999999999"], RANGE),
+        (["model", "read", "--select", "nodes", "--offset", "99999999999999999999"], RANGE),
         (["model", "patch", str(tmp_path / "missing.json")], "INPUT_UNREADABLE"),
         (["model", "patch", str(write(tmp_path / "bad.json", {"ops": []}))], "PATCH_INVALID"),
         (

@@ -419,9 +419,10 @@ def test_log_is_newest_first_with_limit(initialised: ModelStore) -> None:
     assert initialised.log(limit=2) == log[:2]
     assert initialised.log(limit=None) == log
     assert initialised.log(limit=1) == log[:1]
+    assert initialised.log(limit=2**62) == log
 
 
-@pytest.mark.parametrize("limit", [0, -1, "5", 1.5, True])
+@pytest.mark.parametrize("limit", [0, -1, "5", 1.5, True, 2**62 + 1, 99999999999999999999])
 def test_log_limit_must_be_positive(initialised: ModelStore, limit: Any) -> None:
     raises("STORE_ARGUMENT_INVALID", lambda: initialised.log(limit=limit))
 

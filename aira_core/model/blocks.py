@@ -26,6 +26,11 @@ SUMMARY_MAX_TOKENS = 2000
 DEFAULT_ALIAS_PAGE = 128
 """How many aliases the summary lists at most (fewer if the token bound needs it)."""
 DEFAULT_SELECT_LIMIT = 50
+MAX_SELECT_LIMIT = 10_000
+"""The most items one page may ask for (the byte bound usually cuts a page well before)."""
+MAX_SELECT_OFFSET = 2**53 - 1
+"""The largest offset a page can echo: pages are canonical JSON, whose numbers are IEEE-754
+doubles, exact only up to 2**53."""
 DEFAULT_PAGE_LIMIT_BYTES = 16_000
 """4k host tokens."""
 
@@ -35,6 +40,8 @@ PAGE_ITEM_TOO_LARGE = "PAGE_ITEM_TOO_LARGE"
 __all__ = [
     "ALIAS_UNKNOWN",
     "BLOCKS",
+    "MAX_SELECT_LIMIT",
+    "MAX_SELECT_OFFSET",
     "PAGE_ITEM_TOO_LARGE",
     "SELECT_PATH_INVALID",
     "SELECT_RANGE_INVALID",
@@ -215,10 +222,14 @@ def select(
     and ``nextOffset`` says where to continue.
     """
     _check_rev(rev, aliases)
-    for name, value, minimum in (("limit", limit, 1), ("offset", offset, 0)):
-        if type(value) is not int or value < minimum:
+    for name, value, minimum, maximum in (
+        ("limit", limit, 1, MAX_SELECT_LIMIT),
+        ("offset", offset, 0, MAX_SELECT_OFFSET),
+    ):
+        if type(value) is not int or not minimum <= value <= maximum:
             raise AiraError(
-                SELECT_RANGE_INVALID, f"{name} must be an integer ≥ {minimum}, got {value!r}"
+                SELECT_RANGE_INVALID,
+                f"{name} must be an integer from {minimum} to {maximum}, got {value!r}",
             )
     entities = _select_entities(document, aliases, path)
     total = len(entities)

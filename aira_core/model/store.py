@@ -612,7 +612,8 @@ class ModelStore:
 
     @_guarded
     def log(self, branch: str = MAIN, limit: int | None = 50) -> list[CommitRecord]:
-        """The branch's history, newest first: at most ``limit`` records (``None``: all).
+        """The branch's history, newest first: at most ``limit`` records (``None``: all;
+        a limit above 2**62, more than SQLite counts, is ``STORE_ARGUMENT_INVALID``).
 
         The history follows ``base_seq`` from the branch's head record, so a task branch's log
         continues into the history it was branched from, and after a publish ``main``'s log
@@ -620,10 +621,11 @@ class ModelStore:
         """
         name = _check_branch(branch)
         if limit is not None and (
-            not isinstance(limit, int) or isinstance(limit, bool) or limit < 1
+            not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= _UNLIMITED
         ):
             raise AiraError(
-                STORE_ARGUMENT_INVALID, f"limit must be a positive integer or None, got {limit!r}"
+                STORE_ARGUMENT_INVALID,
+                f"limit must be an integer from 1 to 2**62, or None for all, got {limit!r}",
             )
         db = self._conn()
         self._head(db, name)  # STORE_BRANCH_UNKNOWN
