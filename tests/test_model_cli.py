@@ -153,3 +153,26 @@ def test_model_cli_refuses_a_corrupt_store_without_touching_it(tmp_path, aira_ho
     assert out.returncode == 1 and "STORE_CORRUPT" in out.stderr
     assert str(tmp_path) not in out.stderr
     assert store.read_bytes() == before
+
+
+def test_read_commands_on_a_missing_store_create_nothing(tmp_path: Path, aira_home: Path) -> None:
+    typo = tmp_path / "typo" / "store.sqlite3"
+    rev = "rev:sha256:" + "0" * 64
+    for args in (
+        ["model", "log"],
+        ["model", "show"],
+        ["model", "read", "--select", "nodes"],
+        ["model", "diff", rev, "main"],
+        ["model", "revert", rev],
+    ):
+        out = aira(*args, "--store", str(typo), home=aira_home)
+        assert out.returncode == 1, (args, out.stdout, out.stderr)
+        assert "STORE_UNAVAILABLE" in out.stderr and "aira model init" in out.stderr, args
+        assert "Traceback" not in out.stderr
+    assert not typo.parent.exists()
+    # The default store too: nothing under AIRA_HOME until `aira model init`.
+    out = aira("model", "show", home=aira_home)
+    assert out.returncode == 1 and "STORE_UNAVAILABLE" in out.stderr
+    assert not (aira_home / "models").exists()
+    assert ok_json("model", "init", "--store", str(typo), home=aira_home)["rev"]
+    assert typo.is_file()

@@ -345,7 +345,24 @@ def test_init_refuses_an_invalid_document(path: Path, fresh: Any) -> None:
     with pytest.raises(PatchRejected) as exc:
         fresh().init(AmirDocument.model_validate(wire))
     assert exc.value.code == AMIR_DANGLING_REFERENCE
-    assert fresh().store.branches() == {}
+    # A refused init creates nothing, not even an empty store.
+    assert not path.exists()
+    with pytest.raises(AiraError) as missing:
+        fresh().store.branches()
+    assert missing.value.code == "STORE_UNAVAILABLE"
+
+
+def test_reading_a_missing_store_is_unavailable_and_creates_nothing(path: Path) -> None:
+    with ModelRepository.open(path) as repository:
+        for read in (repository.head, lambda: repository.summary("rev:sha256:" + "0" * 64)):
+            with pytest.raises(AiraError) as exc:
+                read()
+            assert exc.value.code == "STORE_UNAVAILABLE"
+            assert "aira model init" in str(exc.value)
+    assert not path.parent.exists()
+    with ModelRepository.open(path, create=True) as repository:
+        assert repository.store.branches() == {}
+    assert path.is_file()
 
 
 @pytest.mark.parametrize("how", ["commit", "apply"])

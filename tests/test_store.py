@@ -57,7 +57,7 @@ def path(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def store(path: Path) -> Iterator[ModelStore]:
-    with ModelStore(path) as s:
+    with ModelStore(path, create=True) as s:
         yield s
 
 
@@ -125,10 +125,73 @@ def test_reopening_keeps_everything(path: Path) -> None:
 
 def test_empty_file_is_a_new_store(path: Path) -> None:
     path.write_bytes(b"")
-    with ModelStore(path) as s:
+    with ModelStore(path, create=True) as s:
         assert s.branches() == {}
         s.init(A)
         assert s.head() == rev(A)
+
+
+def test_empty_file_is_no_store_to_read_but_init_creates_in_it(path: Path) -> None:
+    path.write_bytes(b"")
+    with ModelStore(path) as s:
+        error = raises("STORE_UNAVAILABLE", s.branches)
+        assert "no store at store.sqlite3" in str(error)
+        assert path.read_bytes() == b""
+        s.init(A)
+        assert s.head() == rev(A)
+
+
+@pytest.mark.parametrize(
+    "read",
+    [
+        lambda s: s.head(),
+        lambda s: s.read(rev(A)),
+        lambda s: s.log(),
+        lambda s: s.branches(),
+        lambda s: s.derived(rev(A), "x"),
+        lambda s: s.keep_derived(rev(A), {"x": 1}),
+        lambda s: s.commit("main", rev(A), B),
+        lambda s: s.branch("task/t", rev(A)),
+        lambda s: s.revert("main", rev(B), rev(A)),
+        lambda s: s.publish("task/t", rev(A)),
+        lambda s: s.check(),
+    ],
+)
+def test_opening_a_missing_store_creates_nothing(tmp_path: Path, read: Any) -> None:
+    """Only init creates a store: every other call on a path with no store is
+    STORE_UNAVAILABLE and leaves no file (nor directory) behind."""
+    path = tmp_path / "typo" / "store.sqlite3"
+    with ModelStore(path) as s:
+        error = raises("STORE_UNAVAILABLE", lambda: read(s))
+        assert "no store at store.sqlite3" in str(error) and "aira model init" in str(error)
+        assert str(tmp_path) not in str(error)
+    assert not path.parent.exists()
+
+
+def test_init_creates_a_missing_store_and_its_directory(tmp_path: Path) -> None:
+    path = tmp_path / "new" / "store.sqlite3"
+    with ModelStore(path) as s:
+        raises("STORE_UNAVAILABLE", s.branches)
+        s.init(A)
+        assert s.head() == rev(A)
+    with ModelStore(path) as s:  # and an existing store opens as before
+        assert s.head() == rev(A)
+
+
+def test_a_store_created_meanwhile_is_found(path: Path) -> None:
+    with ModelStore(path) as reader:
+        raises("STORE_UNAVAILABLE", reader.branches)
+        with ModelStore(path) as writer:
+            writer.init(A)
+        assert reader.head() == rev(A)
+
+
+def test_create_makes_an_empty_store_at_once(tmp_path: Path) -> None:
+    path = tmp_path / "made" / "store.sqlite3"
+    ModelStore(path, create=True).close()
+    assert path.is_file()
+    with ModelStore(path) as s:
+        assert s.branches() == {}
 
 
 def _make_store(path: Path, commits: int = 30) -> None:
@@ -256,7 +319,10 @@ def needs_writer(monkeypatch: pytest.MonkeyPatch) -> None:
     real = sqlite3.connect
 
     def connect(database: Any, *args: Any, **kwargs: Any) -> Any:
-        return _NeedsWriter() if kwargs.get("uri") else real(database, *args, **kwargs)
+        # Only the read-only check is refused: the writer may open by URI too (mode=rw).
+        if kwargs.get("uri") and str(database).endswith("mode=ro"):
+            return _NeedsWriter()
+        return real(database, *args, **kwargs)
 
     monkeypatch.setattr(store_module.sqlite3, "connect", connect)
 

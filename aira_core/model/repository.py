@@ -70,8 +70,12 @@ class ModelRepository:
         cls,
         path: Path | str | None = None,
         signatures: Mapping[str, OperationSignature] | None = None,
+        *,
+        create: bool = False,
     ) -> ModelRepository:
-        return cls(ModelStore(path), signatures)
+        """The repository over the store at ``path``. Without ``create`` a missing store is
+        not created: reads are ``STORE_UNAVAILABLE`` and only :meth:`init` creates it."""
+        return cls(ModelStore(path, create=create), signatures)
 
     def close(self) -> None:
         self.store.close()
@@ -96,7 +100,8 @@ class ModelRepository:
         return revision
 
     def init(self, document: AmirDocument | None = None, message: str = "init") -> Revision:
-        """Create ``main`` at ``document`` (default: an empty document)."""
+        """Create ``main`` at ``document`` (default: an empty document), and the store if
+        there is none yet; a document that is refused creates nothing."""
         document = self._checked(document or AmirDocument())
         return self._kept(self.store.init(document, message), document)
 

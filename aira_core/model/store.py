@@ -336,26 +336,39 @@ def _guarded(method: Callable[P, T]) -> Callable[P, T]:
 class ModelStore:
     """Revisions, history and branches of model documents in one SQLite file.
 
-    ``ModelStore(path)`` opens the store at ``path`` (default :func:`default_store_path`),
-    creating an empty store if the file does not exist or is empty (0 bytes, which is also
-    how SQLite sees it). An existing file is checked read-only first (``PRAGMA
-    quick_check``, application id, schema version, schema objects); if it is not a valid
-    store it is left exactly as it is and ``STORE_CORRUPT`` (not a store, damaged) or
-    ``STORE_UNAVAILABLE`` (cannot be opened, locked, written by a newer schema) is raised.
+    ``ModelStore(path)`` opens the store at ``path`` (default :func:`default_store_path`).
+    Opening never creates a store unless asked: with ``create=False`` (the default) a path
+    with no store (no file, or an empty one) is opened *absent*, and every read or write on
+    it is ``STORE_UNAVAILABLE`` ("no store at …, run `aira model init`") without creating a
+    file or a directory; only :meth:`init` creates it. With ``create=True`` an empty store
+    is created at once if there is none. An existing file is checked read-only first
+    (``PRAGMA quick_check``, application id, schema version, schema objects); if it is not
+    a valid store it is left exactly as it is and ``STORE_CORRUPT`` (not a store, damaged)
+    or ``STORE_UNAVAILABLE`` (cannot be opened, locked, written by a newer schema) is
+    raised.
 
     Use as a context manager or call :meth:`close`.
     """
 
-    def __init__(self, path: Path | str | None = None, *, busy_timeout: float = 10.0) -> None:
-        """``busy_timeout``: seconds a write waits for another writer's lock before it fails
-        with ``STORE_UNAVAILABLE``."""
+    def __init__(
+        self,
+        path: Path | str | None = None,
+        *,
+        create: bool = False,
+        busy_timeout: float = 10.0,
+    ) -> None:
+        """``create``: create an empty store if there is none (otherwise only :meth:`init`
+        does). ``busy_timeout``: seconds a write waits for another writer's lock before it
+        fails with ``STORE_UNAVAILABLE``."""
         self.path = Path(path) if path is not None else default_store_path()
         self._busy_timeout = busy_timeout
         self._db: sqlite3.Connection | None = None
-        try:
-            self._db = self._open()
-        except sqlite3.Error as exc:
-            raise self._sqlite_error(exc, "open") from None
+        self._closed = False
+        if create or self.path.is_dir() or not self._is_empty_file():
+            try:
+                self._db = self._open(create)
+            except sqlite3.Error as exc:
+                raise self._sqlite_error(exc, "open") from None
 
     # -- opening ---------------------------------------------------------------------------
 
@@ -377,23 +390,45 @@ class ModelStore:
             return self._error(STORE_UNAVAILABLE, "the store is closed")
         return self._error(STORE_UNAVAILABLE, f"cannot be used ({doing}: {exc})")
 
-    def _open(self) -> sqlite3.Connection:
+    def _no_store(self) -> AiraError:
+        name = self.path.name
+        return AiraError(
+            STORE_UNAVAILABLE,
+            redact(f"no store at {name}; run `aira model init` to create one"),
+            subject=name,
+        )
+
+    def _open(self, create: bool) -> sqlite3.Connection:
         if self.path.is_dir():
             raise self._error(STORE_UNAVAILABLE, "is a directory, not a store file")
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise self._error(
-                STORE_UNAVAILABLE, f"cannot create its directory: {exc.strerror}"
-            ) from None
+        if not create and self._is_empty_file():
+            raise self._no_store()
+        if create:
+            try:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise self._error(
+                    STORE_UNAVAILABLE, f"cannot create its directory: {exc.strerror}"
+                ) from None
         # None: not checked yet (no file, or the read-only check needs a writer).
         is_store = self._check_read_only() if self.path.exists() else None
-        db = sqlite3.connect(self.path, isolation_level=None, timeout=self._busy_timeout)
+        if create:
+            db = sqlite3.connect(self.path, isolation_level=None, timeout=self._busy_timeout)
+        else:  # mode=rw: SQLite itself refuses to create the file
+            uri = self.path.resolve().as_uri() + "?mode=rw"
+            try:
+                db = sqlite3.connect(
+                    uri, uri=True, isolation_level=None, timeout=self._busy_timeout
+                )
+            except sqlite3.OperationalError:
+                if not self.path.exists():  # removed since the check above
+                    raise self._no_store() from None
+                raise
         try:
             db.execute("PRAGMA synchronous=FULL")
             db.execute("PRAGMA foreign_keys=ON")
             if not is_store:
-                self._create_if_empty(db)
+                self._create_if_empty(db, create)
             mode = db.execute("PRAGMA journal_mode=WAL").fetchone()[0]
             if str(mode).lower() != "wal":
                 raise self._error(STORE_UNAVAILABLE, f"cannot switch to WAL mode (got {mode})")
@@ -459,7 +494,7 @@ class ModelStore:
         except FileNotFoundError:
             return True
 
-    def _create_if_empty(self, db: sqlite3.Connection) -> None:
+    def _create_if_empty(self, db: sqlite3.Connection, create: bool) -> None:
         # In the default rollback-journal mode, so an interrupted creation leaves either an
         # empty file or a complete schema; WAL is switched on afterwards.
         db.execute("BEGIN IMMEDIATE")
@@ -467,6 +502,8 @@ class ModelStore:
             # (Re-)checked under the write lock: another process may have created the store
             # meanwhile, and an unchecked file gets SQLite's own crash recovery here first.
             if not self._inspect(db):
+                if not create:
+                    raise self._no_store()
                 for statement in _SCHEMA:
                     db.execute(statement)
                 db.execute(f"PRAGMA application_id = {APPLICATION_ID}")
@@ -482,6 +519,7 @@ class ModelStore:
 
     def close(self) -> None:
         """Close the connection (idempotent)."""
+        self._closed = True
         if self._db is not None:
             self._db.close()
             self._db = None
@@ -492,10 +530,19 @@ class ModelStore:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _conn(self) -> sqlite3.Connection:
+    def _connection(self, create: bool = False) -> sqlite3.Connection:
+        """The connection; a store opened absent is opened now if it has come to exist
+        meanwhile (or created, with ``create``), else ``STORE_UNAVAILABLE``."""
         if self._db is None:
-            raise self._error(STORE_UNAVAILABLE, "the store is closed")
+            if self._closed:
+                raise self._error(STORE_UNAVAILABLE, "the store is closed")
+            self._db = self._open(create)
         return self._db
+
+    def _conn(self) -> sqlite3.Connection:
+        """The raw connection, for tests and benchmarks that inspect the file (pragmas);
+        it creates a missing store like ``create=True``. Nothing public goes through it."""
+        return self._connection(create=True)
 
     def _rollback(self) -> None:
         db = self._db
@@ -506,7 +553,7 @@ class ModelStore:
 
     @contextmanager
     def _tx(self) -> Iterator[sqlite3.Connection]:
-        db = self._conn()
+        db = self._connection()
         db.execute("BEGIN IMMEDIATE")
         try:
             yield db
@@ -593,7 +640,7 @@ class ModelStore:
     @_guarded
     def head(self, branch: str = MAIN) -> str:
         """The revision ``branch`` points at (``STORE_BRANCH_UNKNOWN`` if there is none)."""
-        return self._head(self._conn(), _check_branch(branch))[0]
+        return self._head(self._connection(), _check_branch(branch))[0]
 
     @_guarded
     def read(self, rev: str) -> dict[str, Any]:
@@ -602,7 +649,11 @@ class ModelStore:
         The stored bytes are checked against the content address, so a damaged document is
         ``STORE_CORRUPT``, never silently wrong.
         """
-        row = self._conn().execute("SELECT body FROM documents WHERE rev = ?", (rev,)).fetchone()
+        row = (
+            self._connection()
+            .execute("SELECT body FROM documents WHERE rev = ?", (rev,))
+            .fetchone()
+        )
         if row is None:
             raise self._unknown_rev(rev)
         body = bytes(row[0])
@@ -627,7 +678,7 @@ class ModelStore:
                 STORE_ARGUMENT_INVALID,
                 f"limit must be an integer from 1 to 2**62, or None for all, got {limit!r}",
             )
-        db = self._conn()
+        db = self._connection()
         self._head(db, name)  # STORE_BRANCH_UNKNOWN
         rows = db.execute(
             _CHAIN + f"SELECT {_RECORD_COLUMNS} FROM chain JOIN commits c ON c.seq = chain.seq "
@@ -640,7 +691,7 @@ class ModelStore:
     def branches(self) -> dict[str, str]:
         """Every branch and its head revision, ``main`` first, then by name."""
         rows = (
-            self._conn()
+            self._connection()
             .execute(
                 "SELECT b.name, c.rev FROM branches b JOIN commits c ON c.seq = b.head_seq "
                 "ORDER BY b.name != 'main', b.name"
@@ -653,7 +704,7 @@ class ModelStore:
     def derived(self, rev: str, name: str) -> Any | None:
         """A value derived from ``rev``'s document and kept under ``name``, if any."""
         row = (
-            self._conn()
+            self._connection()
             .execute("SELECT body FROM derived WHERE rev = ? AND name = ?", (rev, name))
             .fetchone()
         )
@@ -689,9 +740,11 @@ class ModelStore:
 
     @_guarded
     def init(self, document: Document, message: str = "init") -> Revision:
-        """Create ``main`` at ``document`` (``STORE_ALREADY_INITIALISED`` if it exists)."""
+        """Create ``main`` at ``document`` (``STORE_ALREADY_INITIALISED`` if it exists),
+        creating the store first if there is none: the one write that may."""
         rev, body = _encode_document(document)
         message = _check_message(message)
+        self._connection(create=True)
         with self._tx() as db:
             if db.execute("SELECT 1 FROM branches WHERE name = ?", (MAIN,)).fetchone():
                 raise self._error(STORE_ALREADY_INITIALISED, "is already initialised (main exists)")
@@ -895,7 +948,7 @@ class ModelStore:
         address, every record's link to the record it continues, every branch's head.
         Reads the whole file: for tests and repair tools, not for every open.
         """
-        db = self._conn()
+        db = self._connection()
         problems = [row[0] for row in db.execute("PRAGMA integrity_check")]
         problems = [] if problems == ["ok"] else [f"integrity_check: {p}" for p in problems]
         problems += [f"foreign key: {row}" for row in db.execute("PRAGMA foreign_key_check")]
