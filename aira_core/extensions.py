@@ -36,6 +36,11 @@ class TargetImplementation(Protocol):
     def check(self, inputs: Mapping[str, Any]) -> Sequence[Diagnostic]: ...
 
 
+# An implementation may also carry ``fingerprint: str`` (e.g. the kernel's build hash): the
+# catalog then reuses a passed conformance report for the same manifest and fingerprints
+# instead of running the (possibly expensive) checks on every start.
+
+
 @dataclass(frozen=True)
 class Implementation:
     """A ready-made :class:`TargetImplementation` from a check function."""

@@ -17,6 +17,7 @@ from factory import (
     Signer,
     box_descriptor,
     box_schemas,
+    fake_implementations,
     manifest,
     mutate,
     package_source,
@@ -623,3 +624,43 @@ def test_cli_lists_admitted_and_quarantined_packages_in_the_documented_shape(
         "ok": True,
         "findings": [],
     }
+
+
+def test_a_passed_conformance_report_is_reused_for_the_same_implementations(
+    register_plugin, aira_plugin_system
+) -> None:
+    """Expensive checks (a real kernel) run once per manifest and implementation build."""
+    from dataclasses import dataclass
+
+    from aira_core.extensions import Implementation
+
+    calls: list[str] = []
+
+    @dataclass(frozen=True)
+    class Fingerprinted(Implementation):
+        fingerprint: str = "build:1"
+
+    def counting(inputs):  # type: ignore[no-untyped-def]
+        calls.append("check")
+        return []
+
+    def impls(build: str) -> list[Implementation]:
+        return [
+            Fingerprinted(
+                ref=i.ref, check_inputs=counting, diagnostics=i.diagnostics, fingerprint=build
+            )
+            for i in fake_implementations(manifest())
+        ]
+
+    admit(register_plugin, package_source(manifest(), VENDOR, implementations=impls("build:1")))
+    first = len(calls)
+    assert first > 0
+    aira_plugin_system.unregister("pkgs")
+    catalog = admit(
+        register_plugin, package_source(manifest(), VENDOR, implementations=impls("build:1"))
+    )
+    assert len(calls) == first, "same manifest, same implementations: report reused"
+    assert set(catalog.packages) == {"test.pkg"}
+    aira_plugin_system.unregister("pkgs")
+    admit(register_plugin, package_source(manifest(), VENDOR, implementations=impls("build:2")))
+    assert len(calls) == 2 * first, "another implementation build is checked again"

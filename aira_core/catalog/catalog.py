@@ -15,7 +15,11 @@ from typing import Any
 
 from aira_core.canonical import sha256_id
 from aira_core.catalog import hashes
-from aira_core.catalog.conformance import ImplementationIndex, check_conformance
+from aira_core.catalog.conformance import (
+    ImplementationIndex,
+    check_conformance,
+    implementations_fingerprint,
+)
 from aira_core.catalog.lint import lint_manifest
 from aira_core.catalog.package import ParsedPackage, parse_package
 from aira_core.catalog.state import CatalogState
@@ -263,6 +267,20 @@ def _admissible(
         )
 
 
+def _reused_report(
+    state: CatalogState, cand: _Candidate, index: ImplementationIndex
+) -> ConformanceReport | None:
+    """A passed report of this very manifest against the same implementations, if any."""
+    fingerprint = implementations_fingerprint(cand.manifest, index)
+    if fingerprint is None:
+        return None
+    m = cand.manifest
+    report = state.report(m.name, m.version, cand.raw_hash or "")
+    if report is not None and report.passed and report.implementations == fingerprint:
+        return report
+    return None
+
+
 def _build(registry: Registry, trust: TrustPolicy, state: CatalogState, now: datetime) -> Catalog:
     shared_index, index_problems = _implementation_index(registry)
     admitted_before = state.admitted_versions()
@@ -287,7 +305,9 @@ def _build(registry: Registry, trust: TrustPolicy, state: CatalogState, now: dat
                 cand.reasons.extend(findings)
                 continue
             index = shared_index.overlay(cand.parsed.source.implementations)
-            cand.report = check_conformance(cand.manifest, index, cand.raw_hash or "", now)
+            cand.report = _reused_report(state, cand, index) or check_conformance(
+                cand.manifest, index, cand.raw_hash or "", now
+            )
         except Exception as exc:
             _crash(cand, "lint and conformance", exc)
             continue

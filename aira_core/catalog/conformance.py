@@ -14,6 +14,7 @@ from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
+from aira_core.canonical import sha256_hex
 from aira_core.contracts.capability import TARGET_REF_PATTERN, CapabilityDescriptor
 from aira_core.contracts.package import ConformanceCheck, ConformanceReport, PackageManifest
 from aira_core.diagnostics import Diagnostic, redact
@@ -144,6 +145,23 @@ def check_descriptor(d: CapabilityDescriptor, index: ImplementationIndex) -> Con
     )
 
 
+def implementations_fingerprint(
+    manifest: PackageManifest, index: ImplementationIndex
+) -> str | None:
+    """What a package's conformance depends on besides its manifest, or ``None`` when some
+    implementation declares no ``fingerprint`` (then it is always checked again)."""
+    parts = []
+    for d in manifest.descriptors:
+        ref = d.target[1]
+        impl = index.get(ref)
+        fingerprint = getattr(impl, "fingerprint", None) if impl is not None else "missing"
+        if not isinstance(fingerprint, str):
+            return None
+        diagnostics = sorted(getattr(impl, "diagnostics", ()) or ())
+        parts.append([ref, fingerprint, diagnostics])
+    return sha256_hex(parts)
+
+
 def check_conformance(
     manifest: PackageManifest,
     index: ImplementationIndex,
@@ -152,6 +170,7 @@ def check_conformance(
 ) -> ConformanceReport:
     checks = [check_descriptor(d, index) for d in manifest.descriptors]
     return ConformanceReport(
+        implementations=implementations_fingerprint(manifest, index),
         package=manifest.name,
         version=manifest.version,
         manifest_hash=manifest_hash,

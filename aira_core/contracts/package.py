@@ -113,3 +113,6 @@ class ConformanceReport(WireModel):
     checked_at: datetime
     passed: bool
     checks: list[ConformanceCheck] = Field(default_factory=list)
+    implementations: str | None = None
+    """Fingerprint of the implementations checked (refs, diagnostics, their own
+    fingerprints); a passed report is reused while the manifest and this stay the same."""
