@@ -10,6 +10,8 @@ from __future__ import annotations
 import json
 import os
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
 from typing import Annotated, Any
@@ -397,6 +399,21 @@ def _repository(store: Path | None) -> Any:
     return ModelRepository.open(store)
 
 
+@contextmanager
+def _every_problem() -> Iterator[None]:
+    """A refused document or patch prints every problem found (``error: CODE: …`` each),
+    not only the first, and exits 1."""
+    from aira_core.diagnostics import redact
+    from aira_core.model.patch import PatchRejected
+
+    try:
+        yield
+    except PatchRejected as exc:
+        for d in exc.diagnostics:
+            typer.echo(f"error: {redact(str(d))}", err=True)
+        raise typer.Exit(1) from None
+
+
 def _rev(repo: Any, ref: str) -> str:
     """A revision id, or a branch name standing for its head."""
     return repo.head(ref) if not ref.startswith("rev:") else ref
@@ -428,11 +445,16 @@ def model_init(
     store: StoreOption = None,
     as_json: JsonFlag = False,
 ) -> None:
-    """Create the store's main branch (empty, or from a document)."""
+    """Create the store and its main branch (empty, or from a document).
+
+    A document's node inputs are checked against the operations of the admitted catalog,
+    as `aira model patch` checks them; a refused document creates nothing.
+    """
     from pydantic import ValidationError
 
     from aira_core.contracts.amir import AmirDocument
     from aira_core.diagnostics import AiraError
+    from aira_core.model.repository import ModelRepository
 
     doc = None
     if document is not None:
@@ -446,7 +468,8 @@ def model_init(
                 + "/".join(str(p) for p in first["loc"])
                 + f" ({exc.error_count()} errors)",
             ) from None
-    with _repository(store) as repo:
+    signatures = _catalog_signatures() if doc is not None else None
+    with ModelRepository.open(store, signatures) as repo, _every_problem():
         revision = repo.init(doc)
         if as_json:
             _print_json({"format": "aira.model.init/1", "branch": "main", "rev": revision.rev})
@@ -568,6 +591,72 @@ def _catalog_signatures() -> Any:
     )
 
 
+KernelOption = Annotated[
+    str | None, typer.Option("--kernel", help="Kernel name (default: the only one installed).")
+]
+
+
+def _kernel(name: str | None, needed_for: str) -> Any:
+    """The installed kernel called ``name``, or the only one installed; else
+    ``KERNEL_UNAVAILABLE`` saying what it was ``needed_for``."""
+    from aira_core.diagnostics import AiraError
+    from aira_core.plugins import get_registry
+
+    kernels = get_registry().named("kernels")
+    installed = ", ".join(sorted(kernels)) or "none"
+    if name is not None and name not in kernels:
+        raise AiraError(
+            "KERNEL_UNAVAILABLE", f"no kernel named {name!r} ({needed_for}); installed: {installed}"
+        )
+    if name is None and len(kernels) != 1:
+        raise AiraError(
+            "KERNEL_UNAVAILABLE",
+            f"{needed_for}: "
+            + ("no kernel is installed" if not kernels else "choose a kernel with --kernel")
+            + f"; installed: {installed}",
+        )
+    return kernels[name] if name is not None else next(iter(kernels.values()))
+
+
+def _check_assertions(kernel: Any, before: Any, document: Any) -> None:
+    """Evaluate ``document`` on ``kernel`` and validate every assertion; raise
+    :class:`PatchRejected` with the diagnostics of what failed."""
+    from aira_core.diagnostics import AiraError, Diagnostic, redact
+    from aira_core.model.patch import PatchRejected, changed_nodes
+
+    try:
+        evaluation = kernel.evaluate(document, changed_nodes(before, document))
+        outcomes = (
+            [kernel.validate(document, a) for a in document.assertions] if evaluation.ok else []
+        )
+    except Exception as exc:  # a kernel bug: a code, not a traceback
+        raise AiraError(
+            "KERNEL_FAILED",
+            redact(f"the kernel {kernel.name!r} raised {type(exc).__name__}: {exc}"),
+        ) from None
+    if not evaluation.ok:
+        raise PatchRejected(
+            [d.model_copy(update={"phase": "preview"}) for d in evaluation.diagnostics]
+        )
+    failing = [
+        d.model_copy(update={"phase": "validate"})
+        for o in outcomes
+        if not o.passed
+        for d in (
+            o.diagnostics
+            or [
+                Diagnostic(
+                    code="ASSERTION_FAILED",
+                    subject=o.assertion,
+                    message=f"assertion {o.assertion} failed: {dict(o.measured)}",
+                )
+            ]
+        )
+    ]
+    if failing:
+        raise PatchRejected(failing)
+
+
 @model_app.command("patch")
 def model_patch(
     patch: Annotated[Path, typer.Argument(help='AMIR patch JSON: {"ops": [...]}.')],
@@ -576,20 +665,36 @@ def model_patch(
         str | None, typer.Option("--expect", help="Refuse unless the head is this revision.")
     ] = None,
     message: Annotated[str, typer.Option("--message", "-m")] = "",
+    kernel: KernelOption = None,
     store: StoreOption = None,
     as_json: JsonFlag = False,
 ) -> None:
     """Apply an AMIR patch to a branch head and commit it (all or nothing).
 
     Node inputs are checked against the operations of the admitted catalog; an operation
-    that no admitted capability provides is refused.
+    that no admitted capability provides is refused. Assertions are re-checked on every
+    commit: if the patched document has assertions, it is evaluated and each assertion
+    validated on the installed kernel (the only one, or --kernel NAME), and any failure
+    refuses the commit with its diagnostics. A document with assertions cannot be
+    committed without a kernel: KERNEL_UNAVAILABLE.
     """
+    from aira_core.model.patch import apply_patch
     from aira_core.model.repository import ModelRepository
 
     ops = _read_json_file(patch, "patch")
     with ModelRepository.open(store, _catalog_signatures()) as repo:
         head = expect or repo.head(branch)
-        revision = repo.apply(branch, head, ops, message or f"patch {patch.name}")
+        before = repo.document(head)
+        chosen = _kernel(kernel, "--kernel") if kernel is not None else None
+        with _every_problem():
+            document = apply_patch(before, ops, repo.signatures)
+            if document.assertions:
+                needed = (
+                    f"the patched document has {len(document.assertions)} assertion(s), "
+                    "re-checked on a kernel at every commit"
+                )
+                _check_assertions(chosen or _kernel(None, needed), before, document)
+        revision = repo.commit(branch, head, document, message or f"patch {patch.name}")
     if as_json:
         _print_json(
             {"format": "aira.model.patch/1", "branch": branch, "from": head, "rev": revision.rev}
@@ -698,9 +803,7 @@ def plan_apply(
     branch: BranchOption = "main",
     grant: GrantOption = None,
     intent: IntentOption = None,
-    kernel: Annotated[
-        str | None, typer.Option("--kernel", help="Kernel name (default: the only one).")
-    ] = None,
+    kernel: KernelOption = None,
     publish: Annotated[
         bool, typer.Option("--publish", help="Publish the task branch to main afterwards.")
     ] = False,
@@ -720,23 +823,10 @@ def plan_apply(
     unless the envelope's status is success.
     """
     from aira_core.contracts.plan import Plan
-    from aira_core.diagnostics import AiraError
-    from aira_core.plugins import get_registry
     from aira_core.runtime.transaction import Transaction
 
     the_plan = _load_model(plan, Plan, "plan")
-    kernels = get_registry().named("kernels")
-    if kernel is not None and kernel not in kernels:
-        raise AiraError(
-            "KERNEL_UNAVAILABLE",
-            f"no kernel named {kernel!r}; installed: " + (", ".join(sorted(kernels)) or "none"),
-        )
-    if kernel is None and len(kernels) != 1:
-        raise AiraError(
-            "KERNEL_UNAVAILABLE",
-            "choose a kernel with --kernel; installed: " + (", ".join(sorted(kernels)) or "none"),
-        )
-    chosen = kernels[kernel] if kernel else next(iter(kernels.values()))
+    chosen = _kernel(kernel, "a plan is previewed and validated on a kernel")
     ctx = _plan_context(store, branch, grant, intent)
     try:
         request_id = f"req:{the_plan.plan_id().split(':')[-1][:16]}"

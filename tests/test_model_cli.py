@@ -176,3 +176,26 @@ def test_read_commands_on_a_missing_store_create_nothing(tmp_path: Path, aira_ho
     assert not (aira_home / "models").exists()
     assert ok_json("model", "init", "--store", str(typo), home=aira_home)["rev"]
     assert typo.is_file()
+
+
+def test_init_from_a_document_checks_operations_and_creates_nothing_when_refused(
+    tmp_path: Path, aira_home: Path
+) -> None:
+    document = write(
+        tmp_path / "doc.json",
+        {
+            "nodes": [{"id": "n1", "op": "foo.bar@1.0.0", "inputs": {"x": {"value": 1}}}],
+            "bodies": [{"id": "b1", "label": "thing", "tip": "n1"}],
+        },
+    )
+    out = aira("model", "init", "--from", str(document), home=aira_home)
+    assert out.returncode == 1 and "AMIR_OPERATION_UNKNOWN" in out.stderr, out.stderr
+    assert "Traceback" not in out.stderr
+    assert not (aira_home / "models").exists()
+    # A document without nodes needs no operation: it is accepted.
+    params = write(
+        tmp_path / "params.json",
+        {"parameters": [{"id": "p1", "label": "w", "type": "Length", "value": 1}]},
+    )
+    assert ok_json("model", "init", "--from", str(params), home=aira_home)["rev"]
+    assert ok_json("model", "show", home=aira_home)["aliases"] == {"p:w": "p1"}

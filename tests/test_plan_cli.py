@@ -7,11 +7,19 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from factory import Signer, write_package
 from fakeplugins import drop_module, install_fake_distribution
-from runtime_factory import PUBLISHER, composite_steps, runtime_manifest
+from runtime_factory import (
+    BOX,
+    PUBLISHER,
+    VOLUME_OUT_OF_RANGE,
+    VOLUME_RANGE,
+    composite_steps,
+    runtime_manifest,
+)
 
 TESTS = Path(__file__).parent
 
@@ -34,14 +42,27 @@ def aira_register_kernels(register):
 """
 
 
+# The same package with no kernel: the catalog knows the operations, nothing evaluates them.
+PACKAGE_ONLY_PLUGIN = PLUGIN.split("@hookimpl\ndef aira_register_kernels")[0]
+
+
 @pytest.fixture
 def installed(tmp_path: Path, aira_home: Path):  # type: ignore[no-untyped-def]
+    yield from _install(tmp_path, aira_home, "aira-fake-kernel", PLUGIN)
+
+
+@pytest.fixture
+def package_only(tmp_path: Path, aira_home: Path):  # type: ignore[no-untyped-def]
+    yield from _install(tmp_path, aira_home, "aira-fake-package", PACKAGE_ONLY_PLUGIN)
+
+
+def _install(tmp_path: Path, aira_home: Path, dist: str, plugin: str):  # type: ignore[no-untyped-def]
     signer = Signer(PUBLISHER)
     package = write_package(tmp_path / "package", runtime_manifest(), signer)
     site = tmp_path / "site"
     site.mkdir()
     install_fake_distribution(
-        site, "aira-fake-kernel", "0.0.1", "fake-kernel", PLUGIN.format(package=str(package))
+        site, dist, "0.0.1", "fake-kernel", plugin.format(package=str(package))
     )
     env = {
         **os.environ,
@@ -60,7 +81,7 @@ def installed(tmp_path: Path, aira_home: Path):  # type: ignore[no-untyped-def]
 
     assert aira("trust", "add", PUBLISHER, signer.public_b64).returncode == 0
     yield aira
-    drop_module("aira-fake-kernel")
+    drop_module(dist)
 
 
 def write_plan(path: Path, base: str, **kw) -> Path:  # type: ignore[no-untyped-def]
@@ -133,3 +154,144 @@ def test_plan_apply_prints_a_readable_outcome_without_json(installed, tmp_path: 
     assert out.returncode == 1
     assert "failed" in out.stdout and "failedStep: round" in out.stdout
     assert "FILLET_RADIUS_TOO_LARGE" in out.stdout
+
+
+# -- aira model init --from / model patch against the catalog and the kernel -----------------
+
+
+def plate_ops(volume_max: float = 20_000.0) -> list[dict[str, Any]]:
+    """A 40 × 30 × 10 mm plate (12,000 mm³) whose length is parameter ``pl``, with a
+    volume-range assertion on it."""
+    return [
+        {
+            "op": "parameter.add",
+            "parameter": {"id": "pl", "label": "length", "type": "Length", "value": 40},
+        },
+        {
+            "op": "node.add",
+            "node": {
+                "id": "nbox",
+                "op": BOX,
+                "inputs": {
+                    "length": {"param": "pl"},
+                    "width": {"value": 30},
+                    "height": {"value": 10},
+                },
+            },
+        },
+        {"op": "body.add", "body": {"id": "bplate", "label": "plate", "tip": "nbox"}},
+        {
+            "op": "assertion.add",
+            "assertion": {
+                "id": "avol",
+                "validatorRef": VOLUME_RANGE,
+                "target": "bplate",
+                "args": {"min": {"value": 1000}, "max": {"value": volume_max}},
+            },
+        },
+    ]
+
+
+def write_json(path: Path, value: Any) -> Path:
+    path.write_text(json.dumps(value))
+    return path
+
+
+def head(aira: Any) -> tuple[str, int]:
+    summary = json.loads(aira("model", "show", "--json").stdout)
+    records = json.loads(aira("model", "log", "--json").stdout)["records"]
+    return summary["rev"], len(records)
+
+
+def test_model_patch_rechecks_assertions_on_every_commit(installed, tmp_path: Path) -> None:
+    aira = installed
+    aira("model", "init", "--json")
+    plate = write_json(tmp_path / "plate.json", {"ops": plate_ops()})
+    out = aira("model", "patch", str(plate), "--json")
+    assert out.returncode == 0, out.stderr
+    before = head(aira)
+
+    # A later commit that breaks the assertion (40 -> 100 mm: 30,000 mm³) is refused.
+    longer = write_json(
+        tmp_path / "longer.json",
+        {"ops": [{"op": "parameter.setValue", "id": "pl", "value": 100}]},
+    )
+    out = aira("model", "patch", str(longer), "--json")
+    assert out.returncode == 1
+    assert VOLUME_OUT_OF_RANGE in out.stderr and "avol" in out.stderr
+    assert "Traceback" not in out.stderr
+    assert head(aira) == before
+    # One that keeps it passing commits.
+    shorter = write_json(
+        tmp_path / "shorter.json",
+        {"ops": [{"op": "parameter.setValue", "id": "pl", "value": 50}]},
+    )
+    out = aira("model", "patch", str(shorter), "--kernel", "fake-analytic", "--json")
+    assert out.returncode == 0, out.stderr
+    assert head(aira)[1] == before[1] + 1
+
+    # An assertion that fails as it is added is refused too; so is an unknown kernel.
+    tight = plate_ops(volume_max=100.0)[3]
+    tight["assertion"]["id"] = "atight"
+    out = aira("model", "patch", str(write_json(tmp_path / "tight.json", {"ops": [tight]})))
+    assert out.returncode == 1 and VOLUME_OUT_OF_RANGE in out.stderr
+    out = aira("model", "patch", str(shorter), "--kernel", "nope")
+    assert out.returncode == 1 and "KERNEL_UNAVAILABLE" in out.stderr
+    assert "Traceback" not in out.stderr
+
+
+def test_model_patch_with_assertions_needs_a_kernel(package_only, tmp_path: Path) -> None:
+    aira = package_only
+    aira("model", "init", "--json")
+    before = head(aira)
+    plate = write_json(tmp_path / "plate.json", {"ops": plate_ops()})
+    out = aira("model", "patch", str(plate))
+    assert out.returncode == 1
+    assert "KERNEL_UNAVAILABLE" in out.stderr and "no kernel is installed" in out.stderr
+    assert "Traceback" not in out.stderr
+    assert head(aira) == before
+    # Without assertions no kernel is needed.
+    out = aira("model", "patch", str(write_json(tmp_path / "p.json", {"ops": plate_ops()[:3]})))
+    assert out.returncode == 0, out.stderr
+    help_text = aira("model", "patch", "--help").stdout
+    assert "KERNEL_UNAVAILABLE" in help_text
+
+
+def test_model_init_from_a_document_checks_the_catalog(installed, tmp_path: Path) -> None:
+    aira = installed
+    store = tmp_path / "s" / "store.sqlite3"
+    document = {"nodes": [{"id": "n1", "op": "exact.sweep@1.0.0", "inputs": {}}]}
+    out = aira(
+        "model",
+        "init",
+        "--from",
+        str(write_json(tmp_path / "bad.json", document)),
+        "--store",
+        str(store),
+    )
+    assert out.returncode == 1 and "AMIR_OPERATION_UNKNOWN" in out.stderr
+    assert not store.exists()
+    box = plate_ops()[1]["node"]
+    wrong = {"nodes": [{**box, "inputs": {**box["inputs"], "length": {"value": 1, "unit": "deg"}}}]}
+    out = aira(
+        "model",
+        "init",
+        "--from",
+        str(write_json(tmp_path / "w.json", wrong)),
+        "--store",
+        str(store),
+    )
+    assert out.returncode == 1 and "UNIT_MISMATCH" in out.stderr
+    assert not store.exists()
+    good = {"parameters": [plate_ops()[0]["parameter"]], "nodes": [plate_ops()[1]["node"]]}
+    out = aira(
+        "model",
+        "init",
+        "--from",
+        str(write_json(tmp_path / "g.json", good)),
+        "--store",
+        str(store),
+        "--json",
+    )
+    assert out.returncode == 0, out.stderr
+    assert store.is_file()
