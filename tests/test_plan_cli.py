@@ -46,9 +46,24 @@ def aira_register_kernels(register):
 PACKAGE_ONLY_PLUGIN = PLUGIN.split("@hookimpl\ndef aira_register_kernels")[0]
 
 
+# The kernel crashes while validating: a kernel bug, which must not commit or trace back.
+CRASHING_PLUGIN = PLUGIN.replace(
+    "register(FakeGeometryKernel(",
+    "register(type('Crashing', (FakeGeometryKernel,), {{'validate': _crash}})(",
+).replace(
+    "@hookimpl\ndef aira_register_kernels",
+    "def _crash(*a):\n    raise RuntimeError('boom')\n\n@hookimpl\ndef aira_register_kernels",
+)
+
+
 @pytest.fixture
 def installed(tmp_path: Path, aira_home: Path):  # type: ignore[no-untyped-def]
     yield from _install(tmp_path, aira_home, "aira-fake-kernel", PLUGIN)
+
+
+@pytest.fixture
+def crashing(tmp_path: Path, aira_home: Path):  # type: ignore[no-untyped-def]
+    yield from _install(tmp_path, aira_home, "aira-fake-crashing", CRASHING_PLUGIN)
 
 
 @pytest.fixture
@@ -295,3 +310,14 @@ def test_model_init_from_a_document_checks_the_catalog(installed, tmp_path: Path
     )
     assert out.returncode == 0, out.stderr
     assert store.is_file()
+
+
+def test_model_patch_refuses_when_the_kernel_crashes(crashing, tmp_path: Path) -> None:
+    aira = crashing
+    aira("model", "init", "--json")
+    before = head(aira)
+    out = aira("model", "patch", str(write_json(tmp_path / "plate.json", {"ops": plate_ops()})))
+    assert out.returncode == 1, out.stdout
+    assert "KERNEL_FAILED" in out.stderr and "boom" in out.stderr
+    assert "Traceback" not in out.stderr
+    assert head(aira) == before

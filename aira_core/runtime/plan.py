@@ -418,7 +418,7 @@ def _number_arg(
         if why is not None:
             found.add(
                 why,
-                f"parameter {value['param']!r} is a {param.type.value}; this input takes a "
+                f"parameter {value['param']!r} is of type {param.type.value}; this input takes a "
                 f"{spec_type}",
                 *where,
                 step=step,
