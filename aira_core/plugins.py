@@ -3,7 +3,8 @@
 The rules (DESIGN.md): a broken plugin is recorded with its distribution, version and a
 stable error code and shown by ``aira plugins``; everything else keeps working.
 ``AIRA_STRICT_PLUGINS=1`` makes any load error fatal; ``AIRA_DISABLE_PLUGINS=a,b`` blocks
-plugins by name. Only pluggy's public API is used.
+plugins by name; ``AIRA_PLUGINS=a,b`` loads only those (empty: none). Only pluggy's public
+API is used.
 """
 
 from __future__ import annotations
@@ -190,10 +191,11 @@ class PluginSystem:
                 return
             self._entrypoints_loaded = True
             disabled = disabled_plugin_names()
+            allowed = allowed_plugin_names()
             for ep in metadata.entry_points(group=ENTRY_POINT_GROUP):
                 dist = ep.dist.name if ep.dist is not None else "<unknown>"
                 version = ep.dist.version if ep.dist is not None else None
-                if ep.name in disabled:
+                if ep.name in disabled or (allowed is not None and ep.name not in allowed):
                     self.pm.set_blocked(ep.name)
                     self._disabled.append(PluginInfo(ep.name, dist, version, "disabled"))
                     continue
@@ -346,6 +348,14 @@ class PluginSystem:
 
 def strict_plugins() -> bool:
     return os.environ.get("AIRA_STRICT_PLUGINS", "").strip() in {"1", "true", "yes"}
+
+
+def allowed_plugin_names() -> set[str] | None:
+    """``AIRA_PLUGINS=a,b`` loads only these plugins (set but empty: none); unset, all."""
+    raw = os.environ.get("AIRA_PLUGINS")
+    if raw is None:
+        return None
+    return {n.strip() for n in raw.split(",") if n.strip()}
 
 
 def disabled_plugin_names() -> set[str]:

@@ -83,6 +83,7 @@ def _install(tmp_path: Path, aira_home: Path, dist: str, plugin: str):  # type: 
         **os.environ,
         "AIRA_HOME": str(aira_home),
         "PYTHONPATH": os.pathsep.join([str(site), str(TESTS)]),
+        "AIRA_PLUGINS": "fake-kernel",
     }
 
     def aira(*args: str) -> subprocess.CompletedProcess[str]:

@@ -217,6 +217,7 @@ def fake_site(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     install_fake_distribution(site, "aira-good", "1.0.0", "good", GOOD_PLUGIN)
     install_fake_distribution(site, "aira-broken", "0.3.0", "broken", BROKEN_PLUGIN)
     monkeypatch.syspath_prepend(str(site))
+    monkeypatch.setenv("AIRA_PLUGINS", "good,broken")
     yield site
     drop_module("aira-good")
     drop_module("aira-broken")
@@ -247,13 +248,13 @@ def test_broken_plugin_import_is_recorded_with_distribution(fake_site, aira_entr
 def test_disabled_plugins_are_blocked(fake_site, monkeypatch) -> None:
     monkeypatch.setenv("AIRA_DISABLE_PLUGINS", "broken, good")
     registry = PluginSystem().registry()
-    assert registry.errors == []
-    assert registry.named("kernels") == {}
+    assert [e for e in registry.errors if e.plugin in {"good", "broken"}] == []
+    assert "good-kernel" not in registry.named("kernels")
     assert {p.name: p.status for p in registry.plugins}["good"] == "disabled"
 
 
 def _aira(args: list[str], site: Path, **env: str) -> subprocess.CompletedProcess[str]:
-    full_env = {**os.environ, "PYTHONPATH": str(site), **env}
+    full_env = {**os.environ, "PYTHONPATH": str(site), "AIRA_PLUGINS": "good,broken", **env}
     return subprocess.run(
         [sys.executable, "-m", "aira_core.cli", *args],
         capture_output=True,
@@ -377,14 +378,24 @@ def test_two_distributions_claiming_one_plugin_name_are_both_withdrawn(
     install_fake_distribution(
         site, "aira-clash-b", "2.0.0", "clash", CLASH_A.replace("kernel-from-a", "kernel-from-b")
     )
+    monkeypatch.setenv("AIRA_PLUGINS", "clash")
     monkeypatch.syspath_prepend(str(site))
     try:
         registry = PluginSystem().registry()
     finally:
         drop_module("aira-clash-a")
         drop_module("aira-clash-b")
-    (error,) = registry.errors
+    (error,) = [e for e in registry.errors if e.plugin == "clash"]
     assert error.code == "PLUGIN_DUPLICATE_NAME"
     assert "aira-clash-a" in error.message and "aira-clash-b" in error.message
-    assert registry.named("kernels") == {}
+    assert not {"kernel-from-a", "kernel-from-b"} & set(registry.named("kernels"))
     assert [p.status for p in registry.plugins if p.name == "clash"] == ["failed"]
+
+
+def test_aira_plugins_loads_only_the_named_plugins(fake_site, monkeypatch) -> None:
+    monkeypatch.setenv("AIRA_PLUGINS", "good")
+    registry = PluginSystem().registry()
+    assert "good-kernel" in registry.named("kernels")
+    status = {p.name: p.status for p in registry.plugins}
+    assert status["broken"] == "disabled", "not named: not even imported"
+    assert [e for e in registry.errors if e.plugin == "broken"] == []
