@@ -1,0 +1,829 @@
+"""The geometry of the OCCT kernel: AMIR documents evaluated with CadQuery/OpenCASCADE.
+
+Imported only inside the kernel's worker process (it imports CadQuery at the top). Everything
+here speaks plain dicts (AMIR wire dicts in, JSON-like dicts out) so that it can sit on the
+other side of a pipe; every failure is a diagnostic dict ``{code, message, subject?}`` with a
+stable code, never an OpenCASCADE exception.
+
+Evaluation is incremental: a node's result is cached under a key made of its operation and
+its resolved inputs (numbers in base units, upstream shapes replaced by their own keys,
+selections by the key of the shape they select on plus the selector), so a document where one
+parameter changed recomputes only the nodes downstream of it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import tempfile
+from collections import deque
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import cadquery as cq
+from OCP.BRep import BRep_Tool
+
+from aira_core.canonical import sha256_hex
+from aira_core.contracts.amir import ParamType
+from aira_core.diagnostics import AiraError
+from aira_core.model.units import to_base
+from aira_kernel_occt.operations import (
+    ANGLE,
+    BOOL,
+    BY_REF,
+    COUNT,
+    LENGTH,
+    REAL,
+    SELECTION,
+    SHAPE,
+    STRING,
+    Input,
+    Operation,
+)
+
+BOOLEAN_EMPTY_RESULT = "BOOLEAN_EMPTY_RESULT"
+CHAMFER_TOO_LARGE = "CHAMFER_TOO_LARGE"
+FILLET_RADIUS_TOO_LARGE = "FILLET_RADIUS_TOO_LARGE"
+KERNEL_EXPORT_FAILED = "KERNEL_EXPORT_FAILED"
+KERNEL_INPUT_INVALID = "KERNEL_INPUT_INVALID"
+KERNEL_OPERATION_FAILED = "KERNEL_OPERATION_FAILED"
+KERNEL_OPERATION_UNKNOWN = "KERNEL_OPERATION_UNKNOWN"
+KERNEL_REFERENCE_CYCLE = "KERNEL_REFERENCE_CYCLE"
+KERNEL_REFERENCE_UNRESOLVED = "KERNEL_REFERENCE_UNRESOLVED"
+PARAMETER_OUT_OF_RANGE = "PARAMETER_OUT_OF_RANGE"
+QUERY_TARGET_UNKNOWN = "QUERY_TARGET_UNKNOWN"
+SELECTION_EMPTY = "SELECTION_EMPTY"
+SELECTION_INVALID = "SELECTION_INVALID"
+SOLID_INVALID = "SOLID_INVALID"
+VOLUME_OUT_OF_RANGE = "VOLUME_OUT_OF_RANGE"
+
+CACHE_LIMIT = 2048
+"""Node results kept (least recently used dropped first)."""
+EMPTY_VOLUME = 1e-9
+"""A boolean result with less volume than this (mm³) is empty."""
+STL_TOLERANCE = 0.01
+STL_ANGULAR_TOLERANCE = 0.1
+
+_PARAM_TYPES = {t.value for t in ParamType}
+_NUMERIC = (LENGTH, ANGLE, REAL)
+
+
+class Failure(Exception):
+    """An expected failure of one node, query or check: a stable code and a message."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+def diagnostic(code: str, message: str, subject: str | None = None) -> dict[str, Any]:
+    out: dict[str, Any] = {"code": code, "message": message}
+    if subject is not None:
+        out["subject"] = subject
+    return out
+
+
+# -- shapes -------------------------------------------------------------------------------------
+
+
+def _solid_or_compound(shape: cq.Shape) -> cq.Shape:
+    """A compound of exactly one solid (what booleans return) as that solid."""
+    if isinstance(shape, cq.Compound):
+        solids = shape.Solids()
+        if len(solids) == 1 and len(shape.Shells()) == len(solids[0].Shells()):
+            return solids[0]
+    return shape
+
+
+def closed_shells(shape: cq.Shape) -> bool:
+    shells = shape.Shells()
+    return bool(shells) and all(BRep_Tool.IsClosed_s(s.wrapped) for s in shells)
+
+
+def solid_problem(shape: cq.Shape | None) -> str | None:
+    """Why ``shape`` is not a valid solid, or None."""
+    if shape is None or shape.isNull():
+        return "the result is empty (a null shape)"
+    if not shape.Solids():
+        return f"the result is a {shape.ShapeType()} without any solid"
+    if not shape.isValid():
+        return "the result fails the BRep check"
+    if not closed_shells(shape):
+        return "the result has an open shell"
+    return None
+
+
+def stats(shape: cq.Shape) -> dict[str, Any]:
+    bb = shape.BoundingBox()
+    return {
+        "valid": solid_problem(shape) is None,
+        "volume": shape.Volume(),
+        "area": shape.Area(),
+        "boundingBox": [bb.xmin, bb.ymin, bb.zmin, bb.xmax, bb.ymax, bb.zmax],
+    }
+
+
+def select(shape: cq.Shape, selector: str, entity: str, body: str) -> list[cq.Shape]:
+    """The ``entity`` items (Edge, Face, Vertex) of ``shape`` chosen by a CadQuery string
+    selector; ``SELECTION_INVALID`` for a selector that does not parse, ``SELECTION_EMPTY``
+    when it chooses nothing."""
+    try:
+        chooser = cq.selectors.StringSyntaxSelector(selector)
+    except Exception as exc:
+        where = getattr(exc, "loc", None)
+        at = f" (at character {where})" if isinstance(where, int) else ""
+        raise Failure(
+            SELECTION_INVALID, f"{selector!r} is not a CadQuery string selector{at}"
+        ) from None
+    items = {"Edge": shape.Edges, "Face": shape.Faces, "Vertex": shape.Vertices}.get(entity)
+    if items is None:
+        raise Failure(SELECTION_INVALID, f"cannot select entities of kind {entity!r}")
+    try:
+        chosen = list(chooser.filter(items()))
+    except Exception as exc:
+        raise Failure(
+            SELECTION_INVALID, f"selector {selector!r} failed on body {body!r}: {exc}"
+        ) from None
+    if not chosen:
+        raise Failure(
+            SELECTION_EMPTY,
+            f"selector {selector!r} selects no {entity.lower()} of body {body!r}",
+        )
+    return chosen
+
+
+def _edges(target: cq.Shape, entities: Iterable[cq.Shape]) -> list[cq.Edge]:
+    """The edges of ``target`` in a selection (selected faces stand for their edges);
+    ``SELECTION_EMPTY`` when none of them is an edge of the target."""
+    own = target.Edges()
+    out: list[cq.Edge] = []
+    for item in entities:
+        for edge in [item] if isinstance(item, cq.Edge) else item.Edges():
+            if any(edge.isSame(e) for e in own) and not any(edge.isSame(e) for e in out):
+                out.append(edge)
+    if not out:
+        raise Failure(SELECTION_EMPTY, "none of the selected edges is an edge of the target")
+    return out
+
+
+# -- builders -----------------------------------------------------------------------------------
+
+Builder = Callable[[Mapping[str, Any]], cq.Shape]
+
+
+def _box(a: Mapping[str, Any]) -> cq.Shape:
+    length, width, height = a["length"], a["width"], a["height"]
+    corner = (
+        cq.Vector(-length / 2, -width / 2, -height / 2)
+        if a.get("centered", True)
+        else cq.Vector(0, 0, 0)
+    )
+    return cq.Solid.makeBox(length, width, height, corner)
+
+
+def _cylinder(a: Mapping[str, Any]) -> cq.Shape:
+    return cq.Solid.makeCylinder(a["radius"], a["height"], cq.Vector(0, 0, 0), cq.Vector(0, 0, 1))
+
+
+def _sphere(a: Mapping[str, Any]) -> cq.Shape:
+    return cq.Solid.makeSphere(a["radius"], angleDegrees1=-90, angleDegrees2=90)
+
+
+def _fillet(a: Mapping[str, Any]) -> cq.Shape:
+    radius, edges = a["radius"], _edges(a["target"], a["edges"])
+    try:
+        out = a["target"].fillet(radius, edges)
+    except Exception as exc:
+        raise Failure(
+            FILLET_RADIUS_TOO_LARGE,
+            f"OpenCASCADE cannot round the selected edges with radius {radius:g} mm "
+            f"({type(exc).__name__}); the radius does not fit the faces next to an edge",
+        ) from None
+    if out is None or out.isNull():
+        raise Failure(FILLET_RADIUS_TOO_LARGE, f"a fillet of radius {radius:g} mm left nothing")
+    return out
+
+
+def _chamfer(a: Mapping[str, Any]) -> cq.Shape:
+    length, edges = a["length"], _edges(a["target"], a["edges"])
+    try:
+        out = a["target"].chamfer(length, None, edges)
+    except Exception as exc:
+        raise Failure(
+            CHAMFER_TOO_LARGE,
+            f"OpenCASCADE cannot bevel the selected edges by {length:g} mm "
+            f"({type(exc).__name__}); the distance does not fit the faces next to an edge",
+        ) from None
+    if out is None or out.isNull():
+        raise Failure(CHAMFER_TOO_LARGE, f"a chamfer of {length:g} mm left nothing")
+    return out
+
+
+def _boolean(kind: str) -> Builder:
+    def build(a: Mapping[str, Any]) -> cq.Shape:
+        target, tool = a["target"], a["tool"]
+        out = target.cut(tool) if kind == "cut" else target.fuse(tool)
+        if out is None or out.isNull() or not out.Solids() or out.Volume() < EMPTY_VOLUME:
+            raise Failure(
+                BOOLEAN_EMPTY_RESULT,
+                f"the {kind} leaves no solid"
+                + (" (the tool covers the whole target)" if kind == "cut" else ""),
+            )
+        # clean only merges coplanar faces; if it fails the uncleaned result stands
+        with contextlib.suppress(Exception):
+            out = out.clean()
+        return _solid_or_compound(out)
+
+    return build
+
+
+def _translate(a: Mapping[str, Any]) -> cq.Shape:
+    offset = cq.Vector(a.get("x", 0.0), a.get("y", 0.0), a.get("z", 0.0))
+    return a["target"].translate(offset)
+
+
+BUILDERS: dict[str, Builder] = {
+    "exact.box@1.0.0": _box,
+    "exact.cylinder@1.0.0": _cylinder,
+    "exact.sphere@1.0.0": _sphere,
+    "exact.fillet@1.0.0": _fillet,
+    "exact.chamfer@1.0.0": _chamfer,
+    "exact.union@1.0.0": _boolean("union"),
+    "exact.cut@1.0.0": _boolean("cut"),
+    "exact.translate@1.0.0": _translate,
+}
+
+
+def build(ref: str, inputs: Mapping[str, Any]) -> cq.Shape:
+    """Run one operation on resolved inputs; a valid solid or :class:`Failure`."""
+    builder = BUILDERS.get(ref)
+    if builder is None:
+        raise Failure(KERNEL_OPERATION_UNKNOWN, f"the OCCT kernel does not implement {ref}")
+    try:
+        shape = builder(inputs)
+    except Failure:
+        raise
+    except Exception as exc:  # an OpenCASCADE failure we have no better code for
+        raise Failure(
+            KERNEL_OPERATION_FAILED, f"{ref} failed in OpenCASCADE: {type(exc).__name__}: {exc}"
+        ) from None
+    problem = solid_problem(shape)
+    if problem is not None:
+        raise Failure(SOLID_INVALID, f"{ref} did not produce a valid solid: {problem}")
+    return shape
+
+
+# -- scalar inputs ------------------------------------------------------------------------------
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _check_scalar(spec: Input, value: Any) -> Any:
+    """``value`` (in base units) checked against the input's type and declared range."""
+    kind = spec.type
+    if kind in _NUMERIC:
+        if not _is_number(value) or not math.isfinite(value):
+            raise Failure(KERNEL_INPUT_INVALID, f"{spec.name} must be a number, not {value!r}")
+        value = float(value)
+    elif kind == COUNT:
+        if not _is_number(value) or value != int(value):
+            raise Failure(KERNEL_INPUT_INVALID, f"{spec.name} must be an integer, not {value!r}")
+        value = int(value)
+    elif kind == BOOL and not isinstance(value, bool):
+        raise Failure(KERNEL_INPUT_INVALID, f"{spec.name} must be true or false, not {value!r}")
+    elif kind == STRING and not isinstance(value, str):
+        raise Failure(KERNEL_INPUT_INVALID, f"{spec.name} must be a string, not {value!r}")
+    elif kind in (SHAPE, SELECTION):
+        raise Failure(
+            KERNEL_INPUT_INVALID,
+            f"{spec.name} takes a "
+            + ("{node} reference" if kind == SHAPE else "{body, select, entity} selection")
+            + f", not {value!r}",
+        )
+    if _is_number(value):
+        bounds = (
+            (spec.minimum, lambda v, b: v >= b, "at least"),
+            (spec.exclusive_minimum, lambda v, b: v > b, "greater than"),
+            (spec.maximum, lambda v, b: v <= b, "at most"),
+        )
+        for bound, fits, words in bounds:
+            if bound is not None and not fits(value, bound):
+                raise Failure(
+                    KERNEL_INPUT_INVALID, f"{spec.name} must be {words} {bound:g}, not {value:g}"
+                )
+    return value
+
+
+def resolve_scalar(
+    raw: Mapping[str, Any], spec: Input, parameters: Mapping[str, Mapping[str, Any]]
+) -> Any:
+    """A ``{value, unit?}`` or ``{param}`` input as a value in base units (mm, deg)."""
+    try:
+        if "param" in raw:
+            param = parameters.get(raw["param"])
+            if param is None:
+                raise Failure(
+                    KERNEL_REFERENCE_UNRESOLVED, f"{raw['param']!r} is no parameter of the document"
+                )
+            value, ptype = param.get("value"), param.get("type")
+            low, high = param.get("min"), param.get("max")
+            if _is_number(value) and (
+                (low is not None and value < low) or (high is not None and value > high)
+            ):
+                raise Failure(
+                    PARAMETER_OUT_OF_RANGE,
+                    f"parameter {param['id']!r} is {value:g}, outside [{low}, {high}]",
+                )
+            if ptype in (LENGTH, ANGLE) and _is_number(value):
+                if spec.type in (LENGTH, ANGLE) and spec.type != ptype:
+                    raise Failure(
+                        "UNIT_MISMATCH",
+                        f"{spec.name} is a {spec.type}; parameter {param['id']!r} is an {ptype}",
+                    )
+                value = to_base(float(value), param.get("unit"), ParamType(ptype))
+        elif "value" in raw:
+            value, unit = raw["value"], raw.get("unit")
+            if unit is not None:
+                if not _is_number(value):
+                    raise Failure(KERNEL_INPUT_INVALID, f"{spec.name}: only a number has a unit")
+                expected = ParamType(spec.type) if spec.type in _PARAM_TYPES else ParamType.REAL
+                value = to_base(float(value), unit, expected)
+        else:
+            raise Failure(
+                KERNEL_INPUT_INVALID, f"{spec.name}: {dict(raw)!r} is no AMIR input value"
+            )
+    except AiraError as exc:
+        raise Failure(exc.code, f"{spec.name}: {exc.diagnostic.message}") from None
+    return _check_scalar(spec, value)
+
+
+# -- evaluation ---------------------------------------------------------------------------------
+
+
+@dataclass
+class Entry:
+    """One cached node result: a shape (with its measures, computed once) or a failure."""
+
+    shape: cq.Shape | None = None
+    failure: tuple[str, str] | None = None
+    _stats: dict[str, Any] | None = field(default=None, repr=False)
+
+    def stats(self) -> dict[str, Any]:
+        if self._stats is None:
+            self._stats = stats(self.shape) if self.shape is not None else {"valid": False}
+        return self._stats
+
+
+def _cache_get(cache: dict[str, Any], key: str) -> Entry | None:
+    entry = cache.pop(key, None)
+    if entry is not None:
+        cache[key] = entry  # most recently used last
+    return entry
+
+
+def _cache_put(cache: dict[str, Any], key: str, entry: Entry) -> None:
+    cache[key] = entry
+    while len(cache) > CACHE_LIMIT:
+        del cache[next(iter(cache))]
+
+
+class Evaluator:
+    """One document evaluated against a shared node cache."""
+
+    def __init__(self, document: Mapping[str, Any], cache: dict[str, Any]) -> None:
+        self.cache = cache
+        self.parameters = {p["id"]: p for p in document.get("parameters", [])}
+        self.nodes = {n["id"]: n for n in document.get("nodes", [])}
+        self.bodies = {b["id"]: b for b in document.get("bodies", [])}
+        self.memo: dict[str, Entry | None] = {}
+        self.keys: dict[str, str] = {}
+        self.evaluated: list[str] = []
+        self.diagnostics: list[dict[str, Any]] = []
+        self._sources: dict[tuple[str, str], str | None] = {}
+        self._users: dict[str, set[str]] = {n: set() for n in self.nodes}
+        for nid, node in self.nodes.items():
+            for raw in node.get("inputs", {}).values():
+                if isinstance(raw, Mapping) and raw.get("node") in self.nodes:
+                    self._users[raw["node"]].add(nid)
+        self._downstream: dict[str, set[str]] = {}
+        self.deps = {nid: self._dependencies(nid) for nid in self.nodes}
+
+    # -- the graph ------------------------------------------------------------------------
+
+    def downstream(self, nid: str) -> set[str]:
+        """``nid`` and every node that uses its result, directly or not."""
+        if nid not in self._downstream:
+            seen, todo = {nid}, deque([nid])
+            while todo:
+                for user in self._users.get(todo.popleft(), ()):
+                    if user not in seen:
+                        seen.add(user)
+                        todo.append(user)
+            self._downstream[nid] = seen
+        return self._downstream[nid]
+
+    def _selection_source(self, nid: str, body_id: str) -> str | None:
+        """The node whose shape a selection on ``body_id`` in node ``nid`` reads: the body's
+        current tip, or, when that tip is ``nid`` itself or builds on it (a feature moves the
+        tip of the body it changes), the body's shape just before ``nid`` in its history."""
+        body = self.bodies.get(body_id)
+        current = body.get("tip") if body else None
+        after = self.downstream(nid)
+        seen: set[str] = set()
+        while current in after and current not in seen:
+            seen.add(current)
+            inputs = self.nodes[current].get("inputs", {})
+            refs = [v["node"] for v in inputs.values() if isinstance(v, Mapping) and "node" in v]
+            target = inputs.get("target")
+            if isinstance(target, Mapping) and "node" in target:
+                current = target["node"]
+            else:
+                current = refs[0] if refs else None
+        return current if current in self.nodes and current not in after else None
+
+    def _dependencies(self, nid: str) -> set[str]:
+        out: set[str] = set()
+        for name, raw in self.nodes[nid].get("inputs", {}).items():
+            if not isinstance(raw, Mapping):
+                continue
+            if raw.get("node") in self.nodes:
+                out.add(raw["node"])
+            elif "body" in raw:
+                source = self._selection_source(nid, str(raw["body"]))
+                self._sources[(nid, name)] = source
+                if source is not None:
+                    out.add(source)
+        return out
+
+    def needed(self, tips: Iterable[str]) -> set[str]:
+        seen: set[str] = set()
+        todo = [t for t in tips if t in self.nodes]
+        while todo:
+            nid = todo.pop()
+            if nid not in seen:
+                seen.add(nid)
+                todo.extend(self.deps[nid])
+        return seen
+
+    def order(self, only: set[str] | None = None) -> tuple[list[str], list[str]]:
+        """Nodes in dependency order (document order among equals), and those on a cycle."""
+        chosen = [n for n in self.nodes if only is None or n in only]
+        pending = {n: len(self.deps[n]) for n in chosen}
+        users: dict[str, list[str]] = {n: [] for n in chosen}
+        for n in chosen:
+            for d in self.deps[n]:
+                users[d].append(n)
+        ready = deque(n for n in chosen if pending[n] == 0)
+        out: list[str] = []
+        while ready:
+            n = ready.popleft()
+            out.append(n)
+            for u in users[n]:
+                pending[u] -= 1
+                if pending[u] == 0:
+                    ready.append(u)
+        done = set(out)
+        return out, [n for n in chosen if n not in done]
+
+    # -- running --------------------------------------------------------------------------
+
+    def run(self, tips: Iterable[str] | None = None) -> None:
+        """Evaluate every node (or only what ``tips`` need), in dependency order."""
+        ordered, cyclic = self.order(None if tips is None else self.needed(tips))
+        for nid in cyclic:
+            self.memo[nid] = None
+            self.diagnostics.append(
+                diagnostic(KERNEL_REFERENCE_CYCLE, f"node {nid!r} depends on itself", nid)
+            )
+        for nid in ordered:
+            self._node(nid)
+
+    def _fail(self, nid: str, code: str, message: str) -> None:
+        self.memo[nid] = None
+        self.diagnostics.append(diagnostic(code, message, nid))
+
+    def _node(self, nid: str) -> None:
+        node = self.nodes[nid]
+        ref = str(node.get("op"))
+        op = BY_REF.get(ref)
+        if op is None or ref not in BUILDERS:
+            self._fail(nid, KERNEL_OPERATION_UNKNOWN, f"the OCCT kernel does not implement {ref}")
+            return
+        specs = {i.name: i for i in op.inputs}
+        values: dict[str, Any] = {}
+        key_inputs: dict[str, Any] = {}
+        selections: dict[str, tuple[str, Mapping[str, Any]]] = {}
+        for name, raw in node.get("inputs", {}).items():
+            spec = specs.get(name)
+            if spec is None or not isinstance(raw, Mapping):
+                self._fail(nid, KERNEL_INPUT_INVALID, f"{ref} has no input {name!r}")
+                return
+            if ("node" in raw) != (spec.type == SHAPE) or ("body" in raw) != (
+                spec.type == SELECTION
+            ):
+                self._fail(
+                    nid, KERNEL_INPUT_INVALID, f"{name} takes a {spec.type}, not {dict(raw)!r}"
+                )
+                return
+            if "node" in raw:
+                upstream = raw["node"]
+                if upstream not in self.nodes:
+                    self._fail(nid, KERNEL_REFERENCE_UNRESOLVED, f"{name}: no node {upstream!r}")
+                    return
+                entry = self.memo.get(upstream)
+                if entry is None:  # failed upstream, reported there
+                    self.memo[nid] = None
+                    return
+                values[name] = entry.shape
+                key_inputs[name] = {"node": self.keys[upstream]}
+            elif "body" in raw:
+                source = self._sources.get((nid, name))
+                if source is None:
+                    self._fail(
+                        nid,
+                        KERNEL_REFERENCE_UNRESOLVED,
+                        f"{name}: body {raw['body']!r} has no shape to select on",
+                    )
+                    return
+                if self.memo.get(source) is None:
+                    self.memo[nid] = None
+                    return
+                entity = str(raw.get("entity", "Face"))
+                selections[name] = (source, raw)
+                key_inputs[name] = {"select": [self.keys[source], str(raw.get("select")), entity]}
+            else:
+                try:
+                    values[name] = resolve_scalar(raw, spec, self.parameters)
+                except Failure as exc:
+                    self._fail(nid, exc.code, exc.message)
+                    return
+                key_inputs[name] = {"value": values[name]}
+        missing = [i.name for i in op.inputs if i.required and i.name not in key_inputs]
+        if missing:
+            self._fail(nid, KERNEL_INPUT_INVALID, f"{ref} needs {', '.join(missing)}")
+            return
+        for name, default in op.defaults.items():
+            values.setdefault(name, default)
+        key = sha256_hex({"op": ref, "inputs": key_inputs})
+        entry = _cache_get(self.cache, key)
+        if entry is None:
+            entry = self._compute(ref, values, selections)
+            _cache_put(self.cache, key, entry)
+            self.evaluated.append(nid)
+        if entry.failure is not None:
+            self._fail(nid, *entry.failure)
+            return
+        self.memo[nid] = entry
+        self.keys[nid] = key
+
+    def _compute(
+        self,
+        ref: str,
+        values: dict[str, Any],
+        selections: Mapping[str, tuple[str, Mapping[str, Any]]],
+    ) -> Entry:
+        try:
+            for name, (source, raw) in selections.items():
+                shape = self.memo[source].shape  # type: ignore[union-attr]
+                values[name] = select(
+                    shape, str(raw.get("select")), str(raw.get("entity", "Face")), raw["body"]
+                )
+            return Entry(shape=build(ref, values))
+        except Failure as exc:
+            return Entry(failure=(exc.code, exc.message))
+        except Exception as exc:  # never let OpenCASCADE escape
+            return Entry(failure=(KERNEL_OPERATION_FAILED, f"{type(exc).__name__}: {exc}"))
+
+    # -- results --------------------------------------------------------------------------
+
+    def body_entry(self, body_id: str) -> Entry | None:
+        body = self.bodies.get(body_id)
+        return self.memo.get(body["tip"]) if body else None
+
+    def body_results(self) -> dict[str, dict[str, Any]]:
+        out = {}
+        for bid in self.bodies:
+            entry = self.body_entry(bid)
+            out[bid] = entry.stats() if entry is not None else {"valid": False}
+        return out
+
+    def result_hash(self) -> str | None:
+        tips = {bid: self.keys.get(b["tip"]) for bid, b in self.bodies.items()}
+        if self.diagnostics or any(v is None for v in tips.values()):
+            return None
+        return sha256_hex(tips)
+
+
+def evaluate(
+    document: Mapping[str, Any], changed: list[str] | None, cache: dict[str, Any]
+) -> dict[str, Any]:
+    """Build every body of an AMIR wire document.
+
+    ``changed`` is the runtime's hint of the nodes whose result may differ; the cache is
+    content-addressed (operation + resolved inputs), so exactly those nodes whose key changed
+    are recomputed whatever the hint says.
+    """
+    ev = Evaluator(document, cache)
+    ev.run()
+    return {
+        "bodies": ev.body_results(),
+        "evaluatedNodes": ev.evaluated,
+        "diagnostics": ev.diagnostics,
+        "resultHash": ev.result_hash(),
+    }
+
+
+def _body_shape(
+    document: Mapping[str, Any], body_id: Any, cache: dict[str, Any], subject: str | None = None
+) -> tuple[cq.Shape | None, list[dict[str, Any]]]:
+    """The evaluated shape of one body (only its history is evaluated), or diagnostics."""
+    ev = Evaluator(document, cache)
+    body = ev.bodies.get(body_id) if isinstance(body_id, str) else None
+    if body is None:
+        return None, [
+            diagnostic(QUERY_TARGET_UNKNOWN, f"{body_id!r} is no body of the document", subject)
+        ]
+    ev.run([body["tip"]])
+    entry = ev.body_entry(body_id)
+    if entry is None or entry.shape is None:
+        return None, ev.diagnostics or [
+            diagnostic(SOLID_INVALID, f"body {body_id!r} has no shape", subject)
+        ]
+    return entry.shape, []
+
+
+# -- queries ------------------------------------------------------------------------------------
+
+
+def query(
+    document: Mapping[str, Any], ref: str, args: Mapping[str, Any], cache: dict[str, Any]
+) -> dict[str, Any]:
+    op = BY_REF.get(ref)
+    if op is None or op.target != "queryRef":
+        return {
+            "data": {},
+            "diagnostics": [diagnostic(KERNEL_OPERATION_UNKNOWN, f"no query {ref}")],
+        }
+    shape, found = _body_shape(document, args.get("target"), cache)
+    if shape is None:
+        return {"data": {}, "diagnostics": found}
+    try:
+        if ref == "query.massProperties@1.0.0":
+            problem = solid_problem(shape)
+            if problem is not None:
+                return {"data": {}, "diagnostics": [diagnostic(SOLID_INVALID, problem)]}
+            centre = cq.Shape.centerOfMass(shape)
+            data = {
+                "volume": shape.Volume(),
+                "area": shape.Area(),
+                "centerOfMass": [centre.x, centre.y, centre.z],
+            }
+        elif ref == "query.boundingBox@1.0.0":
+            bb = shape.BoundingBox()
+            data = {
+                "boundingBox": [bb.xmin, bb.ymin, bb.zmin, bb.xmax, bb.ymax, bb.zmax],
+                "size": [bb.xlen, bb.ylen, bb.zlen],
+            }
+        else:
+            return {
+                "data": {},
+                "diagnostics": [diagnostic(KERNEL_OPERATION_UNKNOWN, f"no query {ref}")],
+            }
+    except Exception as exc:
+        return {
+            "data": {},
+            "diagnostics": [diagnostic(KERNEL_OPERATION_FAILED, f"{ref}: {exc}")],
+        }
+    return {"data": data, "diagnostics": []}
+
+
+# -- validators ---------------------------------------------------------------------------------
+
+
+def validate(
+    document: Mapping[str, Any], assertion: Mapping[str, Any], cache: dict[str, Any]
+) -> dict[str, Any]:
+    """One assertion ``{id, validatorRef, target (a body id), args}``: passed, measured,
+    diagnostics (subject: the assertion)."""
+    aid = str(assertion.get("id"))
+    ref = str(assertion.get("validatorRef"))
+
+    def failed(*found: dict[str, Any], measured: Mapping[str, Any] | None = None) -> dict:
+        return {"passed": False, "measured": dict(measured or {}), "diagnostics": list(found)}
+
+    op: Operation | None = BY_REF.get(ref)
+    if op is None or op.target != "validatorRef":
+        return failed(diagnostic(KERNEL_OPERATION_UNKNOWN, f"no validator {ref}", aid))
+    shape, found = _body_shape(document, assertion.get("target"), cache, aid)
+    if shape is None:
+        return failed(*found)
+    specs = {i.name: i for i in op.inputs}
+    parameters = {p["id"]: p for p in document.get("parameters", [])}
+    args: dict[str, Any] = {}
+    try:
+        for name, raw in (assertion.get("args") or {}).items():
+            spec = specs.get(name)
+            if spec is None or name == "target" or not isinstance(raw, Mapping):
+                raise Failure(KERNEL_INPUT_INVALID, f"{ref} has no argument {name!r}")
+            args[name] = resolve_scalar(raw, spec, parameters)
+        if ref == "validate.solidValidity@1.0.0":
+            brep = bool(shape.isValid())
+            closed = closed_shells(shape)
+            measured = {
+                "brepValid": brep,
+                "closedShells": closed,
+                "solids": len(shape.Solids()),
+                "shells": len(shape.Shells()),
+            }
+            problem = solid_problem(shape)
+            if problem is not None:
+                return failed(diagnostic(SOLID_INVALID, problem, aid), measured=measured)
+            return {"passed": True, "measured": measured, "diagnostics": []}
+        if ref == "validate.volumeRange@1.0.0":
+            volume = shape.Volume()
+            low, high = args.get("min"), args.get("max")
+            measured = {"volume": volume, "min": low, "max": high}
+            if (low is not None and volume < low) or (high is not None and volume > high):
+                return failed(
+                    diagnostic(
+                        VOLUME_OUT_OF_RANGE,
+                        f"volume {volume:g} mm³ is outside {_interval(low, high)} mm³",
+                        aid,
+                    ),
+                    measured=measured,
+                )
+            return {"passed": True, "measured": measured, "diagnostics": []}
+    except Failure as exc:
+        return failed(diagnostic(exc.code, exc.message, aid))
+    except Exception as exc:
+        return failed(diagnostic(KERNEL_OPERATION_FAILED, f"{ref}: {exc}", aid))
+    return failed(diagnostic(KERNEL_OPERATION_UNKNOWN, f"no validator {ref}", aid))
+
+
+def _interval(low: float | None, high: float | None) -> str:
+    left = "(-inf" if low is None else f"[{low:g}"
+    right = "inf)" if high is None else f"{high:g}]"
+    return f"{left}, {right}"
+
+
+# -- export -------------------------------------------------------------------------------------
+
+FORMATS = {
+    "step": "step",
+    "stp": "step",
+    "io.exportStep@1.0.0": "step",
+    "stl": "stl",
+    "io.exportStl@1.0.0": "stl",
+}
+
+
+def export(
+    document: Mapping[str, Any], format: str, body: str | None, cache: dict[str, Any]
+) -> dict[str, Any]:
+    """``{"data": bytes, "diagnostics": []}``: one body, or all bodies as one compound."""
+    kind = FORMATS.get(str(format).lower()) or FORMATS.get(str(format))
+    if kind is None:
+        return {
+            "data": b"",
+            "diagnostics": [
+                diagnostic(KERNEL_EXPORT_FAILED, f"the OCCT kernel cannot export {format!r}")
+            ],
+        }
+    ids = [body] if body is not None else [b["id"] for b in document.get("bodies", [])]
+    shapes = []
+    for bid in ids:
+        shape, found = _body_shape(document, bid, cache)
+        if shape is None:
+            return {"data": b"", "diagnostics": found}
+        shapes.append(shape)
+    if not shapes:
+        return {
+            "data": b"",
+            "diagnostics": [diagnostic(KERNEL_EXPORT_FAILED, "the document has no body")],
+        }
+    shape = shapes[0] if len(shapes) == 1 else cq.Compound.makeCompound(shapes)
+    try:
+        with tempfile.TemporaryDirectory(prefix="aira-occt-") as tmp:
+            path = Path(tmp) / f"out.{kind}"
+            if kind == "step":
+                shape.exportStep(str(path))
+            else:
+                shape.exportStl(
+                    str(path), tolerance=STL_TOLERANCE, angularTolerance=STL_ANGULAR_TOLERANCE
+                )
+            data = path.read_bytes() if path.is_file() else b""
+    except Exception as exc:
+        data, error = b"", f"{type(exc).__name__}: {exc}"
+    else:
+        error = "nothing was written"
+    if not data:
+        return {
+            "data": b"",
+            "diagnostics": [diagnostic(KERNEL_EXPORT_FAILED, f"{kind} export failed: {error}")],
+        }
+    return {"data": data, "diagnostics": []}

@@ -1,0 +1,405 @@
+"""The OCCT kernel as the host sees it: the :class:`~aira_core.extensions.Kernel` protocol on top
+of a warm worker process (:mod:`aira_kernel_occt.worker`) that runs the geometry.
+
+Importing this module does not import CadQuery (the worker does); constructing the kernel
+starts nothing (the first call starts the worker). Documents and assertions cross the pipe as
+AMIR wire dicts; results come back as plain dicts and are turned into the core's result types
+here. Every failure, the worker's timeout or crash included, is a diagnostic, never an
+exception.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import threading
+from collections.abc import Collection, Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from jsonschema import Draft202012Validator
+
+from aira_core.canonical import CanonicalJSONError, sha256_hex
+from aira_core.contracts.amir import ParamType
+from aira_core.contracts.capability import (
+    ComponentStatus,
+    Exactness,
+    ExecutionLocation,
+    ExecutionQuality,
+    RuntimeCapabilitySnapshot,
+    RuntimeComponent,
+)
+from aira_core.diagnostics import Diagnostic
+from aira_core.extensions import (
+    BodyResult,
+    Evaluation,
+    Implementation,
+    QueryResult,
+    TargetImplementation,
+    ValidationOutcome,
+)
+from aira_core.model.units import BASE_UNIT, dimension_of
+from aira_kernel_occt.operations import OPERATIONS, SELECTION, SHAPE, Operation
+from aira_kernel_occt.worker import DEFAULT_TIMEOUT, WorkerClient
+
+KERNEL_NAME = "occt"
+KERNEL_EXPORT_FAILED = "KERNEL_EXPORT_FAILED"
+KERNEL_INPUT_INVALID = "KERNEL_INPUT_INVALID"
+KERNEL_REFERENCE_UNRESOLVED = "KERNEL_REFERENCE_UNRESOLVED"
+ASSERTION_FAILED = "ASSERTION_FAILED"
+SOLID_INVALID = "SOLID_INVALID"
+STL_EXPORT = "io.exportStl@1.0.0"
+_EXPORT_FORMATS = {"io.exportStep@1.0.0": "step", STL_EXPORT: "stl"}
+
+
+def _version(distribution: str) -> str | None:
+    try:
+        return importlib.metadata.version(distribution)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def build_hash() -> str:
+    """``occt:cadquery=<v>;cadquery-ocp=<v>`` from the installed distributions (no import)."""
+    parts = [f"{d}={_version(d) or 'missing'}" for d in ("cadquery", "cadquery-ocp")]
+    return "occt:" + ";".join(parts)
+
+
+def _wire(value: Any) -> dict[str, Any]:
+    return value.to_wire() if hasattr(value, "to_wire") else dict(value)
+
+
+def _diagnostics(found: Sequence[Mapping[str, Any]], phase: str) -> list[Diagnostic]:
+    return [
+        Diagnostic(
+            code=str(d["code"]),
+            message=str(d.get("message", "")),
+            subject=d.get("subject"),
+            phase=phase,
+            cause="kernel" if str(d["code"]).startswith("KERNEL_") else "geometry",
+        )
+        for d in found
+    ]
+
+
+def _body_result(data: Mapping[str, Any]) -> BodyResult:
+    box = data.get("boundingBox")
+    return BodyResult(
+        valid=bool(data.get("valid")),
+        volume=data.get("volume"),
+        area=data.get("area"),
+        bounding_box=tuple(box) if box else None,  # type: ignore[arg-type]
+    )
+
+
+class OcctKernel:
+    """Exact B-rep modelling with CadQuery/OpenCASCADE in a warm worker process."""
+
+    name = KERNEL_NAME
+
+    def __init__(self, *, timeout: float = DEFAULT_TIMEOUT, worker: WorkerClient | None = None):
+        self.build_hash = build_hash()
+        self.worker = worker if worker is not None else WorkerClient(timeout)
+        self.last_export_diagnostics: list[Diagnostic] = []
+        self._implementations: list[TargetImplementation] | None = None
+        self._checked: dict[str, list[Diagnostic]] = {}
+        self._lock = threading.Lock()
+
+    def close(self) -> None:
+        """Stop the worker process (a later call starts a new one)."""
+        self.worker.close()
+
+    # -- the Kernel protocol --------------------------------------------------------------------
+
+    def evaluate(self, document: Any, changed: Collection[str] | None = None) -> Evaluation:
+        wire = _wire(document)
+        reply = self.worker.call(
+            "evaluate",
+            {"document": wire, "changed": None if changed is None else sorted(changed)},
+        )
+        if not reply["ok"]:
+            return Evaluation(
+                bodies={b["id"]: BodyResult(valid=False) for b in wire.get("bodies", [])},
+                diagnostics=_diagnostics(reply["diagnostics"], "preview"),
+            )
+        result = reply["result"]
+        return Evaluation(
+            bodies={bid: _body_result(data) for bid, data in result["bodies"].items()},
+            evaluated_nodes=list(result["evaluatedNodes"]),
+            diagnostics=_diagnostics(result["diagnostics"], "preview"),
+            result_hash=result.get("resultHash"),
+        )
+
+    def query(self, document: Any, ref: str, args: Mapping[str, Any]) -> QueryResult:
+        reply = self.worker.call(
+            "query", {"document": _wire(document), "ref": ref, "args": dict(args)}
+        )
+        if not reply["ok"]:
+            return QueryResult({}, _diagnostics(reply["diagnostics"], "query"))
+        result = reply["result"]
+        return QueryResult(dict(result["data"]), _diagnostics(result["diagnostics"], "query"))
+
+    def validate(self, document: Any, assertion: Any) -> ValidationOutcome:
+        wire = _wire(assertion)
+        reply = self.worker.call("validate", {"document": _wire(document), "assertion": wire})
+        if not reply["ok"]:
+            return ValidationOutcome(
+                str(wire.get("id")),
+                False,
+                diagnostics=[
+                    d.model_copy(update={"subject": wire.get("id")})
+                    for d in _diagnostics(reply["diagnostics"], "validate")
+                ],
+            )
+        result = reply["result"]
+        return ValidationOutcome(
+            str(wire.get("id")),
+            bool(result["passed"]),
+            dict(result["measured"]),
+            _diagnostics(result["diagnostics"], "validate"),
+        )
+
+    def export(self, document: Any, format: str, body: str | None = None) -> bytes:
+        """The bytes of ``step`` or ``stl`` (one body, or all bodies); ``b""`` on failure,
+        with the reasons in :attr:`last_export_diagnostics`."""
+        reply = self.worker.call(
+            "export", {"document": _wire(document), "format": format, "body": body}
+        )
+        if not reply["ok"]:
+            self.last_export_diagnostics = _diagnostics(reply["diagnostics"], "export")
+            return b""
+        result = reply["result"]
+        self.last_export_diagnostics = _diagnostics(result["diagnostics"], "export")
+        return bytes(result["data"]) if not result["diagnostics"] else b""
+
+    # -- implementations and conformance --------------------------------------------------------
+
+    def implementations(self) -> Sequence[TargetImplementation]:
+        """One implementation per operation of :data:`operations.OPERATIONS`, whose ``check``
+        runs the input on this kernel (patch templates, lowered by the core runtime, are
+        checked statically)."""
+        if self._implementations is None:
+            self._implementations = [
+                Implementation(
+                    ref=op.ref,
+                    check_inputs=lambda inputs, op=op: self.check(op, inputs),
+                    diagnostics=frozenset(op.diagnostics),
+                )
+                for op in OPERATIONS
+            ]
+        return list(self._implementations)
+
+    def check(self, op: Operation, inputs: Mapping[str, Any]) -> list[Diagnostic]:
+        """The diagnostics ``op`` raises for ``inputs`` (an input example: body aliases
+        ``b:plate``, ``b:boss``, ``b:pin`` name the fixture bodies); empty when it works."""
+        try:
+            memo: str | None = sha256_hex({"ref": op.ref, "inputs": dict(inputs)})
+        except (CanonicalJSONError, TypeError):
+            memo = None
+        with self._lock:
+            if memo is not None and memo in self._checked:
+                return list(self._checked[memo])
+        if op.target == "patchTemplateRef":
+            found = _check_template(op, inputs)
+        else:
+            found = self._run_example(op, inputs)
+        with self._lock:
+            if memo is not None:
+                self._checked[memo] = list(found)
+        return found
+
+    def _run_example(self, op: Operation, inputs: Mapping[str, Any]) -> list[Diagnostic]:
+        document = fixture_document()
+        specs = {i.name: i for i in op.inputs}
+        unknown = sorted(set(inputs) - set(specs))
+        if unknown:
+            return [_check_diag(KERNEL_INPUT_INVALID, f"{op.ref} has no input {unknown}", op)]
+        tips = {b["id"]: b["tip"] for b in document["bodies"]}
+        try:
+            resolved = {
+                name: _fixture_input(value, specs[name].type, tips)
+                for name, value in inputs.items()
+            }
+        except LookupError as exc:
+            return [_check_diag(KERNEL_REFERENCE_UNRESOLVED, str(exc.args[0]), op)]
+        if op.target == "operationRef":
+            return self._run_operation(op, document, resolved)
+        target = resolved.get("target")
+        body = target["body"] if isinstance(target, dict) else None
+        if op.target == "queryRef":
+            result = self.query(document, op.ref, {**inputs, "target": body})
+            return list(result.diagnostics)
+        if op.target == "validatorRef":
+            assertion = {
+                "id": "fx_check",
+                "validatorRef": op.ref,
+                "target": body,
+                "args": {k: v for k, v in resolved.items() if k != "target"},
+            }
+            outcome = self.validate(document, assertion)
+            if outcome.passed:
+                return []
+            return list(outcome.diagnostics) or [
+                _check_diag(ASSERTION_FAILED, f"failed: {dict(outcome.measured)}", op)
+            ]
+        data = self.export(document, _EXPORT_FORMATS.get(op.ref, op.ref), body)
+        if data:
+            return []
+        return list(self.last_export_diagnostics) or [
+            _check_diag(KERNEL_EXPORT_FAILED, "the export wrote nothing", op)
+        ]
+
+    def _run_operation(
+        self, op: Operation, document: dict[str, Any], resolved: Mapping[str, Any]
+    ) -> list[Diagnostic]:
+        node_inputs = {
+            name: {"node": value["tip"]} if "tip" in value else value
+            for name, value in resolved.items()
+        }
+        document["nodes"].append({"id": "fx_example", "op": op.ref, "inputs": node_inputs})
+        target = resolved.get("target")
+        if isinstance(target, dict) and "body" in target:  # a feature moves its body's tip
+            result_body = target["body"]
+            for b in document["bodies"]:
+                if b["id"] == result_body:
+                    b["tip"] = "fx_example"
+        else:
+            result_body = "example"
+            document["bodies"].append({"id": "example", "label": "example", "tip": "fx_example"})
+        evaluation = self.evaluate(document)
+        if evaluation.diagnostics:
+            return list(evaluation.diagnostics)
+        result = evaluation.bodies.get(result_body)
+        if result is None or not result.valid:
+            return [_check_diag(SOLID_INVALID, "the example's result is not a valid solid", op)]
+        return []
+
+    # -- runtime snapshot -----------------------------------------------------------------------
+
+    def runtime_snapshot(self) -> RuntimeCapabilitySnapshot:
+        """What this environment executes: exact operations, queries, validators and STEP in
+        one native component, the tessellating STL export as an approximate one."""
+        status = (
+            ComponentStatus.AVAILABLE
+            if _version("cadquery") is not None
+            else ComponentStatus.UNAVAILABLE
+        )
+        executed = [op for op in OPERATIONS if op.target != "patchTemplateRef"]
+        exact = [op.ref for op in executed if op.ref != STL_EXPORT]
+        return RuntimeCapabilitySnapshot(
+            captured_at=datetime.now(UTC),
+            components=[
+                RuntimeComponent(
+                    name=KERNEL_NAME,
+                    role="kernel",
+                    build_hash=self.build_hash,
+                    location=ExecutionLocation.NATIVE,
+                    supported_operations=exact,
+                    quality_profiles=[ExecutionQuality.PREVIEW, ExecutionQuality.AUTHORITATIVE],
+                    exactness=Exactness.EXACT,
+                    status=status,
+                ),
+                RuntimeComponent(
+                    name=f"{KERNEL_NAME}.stl",
+                    role="exporter",
+                    build_hash=self.build_hash,
+                    location=ExecutionLocation.NATIVE,
+                    supported_operations=[STL_EXPORT],
+                    quality_profiles=[ExecutionQuality.APPROXIMATE],
+                    exactness=Exactness.APPROXIMATE,
+                    status=status,
+                ),
+            ],
+        )
+
+
+# -- the fixture of the example checks ----------------------------------------------------------
+
+FIXTURE_ALIASES = {"b:plate": "plate", "b:boss": "boss", "b:pin": "pin"}
+
+
+def fixture_document() -> dict[str, Any]:
+    """Bodies the input examples refer to: ``plate`` a 40 × 30 × 10 box standing on the XY
+    plane (z 0…10), ``boss`` a cylinder r 5, h 20 moved up 10 (on the plate), ``pin`` a
+    cylinder r 3, h 30 moved down 10 (through the plate)."""
+
+    def v(x: float) -> dict[str, Any]:
+        return {"value": x}
+
+    def moved(nid: str, of: str, z: float) -> dict[str, Any]:
+        return {
+            "id": nid,
+            "op": "exact.translate@1.0.0",
+            "inputs": {"target": {"node": of}, "z": v(z)},
+        }
+
+    nodes = [
+        {
+            "id": "fx_plate0",
+            "op": "exact.box@1.0.0",
+            "inputs": {"length": v(40), "width": v(30), "height": v(10)},
+        },
+        moved("fx_plate", "fx_plate0", 5),
+        {
+            "id": "fx_boss0",
+            "op": "exact.cylinder@1.0.0",
+            "inputs": {"radius": v(5), "height": v(20)},
+        },
+        moved("fx_boss", "fx_boss0", 10),
+        {
+            "id": "fx_pin0",
+            "op": "exact.cylinder@1.0.0",
+            "inputs": {"radius": v(3), "height": v(30)},
+        },
+        moved("fx_pin", "fx_pin0", -10),
+    ]
+    bodies = [{"id": name, "label": name, "tip": f"fx_{name}"} for name in ("plate", "boss", "pin")]
+    return {"format": "aira.amir/1", "parameters": [], "nodes": nodes, "bodies": bodies}
+
+
+def _fixture_body(alias: Any, tips: Mapping[str, str]) -> str:
+    body = FIXTURE_ALIASES.get(alias, alias) if isinstance(alias, str) else None
+    if body not in tips:
+        raise LookupError(f"{alias!r} names no fixture body ({', '.join(FIXTURE_ALIASES)})")
+    return body  # type: ignore[return-value]
+
+
+def _fixture_input(value: Any, kind: str, tips: Mapping[str, str]) -> dict[str, Any]:
+    """An example's argument as an AMIR input on the fixture (a Shape as ``{body, tip}``)."""
+    if kind == SHAPE:
+        body = _fixture_body(value, tips)
+        return {"body": body, "tip": tips[body]}
+    if kind == SELECTION and isinstance(value, Mapping):
+        return {**value, "body": _fixture_body(value.get("body"), tips)}
+    if isinstance(value, Mapping) and ("value" in value or "param" in value):
+        return dict(value)
+    return {"value": value}
+
+
+def _check_diag(code: str, message: str, op: Operation) -> Diagnostic:
+    return Diagnostic(code=code, message=f"{op.ref}: {message}", subject=op.ref, phase="check")
+
+
+def _check_template(op: Operation, inputs: Mapping[str, Any]) -> list[Diagnostic]:
+    """Static check of a patch template's arguments (the core runtime lowers them)."""
+    found = [
+        _check_diag(
+            KERNEL_INPUT_INVALID, f"{'/'.join(map(str, e.path)) or '(root)'}: {e.message}", op
+        )
+        for e in Draft202012Validator(op.input_schema()).iter_errors(dict(inputs))
+    ]
+    if found or op.ref != "parameter.define@1.0.0":
+        return found
+    value, low, high = inputs.get("value"), inputs.get("min"), inputs.get("max")
+    if (low is not None and value < low) or (high is not None and value > high):
+        found.append(
+            _check_diag("PARAMETER_OUT_OF_RANGE", f"value {value} is outside [{low}, {high}]", op)
+        )
+    unit, kind = inputs.get("unit"), inputs.get("type", ParamType.LENGTH.value)
+    if unit is not None:
+        dim = dimension_of(unit)
+        expected = ParamType(kind) if kind in {t.value for t in ParamType} else None
+        if dim is None or expected not in BASE_UNIT or dim != expected:
+            found.append(
+                _check_diag("UNIT_MISMATCH", f"unit {unit!r} does not measure a {kind}", op)
+            )
+    return found

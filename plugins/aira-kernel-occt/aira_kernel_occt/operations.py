@@ -1,0 +1,532 @@
+"""The capabilities of the OpenCASCADE kernel, as data: the one source of their descriptors,
+profiles and input schemas (``manifest.py`` generates the signed package from it, the kernel
+dispatches on it). Nothing here imports CadQuery, so plugin discovery stays cheap.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+LENGTH = "Length"
+ANGLE = "Angle"
+COUNT = "Count"
+REAL = "Real"
+BOOL = "Bool"
+STRING = "String"
+SHAPE = "Shape"
+SELECTION = "Selection"
+
+_JSON_TYPE = {
+    LENGTH: "number",
+    ANGLE: "number",
+    REAL: "number",
+    COUNT: "integer",
+    BOOL: "boolean",
+    STRING: "string",
+    SHAPE: "string",
+}
+
+KERNEL_CODES = (
+    "KERNEL_TIMEOUT",
+    "KERNEL_WORKER_CRASHED",
+    "KERNEL_UNAVAILABLE",
+    "KERNEL_INTERNAL_ERROR",
+    "KERNEL_OPERATION_FAILED",
+    "KERNEL_OPERATION_UNKNOWN",
+    "KERNEL_INPUT_INVALID",
+    "KERNEL_REFERENCE_UNRESOLVED",
+    "KERNEL_REFERENCE_CYCLE",
+)
+"""Codes any kernel call can return, whatever the operation (worker and input failures)."""
+
+SELECTOR_GRAMMAR = (
+    "CadQuery string selectors on the body's current shape: '>Z' (the face or edges farthest "
+    "along +Z), '<X', '|Z' (edges parallel to Z), '#Z' (perpendicular), '%CIRCLE' / '%LINE' / "
+    "'%PLANE' (by geometry type), combined with 'and', 'or', 'not' and brackets, e.g. "
+    "'|Z and >X', '>Z or <Z', 'not %LINE'."
+)
+
+
+@dataclass(frozen=True)
+class Input:
+    name: str
+    type: str
+    description: str
+    required: bool = True
+    minimum: float | None = None
+    exclusive_minimum: float | None = None
+    maximum: float | None = None
+    default: Any = None
+    entity: str | None = None  # for selections: Face, Edge
+
+    def schema(self) -> dict[str, Any]:
+        if self.type == SELECTION:
+            return {
+                "type": "object",
+                "x-amir-type": SELECTION,
+                "description": self.description + " " + SELECTOR_GRAMMAR,
+                "properties": {
+                    "body": {"type": "string", "description": "alias or id of the body"},
+                    "select": {"type": "string", "minLength": 1},
+                    "entity": {"enum": ["Face", "Edge", "Vertex"]},
+                },
+                "required": ["body", "select"],
+                "additionalProperties": False,
+            }
+        out: dict[str, Any] = {
+            "type": _JSON_TYPE[self.type],
+            "x-amir-type": self.type,
+            "description": self.description,
+        }
+        for key, value in (
+            ("minimum", self.minimum),
+            ("exclusiveMinimum", self.exclusive_minimum),
+            ("maximum", self.maximum),
+        ):
+            if value is not None:
+                out[key] = value
+        return out
+
+
+@dataclass(frozen=True)
+class Operation:
+    """One capability and the operation, query, validator or exporter behind it."""
+
+    capability: str
+    ref: str
+    target: str  # operationRef | patchTemplateRef | queryRef | validatorRef | ioRef
+    kind: str
+    taxonomy: str
+    title: str
+    summary: str
+    aliases: tuple[str, ...]
+    intents: tuple[str, ...]
+    """Intent examples, English and Chinese."""
+    counter: tuple[str, ...]
+    inputs: tuple[Input, ...]
+    examples: tuple[Mapping[str, Any], ...]
+    outputs: tuple[str, ...] = ("ExactSolid",)
+    effects: tuple[str, ...] = ("createsFeature", "additive")
+    risk: str = "low"
+    destructive: bool = False
+    may_invalidate_refs: bool = False
+    quality: tuple[str, ...] = ("preview", "authoritative")
+    cost: str = "interactive"
+    diagnostics: tuple[str, ...] = ()
+    requires_representation: tuple[str, ...] = ()
+    selection: Mapping[str, str] | None = None
+    predicates: tuple[Mapping[str, Any], ...] = ()
+    facets: tuple[str, ...] = ()
+    failure_modes: tuple[Mapping[str, str], ...] = ()
+    defaults: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        # Every code the kernel can raise for this operation is declared in its descriptor
+        # (conformance checks it): the operation's own, plus the kernel-wide ones.
+        extra = list(KERNEL_CODES)
+        if any(i.type == SELECTION for i in self.inputs):
+            extra += ["SELECTION_EMPTY", "SELECTION_INVALID"]
+        if any(i.type in (LENGTH, ANGLE, REAL, COUNT) for i in self.inputs):
+            extra += ["UNIT_MISMATCH", "PARAMETER_OUT_OF_RANGE"]
+        if self.target in ("queryRef", "validatorRef", "ioRef"):
+            extra += ["QUERY_TARGET_UNKNOWN"]
+        if self.target == "ioRef":
+            extra += ["KERNEL_EXPORT_FAILED"]
+        if self.target == "validatorRef":
+            extra += ["ASSERTION_FAILED"]
+        merged = list(dict.fromkeys([*self.diagnostics, *extra]))
+        object.__setattr__(self, "diagnostics", tuple(merged))
+
+    @property
+    def name(self) -> str:
+        return self.ref.split("@")[0]
+
+    def input_schema(self) -> dict[str, Any]:
+        return {
+            "$schema": "https://json-schema.org/draft/2020-12/schema",
+            "title": f"{self.ref} input",
+            "type": "object",
+            "properties": {i.name: i.schema() for i in self.inputs},
+            "required": [i.name for i in self.inputs if i.required],
+            "additionalProperties": False,
+        }
+
+
+def _length(name: str, description: str, **kw: Any) -> Input:
+    kw.setdefault("exclusive_minimum", 0)
+    return Input(name, LENGTH, description, **kw)
+
+
+_TARGET = Input("target", SHAPE, "The body to change (alias such as 'b:plate', or its id).")
+_PRIMITIVE = dict(
+    taxonomy="authoring.exact.primitive",
+    kind="authoring.operation",
+    target="operationRef",
+    diagnostics=("SOLID_INVALID",),
+)
+
+OPERATIONS: tuple[Operation, ...] = (
+    # -- primitives ------------------------------------------------------------------------
+    Operation(
+        capability="cap:exact.box@1",
+        ref="exact.box@1.0.0",
+        **_PRIMITIVE,
+        title="Box",
+        summary="An exact rectangular box: length along X, width along Y, "
+        "height along Z, centred on the origin unless centered is false.",
+        aliases=("cuboid", "block", "rectangular prism", "长方体", "方块"),
+        intents=(
+            "make a 40 by 30 by 10 mm plate",
+            "a 20 mm cube",
+            "做一个40×30×10毫米的板",
+            "创建一个边长20毫米的立方体",
+        ),
+        counter=("a rectangle sketch on a plane", "a box-shaped triangle mesh"),
+        inputs=(
+            _length("length", "Size along X (mm)."),
+            _length("width", "Size along Y (mm)."),
+            _length("height", "Size along Z (mm)."),
+            Input("centered", BOOL, "Centre on the origin (default true).", required=False),
+        ),
+        examples=(
+            {"length": 40, "width": 30, "height": 10},
+            {"length": 20, "width": 20, "height": 20, "centered": False},
+        ),
+        defaults={"centered": True},
+        predicates=({"id": "input.positive", "args": {"input": "length"}},),
+    ),
+    Operation(
+        capability="cap:exact.cylinder@1",
+        ref="exact.cylinder@1.0.0",
+        **_PRIMITIVE,
+        title="Cylinder",
+        summary="An exact cylinder standing on the XY plane along +Z, centred on the origin.",
+        aliases=("rod", "disc", "圆柱", "圆柱体"),
+        intents=("a cylinder of radius 5 and height 20", "做一个半径5毫米高20毫米的圆柱"),
+        counter=("a hole through a plate", "a circle sketch"),
+        inputs=(_length("radius", "Radius (mm)."), _length("height", "Height along Z (mm).")),
+        examples=({"radius": 5, "height": 20},),
+    ),
+    Operation(
+        capability="cap:exact.sphere@1",
+        ref="exact.sphere@1.0.0",
+        **_PRIMITIVE,
+        title="Sphere",
+        summary="An exact sphere centred on the origin.",
+        aliases=("ball", "球", "球体"),
+        intents=("a sphere of radius 10 mm", "做一个半径10毫米的球"),
+        counter=("round the edges of a box",),
+        inputs=(_length("radius", "Radius (mm)."),),
+        examples=({"radius": 10},),
+    ),
+    # -- finishing ---------------------------------------------------------------------------
+    Operation(
+        capability="cap:exact.fillet@1",
+        ref="exact.fillet@1.0.0",
+        kind="authoring.operation",
+        target="operationRef",
+        taxonomy="authoring.exact.finishing",
+        title="Fillet edges",
+        summary="Round the selected edges of an exact solid with a constant radius.",
+        aliases=("round edges", "blend", "圆角", "倒圆角"),
+        intents=("round the four vertical edges by 2 mm", "把四条竖直边倒2毫米圆角"),
+        counter=("smooth a triangle mesh", "a chamfer with a flat bevel"),
+        inputs=(
+            _TARGET,
+            Input("edges", SELECTION, "The edges to round.", entity="Edge"),
+            _length("radius", "Fillet radius (mm)."),
+        ),
+        examples=(
+            {
+                "target": "b:plate",
+                "edges": {"body": "b:plate", "select": "|Z", "entity": "Edge"},
+                "radius": 2,
+            },
+        ),
+        effects=("createsFeature", "changesTopology"),
+        risk="medium",
+        may_invalidate_refs=True,
+        cost="interactive-to-heavy",
+        diagnostics=("FILLET_RADIUS_TOO_LARGE", "SELECTION_EMPTY", "SOLID_INVALID"),
+        requires_representation=("ExactSolid",),
+        selection={"entityKind": "Edge", "cardinality": "oneOrMore"},
+        predicates=({"id": "input.greaterThanTolerance", "args": {"input": "radius"}},),
+        failure_modes=(
+            {
+                "diagnostic": "FILLET_RADIUS_TOO_LARGE",
+                "explanation": "the radius does not fit the faces next to an edge",
+                "repair": "reduce the radius below half the smallest adjacent face",
+            },
+        ),
+    ),
+    Operation(
+        capability="cap:exact.chamfer@1",
+        ref="exact.chamfer@1.0.0",
+        kind="authoring.operation",
+        target="operationRef",
+        taxonomy="authoring.exact.finishing",
+        title="Chamfer edges",
+        summary="Bevel the selected edges of an exact solid by an equal distance on both faces.",
+        aliases=("bevel", "倒角", "斜角"),
+        intents=("chamfer the top edges by 1 mm", "把顶面边缘倒1毫米的角"),
+        counter=("round edges with a radius",),
+        inputs=(
+            _TARGET,
+            Input("edges", SELECTION, "The edges to bevel.", entity="Edge"),
+            _length("length", "Chamfer distance (mm)."),
+        ),
+        examples=(
+            {
+                "target": "b:plate",
+                "edges": {"body": "b:plate", "select": ">Z", "entity": "Edge"},
+                "length": 1,
+            },
+        ),
+        effects=("createsFeature", "changesTopology"),
+        risk="medium",
+        may_invalidate_refs=True,
+        cost="interactive-to-heavy",
+        diagnostics=("CHAMFER_TOO_LARGE", "SELECTION_EMPTY", "SOLID_INVALID"),
+        requires_representation=("ExactSolid",),
+        selection={"entityKind": "Edge", "cardinality": "oneOrMore"},
+    ),
+    # -- booleans ----------------------------------------------------------------------------
+    Operation(
+        capability="cap:exact.union@1",
+        ref="exact.union@1.0.0",
+        kind="authoring.operation",
+        target="operationRef",
+        taxonomy="authoring.exact.boolean",
+        title="Union",
+        summary="Fuse the tool body into the target body.",
+        aliases=("fuse", "join", "add", "合并", "并集"),
+        intents=("join the boss onto the plate", "把凸台和底板合并"),
+        counter=("place two bodies side by side without merging",),
+        inputs=(_TARGET, Input("tool", SHAPE, "The body fused into the target.")),
+        examples=({"target": "b:plate", "tool": "b:boss"},),
+        effects=("createsFeature", "changesTopology"),
+        risk="medium",
+        may_invalidate_refs=True,
+        diagnostics=("BOOLEAN_EMPTY_RESULT", "SOLID_INVALID"),
+        requires_representation=("ExactSolid",),
+    ),
+    Operation(
+        capability="cap:exact.cut@1",
+        ref="exact.cut@1.0.0",
+        kind="authoring.operation",
+        target="operationRef",
+        taxonomy="authoring.exact.boolean",
+        title="Cut",
+        summary="Subtract the tool body from the target body.",
+        aliases=("subtract", "difference", "减去", "差集", "切除"),
+        intents=("cut the cylinder out of the plate", "从板上减去圆柱"),
+        counter=("drill a standard hole with a counterbore",),
+        inputs=(_TARGET, Input("tool", SHAPE, "The body removed from the target.")),
+        examples=({"target": "b:plate", "tool": "b:pin"},),
+        effects=("createsFeature", "changesTopology"),
+        risk="medium",
+        may_invalidate_refs=True,
+        diagnostics=("BOOLEAN_EMPTY_RESULT", "SOLID_INVALID"),
+        requires_representation=("ExactSolid",),
+    ),
+    # -- placement ---------------------------------------------------------------------------
+    Operation(
+        capability="cap:exact.translate@1",
+        ref="exact.translate@1.0.0",
+        kind="authoring.operation",
+        target="operationRef",
+        taxonomy="authoring.exact.feature",
+        title="Translate",
+        summary="Move a body by an offset along X, Y and Z.",
+        aliases=("move", "offset", "平移", "移动"),
+        intents=("move the boss 10 mm up", "把凸台向上移动10毫米"),
+        counter=("rotate a body",),
+        inputs=(
+            _TARGET,
+            Input("x", LENGTH, "Offset along X (mm).", required=False),
+            Input("y", LENGTH, "Offset along Y (mm).", required=False),
+            Input("z", LENGTH, "Offset along Z (mm).", required=False),
+        ),
+        examples=({"target": "b:boss", "z": 10},),
+        effects=("createsFeature",),
+        requires_representation=("ExactSolid",),
+    ),
+    # -- parameters (patch templates) ----------------------------------------------------------
+    Operation(
+        capability="cap:parameter.define@1",
+        ref="parameter.define@1.0.0",
+        kind="authoring.operation",
+        target="patchTemplateRef",
+        taxonomy="authoring.exact.feature",
+        title="Define a parameter",
+        summary="Add a named, typed design parameter that steps "
+        "can reference as {param: 'p:<name>'}.",
+        aliases=("variable", "dimension", "参数", "定义参数"),
+        intents=("make the plate width a parameter of 40 mm", "定义一个名为width的40毫米参数"),
+        counter=("measure a distance",),
+        inputs=(
+            Input("name", STRING, "Parameter name; alias p:<name>."),
+            Input("value", REAL, "Value in unit."),
+            Input("unit", STRING, "mm, cm, m, in, deg, rad …", required=False),
+            Input(
+                "type",
+                STRING,
+                "Length (default), Angle, Count, Real, Bool, String.",
+                required=False,
+            ),
+            Input("min", REAL, "Lowest allowed value.", required=False),
+            Input("max", REAL, "Highest allowed value.", required=False),
+        ),
+        examples=({"name": "width", "value": 40, "unit": "mm", "min": 1, "max": 500},),
+        effects=("additive",),
+        outputs=("Parameter",),
+        quality=("authoritative",),
+        cost="instant",
+        diagnostics=("PARAMETER_OUT_OF_RANGE", "UNIT_MISMATCH"),
+    ),
+    Operation(
+        capability="cap:parameter.set@1",
+        ref="parameter.set@1.0.0",
+        kind="authoring.operation",
+        target="patchTemplateRef",
+        taxonomy="authoring.exact.feature",
+        title="Set a parameter",
+        summary="Change the value of an existing parameter; every feature that uses it is rebuilt.",
+        aliases=("change dimension", "修改参数"),
+        intents=("set the width to 50 mm", "把宽度改成50毫米"),
+        counter=("define a new parameter",),
+        inputs=(
+            Input("parameter", STRING, "Alias or id of the parameter, e.g. 'p:width'."),
+            Input("value", REAL, "New value, in the parameter's unit."),
+        ),
+        examples=({"parameter": "p:width", "value": 50},),
+        effects=("additive",),
+        outputs=("Parameter",),
+        quality=("authoritative",),
+        cost="instant",
+        diagnostics=("PARAMETER_OUT_OF_RANGE", "UNIT_MISMATCH"),
+    ),
+    # -- queries -----------------------------------------------------------------------------
+    Operation(
+        capability="cap:query.massProperties@1",
+        ref="query.massProperties@1.0.0",
+        kind="model.query",
+        target="queryRef",
+        taxonomy="query.geometric",
+        title="Mass properties",
+        summary="Volume (mm³), surface area (mm²) and centre of mass of a body.",
+        aliases=("volume", "weight", "体积", "质量属性"),
+        intents=("what is the volume of the plate", "底板的体积是多少"),
+        counter=("change the volume",),
+        inputs=(_TARGET,),
+        examples=({"target": "b:plate"},),
+        outputs=("MassProperties",),
+        effects=("readOnly",),
+        quality=("authoritative",),
+        cost="instant",
+        diagnostics=("SOLID_INVALID",),
+    ),
+    Operation(
+        capability="cap:query.boundingBox@1",
+        ref="query.boundingBox@1.0.0",
+        kind="model.query",
+        target="queryRef",
+        taxonomy="query.geometric",
+        title="Bounding box",
+        summary="The axis-aligned bounding box of a body (mm).",
+        aliases=("extent", "size", "包围盒", "尺寸"),
+        intents=("how big is the bracket", "支架的外形尺寸是多少"),
+        counter=("fit a body into a box",),
+        inputs=(_TARGET,),
+        examples=({"target": "b:plate"},),
+        outputs=("BoundingBox",),
+        effects=("readOnly",),
+        quality=("authoritative",),
+        cost="instant",
+    ),
+    # -- validators --------------------------------------------------------------------------
+    Operation(
+        capability="cap:validate.solidValidity@1",
+        ref="validate.solidValidity@1.0.0",
+        kind="validator",
+        target="validatorRef",
+        taxonomy="validation.geometric",
+        title="Solid validity",
+        summary="The body is one valid solid: BRep check passes and its shells are closed.",
+        aliases=("valid solid", "watertight", "实体有效性", "封闭"),
+        intents=("check the part is a valid closed solid", "检查零件是否是有效的封闭实体"),
+        counter=("check a wall thickness",),
+        inputs=(_TARGET,),
+        examples=({"target": "b:plate"},),
+        outputs=("ValidationResult",),
+        effects=("readOnly",),
+        quality=("authoritative",),
+        cost="interactive",
+        diagnostics=("SOLID_INVALID",),
+    ),
+    Operation(
+        capability="cap:validate.volumeRange@1",
+        ref="validate.volumeRange@1.0.0",
+        kind="validator",
+        target="validatorRef",
+        taxonomy="validation.requirements",
+        title="Volume range",
+        summary="The body's volume (mm³) lies within [min, max].",
+        aliases=("volume limit", "体积范围"),
+        intents=("the part must stay under 20 cm³", "零件体积不超过20立方厘米"),
+        counter=("measure the volume",),
+        inputs=(
+            _TARGET,
+            Input("min", REAL, "Lowest volume (mm³).", required=False, minimum=0),
+            Input("max", REAL, "Highest volume (mm³).", required=False, minimum=0),
+        ),
+        examples=({"target": "b:plate", "min": 1000, "max": 20000},),
+        outputs=("ValidationResult",),
+        effects=("readOnly",),
+        quality=("authoritative",),
+        cost="instant",
+        diagnostics=("VOLUME_OUT_OF_RANGE",),
+    ),
+    # -- io ----------------------------------------------------------------------------------
+    Operation(
+        capability="cap:io.exportStep@1",
+        ref="io.exportStep@1.0.0",
+        kind="exporter",
+        target="ioRef",
+        taxonomy="io.export",
+        title="Export STEP",
+        summary="Write a body (or all bodies) as a STEP AP214 file.",
+        aliases=("step file", "stp", "导出STEP"),
+        intents=("export the bracket as STEP", "把支架导出为STEP文件"),
+        counter=("import a STEP file",),
+        inputs=(Input("target", SHAPE, "The body to export (default: all).", required=False),),
+        examples=({"target": "b:plate"},),
+        outputs=("StepFile",),
+        effects=("externalSideEffect",),
+        quality=("authoritative",),
+        cost="interactive",
+    ),
+    Operation(
+        capability="cap:io.exportStl@1",
+        ref="io.exportStl@1.0.0",
+        kind="exporter",
+        target="ioRef",
+        taxonomy="io.export",
+        title="Export STL",
+        summary="Write a tessellated body as a binary STL mesh.",
+        aliases=("stl file", "mesh for printing", "导出STL"),
+        intents=("export an STL for 3D printing", "导出用于3D打印的STL"),
+        counter=("export an exact STEP model",),
+        inputs=(Input("target", SHAPE, "The body to export (default: all).", required=False),),
+        examples=({"target": "b:plate"},),
+        outputs=("StlFile",),
+        effects=("externalSideEffect",),
+        quality=("approximate",),
+        cost="interactive",
+    ),
+)
+
+BY_REF: dict[str, Operation] = {op.ref: op for op in OPERATIONS}
+BY_CAPABILITY: dict[str, Operation] = {op.capability: op for op in OPERATIONS}
