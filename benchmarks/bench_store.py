@@ -5,10 +5,10 @@
 ``aira_core.model.repository.ModelRepository`` is the layer over it that the runtime and the
 CLI use: it validates documents, applies patches and keeps each revision's block hashes and
 summary in the store beside the document (``keep_derived``), so that reading a head summary
-is a lookup, not a computation. This script generates a valid AMIR document of its own (a
-copy of ``make_document`` from ``tests/amir_factory.py``, as ``bench_summary.py`` has:
-benchmarks do not import test code): 15 bodies, 30 Length parameters, 200 nodes (a box per
-body, then features appended to the bodies' tips), 30 assertions; about 50 kB of canonical
+is a lookup, not a computation. This script generates a valid AMIR document with
+``aira_core.model.samples.sample_document`` (as the tests do): 15 bodies, 30 Length
+parameters, 200 nodes (a box per body, then features appended to the bodies' tips),
+30 assertions; about 50 kB of canonical
 JSON. It is checked with ``AmirDocument.model_validate`` and ``validate_document`` before
 anything is timed. On fresh store files it measures:
 
@@ -59,7 +59,6 @@ import copy
 import json
 import os
 import platform
-import random
 import statistics
 import sys
 import tempfile
@@ -73,6 +72,7 @@ from aira_core.model import blocks
 from aira_core.model.aliases import AliasTable
 from aira_core.model.patch import validate_document
 from aira_core.model.repository import SUMMARY_KEY, ModelRepository
+from aira_core.model.samples import sample_document
 from aira_core.model.store import ModelStore
 
 TARGET_SUMMARY_MEDIAN_MS = 2.0
@@ -90,120 +90,13 @@ class BenchmarkError(RuntimeError):
     """The benchmark could not measure what it should (not a missed target)."""
 
 
-# -- the document (a copy of tests/amir_factory.make_document; keep the two in step) -------
-
-PARAMETER_NAMES = ("width", "depth", "height", "radius", "thickness")
-BODY_NAMES = ("plate", "bracket", "housing", "lid", "shaft")
-FEATURES = ("exact.fillet@1.0.0", "exact.chamfer@1.0.0", "exact.hole@1.0.0", "exact.shell@1.0.0")
-VALIDATORS = (
-    "validate.volumeRange@1.0.0",
-    "validate.minWallThickness@1.0.0",
-    "validate.boundingBox@1.0.0",
-)
-MATERIALS = ("steel", "aluminium", "ABS")
-
-
-def _new_id(rng: random.Random, prefix: str) -> str:
-    return f"{prefix}.{rng.getrandbits(48):012x}"
+# -- the document --------------------------------------------------------------------------
 
 
 def document(seed: int = 0) -> dict[str, Any]:
-    """The AMIR document (wire form) of the benchmark: 15 bodies, each a box node grown by
-    feature nodes appended to its tip (200 nodes in all), 30 Length parameters the nodes
-    reference, 30 assertions on the bodies. Ids are seeded random digests, as ids created
-    during a task are; labels give some entities label aliases, the rest short forms."""
-    rng = random.Random(seed)
-    params: list[dict[str, Any]] = []
-    for i in range(PARAMETERS):
-        name = PARAMETER_NAMES[i % len(PARAMETER_NAMES)]
-        params.append(
-            {
-                "id": _new_id(rng, "par"),
-                "label": f"{name}_{i // len(PARAMETER_NAMES) + 1}",
-                "type": "Length",
-                "unit": "mm",
-                "value": float(5 + (i * 7) % 95),
-                "min": 1.0,
-                "max": 500.0,
-            }
-        )
-
-    def length(k: int) -> dict[str, Any]:
-        return {"param": params[k % len(params)]["id"]}
-
-    node_list: list[dict[str, Any]] = []
-    body_list: list[dict[str, Any]] = []
-    for j in range(BODIES):
-        label = f"{BODY_NAMES[j % len(BODY_NAMES)]}_{j // len(BODY_NAMES) + 1}"
-        box = {
-            "id": _new_id(rng, "nod"),
-            "label": f"{label}_box",
-            "op": "exact.box@1.0.0",
-            "inputs": {
-                "width": length(3 * j),
-                "depth": length(3 * j + 1),
-                "height": length(3 * j + 2),
-            },
-        }
-        node_list.append(box)
-        body = {"id": _new_id(rng, "bod"), "label": label, "tip": box["id"]}
-        if j % 2 == 0:
-            body["material"] = MATERIALS[j % len(MATERIALS)]
-        body_list.append(body)
-
-    for k in range(NODES - BODIES):
-        body = body_list[k % len(body_list)]
-        node = _feature(rng, k, body, length(k))
-        body["tip"] = node["id"]  # the feature moves the body's tip; history stays
-        node_list.append(node)
-
-    assertion_list = [
-        _assertion(rng, i, body_list[i % len(body_list)]["id"]) for i in range(ASSERTIONS)
-    ]
-    return {
-        "format": "aira.amir/1",
-        "parameters": params,
-        "nodes": node_list,
-        "bodies": body_list,
-        "assertions": assertion_list,
-    }
-
-
-def _feature(
-    rng: random.Random, k: int, body: dict[str, Any], size: dict[str, Any]
-) -> dict[str, Any]:
-    op = FEATURES[k % len(FEATURES)]
-    node: dict[str, Any] = {
-        "id": _new_id(rng, "nod"),
-        "op": op,
-        "inputs": {
-            "target": {"node": body["tip"]},
-            "edges": {"body": body["id"], "select": "|Z", "entity": "Edge"},
-            "size": size,
-        },
-    }
-    if k % 2 == 0:  # half the features are labelled, the rest get short-form aliases
-        node["label"] = f"{body['label']}_{op.split('@')[0].split('.')[1]}_{k + 1}"
-    return node
-
-
-def _assertion(rng: random.Random, i: int, target: str) -> dict[str, Any]:
-    validator = VALIDATORS[i % len(VALIDATORS)]
-    if validator.startswith("validate.volumeRange"):
-        args = {"min": {"value": 1000.0}, "max": {"value": 500000.0}}
-    elif validator.startswith("validate.minWallThickness"):
-        args = {"min": {"value": 1.5, "unit": "mm"}}
-    else:
-        args = {"max": {"value": [200, 200, 100], "unit": "mm"}}
-    assertion: dict[str, Any] = {
-        "id": _new_id(rng, "asr"),
-        "validatorRef": validator,
-        "target": target,
-        "args": args,
-    }
-    if i % 3 == 0:
-        assertion["label"] = f"check_{i + 1}"
-    return assertion
+    """The AMIR document (wire form) of the benchmark: 15 bodies grown to 200 nodes, 30
+    Length parameters the nodes reference, 30 assertions (``sample_document``)."""
+    return sample_document(bodies=15, parameters=30, assertions=30, nodes=200, seed=seed).to_wire()
 
 
 def amir_document(wire: dict[str, Any]) -> AmirDocument:

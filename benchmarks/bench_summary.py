@@ -4,8 +4,8 @@
 summarised before: the alias table (``AliasTable.build``), the four block hashes
 (``block_hashes``, canonical JSON + SHA-256 of each block) and the bounded summary
 (``summary``). The document is generated here (15 bodies, 30 Length parameters,
-30 assertions, 200 nodes by default) with a copy of ``make_document`` from
-``tests/amir_factory.py``: benchmarks do not import test code.
+30 assertions, 200 nodes by default) with ``aira_core.model.samples.sample_document``,
+the generator the tests use too.
 
 Run from the repository root with the project's interpreter::
 
@@ -25,7 +25,6 @@ import cProfile
 import json
 import platform
 import pstats
-import random
 import statistics
 import sys
 import time
@@ -36,6 +35,7 @@ from aira_core.canonical import canonical_bytes, sha256_id
 from aira_core.contracts.amir import AmirDocument
 from aira_core.model.aliases import AliasTable
 from aira_core.model.blocks import BLOCKS, SUMMARY_MAX_TOKENS, block_hashes, host_tokens, summary
+from aira_core.model.samples import sample_document as make_document
 
 TARGET_P50_S = 0.002
 WARMUP_RUNS = 20
@@ -47,146 +47,6 @@ REV = "rev:sha256:" + "b" * 64
 
 class BenchmarkError(RuntimeError):
     """The benchmark could not measure what it should (not a missed target)."""
-
-
-# -- the document (a copy of tests/amir_factory.make_document; keep the two in step) -------
-
-PARAMETER_NAMES = ("width", "depth", "height", "radius", "thickness")
-BODY_NAMES = ("plate", "bracket", "housing", "lid", "shaft")
-FEATURES = ("exact.fillet@1.0.0", "exact.chamfer@1.0.0", "exact.hole@1.0.0", "exact.shell@1.0.0")
-VALIDATORS = (
-    "validate.volumeRange@1.0.0",
-    "validate.minWallThickness@1.0.0",
-    "validate.boundingBox@1.0.0",
-)
-MATERIALS = ("steel", "aluminium", "ABS")
-
-
-def _new_id(rng: random.Random, prefix: str) -> str:
-    return f"{prefix}.{rng.getrandbits(48):012x}"
-
-
-def make_document(
-    bodies: int = 15,
-    parameters: int = 30,
-    assertions: int = 30,
-    nodes: int | None = None,
-    *,
-    seed: int = 0,
-) -> AmirDocument:
-    """A valid document; ``nodes`` defaults to three per body (a box and two features)."""
-    if nodes is None:
-        nodes = 3 * bodies
-    if nodes < bodies:
-        raise ValueError("every body needs at least its box node")
-    if assertions and not bodies:
-        raise ValueError("assertions target bodies")
-    rng = random.Random(seed)
-
-    params: list[dict[str, Any]] = []
-    for i in range(parameters):
-        name = PARAMETER_NAMES[i % len(PARAMETER_NAMES)]
-        params.append(
-            {
-                "id": _new_id(rng, "par"),
-                "label": f"{name}_{i // len(PARAMETER_NAMES) + 1}",
-                "type": "Length",
-                "unit": "mm",
-                "value": float(5 + (i * 7) % 95),
-                "min": 1.0,
-                "max": 500.0,
-            }
-        )
-
-    def length(k: int, fallback: float) -> dict[str, Any]:
-        if params:
-            return {"param": params[k % len(params)]["id"]}
-        return {"value": fallback, "unit": "mm"}
-
-    node_list: list[dict[str, Any]] = []
-    body_list: list[dict[str, Any]] = []
-    for j in range(bodies):
-        label = f"{BODY_NAMES[j % len(BODY_NAMES)]}_{j // len(BODY_NAMES) + 1}"
-        box = {
-            "id": _new_id(rng, "nod"),
-            "label": f"{label}_box",
-            "op": "exact.box@1.0.0",
-            "inputs": {
-                "width": length(3 * j, 40.0),
-                "depth": length(3 * j + 1, 30.0),
-                "height": length(3 * j + 2, 10.0),
-            },
-        }
-        node_list.append(box)
-        body = {"id": _new_id(rng, "bod"), "label": label, "tip": box["id"]}
-        if j % 2 == 0:
-            body["material"] = MATERIALS[j % len(MATERIALS)]
-        body_list.append(body)
-
-    for k in range(nodes - bodies):
-        if body_list:
-            body = body_list[k % len(body_list)]
-            node = _feature(rng, k, body, length(k, 2.0))
-            body["tip"] = node["id"]
-        else:
-            node = {
-                "id": _new_id(rng, "nod"),
-                "op": "exact.box@1.0.0",
-                "inputs": {"width": length(k, 10.0)},
-            }
-        node_list.append(node)
-
-    assertion_list = [
-        _assertion(rng, i, body_list[i % len(body_list)]["id"]) for i in range(assertions)
-    ]
-    return AmirDocument.model_validate(
-        {
-            "parameters": params,
-            "nodes": node_list,
-            "bodies": body_list,
-            "assertions": assertion_list,
-        }
-    )
-
-
-def _feature(
-    rng: random.Random, k: int, body: dict[str, Any], size: dict[str, Any]
-) -> dict[str, Any]:
-    op = FEATURES[k % len(FEATURES)]
-    node: dict[str, Any] = {
-        "id": _new_id(rng, "nod"),
-        "op": op,
-        "inputs": {
-            "target": {"node": body["tip"]},
-            "edges": {"body": body["id"], "select": "|Z", "entity": "Edge"},
-            "size": size,
-        },
-    }
-    if k % 2 == 0:
-        node["label"] = f"{body['label']}_{op.split('@')[0].split('.')[1]}_{k + 1}"
-    return node
-
-
-def _assertion(rng: random.Random, i: int, target: str) -> dict[str, Any]:
-    validator = VALIDATORS[i % len(VALIDATORS)]
-    if validator.startswith("validate.volumeRange"):
-        args = {"min": {"value": 1000.0}, "max": {"value": 500000.0}}
-    elif validator.startswith("validate.minWallThickness"):
-        args = {"min": {"value": 1.5, "unit": "mm"}}
-    else:
-        args = {"max": {"value": [200, 200, 100], "unit": "mm"}}
-    assertion: dict[str, Any] = {
-        "id": _new_id(rng, "asr"),
-        "validatorRef": validator,
-        "target": target,
-        "args": args,
-    }
-    if i % 3 == 0:
-        assertion["label"] = f"check_{i + 1}"
-    return assertion
-
-
-# -- measuring -----------------------------------------------------------------------------
 
 
 def build_head_summary(document: AmirDocument) -> Any:
