@@ -17,6 +17,7 @@ SMALL = {
     "bench_admission.py": ["--runs", "1", "--descriptors", "20"],
     "bench_store.py": ["--commits", "3", "--reads", "3"],
     "bench_summary.py": ["--runs", "3", "--nodes", "20", "--profile", "0"],
+    "bench_occt.py": ["--runs", "1", "--queries", "5"],
 }
 
 
