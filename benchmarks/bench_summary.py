@@ -210,6 +210,7 @@ def print_report(result: dict[str, Any]) -> None:
         f"  p50  {q['p50'] * 1e3:7.3f} ms   (information: the "
         f"{target['max_seconds'] * 1e3:.0f} ms target is for the head summary read, met by "
         "keeping summaries at commit, see bench_store.py)"
+    )
     print(f"  p90  {q['p90'] * 1e3:7.3f} ms")
     print(f"  max  {q['max'] * 1e3:7.3f} ms")
     st = result["stored_block_hashes_seconds"]
