@@ -34,6 +34,7 @@ from aira_kernel_occt.operations import (
     BOOL,
     BY_REF,
     COUNT,
+    JSON,
     LENGTH,
     REAL,
     SELECTION,
@@ -192,6 +193,29 @@ def _sphere(a: Mapping[str, Any]) -> cq.Shape:
     return cq.Solid.makeSphere(a["radius"], angleDegrees1=-90, angleDegrees2=90)
 
 
+def _cone(a: Mapping[str, Any]) -> cq.Shape:
+    return cq.Solid.makeCone(a["radius1"], a["radius2"], a["height"])
+
+
+def _torus(a: Mapping[str, Any]) -> cq.Shape:
+    major, minor = a["majorRadius"], a["minorRadius"]
+    if minor >= major:
+        raise Failure(
+            PARAMETER_OUT_OF_RANGE,
+            f"minorRadius {minor:g} mm must be less than majorRadius {major:g} mm "
+            "(the tube would cross the axis)",
+        )
+    return cq.Solid.makeTorus(major, minor)
+
+
+def _wedge(a: Mapping[str, Any]) -> cq.Shape:
+    length, width, height = a["length"], a["width"], a["height"]
+    triangle = cq.Wire.makePolygon(
+        [cq.Vector(0, 0, 0), cq.Vector(length, 0, 0), cq.Vector(0, 0, height)], close=True
+    )
+    return cq.Solid.extrudeLinear(cq.Face.makeFromWires(triangle), cq.Vector(0, width, 0))
+
+
 def _fillet(a: Mapping[str, Any]) -> cq.Shape:
     radius, edges = a["radius"], _edges(a["target"], a["edges"])
     try:
@@ -222,15 +246,24 @@ def _chamfer(a: Mapping[str, Any]) -> cq.Shape:
     return out
 
 
+_EMPTY_BECAUSE = {
+    "cut": " (the tool covers the whole target)",
+    "intersect": " (the bodies do not overlap)",
+}
+
+
 def _boolean(kind: str) -> Builder:
     def build(a: Mapping[str, Any]) -> cq.Shape:
         target, tool = a["target"], a["tool"]
-        out = target.cut(tool) if kind == "cut" else target.fuse(tool)
+        if kind == "cut":
+            out = target.cut(tool)
+        elif kind == "intersect":
+            out = target.intersect(tool)
+        else:
+            out = target.fuse(tool)
         if out is None or out.isNull() or not out.Solids() or out.Volume() < EMPTY_VOLUME:
             raise Failure(
-                BOOLEAN_EMPTY_RESULT,
-                f"the {kind} leaves no solid"
-                + (" (the tool covers the whole target)" if kind == "cut" else ""),
+                BOOLEAN_EMPTY_RESULT, f"the {kind} leaves no solid" + _EMPTY_BECAUSE.get(kind, "")
             )
         # clean only merges coplanar faces; if it fails the uncleaned result stands
         with contextlib.suppress(Exception):
@@ -245,15 +278,32 @@ def _translate(a: Mapping[str, Any]) -> cq.Shape:
     return a["target"].translate(offset)
 
 
+_AXES = {"X": (1, 0, 0), "Y": (0, 1, 0), "Z": (0, 0, 1)}
+
+
+def _rotate(a: Mapping[str, Any]) -> cq.Shape:
+    return a["target"].rotate(cq.Vector(0, 0, 0), cq.Vector(*_AXES[a["axis"]]), a["angle"])
+
+
+def _mirror(a: Mapping[str, Any]) -> cq.Shape:
+    return a["target"].mirror(a["plane"], (0, 0, 0))
+
+
 BUILDERS: dict[str, Builder] = {
     "exact.box@1.0.0": _box,
     "exact.cylinder@1.0.0": _cylinder,
     "exact.sphere@1.0.0": _sphere,
+    "exact.cone@1.0.0": _cone,
+    "exact.torus@1.0.0": _torus,
+    "exact.wedge@1.0.0": _wedge,
     "exact.fillet@1.0.0": _fillet,
     "exact.chamfer@1.0.0": _chamfer,
     "exact.union@1.0.0": _boolean("union"),
     "exact.cut@1.0.0": _boolean("cut"),
+    "exact.intersect@1.0.0": _boolean("intersect"),
     "exact.translate@1.0.0": _translate,
+    "exact.rotate@1.0.0": _rotate,
+    "exact.mirror@1.0.0": _mirror,
 }
 
 
@@ -298,6 +348,13 @@ def _check_scalar(spec: Input, value: Any) -> Any:
         raise Failure(KERNEL_INPUT_INVALID, f"{spec.name} must be true or false, not {value!r}")
     elif kind == STRING and not isinstance(value, str):
         raise Failure(KERNEL_INPUT_INVALID, f"{spec.name} must be a string, not {value!r}")
+    elif kind == STRING and spec.choices is not None and value not in spec.choices:
+        raise Failure(
+            KERNEL_INPUT_INVALID,
+            f"{spec.name} must be one of {', '.join(spec.choices)}, not {value!r}",
+        )
+    elif kind == JSON:
+        return value  # structured literals are checked by their builder
     elif kind in (SHAPE, SELECTION):
         raise Failure(
             KERNEL_INPUT_INVALID,

@@ -18,7 +18,7 @@ from typing import Any
 from aira_kernel_occt.operations import OPERATIONS, Operation
 
 NAME = "aira.kernel.occt"
-VERSION = "0.1.0"
+VERSION = "0.2.0"
 PUBLISHER = "aira-first-party"
 PACKAGE_DIR = Path(__file__).parent / "package"
 
@@ -27,11 +27,18 @@ _ALTERNATIVES = {
     "cap:exact.chamfer@1": ["cap:exact.fillet@1"],
     "cap:io.exportStep@1": ["cap:io.exportStl@1"],
     "cap:io.exportStl@1": ["cap:io.exportStep@1"],
+    "cap:exact.cut@1": ["cap:exact.intersect@1"],
+    "cap:exact.intersect@1": ["cap:exact.cut@1"],
+    "cap:exact.rotate@1": ["cap:exact.mirror@1"],
+    "cap:exact.mirror@1": ["cap:exact.rotate@1"],
 }
 _COMPOSES = {
     "cap:exact.box@1": ["cap:exact.fillet@1", "cap:exact.cut@1"],
     "cap:exact.cylinder@1": ["cap:exact.cut@1", "cap:exact.union@1"],
     "cap:parameter.define@1": ["cap:parameter.set@1"],
+    "cap:exact.wedge@1": ["cap:exact.union@1"],
+    "cap:exact.cone@1": ["cap:exact.cut@1", "cap:exact.union@1"],
+    "cap:exact.torus@1": ["cap:exact.cut@1", "cap:exact.union@1"],
 }
 
 

@@ -17,6 +17,8 @@ BOOL = "Bool"
 STRING = "String"
 SHAPE = "Shape"
 SELECTION = "Selection"
+JSON = "Json"
+"""Structured literal (lists, objects): checked by its own JSON schema and by the builder."""
 
 _JSON_TYPE = {
     LENGTH: "number",
@@ -60,8 +62,16 @@ class Input:
     maximum: float | None = None
     default: Any = None
     entity: str | None = None  # for selections: Face, Edge
+    choices: tuple[str, ...] | None = None  # for strings: the allowed values
+    json_schema: Mapping[str, Any] | None = None  # for Json inputs
 
     def schema(self) -> dict[str, Any]:
+        if self.type == JSON:
+            return {
+                **dict(self.json_schema or {}),
+                "x-amir-type": JSON,
+                "description": self.description,
+            }
         if self.type == SELECTION:
             return {
                 "type": "object",
@@ -87,6 +97,8 @@ class Input:
         ):
             if value is not None:
                 out[key] = value
+        if self.choices is not None:
+            out["enum"] = list(self.choices)
         return out
 
 
@@ -221,6 +233,82 @@ OPERATIONS: tuple[Operation, ...] = (
         inputs=(_length("radius", "Radius (mm)."),),
         examples=({"radius": 10},),
     ),
+    Operation(
+        capability="cap:exact.cone@1",
+        ref="exact.cone@1.0.0",
+        **_PRIMITIVE,
+        title="Cone",
+        summary="An exact cone or truncated cone standing on the XY plane along +Z, centred "
+        "on the origin: radius1 at the bottom (z 0), radius2 at the top (z height, may be 0).",
+        aliases=("frustum", "truncated cone", "taper", "圆锥", "圆台"),
+        intents=(
+            "a cone of base radius 10 and height 20",
+            "a frustum from radius 10 down to 5, 15 mm tall",
+            "做一个底面半径10毫米高20毫米的圆锥",
+            "做一个下底半径10上底半径5的圆台",
+        ),
+        counter=("a countersunk hole", "chamfer the edge of a cylinder"),
+        inputs=(
+            _length("radius1", "Radius at the bottom, z 0 (mm)."),
+            Input("radius2", LENGTH, "Radius at the top (mm); 0 for a pointed cone.", minimum=0),
+            _length("height", "Height along Z (mm)."),
+        ),
+        examples=(
+            {"radius1": 10, "radius2": 0, "height": 20},
+            {"radius1": 10, "radius2": 5, "height": 15},
+        ),
+    ),
+    Operation(
+        capability="cap:exact.torus@1",
+        ref="exact.torus@1.0.0",
+        **_PRIMITIVE,
+        title="Torus",
+        summary="An exact torus (ring) centred on the origin, its axis along Z: the tube of "
+        "minorRadius swept around a circle of majorRadius; minorRadius < majorRadius.",
+        aliases=("ring", "donut", "o-ring", "圆环", "环面"),
+        intents=(
+            "a ring of radius 20 with a 3 mm tube",
+            "an o-ring 40 mm across, 4 mm thick",
+            "做一个大半径20毫米、截面半径3毫米的圆环",
+        ),
+        counter=("a washer (a flat ring cut from a plate)", "a circle sketch"),
+        inputs=(
+            _length("majorRadius", "Radius of the tube's centre circle (mm)."),
+            _length("minorRadius", "Radius of the tube (mm), less than majorRadius."),
+        ),
+        examples=({"majorRadius": 20, "minorRadius": 3},),
+        failure_modes=(
+            {
+                "diagnostic": "PARAMETER_OUT_OF_RANGE",
+                "explanation": "minorRadius is not less than majorRadius (a self-intersecting "
+                "torus)",
+                "repair": "make minorRadius smaller than majorRadius",
+            },
+        ),
+    ),
+    Operation(
+        capability="cap:exact.wedge@1",
+        ref="exact.wedge@1.0.0",
+        **_PRIMITIVE,
+        title="Wedge",
+        summary="An exact right-angle wedge: the right triangle (0,0)-(length,0)-(0,height) in "
+        "the XZ plane, extruded width along +Y; the right angle sits on the Y axis at the "
+        "origin. Volume length·width·height/2.",
+        aliases=("ramp", "triangular prism", "gusset", "楔形", "楔块", "三角块"),
+        intents=(
+            "a ramp 40 long, 20 wide and 10 high",
+            "a triangular gusset 15 by 15, 5 mm thick",
+            "做一个长40宽20高10毫米的楔块",
+            "做一个直角三角形截面的加强筋",
+        ),
+        counter=("a chamfer on an edge", "a pyramid"),
+        inputs=(
+            _length("length", "Size along X (mm), the triangle's base."),
+            _length("width", "Extrusion along Y (mm)."),
+            _length("height", "Size along Z (mm), the triangle's upright side."),
+        ),
+        examples=({"length": 40, "width": 20, "height": 10},),
+    ),
     # -- finishing ---------------------------------------------------------------------------
     Operation(
         capability="cap:exact.fillet@1",
@@ -331,6 +419,37 @@ OPERATIONS: tuple[Operation, ...] = (
         diagnostics=("BOOLEAN_EMPTY_RESULT", "SOLID_INVALID"),
         requires_representation=("ExactSolid",),
     ),
+    Operation(
+        capability="cap:exact.intersect@1",
+        ref="exact.intersect@1.0.0",
+        kind="authoring.operation",
+        target="operationRef",
+        taxonomy="authoring.exact.boolean",
+        title="Intersect",
+        summary="Keep only the volume the target and the tool bodies share.",
+        aliases=("common", "intersection", "overlap", "交集", "求交", "相交"),
+        intents=(
+            "keep only where the cylinder and the plate overlap",
+            "the common part of the two bodies",
+            "求底板和圆柱的交集",
+            "只保留两个实体重叠的部分",
+        ),
+        counter=("check whether two bodies interfere", "subtract one body from another"),
+        inputs=(_TARGET, Input("tool", SHAPE, "The body intersected with the target.")),
+        examples=({"target": "b:plate", "tool": "b:pin"},),
+        effects=("createsFeature", "changesTopology"),
+        risk="medium",
+        may_invalidate_refs=True,
+        diagnostics=("BOOLEAN_EMPTY_RESULT", "SOLID_INVALID"),
+        requires_representation=("ExactSolid",),
+        failure_modes=(
+            {
+                "diagnostic": "BOOLEAN_EMPTY_RESULT",
+                "explanation": "the two bodies do not overlap",
+                "repair": "move the tool so that it overlaps the target",
+            },
+        ),
+    ),
     # -- placement ---------------------------------------------------------------------------
     Operation(
         capability="cap:exact.translate@1",
@@ -350,6 +469,62 @@ OPERATIONS: tuple[Operation, ...] = (
             Input("z", LENGTH, "Offset along Z (mm).", required=False),
         ),
         examples=({"target": "b:boss", "z": 10},),
+        effects=("createsFeature",),
+        requires_representation=("ExactSolid",),
+    ),
+    Operation(
+        capability="cap:exact.rotate@1",
+        ref="exact.rotate@1.0.0",
+        kind="authoring.operation",
+        target="operationRef",
+        taxonomy="authoring.exact.feature",
+        title="Rotate",
+        summary="Rotate a body about the X, Y or Z axis through the origin by an angle "
+        "(degrees, counter-clockwise looking down the axis).",
+        aliases=("turn", "spin", "旋转", "转动"),
+        intents=(
+            "rotate the plate 90 degrees about Z",
+            "tilt the boss by 30° around the X axis",
+            "把底板绕Z轴旋转90度",
+            "将凸台绕X轴转30度",
+        ),
+        counter=("revolve a sketch into a solid", "a polar pattern of copies"),
+        inputs=(
+            _TARGET,
+            Input("angle", ANGLE, "Rotation angle (deg; other angle units converted)."),
+            Input("axis", STRING, "The axis through the origin.", choices=("X", "Y", "Z")),
+        ),
+        examples=(
+            {"target": "b:plate", "angle": 90, "axis": "Z"},
+            {"target": "b:boss", "angle": -30, "axis": "X"},
+        ),
+        effects=("createsFeature",),
+        requires_representation=("ExactSolid",),
+    ),
+    Operation(
+        capability="cap:exact.mirror@1",
+        ref="exact.mirror@1.0.0",
+        kind="authoring.operation",
+        target="operationRef",
+        taxonomy="authoring.exact.feature",
+        title="Mirror",
+        summary="Reflect a body in the XY, YZ or XZ plane through the origin (the mirrored "
+        "body replaces the original; union it with a copy to keep both).",
+        aliases=("reflect", "flip", "镜像", "对称"),
+        intents=(
+            "mirror the bracket across the YZ plane",
+            "flip the boss to below the XY plane",
+            "把支架沿YZ平面镜像",
+            "将凸台对XY平面做镜像",
+        ),
+        counter=("rotate a body by 180 degrees", "a symmetric sketch"),
+        inputs=(
+            _TARGET,
+            Input(
+                "plane", STRING, "The mirror plane through the origin.", choices=("XY", "YZ", "XZ")
+            ),
+        ),
+        examples=({"target": "b:boss", "plane": "XY"}, {"target": "b:plate", "plane": "YZ"}),
         effects=("createsFeature",),
         requires_representation=("ExactSolid",),
     ),

@@ -4,5 +4,5 @@
   "context": "aira.capability-package.v1",
   "publisher": "aira-first-party",
   "keyId": "e81c20c98175665f",
-  "signature": "aSGdoWeNxV04mqgCaMQKbBEY0IVl+UA1PJbUQJXDyHUEi9hKXSOqWvIPKU2tuYzOvIu6P6vj+cu2gaf+Ex+3Cg=="
+  "signature": "GbC+2jqb+nUgRhYwrmC6UYQsuu7oLAlEg/pwwyIbjGWt0bPTQjkdiSG3zI8yCUh0bThNHQEr+iyCb+f2EQjyCQ=="
 }

