@@ -47,6 +47,8 @@ from aira_kernel_occt.operations import (
 BOOLEAN_EMPTY_RESULT = "BOOLEAN_EMPTY_RESULT"
 CHAMFER_TOO_LARGE = "CHAMFER_TOO_LARGE"
 FILLET_RADIUS_TOO_LARGE = "FILLET_RADIUS_TOO_LARGE"
+HOLE_FACE_NOT_PLANAR = "HOLE_FACE_NOT_PLANAR"
+HOLE_OFF_FACE = "HOLE_OFF_FACE"
 KERNEL_EXPORT_FAILED = "KERNEL_EXPORT_FAILED"
 KERNEL_INPUT_INVALID = "KERNEL_INPUT_INVALID"
 KERNEL_OPERATION_FAILED = "KERNEL_OPERATION_FAILED"
@@ -55,6 +57,7 @@ KERNEL_REFERENCE_CYCLE = "KERNEL_REFERENCE_CYCLE"
 KERNEL_REFERENCE_UNRESOLVED = "KERNEL_REFERENCE_UNRESOLVED"
 PARAMETER_OUT_OF_RANGE = "PARAMETER_OUT_OF_RANGE"
 QUERY_TARGET_UNKNOWN = "QUERY_TARGET_UNKNOWN"
+SELECTION_CARDINALITY_MISMATCH = "SELECTION_CARDINALITY_MISMATCH"
 SELECTION_EMPTY = "SELECTION_EMPTY"
 SELECTION_INVALID = "SELECTION_INVALID"
 SOLID_INVALID = "SOLID_INVALID"
@@ -64,6 +67,8 @@ CACHE_LIMIT = 2048
 """Node results kept (least recently used dropped first)."""
 EMPTY_VOLUME = 1e-9
 """A boolean result with less volume than this (mm³) is empty."""
+ON_FACE_TOLERANCE = 1e-6
+"""A hole centre farther than this (mm) from its face is off the face."""
 STL_TOLERANCE = 0.01
 STL_ANGULAR_TOLERANCE = 0.1
 
@@ -246,6 +251,82 @@ def _chamfer(a: Mapping[str, Any]) -> cq.Shape:
     return out
 
 
+def _positive(value: Any, what: str) -> float:
+    if not isinstance(value, int | float) or isinstance(value, bool) or not math.isfinite(value):
+        raise Failure(KERNEL_INPUT_INVALID, f"{what} must be a number, not {value!r}")
+    if value <= 0:
+        raise Failure(KERNEL_INPUT_INVALID, f"{what} must be greater than 0, not {value:g}")
+    return float(value)
+
+
+def _points(raw: Any) -> list[tuple[float, float]]:
+    if not isinstance(raw, list) or not raw:
+        raise Failure(
+            KERNEL_INPUT_INVALID, f"points must be a non-empty list of [x, y], not {raw!r}"
+        )
+    out = []
+    for point in raw:
+        if (
+            not isinstance(point, list | tuple)
+            or len(point) != 2
+            or not all(_is_number(c) and math.isfinite(c) for c in point)
+        ):
+            raise Failure(KERNEL_INPUT_INVALID, f"a hole point must be [x, y], not {point!r}")
+        out.append((float(point[0]), float(point[1])))
+    return out
+
+
+def _hole(a: Mapping[str, Any]) -> cq.Shape:
+    target: cq.Shape = a["target"]
+    faces = [f for f in a["face"] if isinstance(f, cq.Face)]
+    own = [f for f in faces if any(f.isSame(g) for g in target.Faces())]
+    if not own:
+        raise Failure(SELECTION_EMPTY, "the selected face is no face of the target")
+    if len(own) != 1:
+        raise Failure(
+            SELECTION_CARDINALITY_MISMATCH,
+            f"a hole starts from exactly one face; the selector chose {len(own)}",
+        )
+    face = own[0]
+    if face.geomType() != "PLANE":
+        raise Failure(
+            HOLE_FACE_NOT_PLANAR, f"holes start from a planar face, not a {face.geomType()} one"
+        )
+    points, diameter, depth = _points(a["points"]), a["diameter"], a.get("depth")
+    plane = cq.Workplane().add(target).newObject([face]).workplane()
+    for x, y in points:
+        at = plane.plane.toWorldCoords((x, y))
+        off = face.distance(cq.Vertex.makeVertex(at.x, at.y, at.z))
+        if off > ON_FACE_TOLERANCE:
+            raise Failure(
+                HOLE_OFF_FACE,
+                f"hole centre [{x:g}, {y:g}] is {off:g} mm off the selected face",
+            )
+    located = plane.pushPoints(points)
+    bore = a.get("counterbore")
+    if bore is None:
+        out = located.hole(diameter, depth)
+    else:
+        if not isinstance(bore, Mapping) or set(bore) != {"diameter", "depth"}:
+            raise Failure(
+                KERNEL_INPUT_INVALID, f"counterbore takes {{diameter, depth}}, not {bore!r}"
+            )
+        bore_d = _positive(bore["diameter"], "counterbore diameter")
+        bore_depth = _positive(bore["depth"], "counterbore depth")
+        if bore_d <= diameter:
+            raise Failure(
+                PARAMETER_OUT_OF_RANGE,
+                f"counterbore diameter {bore_d:g} mm must exceed the hole's {diameter:g} mm",
+            )
+        if depth is not None and bore_depth >= depth:
+            raise Failure(
+                PARAMETER_OUT_OF_RANGE,
+                f"counterbore depth {bore_depth:g} mm must be less than the hole's {depth:g} mm",
+            )
+        out = located.cboreHole(diameter, bore_d, bore_depth, depth)
+    return _solid_or_compound(out.val())
+
+
 _EMPTY_BECAUSE = {
     "cut": " (the tool covers the whole target)",
     "intersect": " (the bodies do not overlap)",
@@ -302,6 +383,7 @@ BUILDERS: dict[str, Builder] = {
     "exact.cut@1.0.0": _boolean("cut"),
     "exact.intersect@1.0.0": _boolean("intersect"),
     "exact.translate@1.0.0": _translate,
+    "exact.hole@1.0.0": _hole,
     "exact.rotate@1.0.0": _rotate,
     "exact.mirror@1.0.0": _mirror,
 }

@@ -309,6 +309,106 @@ OPERATIONS: tuple[Operation, ...] = (
         ),
         examples=({"length": 40, "width": 20, "height": 10},),
     ),
+    # -- features ----------------------------------------------------------------------------
+    Operation(
+        capability="cap:exact.hole@1",
+        ref="exact.hole@1.0.0",
+        kind="authoring.operation",
+        target="operationRef",
+        taxonomy="authoring.exact.feature",
+        title="Hole",
+        summary="Drill round holes (optionally counterbored) into a body, perpendicular to one "
+        "of its planar faces, through all unless a depth is given. Points [x, y] (mm) are on "
+        "the face's workplane, origin the global origin projected onto it ('>Z': global X, Y).",
+        aliases=("drill", "bore", "through hole", "counterbore", "孔", "钻孔", "通孔", "沉头孔"),
+        intents=(
+            "drill four 5 mm through holes in the corners of the plate",
+            "a 6 mm hole 8 deep with a 10 mm counterbore 3 deep",
+            "在底板四角钻四个直径5毫米的通孔",
+            "打一个带沉头的6毫米孔",
+        ),
+        counter=("cut an arbitrary body out of another", "a cylinder standing on a plate"),
+        inputs=(
+            _TARGET,
+            Input(
+                "face",
+                SELECTION,
+                "The one planar face the holes start from (usually '>Z').",
+                entity="Face",
+            ),
+            Input(
+                "points",
+                JSON,
+                "Hole centres [x, y] (mm) on the face's workplane.",
+                json_schema={
+                    "type": "array",
+                    "minItems": 1,
+                    "items": {
+                        "type": "array",
+                        "items": {"type": "number"},
+                        "minItems": 2,
+                        "maxItems": 2,
+                    },
+                },
+            ),
+            _length("diameter", "Hole diameter (mm)."),
+            _length("depth", "Hole depth (mm); absent: through all.", required=False),
+            Input(
+                "counterbore",
+                JSON,
+                "Optional counterbore: its diameter (mm, larger than the hole's) and depth (mm).",
+                required=False,
+                json_schema={
+                    "type": "object",
+                    "properties": {
+                        "diameter": {"type": "number", "exclusiveMinimum": 0},
+                        "depth": {"type": "number", "exclusiveMinimum": 0},
+                    },
+                    "required": ["diameter", "depth"],
+                    "additionalProperties": False,
+                },
+            ),
+        ),
+        examples=(
+            {
+                "target": "b:plate",
+                "face": {"body": "b:plate", "select": ">Z", "entity": "Face"},
+                "points": [[-12, -8], [12, -8], [-12, 8], [12, 8]],
+                "diameter": 5,
+            },
+            {
+                "target": "b:plate",
+                "face": {"body": "b:plate", "select": ">Z", "entity": "Face"},
+                "points": [[0, 0]],
+                "diameter": 6,
+                "depth": 8,
+                "counterbore": {"diameter": 10, "depth": 3},
+            },
+        ),
+        effects=("createsFeature", "changesTopology"),
+        risk="medium",
+        may_invalidate_refs=True,
+        diagnostics=(
+            "SELECTION_CARDINALITY_MISMATCH",
+            "HOLE_FACE_NOT_PLANAR",
+            "HOLE_OFF_FACE",
+            "SOLID_INVALID",
+        ),
+        requires_representation=("ExactSolid",),
+        selection={"entityKind": "Face", "cardinality": "one"},
+        failure_modes=(
+            {
+                "diagnostic": "HOLE_OFF_FACE",
+                "explanation": "a hole centre does not lie on the selected face",
+                "repair": "give points in the face's workplane coordinates, inside the face",
+            },
+            {
+                "diagnostic": "SELECTION_CARDINALITY_MISMATCH",
+                "explanation": "the face selector chose more than one face",
+                "repair": "narrow the selector to one planar face, e.g. '>Z'",
+            },
+        ),
+    ),
     # -- finishing ---------------------------------------------------------------------------
     Operation(
         capability="cap:exact.fillet@1",

@@ -217,3 +217,89 @@ def test_intersecting_bodies_that_do_not_overlap_is_boolean_empty_result() -> No
     )
     assert codes(result) == [("BOOLEAN_EMPTY_RESULT", "common")]
     assert "do not overlap" in result["diagnostics"][0]["message"]
+
+
+# -- holes --------------------------------------------------------------------------------------
+
+HOLE = "exact.hole@1.0.0"
+CORNERS = [[-15, -10], [15, -10], [-15, 10], [15, 10]]
+
+
+def drilled(select: str = ">Z", points: Any = CORNERS, **inputs: Any) -> dict[str, Any]:
+    """A centred 40 × 30 × 10 plate (z -5…5) with holes drilled from the face ``select``."""
+    return doc(
+        [
+            node("plate", BOX, length=v(40), width=v(30), height=v(10)),
+            node(
+                "drill",
+                HOLE,
+                target={"node": "plate"},
+                face={"body": "b", "select": select, "entity": "Face"},
+                points=v(points),
+                **inputs,
+            ),
+        ],
+        {"b": "drill"},
+    )
+
+
+def test_four_through_holes_remove_four_cylinders_from_the_plate() -> None:
+    out = body(evaluate(drilled(diameter=v(5))))
+    assert out["volume"] == pytest.approx(40 * 30 * 10 - 4 * math.pi * 2.5**2 * 10, rel=1e-6)
+    assert out["boundingBox"] == pytest.approx((-20, -15, -5, 20, 15, 5), abs=1e-7)
+
+
+def test_a_blind_counterbored_hole_removes_its_two_cylinders() -> None:
+    out = body(
+        evaluate(
+            drilled(
+                points=[[0, 0]],
+                diameter=v(6),
+                depth=v(8),
+                counterbore=v({"diameter": 10, "depth": 3}),
+            )
+        )
+    )
+    removed = math.pi * 5**2 * 3 + math.pi * 3**2 * 5
+    assert out["volume"] == pytest.approx(12000 - removed, rel=1e-6)
+
+
+def test_holes_from_a_side_face_use_that_face_s_workplane() -> None:
+    # on the +X face the workplane's x is global Y and its y is global Z
+    out = body(evaluate(drilled(select=">X", points=[[0, 0]], diameter=v(4), depth=v(10))))
+    assert out["volume"] == pytest.approx(12000 - math.pi * 4 * 10, rel=1e-6)
+
+
+@pytest.mark.parametrize(
+    ("select", "points", "inputs", "code"),
+    [
+        (">Z", [[30, 0]], {}, "HOLE_OFF_FACE"),
+        ("|Z", CORNERS, {}, "SELECTION_CARDINALITY_MISMATCH"),
+        (">Z", [[0, 0, 0]], {}, "KERNEL_INPUT_INVALID"),
+        (">Z", [[0, 0]], {"counterbore": v({"diameter": 4, "depth": 2})}, "PARAMETER_OUT_OF_RANGE"),
+    ],
+)
+def test_hole_diagnostics(select: str, points: Any, inputs: dict[str, Any], code: str) -> None:
+    result = evaluate(drilled(select=select, points=points, diameter=v(5), **inputs))
+    assert codes(result) == [(code, "drill")]
+    assert code in BY_CAPABILITY["cap:exact.hole@1"].diagnostics
+
+
+def test_a_hole_from_a_curved_face_is_hole_face_not_planar() -> None:
+    result = evaluate(
+        doc(
+            [
+                node("rod", CYLINDER, radius=v(10), height=v(20)),
+                node(
+                    "drill",
+                    HOLE,
+                    target={"node": "rod"},
+                    face={"body": "b", "select": "%CYLINDER", "entity": "Face"},
+                    points=v([[0, 0]]),
+                    diameter=v(2),
+                ),
+            ],
+            {"b": "drill"},
+        )
+    )
+    assert codes(result) == [("HOLE_FACE_NOT_PLANAR", "drill")]

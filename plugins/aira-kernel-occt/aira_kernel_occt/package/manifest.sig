@@ -4,5 +4,5 @@
   "context": "aira.capability-package.v1",
   "publisher": "aira-first-party",
   "keyId": "e81c20c98175665f",
-  "signature": "GbC+2jqb+nUgRhYwrmC6UYQsuu7oLAlEg/pwwyIbjGWt0bPTQjkdiSG3zI8yCUh0bThNHQEr+iyCb+f2EQjyCQ=="
+  "signature": "z7Vmx7vgoE3ezFJil12WDQcCMpJsuBkEFPkNf0tjWGrDE0iTDgjR8vWyNw2t/Riqj8NaG5Wl1vtlZVx6dr04DQ=="
 }
