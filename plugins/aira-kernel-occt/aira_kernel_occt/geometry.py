@@ -45,6 +45,7 @@ from aira_kernel_occt.operations import (
 )
 
 BOOLEAN_EMPTY_RESULT = "BOOLEAN_EMPTY_RESULT"
+BOUNDING_BOX_EXCEEDED = "BOUNDING_BOX_EXCEEDED"
 CHAMFER_TOO_LARGE = "CHAMFER_TOO_LARGE"
 FILLET_RADIUS_TOO_LARGE = "FILLET_RADIUS_TOO_LARGE"
 HOLE_FACE_NOT_PLANAR = "HOLE_FACE_NOT_PLANAR"
@@ -67,6 +68,8 @@ CACHE_LIMIT = 2048
 """Node results kept (least recently used dropped first)."""
 EMPTY_VOLUME = 1e-9
 """A boolean result with less volume than this (mm³) is empty."""
+BOX_TOLERANCE = 1e-6
+"""How much (mm) a bounding box may exceed an envelope (OpenCASCADE pads boxes slightly)."""
 ON_FACE_TOLERANCE = 1e-6
 """A hole centre farther than this (mm) from its face is off the face."""
 STL_TOLERANCE = 0.01
@@ -828,6 +831,14 @@ def query(
                 "boundingBox": [bb.xmin, bb.ymin, bb.zmin, bb.xmax, bb.ymax, bb.zmax],
                 "size": [bb.xlen, bb.ylen, bb.zlen],
             }
+        elif ref == "query.topology@1.0.0":
+            data = {
+                "solids": len(shape.Solids()),
+                "shells": len(shape.Shells()),
+                "faces": len(shape.Faces()),
+                "edges": len(shape.Edges()),
+                "vertices": len(shape.Vertices()),
+            }
         else:
             return {
                 "data": {},
@@ -892,6 +903,31 @@ def validate(
                     diagnostic(
                         VOLUME_OUT_OF_RANGE,
                         f"volume {volume:g} mm³ is outside {_interval(low, high)} mm³",
+                        aid,
+                    ),
+                    measured=measured,
+                )
+            return {"passed": True, "measured": measured, "diagnostics": []}
+        if ref == "validate.boundingBox@1.0.0":
+            limits = {axis: args.get(f"max{axis}") for axis in "XYZ"}
+            if all(limit is None for limit in limits.values()):
+                raise Failure(KERNEL_INPUT_INVALID, f"{ref} needs at least one of maxX, maxY, maxZ")
+            bb = shape.BoundingBox()
+            size = {"X": bb.xlen, "Y": bb.ylen, "Z": bb.zlen}
+            measured = {
+                "size": [bb.xlen, bb.ylen, bb.zlen],
+                **{f"max{k}": m for k, m in limits.items()},
+            }
+            over = [
+                f"{axis} {size[axis]:g} mm > {limit:g} mm"
+                for axis, limit in limits.items()
+                if limit is not None and size[axis] > limit + BOX_TOLERANCE
+            ]
+            if over:
+                return failed(
+                    diagnostic(
+                        BOUNDING_BOX_EXCEEDED,
+                        f"the body does not fit the envelope: {', '.join(over)}",
                         aid,
                     ),
                     measured=measured,

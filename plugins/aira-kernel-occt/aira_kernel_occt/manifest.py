@@ -31,6 +31,9 @@ _ALTERNATIVES = {
     "cap:exact.intersect@1": ["cap:exact.cut@1"],
     "cap:exact.rotate@1": ["cap:exact.mirror@1"],
     "cap:exact.mirror@1": ["cap:exact.rotate@1"],
+    "cap:exact.hole@1": ["cap:exact.cut@1"],
+    "cap:query.boundingBox@1": ["cap:validate.boundingBox@1"],
+    "cap:validate.boundingBox@1": ["cap:query.boundingBox@1"],
 }
 _COMPOSES = {
     "cap:exact.box@1": ["cap:exact.fillet@1", "cap:exact.cut@1"],

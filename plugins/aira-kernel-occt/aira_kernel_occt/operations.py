@@ -721,6 +721,29 @@ OPERATIONS: tuple[Operation, ...] = (
         quality=("authoritative",),
         cost="instant",
     ),
+    Operation(
+        capability="cap:query.topology@1",
+        ref="query.topology@1.0.0",
+        kind="model.query",
+        target="queryRef",
+        taxonomy="query.topology",
+        title="Topology counts",
+        summary="How many distinct solids, shells, faces, edges and vertices a body has.",
+        aliases=("face count", "edge count", "topology", "拓扑", "面数", "边数"),
+        intents=(
+            "how many faces does the bracket have",
+            "count the edges and vertices of the plate",
+            "支架有多少个面",
+            "统计底板的边和顶点数量",
+        ),
+        counter=("select the top face", "measure the volume"),
+        inputs=(_TARGET,),
+        examples=({"target": "b:plate"},),
+        outputs=("TopologyCounts",),
+        effects=("readOnly",),
+        quality=("authoritative",),
+        cost="instant",
+    ),
     # -- validators --------------------------------------------------------------------------
     Operation(
         capability="cap:validate.solidValidity@1",
@@ -763,6 +786,46 @@ OPERATIONS: tuple[Operation, ...] = (
         quality=("authoritative",),
         cost="instant",
         diagnostics=("VOLUME_OUT_OF_RANGE",),
+    ),
+    Operation(
+        capability="cap:validate.boundingBox@1",
+        ref="validate.boundingBox@1.0.0",
+        kind="validator",
+        target="validatorRef",
+        taxonomy="validation.requirements",
+        title="Fits within a box",
+        summary="The body's axis-aligned bounding box is no larger than maxX, maxY and maxZ "
+        "(mm) along X, Y and Z; give at least one of them.",
+        aliases=("fits within", "envelope", "size limit", "包络尺寸", "尺寸限制"),
+        intents=(
+            "the part must fit in a 100 × 80 × 50 mm envelope",
+            "the bracket may be at most 20 mm tall",
+            "零件必须能放进100×80×50毫米的空间",
+            "支架高度不超过20毫米",
+        ),
+        counter=("measure the bounding box", "scale a body to fit"),
+        inputs=(
+            _TARGET,
+            _length("maxX", "Largest size along X (mm).", required=False),
+            _length("maxY", "Largest size along Y (mm).", required=False),
+            _length("maxZ", "Largest size along Z (mm).", required=False),
+        ),
+        examples=(
+            {"target": "b:plate", "maxX": 50, "maxY": 40, "maxZ": 20},
+            {"target": "b:boss", "maxZ": 25},
+        ),
+        outputs=("ValidationResult",),
+        effects=("readOnly",),
+        quality=("authoritative",),
+        cost="instant",
+        diagnostics=("BOUNDING_BOX_EXCEEDED",),
+        failure_modes=(
+            {
+                "diagnostic": "BOUNDING_BOX_EXCEEDED",
+                "explanation": "the body is larger than the envelope along at least one axis",
+                "repair": "shrink the body along the named axes or enlarge the envelope",
+            },
+        ),
     ),
     # -- io ----------------------------------------------------------------------------------
     Operation(

@@ -303,3 +303,53 @@ def test_a_hole_from_a_curved_face_is_hole_face_not_planar() -> None:
         )
     )
     assert codes(result) == [("HOLE_FACE_NOT_PLANAR", "drill")]
+
+
+# -- topology query and bounding-box validator --------------------------------------------------
+
+
+def test_topology_counts_the_distinct_entities_of_a_body() -> None:
+    cache: dict[str, Any] = {}
+    box = geometry.query(plate_doc(tip="plate"), "query.topology@1.0.0", {"target": "b"}, cache)
+    assert box == {
+        "data": {"solids": 1, "shells": 1, "faces": 6, "edges": 12, "vertices": 8},
+        "diagnostics": [],
+    }
+    # each through hole adds a cylindrical face, two circular edges (plus a seam) and 2 vertices
+    holes = geometry.query(drilled(diameter=v(5)), "query.topology@1.0.0", {"target": "b"}, cache)
+    assert holes["data"] == {"solids": 1, "shells": 1, "faces": 10, "edges": 24, "vertices": 16}
+    missing = geometry.query(drilled(diameter=v(5)), "query.topology@1.0.0", {"target": "x"}, {})
+    assert [d["code"] for d in missing["diagnostics"]] == ["QUERY_TARGET_UNKNOWN"]
+
+
+def fits(document: dict[str, Any], **limits: Any) -> dict[str, Any]:
+    assertion = {
+        "id": "a1",
+        "validatorRef": "validate.boundingBox@1.0.0",
+        "target": "b",
+        "args": limits,
+    }
+    return geometry.validate(document, assertion, {})
+
+
+def test_the_bounding_box_validator_passes_a_body_that_fits_exactly() -> None:
+    ok = fits(plate_doc(tip="plate"), maxX=v(40), maxY=v(3, "cm"), maxZ=v(10))
+    assert ok["passed"] is True and ok["diagnostics"] == []
+    assert ok["measured"]["size"] == pytest.approx([40, 30, 10], abs=1e-6)
+    assert fits(plate_doc(tip="plate"), maxZ=v(10.5))["passed"] is True
+
+
+def test_a_body_larger_than_the_envelope_is_bounding_box_exceeded() -> None:
+    turned = plate_doc(
+        node("turn", ROTATE, target={"node": "plate"}, angle=v(90), axis=v("Z")), tip="turn"
+    )
+    out = fits(turned, maxX=v(35), maxY=v(35), maxZ=v(5))
+    assert out["passed"] is False
+    assert [(d["code"], d["subject"]) for d in out["diagnostics"]] == [
+        ("BOUNDING_BOX_EXCEEDED", "a1")
+    ]
+    message = out["diagnostics"][0]["message"]
+    assert "Y 40 mm > 35 mm" in message and "Z 10 mm > 5 mm" in message and "X " not in message
+    assert "BOUNDING_BOX_EXCEEDED" in BY_CAPABILITY["cap:validate.boundingBox@1"].diagnostics
+    nothing = fits(turned)
+    assert [d["code"] for d in nothing["diagnostics"]] == ["KERNEL_INPUT_INVALID"]

@@ -4,5 +4,5 @@
   "context": "aira.capability-package.v1",
   "publisher": "aira-first-party",
   "keyId": "e81c20c98175665f",
-  "signature": "z7Vmx7vgoE3ezFJil12WDQcCMpJsuBkEFPkNf0tjWGrDE0iTDgjR8vWyNw2t/Riqj8NaG5Wl1vtlZVx6dr04DQ=="
+  "signature": "tAsBnrBYwk3LUWNCRj3vWCGyiGuued36bTl51uynT3086OOPINf3qGp9Pto4jCNStNDDua4NT3JITL9YWUgGAg=="
 }
