@@ -125,10 +125,12 @@ def solid_problem(shape: cq.Shape | None) -> str | None:
     return None
 
 
-def stats(shape: cq.Shape) -> dict[str, Any]:
+def stats(shape: cq.Shape, *, known_valid: bool = False) -> dict[str, Any]:
+    """Measures of a shape; ``known_valid`` skips the BRep check for a shape that
+    :func:`build` already checked (the check is the most expensive measure)."""
     bb = shape.BoundingBox()
     return {
-        "valid": solid_problem(shape) is None,
+        "valid": known_valid or solid_problem(shape) is None,
         "volume": shape.Volume(),
         "area": shape.Area(),
         "boundingBox": [bb.xmin, bb.ymin, bb.zmin, bb.xmax, bb.ymax, bb.zmax],
@@ -359,7 +361,8 @@ def _boolean(kind: str) -> Builder:
 
 def _translate(a: Mapping[str, Any]) -> cq.Shape:
     offset = cq.Vector(a.get("x", 0.0), a.get("y", 0.0), a.get("z", 0.0))
-    return a["target"].translate(offset)
+    # A new location on the same geometry: no copy of the B-rep, unlike Shape.translate.
+    return a["target"].moved(cq.Location(offset))
 
 
 _AXES = {"X": (1, 0, 0), "Y": (0, 1, 0), "Z": (0, 0, 1)}
@@ -405,10 +408,15 @@ def build(ref: str, inputs: Mapping[str, Any]) -> cq.Shape:
         raise Failure(
             KERNEL_OPERATION_FAILED, f"{ref} failed in OpenCASCADE: {type(exc).__name__}: {exc}"
         ) from None
+    if ref in RIGID_MOTIONS:  # a valid solid moved rigidly stays valid: skip the BRep check
+        return shape
     problem = solid_problem(shape)
     if problem is not None:
         raise Failure(SOLID_INVALID, f"{ref} did not produce a valid solid: {problem}")
     return shape
+
+
+RIGID_MOTIONS = frozenset({"exact.translate@1.0.0", "exact.rotate@1.0.0", "exact.mirror@1.0.0"})
 
 
 # -- scalar inputs ------------------------------------------------------------------------------
@@ -517,7 +525,10 @@ class Entry:
 
     def stats(self) -> dict[str, Any]:
         if self._stats is None:
-            self._stats = stats(self.shape) if self.shape is not None else {"valid": False}
+            # Every cached shape came out of build(), which checked it.
+            self._stats = (
+                stats(self.shape, known_valid=True) if self.shape is not None else {"valid": False}
+            )
         return self._stats
 
 
