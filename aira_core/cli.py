@@ -703,6 +703,53 @@ def model_patch(
     typer.echo(f"{branch}: {head} -> {revision.rev}")
 
 
+@model_app.command("export")
+def model_export(
+    file_format: Annotated[str, typer.Option("--format", help="step, stl, 3mf or svg.")],
+    out: Annotated[Path, typer.Option("--out", help="File to write.")],
+    body: Annotated[
+        str | None, typer.Option("--body", help="Body alias or id (default: all bodies).")
+    ] = None,
+    rev: Annotated[str, typer.Option("--rev", help="Revision or branch.")] = "main",
+    kernel: KernelOption = None,
+    store: StoreOption = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Export a revision's bodies through the kernel (a file outside the model)."""
+    from aira_core.diagnostics import AiraError
+
+    chosen = _kernel(kernel, f"exporting {file_format}")
+    with _repository(store) as repo:
+        at = _rev(repo, rev)
+        document = repo.document(at)
+        target = repo.aliases(at).resolve(body) if body is not None else None
+    data = chosen.export(document, file_format.lower(), target)
+    if not data:
+        reasons = getattr(chosen, "last_export_diagnostics", None) or []
+        detail = "; ".join(f"{d.code}: {d.message}" for d in reasons)
+        raise AiraError(
+            "EXPORT_FAILED",
+            f"the kernel wrote nothing for {file_format!r}" + (f" ({detail})" if detail else ""),
+        )
+    try:
+        out.write_bytes(data)
+    except OSError as exc:
+        raise AiraError("EXPORT_FAILED", f"cannot write {out.name!r}: {exc.strerror}") from None
+    if as_json:
+        _print_json(
+            {
+                "format": "aira.model.export/1",
+                "rev": at,
+                "body": target,
+                "fileFormat": file_format.lower(),
+                "bytes": len(data),
+                "out": out.name,
+            }
+        )
+    else:
+        typer.echo(f"wrote {len(data)} bytes of {file_format.lower()} to {out.name}")
+
+
 @model_app.command("revert")
 def model_revert(
     rev: Annotated[str, typer.Argument(help="The revision to restore.")],
@@ -845,6 +892,65 @@ def plan_apply(
                 console.print(f"  {key}: {envelope.data[key]}", soft_wrap=True)
         _print_diagnostics(envelope.diagnostics)
     if envelope.status != "success":
+        raise typer.Exit(1)
+
+
+@app.command("query")
+def query_cmd(
+    name: Annotated[str, typer.Argument(help="cap:query.massProperties@1 or massProperties.")],
+    args: Annotated[str, typer.Option("--args", help="Arguments as JSON.")] = "{}",
+    rev: Annotated[str, typer.Option("--rev", help="Revision or branch.")] = "main",
+    kernel: KernelOption = None,
+    store: StoreOption = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Run an admitted query capability on a revision (the head of main by default)."""
+    from aira_core.catalog.catalog import build_catalog
+    from aira_core.contracts.capability import CapabilityKind
+    from aira_core.diagnostics import AiraError
+
+    try:
+        arguments = json.loads(args)
+    except ValueError:
+        raise AiraError("ARGS_INVALID", "--args is not JSON") from None
+    if not isinstance(arguments, dict):
+        raise AiraError("ARGS_INVALID", "--args must be a JSON object")
+    queries = {
+        cap: d
+        for cap, d in build_catalog().capabilities().items()
+        if d.kind is CapabilityKind.MODEL_QUERY
+    }
+    short = {cap.split(":")[1].split("@")[0].split(".")[-1]: cap for cap in queries}
+    cap = name if name in queries else short.get(name)
+    if cap is None:
+        raise AiraError(
+            "QUERY_UNKNOWN",
+            f"no admitted query {name!r}; known: " + (", ".join(sorted(short)) or "none"),
+        )
+    ref = queries[cap].target[1]
+    chosen = _kernel(kernel, f"running {cap}")
+    with _repository(store) as repo:
+        at = _rev(repo, rev)
+        aliases = repo.aliases(at)
+        # Body references are aliases to the model; the kernel takes ids.
+        resolved = {
+            k: aliases.resolve(v) if isinstance(v, str) and v in aliases else v
+            for k, v in arguments.items()
+        }
+        result = chosen.query(repo.document(at), ref, resolved)
+    body = {
+        "format": "aira.query/1",
+        "capability": cap,
+        "rev": at,
+        "data": dict(result.data),
+        "diagnostics": [d.model_dump(mode="json", exclude_none=True) for d in result.diagnostics],
+    }
+    if as_json:
+        _print_json(body)
+    else:
+        typer.echo(json.dumps(body["data"], indent=2, ensure_ascii=False))
+        _print_diagnostics(list(result.diagnostics))
+    if result.diagnostics:
         raise typer.Exit(1)
 
 

@@ -83,3 +83,70 @@ def test_plan_apply_builds_a_filleted_plate_on_the_real_kernel(aira_home: Path, 
     assert all(envelope["data"]["assertions"].values())
     summary = json.loads(aira(aira_home, "model", "show", "--json").stdout)
     assert "b:plate" in summary["aliases"]
+
+
+def test_export_and_query_on_the_head(aira_home: Path, tmp_path: Path) -> None:
+    base = json.loads(aira(aira_home, "model", "init", "--json").stdout)["rev"]
+    plan = tmp_path / "plan.json"
+    plan.write_text(
+        json.dumps(
+            {
+                "baseRevision": base,
+                "steps": [
+                    {
+                        "id": "plate",
+                        "capability": "cap:exact.box@1",
+                        "label": "plate",
+                        "args": {"length": 40, "width": 30, "height": 10},
+                    }
+                ],
+            }
+        )
+    )
+    assert aira(aira_home, "plan", "apply", str(plan)).returncode == 0
+
+    step_file = tmp_path / "plate.step"
+    out = aira(
+        aira_home,
+        "model",
+        "export",
+        "--format",
+        "step",
+        "--out",
+        str(step_file),
+        "--body",
+        "b:plate",
+        "--json",
+    )
+    assert out.returncode == 0, out.stderr
+    assert step_file.read_bytes().startswith(b"ISO-10303-21")
+    assert json.loads(out.stdout)["bytes"] == step_file.stat().st_size
+
+    out = aira(aira_home, "query", "massProperties", "--args", '{"target": "b:plate"}', "--json")
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["data"]["volume"] == pytest.approx(12000, rel=1e-9)
+    full = aira(aira_home, "query", "cap:query.boundingBox@1", "--args", '{"target": "b:plate"}')
+    assert full.returncode == 0, full.stderr
+
+    for args, code in [
+        (["query", "nope", "--args", "{}"], "QUERY_UNKNOWN"),
+        (["query", "massProperties", "--args", "[1"], "ARGS_INVALID"),
+        (["model", "export", "--format", "xyz", "--out", str(tmp_path / "x")], "EXPORT_FAILED"),
+        (
+            [
+                "model",
+                "export",
+                "--format",
+                "step",
+                "--out",
+                str(tmp_path / "y"),
+                "--body",
+                "b:nope",
+            ],
+            "ALIAS_UNKNOWN",
+        ),
+    ]:
+        bad = aira(aira_home, *args)
+        assert bad.returncode == 1, (args, bad.stdout, bad.stderr)
+        assert code in bad.stderr + bad.stdout, (args, bad.stderr)
+        assert "Traceback" not in bad.stderr
