@@ -376,6 +376,29 @@ def _mirror(a: Mapping[str, Any]) -> cq.Shape:
     return a["target"].mirror(a["plane"], (0, 0, 0))
 
 
+def _fused(copies: list[cq.Shape]) -> cq.Shape:
+    """The copies fused into one body (disjoint copies stay separate solids of it)."""
+    out = copies[0].fuse(*copies[1:])
+    # clean only merges coplanar faces; if it fails the uncleaned result stands
+    with contextlib.suppress(Exception):
+        out = out.clean()
+    return _solid_or_compound(out)
+
+
+def _linear_pattern(a: Mapping[str, Any]) -> cq.Shape:
+    target, count, spacing = a["target"], a["count"], a["spacing"]
+    step = cq.Vector(*_AXES[a["direction"]]) * spacing
+    return _fused([target.moved(cq.Location(step * i)) for i in range(count)])
+
+
+def _polar_pattern(a: Mapping[str, Any]) -> cq.Shape:
+    target, count, sweep = a["target"], a["count"], a.get("angle", 360.0)
+    full = math.isclose(sweep, 360.0)
+    step = sweep / count if full else sweep / (count - 1)
+    origin, axis = cq.Vector(0, 0, 0), cq.Vector(0, 0, 1)
+    return _fused([target] + [target.rotate(origin, axis, step * i) for i in range(1, count)])
+
+
 BUILDERS: dict[str, Builder] = {
     "exact.box@1.0.0": _box,
     "exact.cylinder@1.0.0": _cylinder,
@@ -392,6 +415,8 @@ BUILDERS: dict[str, Builder] = {
     "exact.hole@1.0.0": _hole,
     "exact.rotate@1.0.0": _rotate,
     "exact.mirror@1.0.0": _mirror,
+    "exact.linearPattern@1.0.0": _linear_pattern,
+    "exact.polarPattern@1.0.0": _polar_pattern,
 }
 
 

@@ -628,6 +628,81 @@ OPERATIONS: tuple[Operation, ...] = (
         effects=("createsFeature",),
         requires_representation=("ExactSolid",),
     ),
+    Operation(
+        capability="cap:exact.linearPattern@1",
+        ref="exact.linearPattern@1.0.0",
+        kind="authoring.operation",
+        target="operationRef",
+        taxonomy="authoring.exact.feature",
+        title="Linear pattern",
+        summary="Repeat a body count times along X, Y or Z, spacing mm apart (the first copy is "
+        "the body itself), all copies fused into one body. Volume count × the body's when the "
+        "copies do not overlap.",
+        aliases=("rectangular pattern", "array", "repeat along", "线性阵列", "直线阵列", "阵列"),
+        intents=(
+            "repeat the rib 5 times along X, 12 mm apart",
+            "make a row of 4 pins spaced 10 mm along Y",
+            "把加强筋沿X方向阵列5个，间距12毫米",
+            "沿Y轴排列4个销钉，间距10毫米",
+        ),
+        counter=("copies around a circle", "move a body once"),
+        inputs=(
+            _TARGET,
+            Input("count", COUNT, "How many copies, the body included (at least 2).", minimum=2),
+            _length("spacing", "Distance between neighbouring copies (mm)."),
+            Input("direction", STRING, "The axis the copies step along.", choices=("X", "Y", "Z")),
+        ),
+        examples=(
+            {"target": "b:boss", "count": 3, "spacing": 12, "direction": "X"},
+            {"target": "b:plate", "count": 2, "spacing": 50, "direction": "Y"},
+        ),
+        effects=("createsFeature", "changesTopology"),
+        risk="medium",
+        may_invalidate_refs=True,
+        diagnostics=("SOLID_INVALID",),
+        requires_representation=("ExactSolid",),
+    ),
+    Operation(
+        capability="cap:exact.polarPattern@1",
+        ref="exact.polarPattern@1.0.0",
+        kind="authoring.operation",
+        target="operationRef",
+        taxonomy="authoring.exact.feature",
+        title="Polar pattern",
+        summary="Repeat a body count times about the Z axis through the origin over a total "
+        "sweep (deg, default 360), fused into one body. 360° spaces copies angle/count apart, "
+        "less spaces them angle/(count-1), ends included; copy one is the body itself.",
+        aliases=("circular pattern", "radial array", "环形阵列", "圆周阵列", "极坐标阵列"),
+        intents=(
+            "six bolt bosses evenly around the flange",
+            "repeat the spoke 8 times around Z",
+            "在法兰上均匀布置6个螺栓凸台",
+            "把辐条绕Z轴环形阵列8个",
+        ),
+        counter=("a row of copies along a line", "rotate a body once"),
+        inputs=(
+            _TARGET,
+            Input("count", COUNT, "How many copies, the body included (at least 2).", minimum=2),
+            Input(
+                "angle",
+                ANGLE,
+                "Total sweep (deg, default 360).",
+                required=False,
+                exclusive_minimum=0,
+                maximum=360,
+            ),
+        ),
+        examples=(
+            {"target": "b:pin", "count": 6},
+            {"target": "b:plate", "count": 3, "angle": 90},
+        ),
+        defaults={"angle": 360.0},
+        effects=("createsFeature", "changesTopology"),
+        risk="medium",
+        may_invalidate_refs=True,
+        diagnostics=("SOLID_INVALID",),
+        requires_representation=("ExactSolid",),
+    ),
     # -- parameters (patch templates) ----------------------------------------------------------
     Operation(
         capability="cap:parameter.define@1",

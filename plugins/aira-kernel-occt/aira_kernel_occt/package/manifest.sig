@@ -4,5 +4,5 @@
   "context": "aira.capability-package.v1",
   "publisher": "aira-first-party",
   "keyId": "e81c20c98175665f",
-  "signature": "tAsBnrBYwk3LUWNCRj3vWCGyiGuued36bTl51uynT3086OOPINf3qGp9Pto4jCNStNDDua4NT3JITL9YWUgGAg=="
+  "signature": "toD7pYz+rHPJ+ORrrW2bESEud0oak0FO7syapYoTLwt2BojsJ3UtGCnqscUIsC/SzMxass6P9704Qn5v3Yi0Cw=="
 }

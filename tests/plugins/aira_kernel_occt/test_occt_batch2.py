@@ -1,0 +1,125 @@
+"""The OCCT kernel's patterns on real CadQuery geometry, against closed-form values."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import pytest
+
+pytest.importorskip("cadquery")
+
+from aira_core.contracts.amir import AmirDocument
+from aira_kernel_occt import geometry
+
+BOX = "exact.box@1.0.0"
+CYLINDER = "exact.cylinder@1.0.0"
+TRANSLATE = "exact.translate@1.0.0"
+LINEAR = "exact.linearPattern@1.0.0"
+POLAR = "exact.polarPattern@1.0.0"
+
+REL = 1e-9
+
+
+def v(value: Any, unit: str | None = None) -> dict[str, Any]:
+    return {"value": value} if unit is None else {"value": value, "unit": unit}
+
+
+def node(nid: str, op: str, **inputs: Any) -> dict[str, Any]:
+    return {"id": nid, "op": op, "inputs": inputs}
+
+
+def doc(nodes: list[dict[str, Any]], bodies: dict[str, str]) -> dict[str, Any]:
+    return AmirDocument.model_validate(
+        {
+            "parameters": [],
+            "nodes": nodes,
+            "bodies": [{"id": b, "label": b, "tip": tip} for b, tip in bodies.items()],
+        }
+    ).to_wire()
+
+
+def evaluate(document: dict[str, Any]) -> dict[str, Any]:
+    return geometry.evaluate(document, None, {})
+
+
+def codes(result: dict[str, Any]) -> list[tuple[str, str | None]]:
+    return [(d["code"], d.get("subject")) for d in result["diagnostics"]]
+
+
+def body(result: dict[str, Any], name: str = "b") -> dict[str, Any]:
+    assert result["diagnostics"] == []
+    out = result["bodies"][name]
+    assert out["valid"] is True
+    return out
+
+
+def cube(*extra: dict[str, Any], tip: str, x: float = 0) -> dict[str, Any]:
+    """A 4 mm cube with a corner on (x, 0, 0), and ``extra`` nodes after it."""
+    nodes = [node("cube0", BOX, length=v(4), width=v(4), height=v(4), centered=v(False))]
+    nodes.append(node("cube", TRANSLATE, target={"node": "cube0"}, x=v(x)))
+    return doc([*nodes, *extra], {"b": tip})
+
+
+# -- patterns -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("direction", "box"),
+    [
+        ("X", (0, 0, 0, 4 + 4 * 6, 4, 4)),
+        ("Y", (0, 0, 0, 4, 4 + 4 * 6, 4)),
+        ("Z", (0, 0, 0, 4, 4, 4 + 4 * 6)),
+    ],
+)
+def test_a_linear_pattern_of_disjoint_copies_has_count_times_the_volume(
+    direction: str, box: tuple[float, ...]
+) -> None:
+    pattern = node(
+        "row", LINEAR, target={"node": "cube"}, count=v(5), spacing=v(6), direction=v(direction)
+    )
+    out = body(evaluate(cube(pattern, tip="row")))
+    assert out["volume"] == pytest.approx(5 * 64, rel=REL)
+    assert out["area"] == pytest.approx(5 * 6 * 16, rel=REL)
+    assert out["boundingBox"] == pytest.approx(box, abs=1e-7)
+
+
+def test_overlapping_linear_copies_fuse_into_one_solid() -> None:
+    pattern = node(
+        "row", LINEAR, target={"node": "cube"}, count=v(3), spacing=v(2), direction=v("X")
+    )
+    document = cube(pattern, tip="row")
+    out = body(evaluate(document))
+    assert out["volume"] == pytest.approx(8 * 4 * 4, rel=REL)
+    topology = geometry.query(document, "query.topology@1.0.0", {"target": "b"}, {})
+    assert topology["data"]["solids"] == 1 and topology["data"]["faces"] == 6
+
+
+def test_a_linear_pattern_needs_two_copies() -> None:
+    pattern = node(
+        "row", LINEAR, target={"node": "cube"}, count=v(1), spacing=v(6), direction=v("X")
+    )
+    result = evaluate(cube(pattern, tip="row"))
+    assert codes(result) == [("KERNEL_INPUT_INVALID", "row")]
+
+
+def test_a_full_polar_pattern_of_off_axis_cubes_has_count_times_the_volume() -> None:
+    pattern = node("ring", POLAR, target={"node": "cube"}, count=v(6))
+    out = body(evaluate(cube(pattern, tip="ring", x=20)))
+    assert out["volume"] == pytest.approx(6 * 64, rel=REL)
+    # copies every 60°: the outer corners (24, 4) of each copy bound the pattern
+    reach = math.hypot(24, 4)
+    bb = out["boundingBox"]
+    assert bb[3] == pytest.approx(reach * math.cos(math.atan2(4, 24)), abs=1e-7)
+    assert bb[2] == pytest.approx(0, abs=1e-7) and bb[5] == pytest.approx(4, abs=1e-7)
+
+
+def test_a_partial_polar_pattern_spans_its_sweep_end_to_end() -> None:
+    # 3 copies over 90°: at 0°, 45° and 90°; the last lies on +Y (x -4…0, y 20…24)
+    pattern = node("fan", POLAR, target={"node": "cube"}, count=v(3), angle=v(math.pi / 2, "rad"))
+    out = body(evaluate(cube(pattern, tip="fan", x=20)))
+    assert out["volume"] == pytest.approx(3 * 64, rel=REL)
+    bb = out["boundingBox"]
+    assert bb[0] == pytest.approx(-4, abs=1e-7)
+    assert bb[4] == pytest.approx(24, abs=1e-7)
+    assert bb[1] == pytest.approx(0, abs=1e-7)
