@@ -61,6 +61,7 @@ QUERY_TARGET_UNKNOWN = "QUERY_TARGET_UNKNOWN"
 SELECTION_CARDINALITY_MISMATCH = "SELECTION_CARDINALITY_MISMATCH"
 SELECTION_EMPTY = "SELECTION_EMPTY"
 SELECTION_INVALID = "SELECTION_INVALID"
+SHELL_FAILED = "SHELL_FAILED"
 SOLID_INVALID = "SOLID_INVALID"
 VOLUME_OUT_OF_RANGE = "VOLUME_OUT_OF_RANGE"
 
@@ -256,6 +257,31 @@ def _chamfer(a: Mapping[str, Any]) -> cq.Shape:
     return out
 
 
+def _shell(a: Mapping[str, Any]) -> cq.Shape:
+    target: cq.Shape = a["target"]
+    thickness = a["thickness"]
+    own = [f for f in a["faces"] if isinstance(f, cq.Face)]
+    own = [f for f in own if any(f.isSame(g) for g in target.Faces())]
+    if not own:
+        raise Failure(SELECTION_EMPTY, "none of the selected faces is a face of the target")
+    solids = target.Solids()
+    if len(solids) != 1:
+        raise Failure(
+            KERNEL_INPUT_INVALID, f"a shell hollows one solid; the target has {len(solids)}"
+        )
+    try:
+        out = solids[0].hollow(own, -thickness)
+    except Exception as exc:
+        raise Failure(
+            SHELL_FAILED,
+            f"OpenCASCADE cannot shell the body with {thickness:g} mm walls "
+            f"({type(exc).__name__}); the thickness may not fit inside the body",
+        ) from None
+    if out is None or out.isNull():
+        raise Failure(SHELL_FAILED, f"a shell of {thickness:g} mm left nothing")
+    return _solid_or_compound(out)
+
+
 def _positive(value: Any, what: str) -> float:
     if not isinstance(value, int | float) or isinstance(value, bool) or not math.isfinite(value):
         raise Failure(KERNEL_INPUT_INVALID, f"{what} must be a number, not {value!r}")
@@ -417,6 +443,7 @@ BUILDERS: dict[str, Builder] = {
     "exact.mirror@1.0.0": _mirror,
     "exact.linearPattern@1.0.0": _linear_pattern,
     "exact.polarPattern@1.0.0": _polar_pattern,
+    "exact.shell@1.0.0": _shell,
 }
 
 

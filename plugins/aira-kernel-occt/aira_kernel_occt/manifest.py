@@ -34,6 +34,8 @@ _ALTERNATIVES = {
     "cap:exact.hole@1": ["cap:exact.cut@1"],
     "cap:query.boundingBox@1": ["cap:validate.boundingBox@1"],
     "cap:validate.boundingBox@1": ["cap:query.boundingBox@1"],
+    "cap:exact.linearPattern@1": ["cap:exact.polarPattern@1"],
+    "cap:exact.polarPattern@1": ["cap:exact.linearPattern@1"],
 }
 _COMPOSES = {
     "cap:exact.box@1": ["cap:exact.fillet@1", "cap:exact.cut@1"],

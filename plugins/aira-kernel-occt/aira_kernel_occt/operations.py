@@ -409,6 +409,51 @@ OPERATIONS: tuple[Operation, ...] = (
             },
         ),
     ),
+    Operation(
+        capability="cap:exact.shell@1",
+        ref="exact.shell@1.0.0",
+        kind="authoring.operation",
+        target="operationRef",
+        taxonomy="authoring.exact.feature",
+        title="Shell",
+        summary="Hollow a solid inward, leaving walls of the given thickness and removing the "
+        "selected faces (the openings), e.g. a box opened at '>Z' becomes a tray.",
+        aliases=("hollow", "tray", "enclosure walls", "抽壳", "挖空", "壳体"),
+        intents=(
+            "hollow the box into a tray with 2 mm walls, open at the top",
+            "shell the enclosure 1.5 mm thick, removing the bottom face",
+            "把盒子抽壳成2毫米壁厚、顶面开口的托盘",
+            "将外壳抽壳1.5毫米，去掉底面",
+        ),
+        counter=("drill a hole", "cut one body out of another", "check the wall thickness"),
+        inputs=(
+            _TARGET,
+            Input("faces", SELECTION, "The faces to remove (the openings).", entity="Face"),
+            _length("thickness", "Wall thickness (mm), measured inward."),
+        ),
+        examples=(
+            {
+                "target": "b:plate",
+                "faces": {"body": "b:plate", "select": ">Z", "entity": "Face"},
+                "thickness": 2,
+            },
+        ),
+        effects=("createsFeature", "changesTopology"),
+        risk="medium",
+        may_invalidate_refs=True,
+        cost="interactive-to-heavy",
+        diagnostics=("SHELL_FAILED", "SELECTION_EMPTY", "SOLID_INVALID"),
+        requires_representation=("ExactSolid",),
+        selection={"entityKind": "Face", "cardinality": "oneOrMore"},
+        failure_modes=(
+            {
+                "diagnostic": "SHELL_FAILED",
+                "explanation": "OpenCASCADE cannot offset the walls, usually because the "
+                "thickness is at least half the body's smallest inner size",
+                "repair": "reduce the thickness, or shell before adding small features",
+            },
+        ),
+    ),
     # -- finishing ---------------------------------------------------------------------------
     Operation(
         capability="cap:exact.fillet@1",

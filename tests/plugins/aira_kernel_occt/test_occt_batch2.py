@@ -1,4 +1,5 @@
-"""The OCCT kernel's patterns on real CadQuery geometry, against closed-form values."""
+"""More OCCT kernel capabilities on real CadQuery geometry, against closed-form values:
+linear and polar patterns, the inward shell, distance and interference."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ pytest.importorskip("cadquery")
 
 from aira_core.contracts.amir import AmirDocument
 from aira_kernel_occt import geometry
+from aira_kernel_occt.operations import BY_CAPABILITY
 
 BOX = "exact.box@1.0.0"
 CYLINDER = "exact.cylinder@1.0.0"
@@ -123,3 +125,49 @@ def test_a_partial_polar_pattern_spans_its_sweep_end_to_end() -> None:
     assert bb[0] == pytest.approx(-4, abs=1e-7)
     assert bb[4] == pytest.approx(24, abs=1e-7)
     assert bb[1] == pytest.approx(0, abs=1e-7)
+
+
+# -- shell --------------------------------------------------------------------------------------
+
+SHELL = "exact.shell@1.0.0"
+
+
+def tray(select: str = ">Z", thickness: Any = None) -> dict[str, Any]:
+    """A 40 × 30 × 10 box (corner on the origin) shelled with the faces ``select`` removed."""
+    return doc(
+        [
+            node("box", BOX, length=v(40), width=v(30), height=v(10), centered=v(False)),
+            node(
+                "hollow",
+                SHELL,
+                target={"node": "box"},
+                faces={"body": "b", "select": select, "entity": "Face"},
+                thickness=thickness or v(2),
+            ),
+        ],
+        {"b": "hollow"},
+    )
+
+
+@pytest.mark.parametrize("t", [1, 2, 2.5, 4])
+def test_a_box_opened_at_the_top_becomes_a_tray_of_closed_form_volume(t: float) -> None:
+    out = body(evaluate(tray(thickness=v(t))))
+    assert out["volume"] == pytest.approx(40 * 30 * 10 - (40 - 2 * t) * (30 - 2 * t) * (10 - t))
+    # an inward shell keeps the outside
+    assert out["boundingBox"] == pytest.approx((0, 0, 0, 40, 30, 10), abs=1e-6)
+
+
+def test_a_box_opened_at_both_ends_becomes_a_tube() -> None:
+    out = body(evaluate(tray(select=">Z or <Z", thickness=v(0.2, "cm"))))
+    assert out["volume"] == pytest.approx(12000 - 36 * 26 * 10, rel=1e-9)
+
+
+def test_walls_too_thick_for_the_body_are_shell_failed() -> None:
+    result = evaluate(tray(thickness=v(15)))
+    assert codes(result) == [("SHELL_FAILED", "hollow")]
+    assert "SHELL_FAILED" in BY_CAPABILITY["cap:exact.shell@1"].diagnostics
+
+
+def test_a_shell_selector_that_selects_nothing_is_selection_empty() -> None:
+    result = evaluate(tray(select="%CYLINDER"))
+    assert codes(result) == [("SELECTION_EMPTY", "hollow")]

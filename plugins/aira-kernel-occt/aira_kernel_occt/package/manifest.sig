@@ -4,5 +4,5 @@
   "context": "aira.capability-package.v1",
   "publisher": "aira-first-party",
   "keyId": "e81c20c98175665f",
-  "signature": "toD7pYz+rHPJ+ORrrW2bESEud0oak0FO7syapYoTLwt2BojsJ3UtGCnqscUIsC/SzMxass6P9704Qn5v3Yi0Cw=="
+  "signature": "gPdS1GzQJ7BS5LMx8s/Um3Wn1lAmEpWVkp2U+PwRnSXCpEN1i+xjLYpuA3CbS1rveWYdrGJrxe2qRkPPlWTvDw=="
 }
