@@ -50,6 +50,7 @@ CHAMFER_TOO_LARGE = "CHAMFER_TOO_LARGE"
 FILLET_RADIUS_TOO_LARGE = "FILLET_RADIUS_TOO_LARGE"
 HOLE_FACE_NOT_PLANAR = "HOLE_FACE_NOT_PLANAR"
 HOLE_OFF_FACE = "HOLE_OFF_FACE"
+INTERFERENCE_FOUND = "INTERFERENCE_FOUND"
 KERNEL_EXPORT_FAILED = "KERNEL_EXPORT_FAILED"
 KERNEL_INPUT_INVALID = "KERNEL_INPUT_INVALID"
 KERNEL_OPERATION_FAILED = "KERNEL_OPERATION_FAILED"
@@ -843,6 +844,46 @@ def evaluate(
     }
 
 
+def common_volume(target: cq.Shape, tool: cq.Shape) -> float:
+    """The volume (mm³) two shapes share; 0 when they are apart or only touch."""
+    common = target.intersect(tool)
+    if common is None or common.isNull() or not common.Solids():
+        return 0.0
+    return max(common.Volume(), 0.0)
+
+
+def _shape_arg(
+    document: Mapping[str, Any], name: str, raw: Any, cache: dict[str, Any], subject: str
+) -> cq.Shape:
+    """A validator's Shape argument: ``{node}`` (what a plan step lowers to) as that node's
+    shape, ``{value: <body id or b:<label>>}`` (an acceptance assertion) as the body's."""
+    if isinstance(raw, Mapping) and isinstance(raw.get("node"), str):
+        ev = Evaluator(document, cache)
+        nid = raw["node"]
+        if nid not in ev.nodes:
+            raise Failure(KERNEL_REFERENCE_UNRESOLVED, f"{name}: no node {nid!r}")
+        ev.run([nid])
+        entry = ev.memo.get(nid)
+        if entry is None or entry.shape is None:
+            found = ev.diagnostics[0] if ev.diagnostics else None
+            raise Failure(
+                found["code"] if found else SOLID_INVALID,
+                f"{name}: " + (found["message"] if found else f"node {nid!r} has no shape"),
+            )
+        return entry.shape
+    value = raw.get("value") if isinstance(raw, Mapping) else None
+    if isinstance(value, str):
+        bodies = document.get("bodies", [])
+        body_id = next(
+            (b["id"] for b in bodies if value in (b["id"], f"b:{b.get('label')}")), value
+        )
+        shape, found = _body_shape(document, body_id, cache, subject)
+        if shape is None:
+            raise Failure(found[0]["code"], f"{name}: {found[0]['message']}")
+        return shape
+    raise Failure(KERNEL_INPUT_INVALID, f"{name} takes a {{node}} or a body id, not {raw!r}")
+
+
 def _body_shape(
     document: Mapping[str, Any], body_id: Any, cache: dict[str, Any], subject: str | None = None
 ) -> tuple[cq.Shape | None, list[dict[str, Any]]]:
@@ -902,6 +943,15 @@ def query(
                 "edges": len(shape.Edges()),
                 "vertices": len(shape.Vertices()),
             }
+        elif ref in ("query.distance@1.0.0", "query.interference@1.0.0"):
+            tool, found = _body_shape(document, args.get("tool"), cache)
+            if tool is None:
+                return {"data": {}, "diagnostics": found}
+            if ref == "query.distance@1.0.0":
+                data = {"distance": shape.distance(tool)}
+            else:
+                volume = common_volume(shape, tool)
+                data = {"volume": volume, "interferes": volume > EMPTY_VOLUME}
         else:
             return {
                 "data": {},
@@ -943,7 +993,10 @@ def validate(
             spec = specs.get(name)
             if spec is None or name == "target" or not isinstance(raw, Mapping):
                 raise Failure(KERNEL_INPUT_INVALID, f"{ref} has no argument {name!r}")
-            args[name] = resolve_scalar(raw, spec, parameters)
+            if spec.type == SHAPE:
+                args[name] = _shape_arg(document, name, raw, cache, aid)
+            else:
+                args[name] = resolve_scalar(raw, spec, parameters)
         if ref == "validate.solidValidity@1.0.0":
             brep = bool(shape.isValid())
             closed = closed_shells(shape)
@@ -991,6 +1044,21 @@ def validate(
                     diagnostic(
                         BOUNDING_BOX_EXCEEDED,
                         f"the body does not fit the envelope: {', '.join(over)}",
+                        aid,
+                    ),
+                    measured=measured,
+                )
+            return {"passed": True, "measured": measured, "diagnostics": []}
+        if ref == "validate.noInterference@1.0.0":
+            if "tool" not in args:
+                raise Failure(KERNEL_INPUT_INVALID, f"{ref} needs a tool")
+            volume = common_volume(shape, args["tool"])
+            measured = {"volume": volume}
+            if volume > EMPTY_VOLUME:
+                return failed(
+                    diagnostic(
+                        INTERFERENCE_FOUND,
+                        f"the bodies overlap: they share {volume:g} mm³",
                         aid,
                     ),
                     measured=measured,

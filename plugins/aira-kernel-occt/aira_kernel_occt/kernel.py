@@ -225,15 +225,23 @@ class OcctKernel:
             return self._run_operation(op, document, resolved)
         target = resolved.get("target")
         body = target["body"] if isinstance(target, dict) else None
+        shapes = {k for k in resolved if specs[k].type == SHAPE and k != "target"}
         if op.target == "queryRef":
-            result = self.query(document, op.ref, {**inputs, "target": body})
+            # as the runtime lowers them: a query's bodies as ids …
+            args = {**inputs, **{k: resolved[k]["body"] for k in shapes}, "target": body}
+            result = self.query(document, op.ref, args)
             return list(result.diagnostics)
         if op.target == "validatorRef":
+            # … a validator's other shapes as the body's tip node
             assertion = {
                 "id": "fx_check",
                 "validatorRef": op.ref,
                 "target": body,
-                "args": {k: v for k, v in resolved.items() if k != "target"},
+                "args": {
+                    k: {"node": v["tip"]} if k in shapes else v
+                    for k, v in resolved.items()
+                    if k != "target"
+                },
             }
             outcome = self.validate(document, assertion)
             if outcome.passed:

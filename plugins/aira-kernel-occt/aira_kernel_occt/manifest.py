@@ -36,6 +36,8 @@ _ALTERNATIVES = {
     "cap:validate.boundingBox@1": ["cap:query.boundingBox@1"],
     "cap:exact.linearPattern@1": ["cap:exact.polarPattern@1"],
     "cap:exact.polarPattern@1": ["cap:exact.linearPattern@1"],
+    "cap:query.interference@1": ["cap:validate.noInterference@1", "cap:exact.intersect@1"],
+    "cap:validate.noInterference@1": ["cap:query.interference@1"],
 }
 _COMPOSES = {
     "cap:exact.box@1": ["cap:exact.fillet@1", "cap:exact.cut@1"],

@@ -171,3 +171,93 @@ def test_walls_too_thick_for_the_body_are_shell_failed() -> None:
 def test_a_shell_selector_that_selects_nothing_is_selection_empty() -> None:
     result = evaluate(tray(select="%CYLINDER"))
     assert codes(result) == [("SELECTION_EMPTY", "hollow")]
+
+
+# -- distance, interference, no-interference ----------------------------------------------------
+
+
+def two_cubes(dx: float, dy: float = 0, dz: float = 0) -> dict[str, Any]:
+    """Body ``a``: a 10 mm cube with a corner on the origin; body ``t``: a 4 mm cube with a
+    corner on (dx, dy, dz)."""
+    return doc(
+        [
+            node("na", BOX, length=v(10), width=v(10), height=v(10), centered=v(False)),
+            node("nt0", BOX, length=v(4), width=v(4), height=v(4), centered=v(False)),
+            node("nt", TRANSLATE, target={"node": "nt0"}, x=v(dx), y=v(dy), z=v(dz)),
+        ],
+        {"a": "na", "t": "nt"},
+    )
+
+
+def ask(document: dict[str, Any], name: str) -> dict[str, Any]:
+    return geometry.query(document, f"query.{name}@1.0.0", {"target": "a", "tool": "t"}, {})
+
+
+@pytest.mark.parametrize(
+    ("offset", "distance", "volume"),
+    [
+        ((13, 0, 0), 3, 0),  # apart along X
+        ((13, 14, 0), 5, 0),  # apart diagonally: a 3-4-5 gap
+        ((10, 0, 0), 0, 0),  # touching faces
+        ((8, 3, 3), 0, 2 * 4 * 4),  # overlapping by 2 mm along X
+        ((3, 3, 3), 0, 64),  # inside
+    ],
+)
+def test_distance_and_interference_match_closed_form_values(
+    offset: tuple[float, float, float], distance: float, volume: float
+) -> None:
+    document = two_cubes(*offset)
+    gap = ask(document, "distance")
+    assert gap["diagnostics"] == []
+    assert gap["data"]["distance"] == pytest.approx(distance, abs=1e-7)
+    common = ask(document, "interference")
+    assert common["diagnostics"] == []
+    assert common["data"]["volume"] == pytest.approx(volume, abs=1e-7)
+    assert common["data"]["interferes"] is (volume > 0)
+
+
+def test_a_distance_to_an_unknown_body_is_query_target_unknown() -> None:
+    out = geometry.query(two_cubes(20), "query.distance@1.0.0", {"target": "a", "tool": "x"}, {})
+    assert [d["code"] for d in out["diagnostics"]] == ["QUERY_TARGET_UNKNOWN"]
+
+
+def no_interference(document: dict[str, Any], tool: Any) -> dict[str, Any]:
+    assertion = {
+        "id": "a1",
+        "validatorRef": "validate.noInterference@1.0.0",
+        "target": "a",
+        "args": {"tool": tool},
+    }
+    return geometry.validate(document, assertion, {})
+
+
+@pytest.mark.parametrize("tool", [{"node": "nt"}, {"value": "t"}, {"value": "b:t"}])
+def test_bodies_apart_or_touching_pass_no_interference(tool: dict[str, Any]) -> None:
+    for offset in (20, 10):
+        out = no_interference(two_cubes(offset), tool)
+        assert out == {"passed": True, "measured": {"volume": 0.0}, "diagnostics": []}
+
+
+def test_overlapping_bodies_are_interference_found_with_the_common_volume() -> None:
+    out = no_interference(two_cubes(8, 3, 3), {"node": "nt"})
+    assert out["passed"] is False
+    assert out["measured"]["volume"] == pytest.approx(32, rel=1e-9)
+    assert [(d["code"], d["subject"]) for d in out["diagnostics"]] == [("INTERFERENCE_FOUND", "a1")]
+    assert "32 mm³" in out["diagnostics"][0]["message"]
+    assert "INTERFERENCE_FOUND" in BY_CAPABILITY["cap:validate.noInterference@1"].diagnostics
+
+
+@pytest.mark.parametrize(
+    ("tool", "code"),
+    [
+        ({"node": "nowhere"}, "KERNEL_REFERENCE_UNRESOLVED"),
+        ({"value": "nobody"}, "QUERY_TARGET_UNKNOWN"),
+        ({"value": 3}, "KERNEL_INPUT_INVALID"),
+    ],
+)
+def test_a_no_interference_tool_that_names_nothing_is_a_diagnostic(
+    tool: dict[str, Any], code: str
+) -> None:
+    out = no_interference(two_cubes(8), tool)
+    assert out["passed"] is False
+    assert [(d["code"], d["subject"]) for d in out["diagnostics"]] == [(code, "a1")]

@@ -126,7 +126,7 @@ def test_query_and_validate(kernel: OcctKernel) -> None:
     assert mass.diagnostics == []
     assert mass.data["volume"] == pytest.approx(12000, rel=1e-9)
     assert mass.data["centerOfMass"] == pytest.approx([0, 0, 0], abs=1e-9)
-    unknown = kernel.query(plate(), "query.distance@1.0.0", {"target": "bplate"})
+    unknown = kernel.query(plate(), "query.nothing@1.0.0", {"target": "bplate"})
     assert [d.code for d in unknown.diagnostics] == ["KERNEL_OPERATION_UNKNOWN"]
 
     check = Assertion.model_validate(

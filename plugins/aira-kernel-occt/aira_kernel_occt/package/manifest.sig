@@ -4,5 +4,5 @@
   "context": "aira.capability-package.v1",
   "publisher": "aira-first-party",
   "keyId": "e81c20c98175665f",
-  "signature": "gPdS1GzQJ7BS5LMx8s/Um3Wn1lAmEpWVkp2U+PwRnSXCpEN1i+xjLYpuA3CbS1rveWYdrGJrxe2qRkPPlWTvDw=="
+  "signature": "Qg3vxRuLPFawtiu2/vSBOc38VHOHClcwJlmo4O78lTkyRa9Y751iEyKJO2JFnKx+EbQZS/XF28x7unYvBxruAQ=="
 }
