@@ -50,6 +50,7 @@ CHAMFER_TOO_LARGE = "CHAMFER_TOO_LARGE"
 FILLET_RADIUS_TOO_LARGE = "FILLET_RADIUS_TOO_LARGE"
 HOLE_FACE_NOT_PLANAR = "HOLE_FACE_NOT_PLANAR"
 HOLE_OFF_FACE = "HOLE_OFF_FACE"
+HOLE_PATTERN_MISMATCH = "HOLE_PATTERN_MISMATCH"
 INTERFERENCE_FOUND = "INTERFERENCE_FOUND"
 KERNEL_EXPORT_FAILED = "KERNEL_EXPORT_FAILED"
 KERNEL_INPUT_INVALID = "KERNEL_INPUT_INVALID"
@@ -1064,11 +1065,77 @@ def validate(
                     measured=measured,
                 )
             return {"passed": True, "measured": measured, "diagnostics": []}
+        if ref == "validate.holePattern@1.0.0":
+            missing = [k for k in ("count", "diameter", "axis") if k not in args]
+            if missing:
+                raise Failure(KERNEL_INPUT_INVALID, f"{ref} needs {', '.join(missing)}")
+            count, diameter, axis = int(args["count"]), args["diameter"], args["axis"]
+            tolerance = args.get("tolerance")
+            tolerance = HOLE_DIAMETER_TOLERANCE if tolerance is None else tolerance
+            found_d = bores(shape, axis)
+            matching = [d for d in found_d if abs(d - diameter) <= tolerance]
+            measured = {
+                "found": len(matching),
+                "expected": count,
+                "diameter": diameter,
+                "axis": axis,
+                "tolerance": tolerance,
+                "boresAlongAxis": sorted(found_d),
+            }
+            if len(matching) != count:
+                what = "missing" if len(matching) < count else "extra"
+                return failed(
+                    diagnostic(
+                        HOLE_PATTERN_MISMATCH,
+                        f"found {len(matching)} bores of {diameter:g} mm (±{tolerance:g}) along "
+                        f"{axis}, expected {count} ({abs(count - len(matching))} {what})",
+                        aid,
+                    ),
+                    measured=measured,
+                )
+            return {"passed": True, "measured": measured, "diagnostics": []}
     except Failure as exc:
         return failed(diagnostic(exc.code, exc.message, aid))
     except Exception as exc:
         return failed(diagnostic(KERNEL_OPERATION_FAILED, f"{ref}: {exc}", aid))
     return failed(diagnostic(KERNEL_OPERATION_UNKNOWN, f"no validator {ref}", aid))
+
+
+HOLE_DIAMETER_TOLERANCE = 0.01
+_AXES = {"X": (1.0, 0.0, 0.0), "Y": (0.0, 1.0, 0.0), "Z": (0.0, 0.0, 1.0)}
+
+
+def bores(shape: cq.Shape, axis: str) -> list[float]:
+    """Diameters of the cylindrical bores of ``shape`` along ``axis``: concave cylindrical
+    faces (the normal points at the axis) whose axis is parallel to ``axis``; faces on the same
+    axis line with the same radius (a bore split by a seam or a boolean) count once."""
+    from OCP.BRepAdaptor import BRepAdaptor_Surface
+    from OCP.GeomAbs import GeomAbs_Cylinder
+
+    ax = cq.Vector(*_AXES[axis])
+    seen: dict[tuple[float, ...], float] = {}
+    for face in shape.Faces():
+        surface = BRepAdaptor_Surface(face.wrapped)
+        if surface.GetType() != GeomAbs_Cylinder:
+            continue
+        cylinder = surface.Cylinder()
+        d = cylinder.Axis().Direction()
+        direction = cq.Vector(d.X(), d.Y(), d.Z())
+        if abs(abs(direction.dot(ax)) - 1) > 1e-9:
+            continue
+        loc = cylinder.Axis().Location()
+        origin = cq.Vector(loc.X(), loc.Y(), loc.Z())
+        u0, u1, v0, v1 = face._uvBounds()
+        normal, point = face.normalAt((u0 + u1) / 2, (v0 + v1) / 2)
+        radial = point - origin
+        radial = radial - ax * radial.dot(ax)
+        if normal.dot(radial) >= 0:  # the normal points away from the axis: a boss, not a bore
+            continue
+        foot = origin - ax * origin.dot(ax)  # where the axis line meets the plane through 0
+        radius = cylinder.Radius()
+        key = (round(foot.x, 6), round(foot.y, 6), round(foot.z, 6), round(radius, 6))
+        seen[key] = 2 * radius
+    return list(seen.values())
 
 
 def _interval(low: float | None, high: float | None) -> str:

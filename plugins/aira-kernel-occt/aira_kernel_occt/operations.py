@@ -1026,6 +1026,54 @@ OPERATIONS: tuple[Operation, ...] = (
             },
         ),
     ),
+    Operation(
+        capability="cap:validate.holePattern@1",
+        ref="validate.holePattern@1.0.0",
+        kind="validator",
+        target="validatorRef",
+        taxonomy="validation.geometric",
+        title="Hole pattern",
+        summary="Exactly `count` cylindrical bores (concave cylindrical faces, one bore counted "
+        "once) run parallel to `axis` with `diameter` within `tolerance` (default 0.01 mm); "
+        "missing or extra bores are HOLE_PATTERN_MISMATCH.",
+        aliases=("hole count", "bolt pattern check", "孔数检查", "孔阵列校验", "孔位检查"),
+        intents=(
+            "the flange must have exactly 4 holes of 6 mm along Z",
+            "check the plate has six 5 mm through holes",
+            "法兰必须正好有4个沿Z方向的6毫米孔",
+            "检查底板上有6个直径5毫米的通孔",
+        ),
+        counter=("drill four holes", "measure a hole's diameter", "count the faces of a body"),
+        inputs=(
+            _TARGET,
+            Input("count", COUNT, "How many matching bores there must be.", minimum=0),
+            _length("diameter", "The bores' diameter (mm)."),
+            Input("axis", STRING, "The axis the bores run along.", choices=("X", "Y", "Z")),
+            _length(
+                "tolerance",
+                "How far a bore's diameter may differ from `diameter` (mm; default 0.01).",
+                required=False,
+            ),
+        ),
+        examples=(
+            {"target": "b:plate", "count": 0, "diameter": 6, "axis": "Z"},
+            {"target": "b:plate", "count": 0, "diameter": 5, "axis": "X", "tolerance": 0.05},
+        ),
+        outputs=("ValidationResult",),
+        effects=("readOnly",),
+        quality=("authoritative",),
+        cost="instant",
+        diagnostics=("HOLE_PATTERN_MISMATCH",),
+        failure_modes=(
+            {
+                "diagnostic": "HOLE_PATTERN_MISMATCH",
+                "explanation": "the body has more or fewer bores of that diameter along the "
+                "axis than expected",
+                "repair": "drill the missing holes, fill the extra ones, or correct the "
+                "expected count, diameter or axis",
+            },
+        ),
+    ),
     # -- io ----------------------------------------------------------------------------------
     Operation(
         capability="cap:io.exportStep@1",

@@ -4,5 +4,5 @@
   "context": "aira.capability-package.v1",
   "publisher": "aira-first-party",
   "keyId": "e81c20c98175665f",
-  "signature": "Qg3vxRuLPFawtiu2/vSBOc38VHOHClcwJlmo4O78lTkyRa9Y751iEyKJO2JFnKx+EbQZS/XF28x7unYvBxruAQ=="
+  "signature": "Wv2Bj67j/5PUWKsf9E/psmgA+hM2uT7SakjV5NhOxuiP/eb41QtoiWasal05QR1IU+HlaTqRX2lj2sLv/vBjAg=="
 }
