@@ -1152,6 +1152,8 @@ FORMATS = {
     "io.exportStep@1.0.0": "step",
     "stl": "stl",
     "io.exportStl@1.0.0": "stl",
+    "svg": "svg",
+    "io.exportSvg@1.0.0": "svg",
 }
 
 
@@ -1185,6 +1187,8 @@ def export(
             path = Path(tmp) / f"out.{kind}"
             if kind == "step":
                 shape.exportStep(str(path))
+            elif kind == "svg":
+                cq.exporters.export(shape, str(path), exportType="SVG")
             else:
                 shape.exportStl(
                     str(path), tolerance=STL_TOLERANCE, angularTolerance=STL_ANGULAR_TOLERANCE

@@ -48,7 +48,8 @@ KERNEL_REFERENCE_UNRESOLVED = "KERNEL_REFERENCE_UNRESOLVED"
 ASSERTION_FAILED = "ASSERTION_FAILED"
 SOLID_INVALID = "SOLID_INVALID"
 STL_EXPORT = "io.exportStl@1.0.0"
-_EXPORT_FORMATS = {"io.exportStep@1.0.0": "step", STL_EXPORT: "stl"}
+SVG_EXPORT = "io.exportSvg@1.0.0"
+_EXPORT_FORMATS = {"io.exportStep@1.0.0": "step", STL_EXPORT: "stl", SVG_EXPORT: "svg"}
 
 
 def _version(distribution: str) -> str | None:
@@ -285,14 +286,15 @@ class OcctKernel:
 
     def runtime_snapshot(self) -> RuntimeCapabilitySnapshot:
         """What this environment executes: exact operations, queries, validators and STEP in
-        one native component, the tessellating STL export as an approximate one."""
+        one native component, the tessellating STL export as an approximate one and the SVG
+        line drawing as a preview-only one."""
         status = (
             ComponentStatus.AVAILABLE
             if _version("cadquery") is not None
             else ComponentStatus.UNAVAILABLE
         )
         executed = [op for op in OPERATIONS if op.target != "patchTemplateRef"]
-        exact = [op.ref for op in executed if op.ref != STL_EXPORT]
+        exact = [op.ref for op in executed if op.ref not in (STL_EXPORT, SVG_EXPORT)]
         return RuntimeCapabilitySnapshot(
             captured_at=datetime.now(UTC),
             components=[
@@ -314,6 +316,16 @@ class OcctKernel:
                     supported_operations=[STL_EXPORT],
                     quality_profiles=[ExecutionQuality.APPROXIMATE],
                     exactness=Exactness.APPROXIMATE,
+                    status=status,
+                ),
+                RuntimeComponent(
+                    name=f"{KERNEL_NAME}.svg",
+                    role="exporter",
+                    build_hash=self.build_hash,
+                    location=ExecutionLocation.NATIVE,
+                    supported_operations=[SVG_EXPORT],
+                    quality_profiles=[ExecutionQuality.PREVIEW],
+                    exactness=Exactness.PREVIEW_ONLY,
                     status=status,
                 ),
             ],

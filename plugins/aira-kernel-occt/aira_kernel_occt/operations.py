@@ -1111,6 +1111,30 @@ OPERATIONS: tuple[Operation, ...] = (
         quality=("approximate",),
         cost="interactive",
     ),
+    Operation(
+        capability="cap:io.exportSvg@1",
+        ref="io.exportSvg@1.0.0",
+        kind="exporter",
+        target="ioRef",
+        taxonomy="io.export",
+        title="Export SVG drawing",
+        summary="Write a projected line drawing (visible and hidden edges, isometric view) of a "
+        "body (or all bodies) as SVG, for previews; not a dimensioned drawing.",
+        aliases=("svg preview", "line drawing", "projection", "导出SVG", "线框图", "预览图"),
+        intents=(
+            "export a line drawing of the bracket as SVG",
+            "give me an SVG preview of the part",
+            "把支架导出为SVG线框图",
+            "生成零件的SVG预览图",
+        ),
+        counter=("export an exact STEP model", "a dimensioned engineering drawing"),
+        inputs=(Input("target", SHAPE, "The body to draw (default: all).", required=False),),
+        examples=({"target": "b:plate"}, {"target": "b:boss"}),
+        outputs=("SvgFile",),
+        effects=("externalSideEffect",),
+        quality=("preview",),
+        cost="interactive",
+    ),
 )
 
 BY_REF: dict[str, Operation] = {op.ref: op for op in OPERATIONS}

@@ -120,3 +120,24 @@ def test_the_hole_pattern_declares_its_diagnostic() -> None:
     op = BY_CAPABILITY["cap:validate.holePattern@1"]
     assert "HOLE_PATTERN_MISMATCH" in op.diagnostics
     assert any("孔" in i for i in op.intents)
+
+
+# -- SVG export ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("body", ["b", None])
+def test_the_svg_export_is_a_non_trivial_line_drawing(body: str | None) -> None:
+    out = geometry.export(plate(CORNERS), "svg", body, {})
+    assert out["diagnostics"] == []
+    text = out["data"].decode("utf-8")
+    assert "<svg" in text and "</svg>" in text
+    assert text.count("<path") >= 10  # the plate's edges, the holes' circles, the boss
+    assert len(text) > 2000
+
+
+def test_the_svg_exporter_is_wired_by_its_ref_and_declared_preview() -> None:
+    out = geometry.export(plate(CORNERS), "io.exportSvg@1.0.0", None, {})
+    assert b"<svg" in out["data"]
+    op = BY_CAPABILITY["cap:io.exportSvg@1"]
+    assert op.kind == "exporter" and op.quality == ("preview",)
+    assert any("SVG" in i for i in op.intents if not i.isascii())

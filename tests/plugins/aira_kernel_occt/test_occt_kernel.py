@@ -230,7 +230,15 @@ def test_the_runtime_snapshot_is_native_exact_and_stl_approximate(kernel: OcctKe
     assert stl.exactness is Exactness.APPROXIMATE
     assert stl.supported_operations == ["io.exportStl@1.0.0"]
     executed = {op.ref for op in OPERATIONS if op.target != "patchTemplateRef"}
-    assert set(exact.supported_operations) | set(stl.supported_operations) == executed
+    svg = by_name["occt.svg"]
+    assert svg.exactness is Exactness.PREVIEW_ONLY
+    assert svg.supported_operations == ["io.exportSvg@1.0.0"]
+    assert (
+        set(exact.supported_operations)
+        | set(stl.supported_operations)
+        | set(svg.supported_operations)
+        == executed
+    )
     assert exact.build_hash == kernel.build_hash
 
 

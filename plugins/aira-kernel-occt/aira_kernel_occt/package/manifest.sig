@@ -4,5 +4,5 @@
   "context": "aira.capability-package.v1",
   "publisher": "aira-first-party",
   "keyId": "e81c20c98175665f",
-  "signature": "Wv2Bj67j/5PUWKsf9E/psmgA+hM2uT7SakjV5NhOxuiP/eb41QtoiWasal05QR1IU+HlaTqRX2lj2sLv/vBjAg=="
+  "signature": "rI2A6CEP/w0IofC8jk1tqPbn2xMbmEf70Crw2DKC99L4EfktUDbcBYFerL8GnGCSm5VfcqK9/AAiGBuzcsEzCA=="
 }
