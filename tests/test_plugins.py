@@ -344,29 +344,8 @@ def test_one_module_under_two_names_is_reported_plainly(aira_plugin_system) -> N
         aira_plugin_system.unregister("first")
 
 
-CLASH_A = """
-from dataclasses import dataclass
-from aira_core import hookimpl
-
-@dataclass
-class Kernel:
-    name: str = "kernel-from-a"
-    build_hash: str = "a"
-    def implementations(self):
-        return []
-    def evaluate(self, document, changed=None):
-        return None  # a registration-only fake: never called
-    def query(self, document, ref, args):
-        return None  # a registration-only fake: never called
-    def validate(self, document, assertion):
-        return None  # a registration-only fake: never called
-    def export(self, document, format, body=None):
-        return None  # a registration-only fake: never called
-
-@hookimpl
-def aira_register_kernels(register):
-    register(Kernel())
-"""
+# The same fake plugin as GOOD_PLUGIN, with its own kernel name.
+CLASH_A = GOOD_PLUGIN.replace('"good-kernel"', '"kernel-from-a"')
 
 
 def test_two_distributions_claiming_one_plugin_name_are_both_withdrawn(
