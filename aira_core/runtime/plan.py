@@ -278,20 +278,23 @@ def _class_allowed(path: str, classes: list[TaxonomyPath]) -> bool:
     return any(path == c.value or path.startswith(c.value + ".") for c in classes)
 
 
-def _check_grant(ctx: PlanContext, plan: Plan, found: _Findings) -> None:
-    grant = ctx.grant
+def grant_problems(grant: SessionGrant, now: datetime) -> list[tuple[str, str]]:
+    """Why ``grant`` cannot be used at ``now``: revoked, expired (codes and messages)."""
+    problems = []
     if grant.revoked:
-        found.add("GRANT_REVOKED", f"grant {grant.grant_id} is revoked", "bindings", "grantId")
+        problems.append(("GRANT_REVOKED", f"grant {grant.grant_id} is revoked"))
     expires = grant.expires_at
     if expires is not None:
         expires = expires if expires.tzinfo else expires.replace(tzinfo=UTC)
-        if expires <= ctx.now:
-            found.add(
-                "GRANT_EXPIRED",
-                f"grant {grant.grant_id} expired at {expires}",
-                "bindings",
-                "grantId",
-            )
+        if expires <= now:
+            problems.append(("GRANT_EXPIRED", f"grant {grant.grant_id} expired at {expires}"))
+    return problems
+
+
+def _check_grant(ctx: PlanContext, plan: Plan, found: _Findings) -> None:
+    grant = ctx.grant
+    for code, message in grant_problems(grant, ctx.now):
+        found.add(code, message, "bindings", "grantId")
     readable = grant.readable.branches
     if readable and "*" not in readable and ctx.branch not in readable:
         found.add(

@@ -42,7 +42,7 @@ from aira_core.runtime.contract import (
     TerminalInputs,
     TerminalState,
 )
-from aira_core.runtime.plan import PlanContext
+from aira_core.runtime.plan import PlanContext, grant_problems
 from aira_core.runtime.transaction import Candidate, Rejected, Transaction, body_wire
 
 INTERFACE_VERSION = "aira.interface/0.1.0"
@@ -57,8 +57,6 @@ READS = frozenset(mc.READS)
 UNKNOWN_OPERATION = "UNKNOWN_OPERATION"
 ARGS_INVALID = "ARGS_INVALID"
 DESCRIBE_NOT_VISIBLE = "DESCRIBE_NOT_VISIBLE"
-GRANT_REVOKED = "GRANT_REVOKED"
-GRANT_EXPIRED = "GRANT_EXPIRED"
 BATCH_DEFERRED = "BATCH_DEFERRED"
 
 
@@ -217,15 +215,8 @@ class Task:
         )
 
     def _grant_problem(self) -> tuple[str, str] | None:
-        grant = self.ctx.grant
-        if grant.revoked:
-            return GRANT_REVOKED, f"grant {grant.grant_id} was revoked"
-        if grant.expires_at is not None:
-            expires = grant.expires_at
-            expires = expires if expires.tzinfo else expires.replace(tzinfo=UTC)
-            if expires <= datetime.now(UTC):
-                return GRANT_EXPIRED, f"grant {grant.grant_id} expired at {expires}"
-        return None
+        problems = grant_problems(self.ctx.grant, datetime.now(UTC))
+        return problems[0] if problems else None
 
     def _missing_discovery(self, plan: Plan) -> list[str]:
         current = self.ctx.catalog.discovery_catalog_hash()
