@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -705,7 +706,9 @@ def model_patch(
 
 @model_app.command("export")
 def model_export(
-    file_format: Annotated[str, typer.Option("--format", help="step, stl, 3mf or svg.")],
+    file_format: Annotated[
+        str, typer.Option("--format", help="step, stl, 3mf, svg, or mesh (display-mesh JSON).")
+    ],
     out: Annotated[Path, typer.Option("--out", help="File to write.")],
     body: Annotated[
         str | None, typer.Option("--body", help="Body alias or id (default: all bodies).")
@@ -748,6 +751,74 @@ def model_export(
         )
     else:
         typer.echo(f"wrote {len(data)} bytes of {file_format.lower()} to {out.name}")
+
+
+IMPORT_MAX_BYTES = 64 * 1024 * 1024
+
+
+@model_app.command("import")
+def model_import(
+    file: Annotated[Path, typer.Argument(help="The file to import.")],
+    file_format: Annotated[
+        str | None, typer.Option("--format", help="step (default: from the file's suffix).")
+    ] = None,
+    label: Annotated[
+        str | None, typer.Option("--label", help="Label of the new body (alias b:<label>).")
+    ] = None,
+    branch: BranchOption = "main",
+    kernel: KernelOption = None,
+    store: StoreOption = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Import a file as a new body through an admitted importer (e.g. cap:io.importStep@1);
+    the file's content goes into the revision, so the model does not depend on the file."""
+    from aira_core.catalog.catalog import build_catalog
+    from aira_core.contracts.capability import CapabilityKind
+    from aira_core.contracts.plan import Plan
+    from aira_core.diagnostics import AiraError
+
+    kind = (file_format or file.suffix.lstrip(".")).lower()
+    kind = {"stp": "step"}.get(kind, kind)
+    importers = {
+        cap.split(":")[1].split("@")[0].split(".")[-1].lower(): cap
+        for cap, d in build_catalog().capabilities().items()
+        if d.kind is CapabilityKind.IMPORTER
+    }
+    capability = importers.get(f"import{kind}")
+    if capability is None:
+        known = sorted(
+            name.removeprefix("import") for name in importers if name.startswith("import")
+        )
+        raise AiraError(
+            "IMPORT_UNSUPPORTED",
+            f"no admitted importer reads {kind or 'this file'!r}; known: "
+            + (", ".join(known) or "none"),
+        )
+    try:
+        size = file.stat().st_size
+        if size > IMPORT_MAX_BYTES:
+            raise AiraError(
+                "IMPORT_FAILED", f"{file.name!r} is {size} bytes; at most {IMPORT_MAX_BYTES}"
+            )
+        text = file.read_text(encoding="utf-8", errors="strict")
+    except UnicodeDecodeError:
+        raise AiraError("IMPORT_FAILED", f"{file.name!r} is not a text file") from None
+    except OSError as exc:
+        raise AiraError("IMPORT_FAILED", f"cannot read {file.name!r}: {exc.strerror}") from None
+    chosen = _kernel(kernel, f"importing {kind}")
+    ctx = _plan_context(store, branch, None, None)
+    try:
+        head = ctx.repository.head(branch)
+    except Exception:
+        ctx.repository.close()
+        raise
+    step: dict[str, Any] = {"id": "import", "capability": capability, "args": {"data": text}}
+    if label is None:  # the file's name, made alias-safe ('bracket v2.step' -> bracket_v2)
+        stem = re.sub(r"[^A-Za-z0-9_-]+", "_", file.stem).strip("_-")[:40]
+        label = stem if stem[:1].isalpha() else f"import_{stem}".rstrip("_")
+    step["label"] = label
+    the_plan = Plan.model_validate({"baseRevision": head, "steps": [step]}, by_name=False)
+    _apply_and_report(ctx, chosen, the_plan, publish=False, approve=False, as_json=as_json)
 
 
 @model_app.command("revert")
@@ -870,14 +941,23 @@ def plan_apply(
     unless the envelope's status is success.
     """
     from aira_core.contracts.plan import Plan
-    from aira_core.runtime.transaction import Transaction
 
     the_plan = _load_model(plan, Plan, "plan")
     chosen = _kernel(kernel, "a plan is previewed and validated on a kernel")
     ctx = _plan_context(store, branch, grant, intent)
+    _apply_and_report(ctx, chosen, the_plan, publish=publish, approve=approve, as_json=as_json)
+
+
+def _apply_and_report(
+    ctx: Any, kernel: Any, the_plan: Any, *, publish: bool, approve: bool, as_json: bool
+) -> None:
+    """Run a plan through the transaction and print its envelope (the repository is closed
+    afterwards); exit 1 unless it succeeded."""
+    from aira_core.runtime.transaction import Transaction
+
     try:
         request_id = f"req:{the_plan.plan_id().split(':')[-1][:16]}"
-        envelope = Transaction(ctx, chosen).apply(
+        envelope = Transaction(ctx, kernel).apply(
             the_plan, request_id, publish=publish, approved=approve
         )
     finally:

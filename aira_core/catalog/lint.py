@@ -25,6 +25,7 @@ from aira_core.contracts.base import DIAGNOSTIC_CODE_PATTERN
 from aira_core.contracts.capability import (
     CAPABILITY_ID_PATTERN,
     CAPABILITY_RELATIONS,
+    WRITING_KINDS,
     CapabilityDescriptor,
     CapabilityKind,
     Effect,
@@ -49,8 +50,8 @@ TARGETS_BY_KIND: dict[CapabilityKind, frozenset[str]] = {
     CapabilityKind.EXPORTER: frozenset({"ioRef"}),
 }
 READ_ONLY_KINDS = frozenset({CapabilityKind.MODEL_QUERY, CapabilityKind.VALIDATOR})
-# A repair proposes candidate patches and never writes itself (§5.1), so it is in neither set.
-WRITING_KINDS = frozenset({CapabilityKind.AUTHORING_OPERATION, CapabilityKind.IMPORTER})
+# A repair proposes candidate patches and never writes itself (§5.1), so it is in neither
+# READ_ONLY_KINDS nor WRITING_KINDS.
 
 _SCHEMA_REF_TARGET = re.compile(r"^amir://[a-z]+/(?P<name>[^/]+)/(?P<version>[^/]+)/[^/]+$")
 _CAP_ID = re.compile(CAPABILITY_ID_PATTERN)

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from aira_core.contracts.amir import ParamType
-from aira_core.contracts.capability import CapabilityDescriptor
+from aira_core.contracts.capability import CapabilityDescriptor, CapabilityKind
 
 SHAPE = "Shape"
 SELECTION = "Selection"
@@ -84,15 +84,25 @@ def signature_from_schema(ref: str, schema: Mapping[str, Any]) -> OperationSigna
     return OperationSignature(ref, inputs)
 
 
+def node_ref(d: CapabilityDescriptor) -> str | None:
+    """The target a document node may name for ``d`` as its ``op``: an authoring operation's
+    ``operationRef`` or an importer's ``ioRef``; None for everything else."""
+    if d.kind is CapabilityKind.AUTHORING_OPERATION:
+        return d.operation_ref
+    if d.kind is CapabilityKind.IMPORTER:
+        return d.io_ref
+    return None
+
+
 def signatures_from_descriptors(
     items: Iterable[tuple[CapabilityDescriptor, Mapping[str, Mapping[str, Any]]]],
 ) -> dict[str, OperationSignature]:
-    """Signatures of every ``operationRef`` among descriptors (each with its package's
-    schemas), e.g. from an admitted catalog."""
+    """Signatures of every target that can be a node of a document (an ``operationRef``, an
+    importer's ``ioRef``) among descriptors (each with its package's schemas), e.g. from an
+    admitted catalog."""
     out = {}
     for d, schemas in items:
-        if d.operation_ref is not None and d.inputs.schema_ref in schemas:
-            out[d.operation_ref] = signature_from_schema(
-                d.operation_ref, schemas[d.inputs.schema_ref]
-            )
+        ref = node_ref(d)
+        if ref is not None and d.inputs.schema_ref in schemas:
+            out[ref] = signature_from_schema(ref, schemas[d.inputs.schema_ref])
     return out

@@ -61,6 +61,8 @@ from aira_core.contracts.amir import (
     SemanticInput,
 )
 from aira_core.contracts.capability import (
+    INTERMEDIATE_TYPES,
+    WRITING_KINDS,
     Applicability,
     CapabilityDescriptor,
     CapabilityKind,
@@ -81,6 +83,7 @@ from aira_core.model.operations import (
     SELECTION,
     SHAPE,
     OperationSignature,
+    node_ref,
     signature_from_schema,
 )
 from aira_core.model.patch import PatchRejected, apply_patch, param_fits, validate_document
@@ -99,15 +102,13 @@ COST_CLASS_SECONDS = {
 TOLERANCE_MM = 1e-6
 _RISK_RANK = {level: i for i, level in enumerate(RiskLevel)}
 _AUTHORING_KINDS = frozenset({CapabilityKind.AUTHORING_OPERATION})
-_LOWERED_KINDS = frozenset(
-    {CapabilityKind.AUTHORING_OPERATION, CapabilityKind.VALIDATOR, CapabilityKind.MODEL_QUERY}
-)
+_LOWERED_KINDS = WRITING_KINDS | {CapabilityKind.VALIDATOR, CapabilityKind.MODEL_QUERY}
 
 LOCAL_GRANT = SessionGrant(
     grant_id="grant:local",
     actor="local-user",
     query_classes=[TaxonomyPath.QUERY, TaxonomyPath.VALIDATION, TaxonomyPath.IO],
-    write_classes=[TaxonomyPath.AUTHORING],
+    write_classes=[TaxonomyPath.AUTHORING, TaxonomyPath.IO_IMPORT],
     permissions=GrantPermissions(destructive=True, export=True),
     auto_commit_max_risk=RiskLevel.CRITICAL,
     budgets=GrantBudgets(),
@@ -309,7 +310,7 @@ def _check_capability_grant(
 ) -> None:
     grant = ctx.grant
     path = d.taxonomy.primary.value
-    writes = d.kind in _AUTHORING_KINDS
+    writes = d.kind in WRITING_KINDS
     classes = grant.write_classes if writes else grant.query_classes
     if not _class_allowed(path, classes):
         found.add(
@@ -770,6 +771,9 @@ def _lower_step(
     lowered.node_of_step[step.id] = node_id
     node = Node(id=node_id, label=step.label, op=entry.ref, inputs=inputs)
     lowered.ops.append(NodeAdd(op="node.add", node=node))
+    outputs = set(d.outputs.semantic_types) if d.outputs is not None else set()
+    if outputs and outputs <= INTERMEDIATE_TYPES:  # a sketch: later steps use it, no body
+        return
     target = args.get("target")
     if target is not None and isinstance(target.lowered, NodeInput):
         body = next((b for b, tip in scope.tips.items() if tip == target.lowered.node), None)
@@ -793,7 +797,7 @@ def _representation(
     if op is None:
         return None
     for entry in ctx.capabilities.values():
-        if entry.descriptor.operation_ref == op and entry.descriptor.outputs is not None:
+        if node_ref(entry.descriptor) == op and entry.descriptor.outputs is not None:
             return set(entry.descriptor.outputs.semantic_types)
     return None
 

@@ -24,7 +24,6 @@ from aira_core.contracts.amir import (
     ParameterAdd,
     Patch,
 )
-from aira_core.contracts.capability import CapabilityKind
 from aira_core.contracts.plan import (
     Budgets,
     CheckReport,
@@ -34,7 +33,7 @@ from aira_core.contracts.plan import (
 )
 from aira_core.diagnostics import AiraError, Diagnostic, redact
 from aira_core.extensions import BodyResult, Evaluation, Kernel, ValidationOutcome
-from aira_core.model.operations import OperationSignature
+from aira_core.model.operations import OperationSignature, node_ref
 from aira_core.model.patch import PatchRejected, apply_patch, changed_nodes
 from aira_core.model.store import MAIN, StaleRevision
 from aira_core.runtime.plan import Lowered, PlanContext, branch_head, check_plan
@@ -64,10 +63,7 @@ class Rejected(Exception):
 
 def signatures(ctx: PlanContext) -> dict[str, OperationSignature]:
     return {
-        e.ref: e.signature
-        for e in ctx.capabilities.values()
-        if e.descriptor.kind is CapabilityKind.AUTHORING_OPERATION
-        and e.descriptor.operation_ref is not None
+        e.ref: e.signature for e in ctx.capabilities.values() if node_ref(e.descriptor) is not None
     }
 
 

@@ -59,6 +59,10 @@ KERNEL_OPERATION_UNKNOWN = "KERNEL_OPERATION_UNKNOWN"
 KERNEL_REFERENCE_CYCLE = "KERNEL_REFERENCE_CYCLE"
 KERNEL_REFERENCE_UNRESOLVED = "KERNEL_REFERENCE_UNRESOLVED"
 PARAMETER_OUT_OF_RANGE = "PARAMETER_OUT_OF_RANGE"
+PROFILE_NOT_CLOSED = "PROFILE_NOT_CLOSED"
+PROFILE_SELF_INTERSECTING = "PROFILE_SELF_INTERSECTING"
+REVOLVE_CROSSES_AXIS = "REVOLVE_CROSSES_AXIS"
+STEP_IMPORT_FAILED = "STEP_IMPORT_FAILED"
 QUERY_TARGET_UNKNOWN = "QUERY_TARGET_UNKNOWN"
 SELECTION_CARDINALITY_MISMATCH = "SELECTION_CARDINALITY_MISMATCH"
 SELECTION_EMPTY = "SELECTION_EMPTY"
@@ -66,6 +70,7 @@ SELECTION_INVALID = "SELECTION_INVALID"
 SHELL_FAILED = "SHELL_FAILED"
 SOLID_INVALID = "SOLID_INVALID"
 VOLUME_OUT_OF_RANGE = "VOLUME_OUT_OF_RANGE"
+WALL_TOO_THIN = "WALL_TOO_THIN"
 
 CACHE_LIMIT = 2048
 """Node results kept (least recently used dropped first)."""
@@ -77,6 +82,10 @@ ON_FACE_TOLERANCE = 1e-6
 """A hole centre farther than this (mm) from its face is off the face."""
 STL_TOLERANCE = 0.01
 STL_ANGULAR_TOLERANCE = 0.1
+CLOSE_TOLERANCE = 1e-6
+"""How far (mm) a polyline's last point may be from its first and still close it."""
+STEP_MAX_BYTES = 64 * 1024 * 1024
+"""The largest STEP text importStep accepts."""
 
 _PARAM_TYPES = {t.value for t in ParamType}
 _NUMERIC = (LENGTH, ANGLE, REAL)
@@ -336,8 +345,27 @@ def _hole(a: Mapping[str, Any]) -> cq.Shape:
                 f"hole centre [{x:g}, {y:g}] is {off:g} mm off the selected face",
             )
     located = plane.pushPoints(points)
-    bore = a.get("counterbore")
-    if bore is None:
+    bore, sink = a.get("counterbore"), a.get("countersink")
+    if bore is not None and sink is not None:
+        raise Failure(KERNEL_INPUT_INVALID, "a hole takes a counterbore or a countersink, not both")
+    if sink is not None:
+        if not isinstance(sink, Mapping) or not set(sink) <= {"diameter", "angle"}:
+            raise Failure(
+                KERNEL_INPUT_INVALID, f"countersink takes {{diameter, angle?}}, not {sink!r}"
+            )
+        sink_d = _positive(sink.get("diameter"), "countersink diameter")
+        angle = _positive(sink.get("angle", 90.0), "countersink angle")
+        if sink_d <= diameter:
+            raise Failure(
+                PARAMETER_OUT_OF_RANGE,
+                f"countersink diameter {sink_d:g} mm must exceed the hole's {diameter:g} mm",
+            )
+        if angle >= 180:
+            raise Failure(
+                PARAMETER_OUT_OF_RANGE, f"countersink angle {angle:g}° must be below 180°"
+            )
+        out = located.cskHole(diameter, sink_d, angle, depth)
+    elif bore is None:
         out = located.hole(diameter, depth)
     else:
         if not isinstance(bore, Mapping) or set(bore) != {"diameter", "depth"}:
@@ -427,6 +455,186 @@ def _polar_pattern(a: Mapping[str, Any]) -> cq.Shape:
     return _fused([target] + [target.rotate(origin, axis, step * i) for i in range(1, count)])
 
 
+# -- profiles and sweeps ------------------------------------------------------------------------
+
+
+def _plane(a: Mapping[str, Any]) -> cq.Plane:
+    named = cq.Plane.named(a["plane"])
+    origin = named.origin + named.zDir * a.get("offset", 0.0)
+    return cq.Plane(origin=origin, xDir=named.xDir, normal=named.zDir)
+
+
+def _center(a: Mapping[str, Any]) -> tuple[float, float]:
+    raw = a.get("center", [0, 0])
+    if (
+        not isinstance(raw, list | tuple)
+        or len(raw) != 2
+        or not all(_is_number(c) and math.isfinite(c) for c in raw)
+    ):
+        raise Failure(KERNEL_INPUT_INVALID, f"center must be [x, y], not {raw!r}")
+    return float(raw[0]), float(raw[1])
+
+
+def _profile_face(wire: cq.Wire, plane: cq.Plane) -> cq.Face:
+    """The face inside a closed wire, its normal along the plane's (the extrusion direction)."""
+    if not wire.IsClosed():
+        raise Failure(PROFILE_NOT_CLOSED, "the profile's outline is open")
+    face = cq.Face.makeFromWires(wire)
+    if face.normalAt().dot(plane.zDir) < 0:
+        face = cq.Face(face.wrapped.Reversed())
+    return face
+
+
+def _sketch(draw: Callable[[cq.Workplane, Mapping[str, Any]], cq.Workplane]) -> Builder:
+    def build(a: Mapping[str, Any]) -> cq.Shape:
+        plane = _plane(a)
+        x, y = _center(a)
+        wire = draw(cq.Workplane(plane).center(x, y), a).val()
+        return _profile_face(wire, plane)
+
+    return build
+
+
+def _slot(wp: cq.Workplane, a: Mapping[str, Any]) -> cq.Workplane:
+    if a["length"] <= a["width"]:
+        raise Failure(
+            PARAMETER_OUT_OF_RANGE,
+            f"a slot's length {a['length']:g} mm must exceed its width {a['width']:g} mm",
+        )
+    return wp.slot2D(a["length"], a["width"], a.get("angle", 0.0))
+
+
+def _crosses(p: tuple, q: tuple, r: tuple, s: tuple) -> bool:
+    """Whether segments pq and rs intersect (touching included)."""
+
+    def orient(a: tuple, b: tuple, c: tuple) -> float:
+        return (b[0] - a[0]) * (c[1] - a[1]) - (b[1] - a[1]) * (c[0] - a[0])
+
+    def within(a: tuple, b: tuple, c: tuple) -> bool:
+        return min(a[0], b[0]) <= c[0] <= max(a[0], b[0]) and min(a[1], b[1]) <= c[1] <= max(
+            a[1], b[1]
+        )
+
+    d1, d2, d3, d4 = orient(r, s, p), orient(r, s, q), orient(p, q, r), orient(p, q, s)
+    if ((d1 > 0) != (d2 > 0) and d1 * d2 != 0) and ((d3 > 0) != (d4 > 0) and d3 * d4 != 0):
+        return True
+    return (
+        (d1 == 0 and within(r, s, p))
+        or (d2 == 0 and within(r, s, q))
+        or (d3 == 0 and within(p, q, r))
+        or (d4 == 0 and within(p, q, s))
+    )
+
+
+def _polyline(a: Mapping[str, Any]) -> cq.Shape:
+    raw = a["points"]
+    if not isinstance(raw, list) or len(raw) < 4:
+        raise Failure(
+            KERNEL_INPUT_INVALID,
+            "points must list at least three corners and repeat the first at the end",
+        )
+    points = []
+    for point in raw:
+        if (
+            not isinstance(point, list | tuple)
+            or len(point) != 2
+            or not all(_is_number(c) and math.isfinite(c) for c in point)
+        ):
+            raise Failure(KERNEL_INPUT_INVALID, f"a polyline point must be [x, y], not {point!r}")
+        points.append((float(point[0]), float(point[1])))
+    gap = math.dist(points[0], points[-1])
+    if gap > CLOSE_TOLERANCE:
+        raise Failure(
+            PROFILE_NOT_CLOSED,
+            f"the polyline is open: its last point {list(points[-1])} is {gap:g} mm from its "
+            f"first {list(points[0])}; repeat the first point at the end",
+        )
+    corners = points[:-1]
+    for i, (p, q) in enumerate(zip(corners, corners[1:] + corners[:1], strict=True)):
+        if math.dist(p, q) <= CLOSE_TOLERANCE:
+            raise Failure(KERNEL_INPUT_INVALID, f"points {i} and {i + 1} coincide")
+    n = len(corners)
+    segments = [(corners[i], corners[(i + 1) % n]) for i in range(n)]
+    for i in range(n):
+        for j in range(i + 2, n):
+            if i == 0 and j == n - 1:
+                continue  # neighbours through the closing point
+            if _crosses(*segments[i], *segments[j]):
+                raise Failure(
+                    PROFILE_SELF_INTERSECTING,
+                    f"segment {i} ({list(segments[i][0])}→{list(segments[i][1])}) crosses "
+                    f"segment {j} ({list(segments[j][0])}→{list(segments[j][1])})",
+                )
+    plane = _plane(a)
+    wire = cq.Wire.makePolygon([plane.toWorldCoords(c) for c in corners], close=True)
+    return _profile_face(wire, plane)
+
+
+def _profile(a: Mapping[str, Any]) -> cq.Face:
+    profile = a["profile"]
+    if not isinstance(profile, cq.Face):
+        kind = profile.ShapeType() if isinstance(profile, cq.Shape) else type(profile).__name__
+        raise Failure(
+            KERNEL_INPUT_INVALID,
+            f"profile must be a sketch profile (a planar face), not a {kind}",
+        )
+    return profile
+
+
+def _extrude(a: Mapping[str, Any]) -> cq.Shape:
+    face, distance = _profile(a), a["distance"]
+    normal = face.normalAt()
+    direction = a.get("direction", "normal")
+    if direction == "symmetric":
+        face = face.moved(cq.Location(normal * (-distance / 2)))
+    vector = normal * (-distance if direction == "reverse" else distance)
+    return cq.Solid.extrudeLinear(face, vector)
+
+
+def _revolve(a: Mapping[str, Any]) -> cq.Shape:
+    face, axis_name, angle = _profile(a), a["axis"], a.get("angle", 360.0)
+    axis = cq.Vector(*_AXES[axis_name])
+    normal = face.normalAt()
+    if abs(normal.dot(axis)) > 1e-9:
+        raise Failure(
+            KERNEL_INPUT_INVALID,
+            f"the {axis_name} axis is not parallel to the profile's plane (normal "
+            f"{normal.x:g}, {normal.y:g}, {normal.z:g}); sketch on a plane that contains it",
+        )
+    side = normal.cross(axis)  # in the profile's plane, perpendicular to the axis
+    offsets = [edge.positionAt(t / 16).dot(side) for edge in face.Edges() for t in range(17)]
+    if min(offsets) < -CLOSE_TOLERANCE and max(offsets) > CLOSE_TOLERANCE:
+        raise Failure(
+            REVOLVE_CROSSES_AXIS,
+            f"the profile lies on both sides of the {axis_name} axis "
+            f"({min(offsets):g} to {max(offsets):g} mm from it); move it to one side",
+        )
+    return cq.Solid.revolve(face, angle, cq.Vector(0, 0, 0), axis)
+
+
+def _import_step(a: Mapping[str, Any]) -> cq.Shape:
+    text = a["data"]
+    if len(text) > STEP_MAX_BYTES:
+        raise Failure(
+            STEP_IMPORT_FAILED, f"the STEP text is {len(text)} bytes; at most {STEP_MAX_BYTES}"
+        )
+    if not text.lstrip().startswith("ISO-10303-21"):
+        raise Failure(STEP_IMPORT_FAILED, "the text is not STEP: it must start 'ISO-10303-21;'")
+    with tempfile.TemporaryDirectory(prefix="aira-occt-") as tmp:
+        path = Path(tmp) / "in.step"
+        path.write_text(text, encoding="utf-8")
+        try:
+            imported = cq.importers.importStep(str(path))
+        except Exception as exc:
+            raise Failure(
+                STEP_IMPORT_FAILED, f"OpenCASCADE cannot read the STEP text ({type(exc).__name__})"
+            ) from None
+    solids = [solid for value in imported.vals() for solid in value.Solids()]
+    if not solids:
+        raise Failure(STEP_IMPORT_FAILED, "the STEP file holds no solid")
+    return solids[0] if len(solids) == 1 else cq.Compound.makeCompound(solids)
+
+
 BUILDERS: dict[str, Builder] = {
     "exact.box@1.0.0": _box,
     "exact.cylinder@1.0.0": _cylinder,
@@ -446,7 +654,17 @@ BUILDERS: dict[str, Builder] = {
     "exact.linearPattern@1.0.0": _linear_pattern,
     "exact.polarPattern@1.0.0": _polar_pattern,
     "exact.shell@1.0.0": _shell,
+    "sketch.rectangle@1.0.0": _sketch(lambda wp, a: wp.rect(a["width"], a["height"])),
+    "sketch.circle@1.0.0": _sketch(lambda wp, a: wp.circle(a["radius"])),
+    "sketch.polygon@1.0.0": _sketch(lambda wp, a: wp.polygon(a["sides"], a["diameter"])),
+    "sketch.slot@1.0.0": _sketch(_slot),
+    "sketch.polyline@1.0.0": _polyline,
+    "exact.extrude@1.0.0": _extrude,
+    "exact.revolve@1.0.0": _revolve,
+    "io.importStep@1.0.0": _import_step,
 }
+PROFILES = frozenset(ref for ref in BUILDERS if ref.startswith("sketch."))
+"""Operations whose result is a planar face for a sweep, not a solid."""
 
 
 def build(ref: str, inputs: Mapping[str, Any]) -> cq.Shape:
@@ -463,6 +681,10 @@ def build(ref: str, inputs: Mapping[str, Any]) -> cq.Shape:
             KERNEL_OPERATION_FAILED, f"{ref} failed in OpenCASCADE: {type(exc).__name__}: {exc}"
         ) from None
     if ref in RIGID_MOTIONS:  # a valid solid moved rigidly stays valid: skip the BRep check
+        return shape
+    if ref in PROFILES:
+        if not shape.isValid():
+            raise Failure(PROFILE_SELF_INTERSECTING, f"{ref}: the profile's outline crosses itself")
         return shape
     problem = solid_problem(shape)
     if problem is not None:
@@ -944,6 +1166,19 @@ def query(
                 "edges": len(shape.Edges()),
                 "vertices": len(shape.Vertices()),
             }
+        elif ref == "query.selectEntities@1.0.0":
+            selector, entity = args.get("select"), args.get("entity") or "Face"
+            if not isinstance(selector, str) or not selector:
+                raise Failure(KERNEL_INPUT_INVALID, "select must be a CadQuery selector string")
+            if entity not in ("Face", "Edge", "Vertex"):
+                raise Failure(KERNEL_INPUT_INVALID, "entity must be Face, Edge or Vertex")
+            chosen = select(shape, selector, entity, str(args.get("target")))
+            data = {
+                "count": len(chosen),
+                "entity": entity,
+                "entities": [describe(item) for item in chosen[:SELECT_LIST_LIMIT]],
+                "truncated": len(chosen) > SELECT_LIST_LIMIT,
+            }
         elif ref in ("query.distance@1.0.0", "query.interference@1.0.0"):
             tool, found = _body_shape(document, args.get("tool"), cache)
             if tool is None:
@@ -958,12 +1193,42 @@ def query(
                 "data": {},
                 "diagnostics": [diagnostic(KERNEL_OPERATION_UNKNOWN, f"no query {ref}")],
             }
+    except Failure as exc:
+        return {"data": {}, "diagnostics": [diagnostic(exc.code, exc.message)]}
     except Exception as exc:
         return {
             "data": {},
             "diagnostics": [diagnostic(KERNEL_OPERATION_FAILED, f"{ref}: {exc}")],
         }
     return {"data": data, "diagnostics": []}
+
+
+SELECT_LIST_LIMIT = 50
+"""Entities described by selectEntities (the count is always exact)."""
+
+
+def _xyz(v: cq.Vector) -> list[float]:
+    return [round(v.x, 9), round(v.y, 9), round(v.z, 9)]
+
+
+def describe(item: cq.Shape) -> dict[str, Any]:
+    """What a selected face, edge or vertex is, in observable terms."""
+    if isinstance(item, cq.Vertex):
+        return {"type": "VERTEX", "center": _xyz(item.Center())}
+    out: dict[str, Any] = {"type": item.geomType(), "center": _xyz(item.Center())}
+    if isinstance(item, cq.Face):
+        out["area"] = item.Area()
+        if item.geomType() == "PLANE":
+            out["normal"] = _xyz(item.normalAt())
+    else:
+        out["length"] = item.Length()
+    if item.geomType() == "CIRCLE":
+        out["radius"] = item.radius()
+    elif item.geomType() == "CYLINDER":
+        from OCP.BRepAdaptor import BRepAdaptor_Surface
+
+        out["radius"] = BRepAdaptor_Surface(item.wrapped).Cylinder().Radius()
+    return out
 
 
 # -- validators ---------------------------------------------------------------------------------
@@ -1094,6 +1359,30 @@ def validate(
                     measured=measured,
                 )
             return {"passed": True, "measured": measured, "diagnostics": []}
+        if ref == "validate.minWallThickness@1.0.0":
+            if "min" not in args:
+                raise Failure(KERNEL_INPUT_INVALID, f"{ref} needs min")
+            low, samples = args["min"], int(args.get("samples") or 8)
+            thinnest, at, rays = wall_thickness(shape, samples)
+            measured = {
+                "minThickness": thinnest,
+                "at": at,
+                "min": low,
+                "rays": rays,
+                "samplesPerFace": samples * samples,
+                "quality": "sampled",
+            }
+            if thinnest is not None and thinnest < low - BOX_TOLERANCE:
+                return failed(
+                    diagnostic(
+                        WALL_TOO_THIN,
+                        f"a wall is {thinnest:g} mm thick at {at}, below {low:g} mm "
+                        f"(sampled with {rays} rays)",
+                        aid,
+                    ),
+                    measured=measured,
+                )
+            return {"passed": True, "measured": measured, "diagnostics": []}
     except Failure as exc:
         return failed(diagnostic(exc.code, exc.message, aid))
     except Exception as exc:
@@ -1102,7 +1391,6 @@ def validate(
 
 
 HOLE_DIAMETER_TOLERANCE = 0.01
-_AXES = {"X": (1.0, 0.0, 0.0), "Y": (0.0, 1.0, 0.0), "Z": (0.0, 0.0, 1.0)}
 
 
 def bores(shape: cq.Shape, axis: str) -> list[float]:
@@ -1138,6 +1426,48 @@ def bores(shape: cq.Shape, axis: str) -> list[float]:
     return list(seen.values())
 
 
+def wall_thickness(shape: cq.Shape, samples: int) -> tuple[float | None, list[float] | None, int]:
+    """The thinnest wall found by rays cast inward along the normal from a ``samples`` ×
+    ``samples`` grid of points on every face (points outside a trimmed face are skipped):
+    (thickness, where, rays cast). A sampled measure: a thinner spot between the grid points
+    is missed, which is why the validator declares the quality ``sampled``."""
+    from OCP.BRepClass import BRepClass_FaceClassifier
+    from OCP.BRepIntCurveSurface import BRepIntCurveSurface_Inter
+    from OCP.gp import gp_Dir, gp_Lin, gp_Pnt, gp_Pnt2d
+    from OCP.TopAbs import TopAbs_IN
+
+    best: float | None = None
+    where: list[float] | None = None
+    rays = 0
+    for face in shape.Faces():
+        u0, u1, v0, v1 = face._uvBounds()
+        for i in range(samples):
+            for j in range(samples):
+                u = u0 + (u1 - u0) * (i + 0.5) / samples
+                v = v0 + (v1 - v0) * (j + 0.5) / samples
+                inside = BRepClass_FaceClassifier(face.wrapped, gp_Pnt2d(u, v), 1e-7)
+                if inside.State() != TopAbs_IN:
+                    continue
+                normal, point = face.normalAt(u, v)
+                if normal.Length < 1e-12:
+                    continue
+                rays += 1
+                inward = gp_Lin(
+                    gp_Pnt(point.x, point.y, point.z), gp_Dir(-normal.x, -normal.y, -normal.z)
+                )
+                hits = BRepIntCurveSurface_Inter()
+                hits.Init(shape.wrapped, inward, 1e-7)
+                nearest = None
+                while hits.More():
+                    w = hits.W()
+                    if w > 1e-6 and (nearest is None or w < nearest):
+                        nearest = w
+                    hits.Next()
+                if nearest is not None and (best is None or nearest < best):
+                    best, where = nearest, _xyz(point)
+    return best, where, rays
+
+
 def _interval(low: float | None, high: float | None) -> str:
     left = "(-inf" if low is None else f"[{low:g}"
     right = "inf)" if high is None else f"{high:g}]"
@@ -1154,7 +1484,38 @@ FORMATS = {
     "io.exportStl@1.0.0": "stl",
     "svg": "svg",
     "io.exportSvg@1.0.0": "svg",
+    "3mf": "3mf",
+    "io.export3mf@1.0.0": "3mf",
+    "mesh": "mesh",
+    "convert.displayMesh@1.0.0": "mesh",
 }
+MESH_TOLERANCE = 0.1
+MESH_ANGULAR_TOLERANCE = 0.2
+
+
+def display_mesh(named: list[tuple[str, cq.Shape]]) -> bytes:
+    """``aira.mesh/1`` JSON: per body flat ``vertices`` (x, y, z, mm) and ``triangles``
+    (vertex indices, counter-clockwise seen from outside)."""
+    import json
+
+    bodies = []
+    for bid, shape in named:
+        vertices, triangles = shape.tessellate(MESH_TOLERANCE, MESH_ANGULAR_TOLERANCE)
+        bodies.append(
+            {
+                "body": bid,
+                "vertices": [round(c, 6) for v in vertices for c in (v.x, v.y, v.z)],
+                "triangles": [i for t in triangles for i in t],
+            }
+        )
+    out = {
+        "format": "aira.mesh/1",
+        "units": "mm",
+        "tolerance": MESH_TOLERANCE,
+        "angularTolerance": MESH_ANGULAR_TOLERANCE,
+        "bodies": bodies,
+    }
+    return json.dumps(out, separators=(",", ":")).encode()
 
 
 def export(
@@ -1182,6 +1543,16 @@ def export(
             "diagnostics": [diagnostic(KERNEL_EXPORT_FAILED, "the document has no body")],
         }
     shape = shapes[0] if len(shapes) == 1 else cq.Compound.makeCompound(shapes)
+    if kind == "mesh":
+        try:
+            return {"data": display_mesh(list(zip(ids, shapes, strict=True))), "diagnostics": []}
+        except Exception as exc:
+            return {
+                "data": b"",
+                "diagnostics": [
+                    diagnostic(KERNEL_EXPORT_FAILED, f"tessellation failed: {type(exc).__name__}")
+                ],
+            }
     try:
         with tempfile.TemporaryDirectory(prefix="aira-occt-") as tmp:
             path = Path(tmp) / f"out.{kind}"
@@ -1189,6 +1560,14 @@ def export(
                 shape.exportStep(str(path))
             elif kind == "svg":
                 cq.exporters.export(shape, str(path), exportType="SVG")
+            elif kind == "3mf":
+                cq.exporters.export(
+                    shape,
+                    str(path),
+                    exportType="3MF",
+                    tolerance=STL_TOLERANCE,
+                    angularTolerance=STL_ANGULAR_TOLERANCE,
+                )
             else:
                 shape.exportStl(
                     str(path), tolerance=STL_TOLERANCE, angularTolerance=STL_ANGULAR_TOLERANCE

@@ -47,9 +47,12 @@ KERNEL_INPUT_INVALID = "KERNEL_INPUT_INVALID"
 KERNEL_REFERENCE_UNRESOLVED = "KERNEL_REFERENCE_UNRESOLVED"
 ASSERTION_FAILED = "ASSERTION_FAILED"
 SOLID_INVALID = "SOLID_INVALID"
-STL_EXPORT = "io.exportStl@1.0.0"
 SVG_EXPORT = "io.exportSvg@1.0.0"
-_EXPORT_FORMATS = {"io.exportStep@1.0.0": "step", STL_EXPORT: "stl", SVG_EXPORT: "svg"}
+IMPORT_STEP = "io.importStep@1.0.0"
+TESSELLATED = ("io.exportStl@1.0.0", "io.export3mf@1.0.0", "convert.displayMesh@1.0.0")
+"""Capabilities that work on a tessellation: approximate, not exact."""
+SAMPLED = ("validate.minWallThickness@1.0.0",)
+"""Capabilities that measure at sample points: approximate, not exact."""
 
 
 def _version(distribution: str) -> str | None:
@@ -220,9 +223,14 @@ class OcctKernel:
                 name: _fixture_input(value, specs[name].type, tips)
                 for name, value in inputs.items()
             }
+            if op.ref == IMPORT_STEP and resolved.get("data") == {"value": FIXTURE_STEP}:
+                step = self.export(fixture_document(), "step", "plate")
+                if not step:
+                    return list(self.last_export_diagnostics)
+                resolved["data"] = {"value": step.decode()}
         except LookupError as exc:
             return [_check_diag(KERNEL_REFERENCE_UNRESOLVED, str(exc.args[0]), op)]
-        if op.target == "operationRef":
+        if op.target == "operationRef" or op.kind == "importer":
             return self._run_operation(op, document, resolved)
         target = resolved.get("target")
         body = target["body"] if isinstance(target, dict) else None
@@ -250,7 +258,7 @@ class OcctKernel:
             return list(outcome.diagnostics) or [
                 _check_diag(ASSERTION_FAILED, f"failed: {dict(outcome.measured)}", op)
             ]
-        data = self.export(document, _EXPORT_FORMATS.get(op.ref, op.ref), body)
+        data = self.export(document, op.ref, body)
         if data:
             return []
         return list(self.last_export_diagnostics) or [
@@ -265,6 +273,9 @@ class OcctKernel:
             for name, value in resolved.items()
         }
         document["nodes"].append({"id": "fx_example", "op": op.ref, "inputs": node_inputs})
+        if op.outputs == ("Profile",):  # a sketch: a node for a sweep, no body
+            evaluation = self.evaluate(document)
+            return list(evaluation.diagnostics)
         target = resolved.get("target")
         if isinstance(target, dict) and "body" in target:  # a feature moves its body's tip
             result_body = target["body"]
@@ -286,15 +297,17 @@ class OcctKernel:
 
     def runtime_snapshot(self) -> RuntimeCapabilitySnapshot:
         """What this environment executes: exact operations, queries, validators and STEP in
-        one native component, the tessellating STL export as an approximate one and the SVG
-        line drawing as a preview-only one."""
+        one native component; what works on a tessellation (STL, 3MF, display mesh) and the
+        sampled wall-thickness check as approximate ones; the SVG line drawing as a
+        preview-only one."""
         status = (
             ComponentStatus.AVAILABLE
             if _version("cadquery") is not None
             else ComponentStatus.UNAVAILABLE
         )
         executed = [op for op in OPERATIONS if op.target != "patchTemplateRef"]
-        exact = [op.ref for op in executed if op.ref not in (STL_EXPORT, SVG_EXPORT)]
+        inexact = {*TESSELLATED, *SAMPLED, SVG_EXPORT}
+        exact = [op.ref for op in executed if op.ref not in inexact]
         return RuntimeCapabilitySnapshot(
             captured_at=datetime.now(UTC),
             components=[
@@ -309,12 +322,22 @@ class OcctKernel:
                     status=status,
                 ),
                 RuntimeComponent(
-                    name=f"{KERNEL_NAME}.stl",
+                    name=f"{KERNEL_NAME}.mesh",
                     role="exporter",
                     build_hash=self.build_hash,
                     location=ExecutionLocation.NATIVE,
-                    supported_operations=[STL_EXPORT],
+                    supported_operations=list(TESSELLATED),
                     quality_profiles=[ExecutionQuality.APPROXIMATE],
+                    exactness=Exactness.APPROXIMATE,
+                    status=status,
+                ),
+                RuntimeComponent(
+                    name=f"{KERNEL_NAME}.sampled",
+                    role="validator",
+                    build_hash=self.build_hash,
+                    location=ExecutionLocation.NATIVE,
+                    supported_operations=list(SAMPLED),
+                    quality_profiles=[ExecutionQuality.SAMPLED],
                     exactness=Exactness.APPROXIMATE,
                     status=status,
                 ),
@@ -335,12 +358,17 @@ class OcctKernel:
 # -- the fixture of the example checks ----------------------------------------------------------
 
 FIXTURE_ALIASES = {"b:plate": "plate", "b:boss": "boss", "b:pin": "pin"}
+FIXTURE_STEPS = {"sketch": "fx_sketch", "section": "fx_section"}
+"""Sketch steps the sweep examples refer to as ``{"step": name}``."""
+FIXTURE_STEP = "fixture:plate.step"
+"""The importer example's stand-in for the STEP text of the fixture's plate."""
 
 
 def fixture_document() -> dict[str, Any]:
     """Bodies the input examples refer to: ``plate`` a 40 × 30 × 10 box standing on the XY
     plane (z 0…10), ``boss`` a cylinder r 5, h 20 moved up 10 (on the plate), ``pin`` a
-    cylinder r 3, h 30 moved down 10 (through the plate)."""
+    cylinder r 3, h 30 moved down 10 (through the plate); and two sketch profiles, ``sketch``
+    a 20 × 10 rectangle on XY and ``section`` a 4 × 10 rectangle on XZ (x 8…12, z 0…10)."""
 
     def v(x: float) -> dict[str, Any]:
         return {"value": x}
@@ -371,6 +399,16 @@ def fixture_document() -> dict[str, Any]:
             "inputs": {"radius": v(3), "height": v(30)},
         },
         moved("fx_pin", "fx_pin0", -10),
+        {
+            "id": "fx_sketch",
+            "op": "sketch.rectangle@1.0.0",
+            "inputs": {"plane": v("XY"), "width": v(20), "height": v(10)},
+        },
+        {
+            "id": "fx_section",
+            "op": "sketch.rectangle@1.0.0",
+            "inputs": {"plane": v("XZ"), "width": v(4), "height": v(10), "center": v([10, 5])},
+        },
     ]
     bodies = [{"id": name, "label": name, "tip": f"fx_{name}"} for name in ("plate", "boss", "pin")]
     return {"format": "aira.amir/1", "parameters": [], "nodes": nodes, "bodies": bodies}
@@ -385,6 +423,11 @@ def _fixture_body(alias: Any, tips: Mapping[str, str]) -> str:
 
 def _fixture_input(value: Any, kind: str, tips: Mapping[str, str]) -> dict[str, Any]:
     """An example's argument as an AMIR input on the fixture (a Shape as ``{body, tip}``)."""
+    if kind == SHAPE and isinstance(value, Mapping) and "step" in value:
+        node = FIXTURE_STEPS.get(value["step"])
+        if node is None:
+            raise LookupError(f"{value!r} names no fixture sketch ({', '.join(FIXTURE_STEPS)})")
+        return {"tip": node}
     if kind == SHAPE:
         body = _fixture_body(value, tips)
         return {"body": body, "tip": tips[body]}

@@ -18,7 +18,7 @@ from typing import Any
 from aira_kernel_occt.operations import OPERATIONS, Operation
 
 NAME = "aira.kernel.occt"
-VERSION = "0.2.0"
+VERSION = "0.3.0"
 PUBLISHER = "aira-first-party"
 PACKAGE_DIR = Path(__file__).parent / "package"
 
@@ -26,7 +26,13 @@ _ALTERNATIVES = {
     "cap:exact.fillet@1": ["cap:exact.chamfer@1"],
     "cap:exact.chamfer@1": ["cap:exact.fillet@1"],
     "cap:io.exportStep@1": ["cap:io.exportStl@1"],
-    "cap:io.exportStl@1": ["cap:io.exportStep@1"],
+    "cap:io.exportStl@1": ["cap:io.exportStep@1", "cap:io.export3mf@1"],
+    "cap:io.export3mf@1": ["cap:io.exportStl@1"],
+    "cap:exact.extrude@1": ["cap:exact.revolve@1"],
+    "cap:exact.revolve@1": ["cap:exact.extrude@1"],
+    "cap:sketch.polygon@1": ["cap:sketch.polyline@1"],
+    "cap:sketch.polyline@1": ["cap:sketch.polygon@1"],
+    "cap:query.selectEntities@1": ["cap:query.topology@1"],
     "cap:exact.cut@1": ["cap:exact.intersect@1"],
     "cap:exact.intersect@1": ["cap:exact.cut@1"],
     "cap:exact.rotate@1": ["cap:exact.mirror@1"],
@@ -46,6 +52,11 @@ _COMPOSES = {
     "cap:exact.wedge@1": ["cap:exact.union@1"],
     "cap:exact.cone@1": ["cap:exact.cut@1", "cap:exact.union@1"],
     "cap:exact.torus@1": ["cap:exact.cut@1", "cap:exact.union@1"],
+    **{
+        f"cap:sketch.{shape}@1": ["cap:exact.extrude@1", "cap:exact.revolve@1"]
+        for shape in ("rectangle", "circle", "polygon", "slot", "polyline")
+    },
+    "cap:io.importStep@1": ["cap:query.massProperties@1"],
 }
 
 
@@ -56,9 +67,15 @@ def schema_ref(op: Operation, part: str) -> str:
 
 def descriptor(op: Operation) -> dict[str, Any]:
     relations: dict[str, list[str]] = {"produces": list(op.outputs)}
-    accepts = sorted({i.type for i in op.inputs if i.type in ("Shape", "Selection")})
+    accepts = sorted(
+        {
+            i.accepts if i.type == "Shape" else "EntitySet"
+            for i in op.inputs
+            if i.type in ("Shape", "Selection")
+        }
+    )
     if accepts:
-        relations["accepts"] = ["ExactSolid" if t == "Shape" else "EntitySet" for t in accepts]
+        relations["accepts"] = accepts
     for relation, table in (("alternativeTo", _ALTERNATIVES), ("composesWith", _COMPOSES)):
         if op.capability in table:
             relations[relation] = table[op.capability]

@@ -64,6 +64,7 @@ class Input:
     entity: str | None = None  # for selections: Face, Edge
     choices: tuple[str, ...] | None = None  # for strings: the allowed values
     json_schema: Mapping[str, Any] | None = None  # for Json inputs
+    accepts: str = "ExactSolid"  # for shapes: the semantic type of the result it takes
 
     def schema(self) -> dict[str, Any]:
         if self.type == JSON:
@@ -84,6 +85,21 @@ class Input:
                 },
                 "required": ["body", "select"],
                 "additionalProperties": False,
+            }
+        if self.type == SHAPE:
+            # a body (alias or id), or the result of an earlier step of the same plan
+            return {
+                "anyOf": [
+                    {"type": "string", "minLength": 1},
+                    {
+                        "type": "object",
+                        "properties": {"step": {"type": "string", "minLength": 1}},
+                        "required": ["step"],
+                        "additionalProperties": False,
+                    },
+                ],
+                "x-amir-type": SHAPE,
+                "description": self.description,
             }
         out: dict[str, Any] = {
             "type": _JSON_TYPE[self.type],
@@ -177,6 +193,50 @@ _PRIMITIVE = dict(
     kind="authoring.operation",
     target="operationRef",
     diagnostics=("SOLID_INVALID",),
+)
+
+PLANES = ("XY", "YZ", "ZX", "XZ", "YX", "ZY", "front", "back", "left", "right", "top", "bottom")
+"""CadQuery's named planes (``cq.Plane.named``): 'XY' has normal +Z, 'XZ' normal -Y, 'YZ' +X."""
+
+_POINT = {"type": "array", "items": {"type": "number"}, "minItems": 2, "maxItems": 2}
+_PLANE_INPUTS = (
+    Input(
+        "plane",
+        STRING,
+        "The named plane the profile lies on (its normal is the extrusion direction): "
+        "'XY' (normal +Z), 'YZ' (+X), 'ZX' (+Y), 'XZ' (-Y), 'YX' (-Z), 'ZY' (-X), or "
+        "front, back, left, right, top, bottom.",
+        choices=PLANES,
+    ),
+    Input(
+        "offset",
+        LENGTH,
+        "Distance (mm) the plane is moved along its normal (default 0).",
+        required=False,
+    ),
+)
+_CENTER = Input(
+    "center",
+    JSON,
+    "Centre [x, y] (mm) in the plane's own coordinates (default [0, 0]).",
+    required=False,
+    json_schema=_POINT,
+)
+_SKETCH = dict(
+    kind="authoring.operation",
+    target="operationRef",
+    taxonomy="authoring.sketch.profile",
+    outputs=("Profile",),
+    effects=("additive",),
+    quality=("authoritative",),
+    cost="instant",
+    diagnostics=("PROFILE_NOT_CLOSED",),
+    defaults={"offset": 0.0, "center": [0, 0]},
+)
+_PROFILE = Input(
+    "profile",
+    SHAPE,
+    'The closed profile to sweep: a sketch step of this plan ({"step": "<id>"}).',
 )
 
 OPERATIONS: tuple[Operation, ...] = (
@@ -309,6 +369,231 @@ OPERATIONS: tuple[Operation, ...] = (
         ),
         examples=({"length": 40, "width": 20, "height": 10},),
     ),
+    # -- profiles ------------------------------------------------------------------------------
+    Operation(
+        capability="cap:sketch.rectangle@1",
+        ref="sketch.rectangle@1.0.0",
+        **_SKETCH,
+        title="Rectangle profile",
+        summary="A closed rectangular profile on a named plane (width along the plane's x, "
+        "height along its y), to extrude or revolve; not a body by itself.",
+        aliases=("rectangle sketch", "rect", "矩形", "矩形草图"),
+        intents=(
+            "sketch a 40 by 20 rectangle on the XY plane",
+            "a rectangular profile 10 mm above the base to extrude",
+            "在XY平面上画一个40×20的矩形",
+            "画一个矩形轮廓用来拉伸",
+        ),
+        counter=("a box", "a square plate 5 mm thick"),
+        inputs=(
+            *_PLANE_INPUTS,
+            _length("width", "Size along the plane's x (mm)."),
+            _length("height", "Size along the plane's y (mm)."),
+            _CENTER,
+        ),
+        examples=(
+            {"plane": "XY", "width": 40, "height": 20},
+            {"plane": "XZ", "offset": 5, "width": 10, "height": 4, "center": [20, 2]},
+        ),
+    ),
+    Operation(
+        capability="cap:sketch.circle@1",
+        ref="sketch.circle@1.0.0",
+        **_SKETCH,
+        title="Circle profile",
+        summary="A closed circular profile on a named plane, to extrude or revolve; not a body "
+        "by itself.",
+        aliases=("circle sketch", "round profile", "圆", "圆形草图"),
+        intents=(
+            "sketch a circle of radius 8 on the XY plane",
+            "a round profile for a shaft to extrude 30 mm",
+            "在XY平面画一个半径8毫米的圆",
+            "画一个圆形轮廓",
+        ),
+        counter=("a cylinder", "a sphere", "drill a hole"),
+        inputs=(*_PLANE_INPUTS, _length("radius", "Radius (mm)."), _CENTER),
+        examples=({"plane": "XY", "radius": 8}, {"plane": "XZ", "radius": 3, "center": [15, 0]}),
+    ),
+    Operation(
+        capability="cap:sketch.polygon@1",
+        ref="sketch.polygon@1.0.0",
+        **_SKETCH,
+        title="Regular polygon profile",
+        summary="A closed regular polygon (e.g. a hexagon) on a named plane, its corners on a "
+        "circle of the given diameter; to extrude or revolve, not a body by itself.",
+        aliases=("hexagon", "regular polygon", "nut profile", "多边形", "正六边形"),
+        intents=(
+            "a hexagon 10 mm across corners on the XY plane",
+            "sketch an octagon of diameter 30",
+            "画一个外接圆直径10毫米的正六边形",
+            "在XY平面画一个正八边形",
+        ),
+        counter=("an irregular outline through given points", "a circle"),
+        inputs=(
+            *_PLANE_INPUTS,
+            Input("sides", COUNT, "Number of sides (at least 3).", minimum=3),
+            _length("diameter", "Diameter (mm) of the circle through the corners."),
+            _CENTER,
+        ),
+        examples=({"plane": "XY", "sides": 6, "diameter": 10},),
+    ),
+    Operation(
+        capability="cap:sketch.slot@1",
+        ref="sketch.slot@1.0.0",
+        **{**_SKETCH, "defaults": {"offset": 0.0, "center": [0, 0], "angle": 0.0}},
+        title="Slot profile",
+        summary="A closed slot (obround: two half circles joined by straight sides) on a named "
+        "plane; length end to end, width = the ends' diameter, turned by angle.",
+        aliases=("obround", "stadium", "oblong hole", "slot", "腰形", "长圆孔", "槽"),
+        intents=(
+            "a slot 20 long and 6 wide on the top plane",
+            "sketch an obround 30 by 8 rotated 45 degrees",
+            "画一个长20宽6的腰形槽轮廓",
+            "在顶面画一个长圆孔轮廓",
+        ),
+        counter=("a rectangle", "cut a groove with a saw"),
+        inputs=(
+            *_PLANE_INPUTS,
+            _length("length", "Overall length end to end (mm), more than the width."),
+            _length("width", "Width (mm): the diameter of the round ends."),
+            Input("angle", ANGLE, "Rotation (degrees) from the plane's x axis.", required=False),
+            _CENTER,
+        ),
+        examples=(
+            {"plane": "XY", "length": 20, "width": 6},
+            {"plane": "XY", "length": 30, "width": 8, "angle": 45},
+        ),
+    ),
+    Operation(
+        capability="cap:sketch.polyline@1",
+        ref="sketch.polyline@1.0.0",
+        **{
+            **_SKETCH,
+            "diagnostics": ("PROFILE_NOT_CLOSED", "PROFILE_SELF_INTERSECTING"),
+            "defaults": {"offset": 0.0},
+        },
+        title="Polyline profile",
+        summary="A closed outline of straight segments through points [x, y] on a named plane; "
+        "the last point must repeat the first. To extrude or revolve.",
+        aliases=("outline", "polygon through points", "closed polyline", "折线", "多段线轮廓"),
+        intents=(
+            "an L-shaped outline through these points to extrude",
+            "sketch a closed triangle (0,0) (30,0) (0,20)",
+            "画一条闭合折线作为拉伸轮廓",
+            "用这些点画一个L形轮廓",
+        ),
+        counter=("a regular hexagon", "an open path to sweep along"),
+        inputs=(
+            *_PLANE_INPUTS,
+            Input(
+                "points",
+                JSON,
+                "Corners [x, y] (mm) in the plane's coordinates, in order; the last repeats "
+                "the first to close the outline.",
+                json_schema={"type": "array", "minItems": 4, "items": _POINT},
+            ),
+        ),
+        examples=(
+            {
+                "plane": "XY",
+                "points": [[0, 0], [30, 0], [30, 10], [10, 10], [10, 25], [0, 25], [0, 0]],
+            },
+            {"plane": "XZ", "points": [[5, 0], [15, 0], [15, 10], [5, 0]]},
+        ),
+        failure_modes=(
+            {
+                "diagnostic": "PROFILE_NOT_CLOSED",
+                "explanation": "the last point does not repeat the first, so the outline is open",
+                "repair": "append the first point at the end of points",
+            },
+            {
+                "diagnostic": "PROFILE_SELF_INTERSECTING",
+                "explanation": "two segments of the outline cross",
+                "repair": "reorder the points so the outline goes round once without crossing",
+            },
+        ),
+    ),
+    # -- sweeps ------------------------------------------------------------------------------
+    Operation(
+        capability="cap:exact.extrude@1",
+        ref="exact.extrude@1.0.0",
+        kind="authoring.operation",
+        target="operationRef",
+        taxonomy="authoring.exact.feature",
+        title="Extrude a profile",
+        summary="An exact solid swept straight from a closed profile along its plane's normal "
+        "by distance; direction 'reverse' goes the other way, 'symmetric' half each way.",
+        aliases=("extrusion", "pad", "prism", "拉伸", "挤出"),
+        intents=(
+            "extrude the rectangle 10 mm",
+            "pad the outline 5 mm up from the sketch plane",
+            "把矩形轮廓拉伸10毫米",
+            "将草图向两侧对称拉伸20毫米",
+        ),
+        counter=("a box from three sizes", "cut a pocket into a body"),
+        inputs=(
+            _PROFILE,
+            _length("distance", "Length of the extrusion (mm)."),
+            Input(
+                "direction",
+                STRING,
+                "'normal' (default, along the plane's normal), 'reverse' or 'symmetric'.",
+                required=False,
+                choices=("normal", "reverse", "symmetric"),
+            ),
+        ),
+        examples=(
+            {"profile": {"step": "sketch"}, "distance": 10},
+            {"profile": {"step": "sketch"}, "distance": 6, "direction": "symmetric"},
+        ),
+        defaults={"direction": "normal"},
+        diagnostics=("PROFILE_NOT_CLOSED", "SOLID_INVALID"),
+    ),
+    Operation(
+        capability="cap:exact.revolve@1",
+        ref="exact.revolve@1.0.0",
+        kind="authoring.operation",
+        target="operationRef",
+        taxonomy="authoring.exact.feature",
+        title="Revolve a profile",
+        summary="An exact solid swept by turning a closed profile about the global X, Y or Z "
+        "axis through the origin by angle degrees (default 360); the profile must not cross "
+        "the axis.",
+        aliases=("revolution", "lathe", "turn", "旋转", "回转体"),
+        intents=(
+            "revolve the profile 360 degrees around Z into a ring",
+            "turn the outline about the Z axis to make a pulley",
+            "把轮廓绕Z轴旋转一周",
+            "将截面绕Z轴旋转180度",
+        ),
+        counter=("rotate a body", "a polar pattern of copies"),
+        inputs=(
+            _PROFILE,
+            Input("axis", STRING, "The global axis through the origin.", choices=("X", "Y", "Z")),
+            Input(
+                "angle",
+                ANGLE,
+                "Sweep (degrees, default 360).",
+                required=False,
+                exclusive_minimum=0,
+                maximum=360,
+            ),
+        ),
+        examples=(
+            {"profile": {"step": "section"}, "axis": "Z"},
+            {"profile": {"step": "section"}, "axis": "Z", "angle": 90},
+        ),
+        defaults={"angle": 360.0},
+        diagnostics=("PROFILE_NOT_CLOSED", "REVOLVE_CROSSES_AXIS", "SOLID_INVALID"),
+        failure_modes=(
+            {
+                "diagnostic": "REVOLVE_CROSSES_AXIS",
+                "explanation": "the profile lies on both sides of the axis, so the sweep "
+                "would pass through itself",
+                "repair": "move the profile to one side of the axis (it may touch it)",
+            },
+        ),
+    ),
     # -- features ----------------------------------------------------------------------------
     Operation(
         capability="cap:exact.hole@1",
@@ -317,15 +602,29 @@ OPERATIONS: tuple[Operation, ...] = (
         target="operationRef",
         taxonomy="authoring.exact.feature",
         title="Hole",
-        summary="Drill round holes (optionally counterbored) into a body, perpendicular to one "
+        summary="Drill round holes (optionally counterbored or countersunk) into a body, "
+        "perpendicular to one "
         "of its planar faces, through all unless a depth is given. Points [x, y] (mm) are on "
         "the face's workplane, origin the global origin projected onto it ('>Z': global X, Y).",
-        aliases=("drill", "bore", "through hole", "counterbore", "孔", "钻孔", "通孔", "沉头孔"),
+        aliases=(
+            "drill",
+            "bore",
+            "through hole",
+            "counterbore",
+            "countersink",
+            "孔",
+            "钻孔",
+            "通孔",
+            "沉头孔",
+            "埋头孔",
+        ),
         intents=(
             "drill four 5 mm through holes in the corners of the plate",
             "a 6 mm hole 8 deep with a 10 mm counterbore 3 deep",
             "在底板四角钻四个直径5毫米的通孔",
             "打一个带沉头的6毫米孔",
+            "a countersunk 4 mm hole for a flat-head screw",
+            "打一个4毫米的埋头孔",
         ),
         counter=("cut an arbitrary body out of another", "a cylinder standing on a plate"),
         inputs=(
@@ -368,6 +667,22 @@ OPERATIONS: tuple[Operation, ...] = (
                     "additionalProperties": False,
                 },
             ),
+            Input(
+                "countersink",
+                JSON,
+                "Optional countersink (not with a counterbore): its diameter at the face (mm, "
+                "larger than the hole's) and included angle (degrees, default 90).",
+                required=False,
+                json_schema={
+                    "type": "object",
+                    "properties": {
+                        "diameter": {"type": "number", "exclusiveMinimum": 0},
+                        "angle": {"type": "number", "exclusiveMinimum": 0, "exclusiveMaximum": 180},
+                    },
+                    "required": ["diameter"],
+                    "additionalProperties": False,
+                },
+            ),
         ),
         examples=(
             {
@@ -375,6 +690,13 @@ OPERATIONS: tuple[Operation, ...] = (
                 "face": {"body": "b:plate", "select": ">Z", "entity": "Face"},
                 "points": [[-12, -8], [12, -8], [-12, 8], [12, 8]],
                 "diameter": 5,
+            },
+            {
+                "target": "b:plate",
+                "face": {"body": "b:plate", "select": ">Z", "entity": "Face"},
+                "points": [[0, 0]],
+                "diameter": 4,
+                "countersink": {"diameter": 8, "angle": 90},
             },
             {
                 "target": "b:plate",
@@ -865,6 +1187,45 @@ OPERATIONS: tuple[Operation, ...] = (
         cost="instant",
     ),
     Operation(
+        capability="cap:query.selectEntities@1",
+        ref="query.selectEntities@1.0.0",
+        kind="model.query",
+        target="queryRef",
+        taxonomy="query.topology",
+        title="Select entities",
+        summary="Try a selector on a body: how many faces, edges or vertices it chooses and "
+        "what they are (type, centre, area or length, normal, radius), so a later step's "
+        "selection can be checked before it is used.",
+        aliases=("which faces", "preview selection", "find edges", "选择面", "选择边", "查找面"),
+        intents=(
+            "which faces does '>Z' select on the plate",
+            "list the circular edges of the bracket",
+            "底板上'>Z'选中了哪些面",
+            "列出支架上所有的圆形边",
+        ),
+        counter=("round the selected edges", "count all faces of a body"),
+        inputs=(
+            _TARGET,
+            Input("select", STRING, "A CadQuery string selector. " + SELECTOR_GRAMMAR),
+            Input(
+                "entity",
+                STRING,
+                "What to select: Face (default), Edge or Vertex.",
+                required=False,
+                choices=("Face", "Edge", "Vertex"),
+            ),
+        ),
+        examples=(
+            {"target": "b:plate", "select": ">Z"},
+            {"target": "b:boss", "select": "%CIRCLE", "entity": "Edge"},
+        ),
+        outputs=("EntityList",),
+        effects=("readOnly",),
+        quality=("authoritative",),
+        cost="instant",
+        diagnostics=("SELECTION_EMPTY", "SELECTION_INVALID"),
+    ),
+    Operation(
         capability="cap:query.distance@1",
         ref="query.distance@1.0.0",
         kind="model.query",
@@ -1074,6 +1435,52 @@ OPERATIONS: tuple[Operation, ...] = (
             },
         ),
     ),
+    Operation(
+        capability="cap:validate.minWallThickness@1",
+        ref="validate.minWallThickness@1.0.0",
+        kind="validator",
+        target="validatorRef",
+        taxonomy="validation.manufacturing",
+        title="Minimum wall thickness (sampled)",
+        summary="Sampled check that walls are at least `min` mm thick: from a grid of points on "
+        "every face a ray goes inward along the normal to the next surface. Thinner spots "
+        "between samples can be missed.",
+        aliases=("wall thickness", "thin walls", "printability", "壁厚", "最小壁厚", "薄壁检查"),
+        intents=(
+            "walls must be at least 1.5 mm thick",
+            "check the enclosure has no wall thinner than 2 mm",
+            "壁厚不能小于1.5毫米",
+            "检查外壳最薄的壁是否至少2毫米",
+        ),
+        counter=("hollow a box with 2 mm walls", "measure the distance between two bodies"),
+        inputs=(
+            _TARGET,
+            _length("min", "The thinnest wall allowed (mm)."),
+            Input(
+                "samples",
+                COUNT,
+                "Grid points per face along each direction (default 8, at most 32).",
+                required=False,
+                minimum=2,
+                maximum=32,
+            ),
+        ),
+        examples=({"target": "b:plate", "min": 2}, {"target": "b:boss", "min": 1, "samples": 4}),
+        outputs=("ValidationResult",),
+        effects=("readOnly",),
+        quality=("sampled",),
+        cost="interactive",
+        diagnostics=("WALL_TOO_THIN",),
+        defaults={"samples": 8},
+        failure_modes=(
+            {
+                "diagnostic": "WALL_TOO_THIN",
+                "explanation": "a sampled ray found material thinner than min",
+                "repair": "thicken the wall at the reported point or move the feature that "
+                "thins it",
+            },
+        ),
+    ),
     # -- io ----------------------------------------------------------------------------------
     Operation(
         capability="cap:io.exportStep@1",
@@ -1133,6 +1540,87 @@ OPERATIONS: tuple[Operation, ...] = (
         outputs=("SvgFile",),
         effects=("externalSideEffect",),
         quality=("preview",),
+        cost="interactive",
+    ),
+    Operation(
+        capability="cap:io.export3mf@1",
+        ref="io.export3mf@1.0.0",
+        kind="exporter",
+        target="ioRef",
+        taxonomy="io.export",
+        title="Export 3MF",
+        summary="Write a tessellated body (or all bodies) as a 3MF package (millimetres) for "
+        "3D printing.",
+        aliases=("3mf file", "print file", "导出3MF"),
+        intents=("export the part as 3MF for the slicer", "把零件导出为3MF打印文件"),
+        counter=("export an exact STEP model", "export an STL mesh"),
+        inputs=(Input("target", SHAPE, "The body to export (default: all).", required=False),),
+        examples=({"target": "b:plate"},),
+        outputs=("ThreeMfFile",),
+        effects=("externalSideEffect",),
+        quality=("approximate",),
+        cost="interactive",
+    ),
+    Operation(
+        capability="cap:io.importStep@1",
+        ref="io.importStep@1.0.0",
+        kind="importer",
+        target="ioRef",
+        taxonomy="io.import",
+        title="Import STEP",
+        summary="A new body from the solids of a STEP (ISO 10303-21) file: the file's text is "
+        "the input, so the model stays reproducible without the file.",
+        aliases=("step import", "load stp", "open step file", "导入STEP", "读取STP"),
+        intents=(
+            "import the bracket from bracket.step",
+            "load a STEP file as a new body",
+            "导入一个STEP文件",
+            "把供应商的STP模型加载进来",
+        ),
+        counter=("export a STEP file", "import a mesh"),
+        inputs=(
+            Input(
+                "data",
+                STRING,
+                "The STEP file's text (ISO 10303-21, starting 'ISO-10303-21;').",
+            ),
+        ),
+        examples=({"data": "fixture:plate.step"},),
+        outputs=("ExactSolid",),
+        effects=("additive", "createsFeature"),
+        quality=("authoritative",),
+        cost="interactive",
+        diagnostics=("STEP_IMPORT_FAILED", "SOLID_INVALID"),
+        failure_modes=(
+            {
+                "diagnostic": "STEP_IMPORT_FAILED",
+                "explanation": "the text is not a readable STEP file or holds no solid",
+                "repair": "pass the complete text of a STEP file that contains solids",
+            },
+        ),
+    ),
+    Operation(
+        capability="cap:convert.displayMesh@1",
+        ref="convert.displayMesh@1.0.0",
+        kind="converter",
+        target="ioRef",
+        taxonomy="io.export",
+        title="Display mesh",
+        summary="Triangles for a viewer: a body (or all bodies) tessellated to 0.1 mm, as "
+        "JSON with flat vertex and triangle arrays per body. The model is not changed.",
+        aliases=("tessellate", "triangulate", "render mesh", "三角化", "显示网格"),
+        intents=(
+            "give me a mesh of the part to show in the viewer",
+            "tessellate the bracket for a web preview",
+            "生成用于显示的三角网格",
+            "把支架三角化以便预览",
+        ),
+        counter=("export an STL file", "convert the body to an editable mesh body"),
+        inputs=(Input("target", SHAPE, "The body to mesh (default: all).", required=False),),
+        examples=({"target": "b:plate"}, {"target": "b:boss"}),
+        outputs=("DisplayMesh",),
+        effects=("readOnly",),
+        quality=("approximate",),
         cost="interactive",
     ),
 )

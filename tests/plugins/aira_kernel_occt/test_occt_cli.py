@@ -150,3 +150,119 @@ def test_export_and_query_on_the_head(aira_home: Path, tmp_path: Path) -> None:
         assert bad.returncode == 1, (args, bad.stdout, bad.stderr)
         assert code in bad.stderr + bad.stdout, (args, bad.stderr)
         assert "Traceback" not in bad.stderr
+
+
+def apply_steps(home: Path, tmp_path: Path, steps: list[dict]) -> dict:
+    base = json.loads(aira(home, "model", "show", "--json").stdout)["rev"]
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps({"baseRevision": base, "steps": steps}))
+    out = aira(home, "plan", "apply", str(plan), "--json")
+    envelope = json.loads(out.stdout)
+    assert out.returncode == 0 and envelope["status"] == "success", out.stdout + out.stderr
+    return envelope
+
+
+def test_a_sketch_is_swept_into_a_body_and_is_no_body_itself(aira_home: Path, tmp_path) -> None:
+    assert aira(aira_home, "model", "init").returncode == 0
+    envelope = apply_steps(
+        aira_home,
+        tmp_path,
+        [
+            {
+                "id": "outline",
+                "capability": "cap:sketch.polyline@1",
+                "args": {
+                    "plane": "XY",
+                    "points": [[0, 0], [30, 0], [30, 10], [10, 10], [10, 25], [0, 25], [0, 0]],
+                },
+            },
+            {
+                "id": "bracket",
+                "capability": "cap:exact.extrude@1",
+                "label": "bracket",
+                "args": {"profile": {"step": "outline"}, "distance": {"value": 0.5, "unit": "cm"}},
+            },
+            {
+                "id": "section",
+                "capability": "cap:sketch.rectangle@1",
+                "args": {"plane": "XZ", "width": 4, "height": 10, "center": [10, 5]},
+            },
+            {
+                "id": "ring",
+                "capability": "cap:exact.revolve@1",
+                "label": "ring",
+                "args": {"profile": {"step": "section"}, "axis": "Z"},
+            },
+        ],
+    )
+    bodies = envelope["data"]["bodies"]
+    assert len(bodies) == 2  # the two sketches made no body
+    volumes = sorted(b["volume"] for b in bodies.values())
+    assert volumes == pytest.approx(sorted([450 * 5, math.pi * (144 - 64) * 10]), rel=1e-6)
+    summary = json.loads(aira(aira_home, "model", "show", "--json").stdout)
+    assert {"b:bracket", "b:ring"} <= set(summary["aliases"])
+    assert not any(
+        a.startswith("b:outline") or a.startswith("b:section") for a in summary["aliases"]
+    )
+
+
+def test_import_a_step_file_and_export_3mf_and_a_display_mesh(aira_home: Path, tmp_path) -> None:
+    assert aira(aira_home, "model", "init").returncode == 0
+    apply_steps(
+        aira_home,
+        tmp_path,
+        [
+            {
+                "id": "plate",
+                "capability": "cap:exact.box@1",
+                "label": "plate",
+                "args": {"length": 40, "width": 30, "height": 10},
+            },
+            {
+                "id": "round",
+                "capability": "cap:exact.fillet@1",
+                "args": {
+                    "target": "b:plate",
+                    "radius": 3,
+                    "edges": {"body": "b:plate", "select": "|Z", "entity": "Edge"},
+                },
+            },
+        ],
+    )
+    step_file = tmp_path / "plate v2.step"
+    out = aira(aira_home, "model", "export", "--format", "step", "--out", str(step_file))
+    assert out.returncode == 0, out.stderr
+
+    out = aira(aira_home, "model", "import", str(step_file), "--json")
+    assert out.returncode == 0, out.stdout + out.stderr
+    envelope = json.loads(out.stdout)
+    volumes = [b["volume"] for b in envelope["data"]["bodies"].values()]
+    assert len(volumes) == 2 and volumes[0] == pytest.approx(volumes[1], rel=1e-6)
+    show = json.loads(aira(aira_home, "model", "show", "--json").stdout)
+    assert "b:plate_v2" in show["aliases"]  # from the file name, made alias-safe
+    assert len(json.dumps(show)) < 8000  # the STEP text is in the revision, not the summary
+
+    mesh_file = tmp_path / "mesh.json"
+    out = aira(aira_home, "model", "export", "--format", "mesh", "--out", str(mesh_file))
+    assert out.returncode == 0, out.stderr
+    mesh = json.loads(mesh_file.read_text())
+    assert mesh["format"] == "aira.mesh/1" and len(mesh["bodies"]) == 2
+    three = tmp_path / "part.3mf"
+    out = aira(
+        aira_home, "model", "export", "--format", "3mf", "--out", str(three), "--body", "b:plate_v2"
+    )
+    assert out.returncode == 0, out.stderr
+    assert three.read_bytes()[:2] == b"PK"
+
+    for args, code in [
+        (["model", "import", str(tmp_path / "missing.step")], "IMPORT_FAILED"),
+        (["model", "import", str(mesh_file)], "IMPORT_UNSUPPORTED"),
+        (["model", "import", str(mesh_file), "--format", "step"], "STEP_IMPORT_FAILED"),
+    ]:
+        bad = aira(aira_home, *args)
+        assert bad.returncode == 1, (args, bad.stdout, bad.stderr)
+        assert code in bad.stdout + bad.stderr, (args, bad.stdout, bad.stderr)
+        assert "Traceback" not in bad.stderr
+        assert str(tmp_path) not in bad.stdout + bad.stderr  # no private absolute paths
+    after = json.loads(aira(aira_home, "model", "show", "--json").stdout)
+    assert after["rev"] == show["rev"]  # failed imports changed nothing

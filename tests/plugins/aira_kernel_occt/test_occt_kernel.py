@@ -17,7 +17,7 @@ pytest.importorskip("cadquery")
 from aira_core.catalog.conformance import ImplementationIndex, check_descriptor
 from aira_core.catalog.package import parse_package
 from aira_core.contracts.amir import AmirDocument, Assertion
-from aira_core.contracts.capability import Exactness, ExecutionLocation
+from aira_core.contracts.capability import Exactness, ExecutionLocation, ExecutionQuality
 from aira_core.extensions import (
     BodyResult,
     CapabilityPackageSource,
@@ -222,23 +222,31 @@ def test_the_signed_package_passes_conformance_on_this_kernel(kernel: OcctKernel
     assert failing == []
 
 
-def test_the_runtime_snapshot_is_native_exact_and_stl_approximate(kernel: OcctKernel) -> None:
+def test_the_runtime_snapshot_is_native_exact_and_says_what_is_not(kernel: OcctKernel) -> None:
     snapshot = kernel.runtime_snapshot()
     by_name = {c.name: c for c in snapshot.components}
-    exact, stl = by_name["occt"], by_name["occt.stl"]
+    exact, mesh, sampled = by_name["occt"], by_name["occt.mesh"], by_name["occt.sampled"]
     assert exact.location is ExecutionLocation.NATIVE and exact.exactness is Exactness.EXACT
-    assert stl.exactness is Exactness.APPROXIMATE
-    assert stl.supported_operations == ["io.exportStl@1.0.0"]
+    assert mesh.exactness is Exactness.APPROXIMATE
+    assert set(mesh.supported_operations) == {
+        "io.exportStl@1.0.0",
+        "io.export3mf@1.0.0",
+        "convert.displayMesh@1.0.0",
+    }
+    assert sampled.exactness is Exactness.APPROXIMATE
+    assert sampled.quality_profiles == [ExecutionQuality.SAMPLED]
+    assert sampled.supported_operations == ["validate.minWallThickness@1.0.0"]
     executed = {op.ref for op in OPERATIONS if op.target != "patchTemplateRef"}
     svg = by_name["occt.svg"]
     assert svg.exactness is Exactness.PREVIEW_ONLY
     assert svg.supported_operations == ["io.exportSvg@1.0.0"]
-    assert (
-        set(exact.supported_operations)
-        | set(stl.supported_operations)
-        | set(svg.supported_operations)
-        == executed
-    )
+    parts = [set(c.supported_operations) for c in (exact, mesh, sampled, svg)]
+    assert set().union(*parts) == executed
+    assert sum(len(p) for p in parts) == len(executed)  # each in exactly one component
+    # what a descriptor declares agrees with where the snapshot puts it
+    by_ref = {op.ref: op for op in OPERATIONS}
+    assert all("authoritative" in by_ref[r].quality for r in exact.supported_operations)
+    assert all(by_ref[r].quality == ("approximate",) for r in mesh.supported_operations)
     assert exact.build_hash == kernel.build_hash
 
 

@@ -4,5 +4,5 @@
   "context": "aira.capability-package.v1",
   "publisher": "aira-first-party",
   "keyId": "e81c20c98175665f",
-  "signature": "rI2A6CEP/w0IofC8jk1tqPbn2xMbmEf70Crw2DKC99L4EfktUDbcBYFerL8GnGCSm5VfcqK9/AAiGBuzcsEzCA=="
+  "signature": "PQGuyHyi/gD9R7EnfEdxsr0gsHmbVfW0dudOL/siLoJIjX8qFRCFDwWcJyPgVW2cP1LEzHrdkRFd5okH9SZzAw=="
 }
