@@ -45,6 +45,7 @@ from aira_core.extensions import (
     QueryResult,
     ValidationOutcome,
 )
+from aira_core.model.operations import node_ref
 from aira_core.model.repository import ModelRepository
 from aira_core.model.units import dimension_of, to_base
 from aira_core.plugins import Registered, Registry
@@ -365,7 +366,7 @@ def runtime_manifest(
 def runtime_implementations(m: Mapping[str, Any]) -> list[Implementation]:
     """FAKE in-process implementations of every target of ``m``: accept-all ``check``,
     declaring exactly each descriptor's diagnostics."""
-    targets = ("operationRef", "patchTemplateRef", "queryRef", "validatorRef")
+    targets = ("operationRef", "patchTemplateRef", "queryRef", "validatorRef", "ioRef")
     return [
         Implementation(
             ref=d[k], check_inputs=accept_all, diagnostics=frozenset(d.get("diagnostics", []))
@@ -712,9 +713,7 @@ def make_runtime(
     kernel = FakeGeometryKernel(runtime_implementations(runtime_manifest()))
     runtime = admit(tmp_path, kernel=kernel)
     index = capability_index(runtime.catalog)
-    signatures = {
-        e.ref: e.signature for e in index.values() if e.descriptor.operation_ref is not None
-    }
+    signatures = {e.ref: e.signature for e in index.values() if node_ref(e.descriptor)}
     repository = ModelRepository.open(tmp_path / "store.sqlite3", signatures)
     repository.init()
     ctx = PlanContext(
