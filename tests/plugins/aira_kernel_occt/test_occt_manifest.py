@@ -5,6 +5,7 @@ except for the admission test."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from aira_core.catalog.lint import lint_manifest
 from aira_core.catalog.package import parse_package
@@ -51,3 +52,9 @@ def test_the_entry_point_module_is_cheap_to_import() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.stdout.strip() == "False", out.stderr
+
+
+def test_the_plugin_readme_lists_every_capability() -> None:
+    readme = (Path(__file__).parents[3] / "plugins" / "aira-kernel-occt" / "README.md").read_text()
+    missing = [op.capability for op in OPERATIONS if f"`{op.capability}`" not in readme]
+    assert missing == []
