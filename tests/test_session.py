@@ -9,7 +9,9 @@ from typing import Any
 import pytest
 from runtime_factory import (
     BOX_CAP,
+    DEFINE_CAP,
     FILLET_CAP,
+    VOLUME_RANGE_CAP,
     composite_steps,
     make_runtime,
     plan,
@@ -164,7 +166,16 @@ def test_a_revoked_grant_stops_the_task_before_any_kernel_call(tmp_path: Path) -
 def test_a_grant_that_forbids_the_write_class_blocks_the_plan(tmp_path: Path) -> None:
     t, kernel, _ = task(tmp_path)
     t.ctx.grant = t.ctx.grant.model_copy(update={"write_classes": []})
-    t.call("interface.manifest", "m")
+    manifest = t.call("interface.manifest", "m").data
+    # the small catalog inlines only what the grant allows: queries and validators
+    assert manifest["smallCatalog"] is True
+    assert BOX_CAP not in manifest["contracts"] and VOLUME_RANGE_CAP in manifest["contracts"]
+    hits = t.call("catalog.search", "s", {"intent": "box plate fillet round edges"}).data["hits"]
+    denied = {h["capabilityId"]: h for h in hits if h["authorization"] == "denied"}
+    assert BOX_CAP in denied and "policy:denied" in denied[BOX_CAP]["whyMatched"]
+    t.call("catalog.search", "s2", {"intent": "define a parameter"})
+    for cap in (BOX_CAP, FILLET_CAP, DEFINE_CAP):
+        assert t.call("catalog.describe", f"d-{cap}", {"capabilityId": cap}).status == "success"
     out = t.call("model.proposePatch", "p", plan_args(t))
     assert out.status == "blocked"
     assert "PLAN_CLASS_DENIED" in codes(out)
@@ -493,10 +504,10 @@ def test_the_shared_corpus_replays_through_the_task(tmp_path: Path, monkeypatch)
     completed prefix and next operation (no small-catalog inlining, as in the corpus)."""
     from runtime_factory import step
 
-    from aira_core.runtime import session
+    from aira_core.catalog import disclosure
     from aira_core.runtime.contract import load_corpus
 
-    monkeypatch.setattr(session, "SMALL_CATALOG_BYTES", 0)
+    monkeypatch.setattr(disclosure, "SMALL_CATALOG_BYTES", 0)
     replayed = 0
     for n, case in enumerate(load_corpus("illegal_sequences")):
         steps, expected = case["steps"], case["expected"]

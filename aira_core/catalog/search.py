@@ -1,43 +1,975 @@
-"""Keyword search over the production catalog: the retrieval ``catalog.search`` uses until
-the hybrid pipeline of RFC-0002 §8 (BM25, embeddings, typed filtering, reranking) lands.
+"""Capability search: the hybrid retrieval pipeline of RFC-0002 §8.2.
 
-It scores capabilities by the intent's words found in their title, summary, aliases and
-intent examples (CJK text by character bigrams), filtered by kind, and never returns more
-than ``top_k`` hits, whatever the catalog's size.
+A :class:`SearchIndex` is built once per catalog (it never changes a descriptor) and answers
+:class:`~aira_core.contracts.search.SearchRequest` with at most ``topK`` hits, whatever the
+catalog's size. The stages, each a function or method below:
+
+1. **Normalisation** (:func:`normalize`): terms (English stemmed, Chinese as character
+   unigrams and bigrams), quantities with units (``2 mm``, ``M3``, ``Ø6``, ``30°``, ``3 毫米``),
+   negated terms ("without holes", "not a chamfer", "不要倒角"); the raw intent is kept.
+2. **Routing** (:meth:`SearchIndex._route`): the top-level branch from the intent's cue
+   words ("how many" → query, "must" → validation, "export" → io.export …), then the
+   taxonomy leaves that hold most of the candidates' relevance.
+3. **Candidates** from parallel retrievers: BM25 (``bm25s``) over titles, summaries,
+   aliases, intent examples and input names; exact alias matches; the nearest intent
+   examples; and a dense retriever behind the :class:`Embedder` protocol (by default
+   :class:`HashingEmbedder`, character n-grams, no model needed; ``aira-core[embeddings]``
+   adds an offline sentence-embedding model).
+4. **Typed filtering** by kind, risk, cost, known input and desired output types,
+   representation and selection cardinality.
+5. **State applicability** from the runtime snapshot, the Session Grant and the revision.
+6. **Reranking** by relevance, coverage of the desired outputs, risk, quality, cost and
+   diversity; counterexamples and negated terms push a capability down.
+7. **Sufficiency**: can the hits take the known inputs to the desired outputs through
+   ``produces``/``accepts``? If not, producers of the missing types are added or the gap is
+   reported; and when nothing matches well the answer is an explicit "no match".
 """
 
 from __future__ import annotations
 
+import functools
+import math
 import re
-from collections.abc import Iterable
-from dataclasses import dataclass
+import zlib
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
 
-from aira_core.contracts.capability import CapabilityDescriptor, CapabilityKind
+from aira_core.canonical import canonical_bytes
+from aira_core.catalog.policy import RISK_RANK, authorize
+from aira_core.contracts.capability import (
+    Applicability,
+    Authorization,
+    CapabilityDescriptor,
+    CapabilityKind,
+    ComponentStatus,
+    CostClass,
+    ExecutionQuality,
+    RuntimeCapabilitySnapshot,
+    SessionGrant,
+)
+from aira_core.contracts.search import (
+    MAX_TOP_K,
+    NormalizedIntent,
+    Quantity,
+    SearchHit,
+    SearchRequest,
+    SearchResponse,
+    Sufficiency,
+)
 
-MAX_TOP_K = 32
-_WORD = re.compile(r"[a-z0-9]+|[\u3400-\u9fff]+")
+NO_MATCH_BELOW = 0.30
+"""A best ``retrievalRelevance`` below this is answered with "no match"."""
+MAX_RESPONSE_BYTES = 64 * 1024
+"""The server's own limit on a search response (canonical JSON), whatever a client asks."""
+CANDIDATES_PER_RETRIEVER = 50
+MAX_PER_BRANCH = 3
+# Weights of the relevance signals (sum 1): coverage of the intent's terms, the nearest
+# intent example, the dense retriever, the share of the intent a matched alias explains, and
+# BM25 relative to the best candidate (ranking only: it says nothing absolute).
+W_LEXICAL, W_EXAMPLE, W_DENSE, W_ALIAS, W_BM25 = 0.40, 0.25, 0.10, 0.15, 0.10
+"""Hits from one taxonomy leaf before the others get a turn (diversity)."""
+
+_COST_RANK = {c: i for i, c in enumerate(CostClass)}
+
+# -- stage 1: normalisation ---------------------------------------------------------------------
+
+_CJK = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+_TOKEN = re.compile(rf"[a-z][a-z0-9]*|[{_CJK}]+")
+_STOPWORD_TEXT = """
+    a an the of to in on at by for from with into onto and or is are be it its this that
+    these those i me my we our you your he she they them please can could would should will
+    shall do does did make makes made give get let want need some any all one as so up
+    just then than also very using use via per each both mm cm m deg degree degrees"""
+_STOPWORDS = frozenset(_STOPWORD_TEXT.split())
+_CJK_STOP = frozenset("的了个把将请我给吗呢吧一和与在是要这那么")
+
+_NUMBER = r"(\d+(?:\.\d+)?)"
+_UNITS = {
+    "mm": ("mm", 1.0, "Length"),
+    "millimeter": ("mm", 1.0, "Length"),
+    "millimetre": ("mm", 1.0, "Length"),
+    "毫米": ("mm", 1.0, "Length"),
+    "cm": ("cm", 10.0, "Length"),
+    "centimeter": ("cm", 10.0, "Length"),
+    "centimetre": ("cm", 10.0, "Length"),
+    "厘米": ("cm", 10.0, "Length"),
+    "公分": ("cm", 10.0, "Length"),
+    "m": ("m", 1000.0, "Length"),
+    "meter": ("m", 1000.0, "Length"),
+    "metre": ("m", 1000.0, "Length"),
+    "米": ("m", 1000.0, "Length"),
+    "in": ("in", 25.4, "Length"),
+    "inch": ("in", 25.4, "Length"),
+    "英寸": ("in", 25.4, "Length"),
+    "°": ("deg", 1.0, "Angle"),
+    "deg": ("deg", 1.0, "Angle"),
+    "degree": ("deg", 1.0, "Angle"),
+    "度": ("deg", 1.0, "Angle"),
+    "cm³": ("cm3", 1000.0, "Volume"),
+    "cm3": ("cm3", 1000.0, "Volume"),
+    "mm³": ("mm3", 1.0, "Volume"),
+    "mm3": ("mm3", 1.0, "Volume"),
+    "立方厘米": ("cm3", 1000.0, "Volume"),
+}
+_UNIT_WORD = "|".join(
+    sorted(
+        (re.escape(u) + ("s?" if u.isascii() and u.isalpha() else "") for u in _UNITS),
+        key=len,
+        reverse=True,
+    )
+)
+_QUANTITY = re.compile(rf"{_NUMBER}\s*(?P<unit>{_UNIT_WORD})(?![a-z])", re.IGNORECASE)
+_THREAD = re.compile(rf"(?<![a-z0-9])m{_NUMBER}(?![a-z0-9.])", re.IGNORECASE)
+_DIAMETER = re.compile(rf"(?:[øØ⌀Φφ]|\bdia(?:meter)?\.?\s*){_NUMBER}", re.IGNORECASE)
+_RADIUS = re.compile(rf"(?<![a-z0-9])r{_NUMBER}(?![a-z0-9.])", re.IGNORECASE)
+_ROLE_TERMS = {"thread": ("hole", "screw"), "diameter": ("diameter",), "radius": ("radius",)}
+
+_NEGATION_EN = re.compile(
+    r"\b(?:without|not|no|never|except|excluding|instead of|rather than|don'?t|do not|"
+    r"doesn'?t|does not|isn'?t|is not|aren'?t|avoid)\s+((?:[a-z]+\s*){1,3})",
+    re.IGNORECASE,
+)
+_NEGATION_ZH = re.compile(rf"(?:不要|不需要|不用|无需|别|不是|并非|而不是|不想)([{_CJK}]{{1,4}})")
+_FILLER_TEXT = "a an the any want to need be it something just me this that please"
+_NEGATION_FILLER = frozenset(_FILLER_TEXT.split())
+
+# Cue words that route an intent to a top-level taxonomy branch (any language).
+_CUE_TEXT = {
+    "query": "how many|how much|how far|how big|how large|how heavy|how long|how thick|"
+    "what is|what's|what are|which|measure|list|count|tell me|report|find out|show me|"
+    "多少|几个|哪些|哪个|测量|查询|列出|多大|多远|多重|多厚|统计",
+    "validation": "must|check|verify|ensure|make sure|at least|at most|no more than|"
+    "no less than|should not|shall|may not|confirm|必须|检查|校验|确保|验证|不超过|至少|不能|"
+    "不得|不小于|不大于|确认",
+    "io.export": "export|save as|write out|download|output as|导出|保存为|另存|输出为",
+    "io.import": "import|load|read in|open the file|导入|读取|加载|读入",
+}
+_CUES = {branch: tuple(text.split("|")) for branch, text in _CUE_TEXT.items()}
 
 
-def _terms(text: str) -> set[str]:
-    out: set[str] = set()
-    for token in _WORD.findall(text.lower()):
-        if token[0] >= "\u3400":  # CJK: character bigrams (and the single character)
-            out.update(token[i : i + 2] for i in range(max(1, len(token) - 1)))
-        elif len(token) > 1:
-            out.add(token)
+@functools.lru_cache(maxsize=1)
+def _stemmer() -> Any:
+    import Stemmer  # PyStemmer: imported on first search, not at CLI start
+
+    return Stemmer.Stemmer("english")
+
+
+@functools.lru_cache(maxsize=65536)
+def _stem(word: str) -> str:
+    return str(_stemmer().stemWord(word))
+
+
+def tokens(text: str) -> list[str]:
+    """Retrieval terms: English words lowercased, stopwords dropped, stemmed; Chinese runs
+    as character unigrams (stopwords dropped) and bigrams."""
+    out: list[str] = []
+    for token in _TOKEN.findall(text.lower()):
+        if token[0] >= "\u3400":
+            out.extend(c for c in token if c not in _CJK_STOP)
+            out.extend(token[i : i + 2] for i in range(len(token) - 1))
+        elif token not in _STOPWORDS and len(token) > 1:
+            out.append(_stem(token))
     return out
 
 
+def _quantities(text: str) -> tuple[list[Quantity], str]:
+    """Quantities in ``text`` and the text with them blanked out."""
+    found: list[Quantity] = []
+    spans: list[tuple[int, int]] = []
+    for pattern, role in ((_DIAMETER, "diameter"), (_THREAD, "thread"), (_RADIUS, "radius")):
+        for m in pattern.finditer(text):
+            found.append(
+                Quantity(
+                    text=m.group(0),
+                    value=float(m.group(1)),
+                    unit="mm",
+                    dimension="Length",
+                    role=role,
+                )
+            )
+            spans.append(m.span())
+    for m in _QUANTITY.finditer(text):
+        if any(a <= m.start() < b for a, b in spans):
+            continue
+        key = m.group("unit").lower()
+        key = key if key in _UNITS else key.rstrip("s")
+        unit, factor, dimension = _UNITS[key]
+        found.append(
+            Quantity(
+                text=m.group(0), value=float(m.group(1)) * factor, unit=unit, dimension=dimension
+            )
+        )
+        spans.append(m.span())
+    blanked = text
+    for a, b in sorted(spans, reverse=True):
+        blanked = blanked[:a] + " " + blanked[b:]
+    return found, blanked
+
+
+def _negations(text: str) -> tuple[list[str], str]:
+    """Negated terms and ``text`` without the negated phrases."""
+    negated: list[str] = []
+    spans: list[tuple[int, int]] = []
+    for m in _NEGATION_EN.finditer(text):
+        words = [w for w in m.group(1).lower().split() if w not in _NEGATION_FILLER]
+        if words:
+            negated.extend(tokens(" ".join(words[:2])))
+            spans.append(m.span())
+    for m in _NEGATION_ZH.finditer(text):
+        span = m.group(1)
+        negated.extend(span[i : i + 2] for i in range(len(span) - 1))
+        spans.append(m.span())
+    kept = text
+    for a, b in sorted(spans, reverse=True):
+        kept = kept[:a] + " " + kept[b:]
+    return list(dict.fromkeys(negated)), kept
+
+
+def _cued_branches(text: str) -> list[str]:
+    lowered = text.lower()
+    scores = {branch: sum(1 for cue in cues if cue in lowered) for branch, cues in _CUES.items()}
+    return [b for b, s in sorted(scores.items(), key=lambda kv: -kv[1]) if s > 0]
+
+
 @dataclass(frozen=True)
-class Hit:
-    capability_id: str
-    title: str
-    summary: str
-    kind: str
-    score: float
-    """retrievalRelevance in [0, 1]: the share of the intent's terms the capability's
-    discovery text contains. Not a probability of success."""
-    matched: tuple[str, ...]
+class Normalized:
+    """The intent as the retrievers see it."""
+
+    raw: str
+    text: str
+    """The raw text without quantities and negated phrases: what is matched."""
+    terms: tuple[str, ...]
+    negated: tuple[str, ...]
+    quantities: tuple[Quantity, ...]
+    cues: tuple[str, ...]
+
+
+def normalize(intent: str) -> Normalized:
+    """Stage 1: terms, quantities with units, negations and routing cues of an intent."""
+    raw = intent
+    text = " ".join(intent.split())
+    cues = _cued_branches(text)
+    negated, text = _negations(text)
+    quantities, text = _quantities(text)
+    terms = tokens(text)
+    for q in quantities:
+        terms.extend(_ROLE_TERMS.get(q.role or "", ()))
+    return Normalized(raw, text, tuple(terms), tuple(negated), tuple(quantities), tuple(cues))
+
+
+# -- the dense retriever ------------------------------------------------------------------------
+
+
+class Embedder(Protocol):
+    """Turns texts into L2-normalised row vectors (a numpy array or a scipy sparse matrix);
+    the similarity of two texts is the dot product of their rows."""
+
+    name: str
+
+    def embed(self, texts: Sequence[str]) -> Any: ...
+
+
+class HashingEmbedder:
+    """The default dense retriever: words (stemmed), character trigrams of each English word
+    and Chinese unigrams and bigrams, hashed (CRC-32, stable across processes) into a sparse
+    2¹⁸-dimensional vector with sublinear term frequency. Needs no model, so it works
+    everywhere; it catches morphology, typos and word order a bag of words misses."""
+
+    name = "hashing-ngrams"
+    dimensions = 1 << 18
+
+    def _features(self, text: str) -> dict[int, float]:
+        counts: dict[int, float] = {}
+
+        def add(feature: str, weight: float) -> None:
+            key = zlib.crc32(feature.encode()) % self.dimensions
+            counts[key] = counts.get(key, 0.0) + weight
+
+        for token in _TOKEN.findall(text.lower()):
+            if token[0] >= "\u3400":
+                for c in token:
+                    if c not in _CJK_STOP:
+                        add(c, 0.5)
+                for i in range(len(token) - 1):
+                    add(token[i : i + 2], 1.0)
+            elif token not in _STOPWORDS and len(token) > 1:
+                add("w:" + _stem(token), 1.0)
+                padded = f"<{token}>"
+                for i in range(len(padded) - 2):
+                    add(padded[i : i + 3], 0.25)
+        return counts
+
+    def embed(self, texts: Sequence[str]) -> Any:
+        import numpy as np
+        from scipy.sparse import csr_matrix
+
+        rows, cols, values = [], [], []
+        for r, text in enumerate(texts):
+            features = self._features(text)
+            norm = math.sqrt(sum((1 + math.log(v)) ** 2 for v in features.values())) or 1.0
+            for key, v in features.items():
+                rows.append(r)
+                cols.append(key)
+                values.append((1 + math.log(v)) / norm)
+        return csr_matrix(
+            (np.asarray(values, dtype=np.float32), (rows, cols)),
+            shape=(len(texts), self.dimensions),
+        )
+
+
+def default_embedder() -> Embedder:
+    """The configured dense retriever: the sentence-embedding extra when it is installed
+    (``aira-core[embeddings]``), else :class:`HashingEmbedder`."""
+    from aira_core.catalog import embeddings
+
+    model = embeddings.load()
+    return model if model is not None else HashingEmbedder()
+
+
+def _similarities(matrix: Any, query: Any) -> Any:
+    """``matrix @ query`` as a flat numpy array (dense or sparse operands)."""
+    import numpy as np
+
+    product = matrix @ query.T
+    if hasattr(product, "toarray"):
+        product = product.toarray()
+    return np.asarray(product, dtype=np.float32).ravel()
+
+
+# -- the index ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SearchConfig:
+    """Which retrievers and stages run: :data:`HYBRID` by default; :data:`BM25_ONLY` is the
+    comparison baseline of the discovery benchmark."""
+
+    name: str = "hybrid"
+    bm25: bool = True
+    aliases: bool = True
+    examples: bool = True
+    dense: bool = True
+    routing: bool = True
+    penalties: bool = True
+    """Counterexamples and negated terms push capabilities down."""
+
+
+HYBRID = SearchConfig()
+BM25_ONLY = SearchConfig(
+    name="bm25", aliases=False, examples=False, dense=False, routing=False, penalties=False
+)
+
+
+@dataclass
+class SearchContext:
+    """What applicability and authorization are computed against; any part may be absent
+    (then ``runtimeApplicability`` says ``unknown`` for what it cannot decide)."""
+
+    snapshot: RuntimeCapabilitySnapshot | None = None
+    grant: SessionGrant | None = None
+    revision_types: frozenset[str] | None = None
+    """Semantic types present in the revision (e.g. ``ExactSolid`` when it has bodies)."""
+    selection_count: int | None = None
+
+
+@dataclass
+class _Capability:
+    descriptor: CapabilityDescriptor
+    input_names: frozenset[str]
+    identity: frozenset[str]
+    """Terms of the title, aliases and id: what a negation rules out."""
+    accepts: frozenset[str]
+    produces: frozenset[str]
+    ref: str
+    leaf: str
+    top: str
+
+
+@dataclass
+class _Candidate:
+    index: int
+    lexical: float = 0.0
+    bm25: float = 0.0
+    example: float = 0.0
+    dense: float = 0.0
+    alias: float = 0.0
+    alias_terms: frozenset[str] = frozenset()
+    counter: float = 0.0
+    relevance: float = 0.0
+    why: list[str] = field(default_factory=list)
+
+
+def _dense_text(d: CapabilityDescriptor) -> str:
+    return " ".join([f"{d.title}.", d.summary, *d.aliases, *d.intent_examples])
+
+
+def _top(path: str) -> str:
+    return (
+        "io.import"
+        if path.startswith("io.import")
+        else ("io.export" if path.startswith("io.export") else path.split(".")[0])
+    )
+
+
+class SearchIndex:
+    """A catalog prepared for :meth:`search`: built once, read-only afterwards."""
+
+    def __init__(
+        self,
+        descriptors: Iterable[CapabilityDescriptor],
+        schemas: Mapping[str, Mapping[str, Any]] | None = None,
+        *,
+        config: SearchConfig = HYBRID,
+        embedder: Embedder | None = None,
+    ) -> None:
+        import bm25s
+        import numpy as np
+
+        self.config = config
+        self.caps: list[_Capability] = []
+        documents: list[list[str]] = []
+        examples: list[str] = []
+        example_owner: list[int] = []
+        counters: list[str] = []
+        counter_owner: list[int] = []
+        self._aliases: dict[tuple[str, ...], set[int]] = {}
+        self._cjk_aliases: dict[str, set[int]] = {}
+        for i, d in enumerate(descriptors):
+            schema = (schemas or {}).get(d.inputs.schema_ref) or {}
+            names = frozenset(str(n) for n in (schema.get("properties") or {}))
+            relations = {k.value: v for k, v in d.relations.items()}
+            identity = frozenset(
+                tokens(
+                    " ".join(
+                        [d.title, *d.aliases, d.capability_id.split(":")[-1].replace(".", " ")]
+                    )
+                )
+            )
+            self.caps.append(
+                _Capability(
+                    descriptor=d,
+                    input_names=names,
+                    identity=identity,
+                    accepts=frozenset(relations.get("accepts", [])),
+                    produces=frozenset(
+                        relations.get("produces", [])
+                        or (d.outputs.semantic_types if d.outputs else [])
+                    ),
+                    ref=d.target[1],
+                    leaf=d.taxonomy.primary.value,
+                    top=_top(d.taxonomy.primary.value),
+                )
+            )
+            name_words = " ".join(re.sub(r"([a-z])([A-Z])", r"\1 \2", n) for n in names)
+            documents.append(
+                tokens(
+                    " ".join(
+                        [
+                            d.title,
+                            d.title,
+                            *d.aliases,
+                            *d.aliases,
+                            d.summary,
+                            *d.intent_examples,
+                            name_words,
+                            d.capability_id.split(":")[-1].split("@")[0].replace(".", " "),
+                        ]
+                    )
+                )
+            )
+            for example in [*d.intent_examples, d.title, *d.aliases]:
+                examples.append(example)
+                example_owner.append(i)
+            for counter in d.counter_examples:
+                counters.append(counter)
+                counter_owner.append(i)
+            for alias in [*d.aliases, d.title]:
+                lowered = alias.lower().strip()
+                if re.search(f"[{_CJK}]", lowered):
+                    self._cjk_aliases.setdefault(lowered, set()).add(i)
+                else:
+                    key = tuple(tokens(lowered))
+                    if key:
+                        self._aliases.setdefault(key, set()).add(i)
+        self._size = len(self.caps)
+        # BM25 over the discovery text, and the document frequencies for lexical coverage.
+        self._bm25 = bm25s.BM25()
+        if self._size:
+            self._bm25.index(documents, show_progress=False)
+        self._doc_terms = [frozenset(doc) for doc in documents]
+        df: dict[str, int] = {}
+        for terms in self._doc_terms:
+            for t in terms:
+                df[t] = df.get(t, 0) + 1
+        self._idf = {t: math.log(1 + (self._size - n + 0.5) / (n + 0.5)) for t, n in df.items()}
+        self._idf_unknown = math.log(1 + (self._size + 0.5) / 0.5)
+        # Example and counterexample retrieval (always the hashing embedder: it needs no
+        # model), and the configured dense retriever over whole descriptions.
+        self._hasher = HashingEmbedder()
+        self._examples = self._hasher.embed(examples) if examples else None
+        self._example_owner = np.asarray(example_owner, dtype=np.int64)
+        self._counters = self._hasher.embed(counters) if counters else None
+        self._counter_owner = np.asarray(counter_owner, dtype=np.int64)
+        self.embedder: Embedder = embedder if embedder is not None else self._hasher
+        self._dense = (
+            self.embedder.embed([_dense_text(c.descriptor) for c in self.caps])
+            if self._size and config.dense
+            else None
+        )
+        self._by_id = {c.descriptor.capability_id: i for i, c in enumerate(self.caps)}
+
+    def __len__(self) -> int:
+        return self._size
+
+    # -- stages 2 and 3: routing and candidates ---------------------------------------------
+
+    def _max_per_owner(self, scores: Any, owners: Any) -> Any:
+        import numpy as np
+
+        best = np.zeros(self._size, dtype=np.float32)
+        if len(scores):
+            np.maximum.at(best, owners, scores)
+        return best
+
+    def _alias_hits(self, norm: Normalized) -> dict[int, tuple[str, frozenset[str]]]:
+        """Capabilities with an alias (or title) that occurs in the intent, longest first:
+        the alias as written and its terms."""
+        found: dict[int, tuple[str, frozenset[str]]] = {}
+        words = tokens(norm.text)
+        latin = [w for w in words if not w[0] >= "\u3400"]
+        for n in range(min(4, len(latin)), 0, -1):
+            for start in range(len(latin) - n + 1):
+                key = tuple(latin[start : start + n])
+                for i in self._aliases.get(key, ()):
+                    found.setdefault(i, (" ".join(key), frozenset(key)))
+        lowered = norm.text.lower()
+        for run in re.findall(f"[{_CJK}]+", lowered):
+            for size in range(min(8, len(run)), 1, -1):
+                for start in range(len(run) - size + 1):
+                    alias = run[start : start + size]
+                    for i in self._cjk_aliases.get(alias, ()):
+                        found.setdefault(i, (alias, frozenset(tokens(alias))))
+        return found
+
+    def _candidates(self, norm: Normalized) -> dict[int, _Candidate]:
+        import numpy as np
+
+        out: dict[int, _Candidate] = {}
+
+        def take(scores: Any, attribute: str) -> None:
+            k = min(CANDIDATES_PER_RETRIEVER, self._size)
+            if k == 0:
+                return
+            top = np.argpartition(-scores, k - 1)[:k]
+            for i in top:
+                if scores[i] > 0:
+                    candidate = out.setdefault(int(i), _Candidate(int(i)))
+                    setattr(candidate, attribute, float(scores[i]))
+
+        terms = list(dict.fromkeys(norm.terms))
+        if self.config.bm25 and terms and self._size:
+            scores = self._bm25.get_scores(terms)
+            take(scores, "bm25")
+            top = float(scores.max()) if len(scores) else 0.0
+            for c in out.values():
+                c.bm25 = c.bm25 / top if top > 0 else 0.0
+        query = self._hasher.embed([norm.text]) if norm.text.strip() else None
+        if self.config.examples and query is not None and self._examples is not None:
+            example = self._max_per_owner(_similarities(self._examples, query), self._example_owner)
+            take(example, "example")
+        if self.config.dense and self._dense is not None and norm.text.strip():
+            vector = query if self.embedder is self._hasher else self.embedder.embed([norm.text])
+            take(_similarities(self._dense, vector), "dense")
+        if self.config.aliases:
+            for i, (alias, terms) in self._alias_hits(norm).items():
+                candidate = out.setdefault(i, _Candidate(i))
+                candidate.alias = 1.0
+                candidate.alias_terms = terms
+                candidate.why.append(f"alias:{alias}")
+        if self.config.penalties and query is not None and self._counters is not None and out:
+            counter = self._max_per_owner(_similarities(self._counters, query), self._counter_owner)
+            for c in out.values():
+                c.counter = float(counter[c.index])
+        # exact example similarity of every candidate, not only of the example retriever's top
+        if self.config.examples and query is not None and self._examples is not None and out:
+            for c in out.values():
+                if c.example == 0.0:
+                    c.example = float(example[c.index])
+        self._lexical(norm, terms, out)
+        return out
+
+    def _weights(self, terms: list[str]) -> dict[str, float]:
+        """How much each intent term counts: its idf. An unknown English word or Chinese
+        character is content no capability mentions (full weight, so it lowers every
+        capability's coverage); an unknown Chinese bigram is mostly a cut across two words
+        (no weight); Chinese single characters count half (the bigrams carry the words)."""
+        out = {}
+        for t in terms:
+            cjk = t[0] >= "\u3400"
+            idf = self._idf.get(t)
+            if idf is None:
+                idf = 0.0 if cjk and len(t) > 1 else self._idf_unknown
+            out[t] = idf * (0.5 if cjk and len(t) == 1 else 1.0)
+        return out
+
+    def _lexical(self, norm: Normalized, terms: list[str], out: dict[int, _Candidate]) -> None:
+        """Coverage: the weighted share of the intent's terms a capability's discovery text
+        contains (unknown words count against every capability alike)."""
+        weights = self._weights(terms)
+        total = sum(weights.values()) or 1.0
+        for c in out.values():
+            doc = self._doc_terms[c.index]
+            matched = [t for t in terms if t in doc]
+            c.lexical = sum(weights[t] for t in matched) / total
+            strong = sorted(matched, key=lambda t: -weights[t])[:3]
+            c.why.extend(f"term:{t}" for t in strong if weights[t] > 0)
+        for c in out.values():
+            if c.alias:  # how much of the intent the matched alias explains
+                c.alias = sum(w for t, w in weights.items() if t in c.alias_terms) / total
+
+    def _score(self, norm: Normalized, c: _Candidate) -> None:
+        """``retrievalRelevance`` before the rerank: see contracts.search for its meaning."""
+        cap = self.caps[c.index]
+        if self.config.name == BM25_ONLY.name:
+            c.relevance = 0.5 * c.bm25 + 0.5 * c.lexical
+            return
+        score = (
+            W_LEXICAL * c.lexical
+            + W_EXAMPLE * c.example
+            + W_DENSE * c.dense
+            + W_ALIAS * c.alias
+            + W_BM25 * c.bm25
+        )
+        if c.example >= 0.45:
+            c.why.append("example:nearest")
+        if self.config.penalties:
+            if c.counter > c.example and c.counter > 0.3:
+                score *= max(0.25, 1 - 2.5 * (c.counter - c.example))
+                c.why.append("policy:counterexample")
+            ruled_out = [t for t in norm.negated if t in cap.identity]
+            if ruled_out:
+                score *= 0.25
+                c.why.append("policy:negated:" + ",".join(ruled_out))
+        dims = {q.dimension for q in norm.quantities}
+        roles = {q.role for q in norm.quantities if q.role}
+        types = set(cap.descriptor.inputs.semantic_types)
+        if "Angle" in dims and "Angle" in types:
+            score += 0.03
+            c.why.append("unit:Angle")
+        if roles & {"diameter", "radius"} and roles & cap.input_names:
+            score += 0.03
+            c.why.append("unit:" + ",".join(sorted(roles & cap.input_names)))
+        c.relevance = max(0.0, min(1.0, score))
+
+    def _route(self, norm: Normalized, out: dict[int, _Candidate]) -> list[str]:
+        """Stage 2: the cued top-level branch weighs in first; then the leaves that hold the
+        most relevance among the candidates are the routed branches."""
+        cued = list(norm.cues)
+        if self.config.routing and cued:
+            for c in out.values():
+                top = self.caps[c.index].top
+                if top == cued[0] or (top in cued and len(cued) > 1):
+                    c.relevance = min(1.0, c.relevance * 1.2 + 0.02)
+                elif top not in cued:
+                    c.relevance *= 0.8
+        mass: dict[str, float] = {}
+        for c in out.values():
+            leaf = self.caps[c.index].leaf
+            mass[leaf] = mass.get(leaf, 0.0) + c.relevance
+        leaves = [leaf for leaf, m in sorted(mass.items(), key=lambda kv: -kv[1]) if m > 0][:3]
+        for c in out.values():
+            if self.caps[c.index].leaf in leaves:
+                c.why.insert(0, f"taxonomy:{self.caps[c.index].leaf}")
+        return leaves
+
+    # -- stage 4: typed filtering ---------------------------------------------------------------
+
+    def _filter(
+        self, request: SearchRequest, out: dict[int, _Candidate], filtered: dict[str, int]
+    ) -> None:
+        kinds = set(request.include_kinds)
+        max_risk = request.constraints.max_risk
+        max_cost = request.constraints.max_cost
+        known = {k.type for k in request.known_inputs}
+        desired = set(request.desired_outputs)
+        upstream = (
+            {t for c in self.caps if c.produces & desired for t in c.accepts} if desired else set()
+        )
+        producible = {t for c in self.caps for t in c.produces}
+        selections = len(request.selection_refs)
+
+        def drop(i: int, reason: str) -> None:
+            out.pop(i, None)
+            filtered[reason] = filtered.get(reason, 0) + 1
+
+        for i in list(out):
+            cap = self.caps[i]
+            d = cap.descriptor
+            if kinds and d.kind not in kinds:
+                drop(i, "kind")
+            elif max_risk is not None and RISK_RANK[d.risk.level] > RISK_RANK[max_risk]:
+                drop(i, "risk")
+            elif max_cost is not None and _COST_RANK[d.execution.cost_class] > _COST_RANK[max_cost]:
+                drop(i, "cost")
+            elif desired and not (cap.produces & desired) and not (cap.produces & upstream):
+                drop(i, "outputType")
+            elif (
+                known
+                and cap.accepts - {"EntitySet"}
+                and not ((cap.accepts & known) or (cap.accepts & producible - known))
+            ):
+                drop(i, "inputType")
+            elif (
+                known
+                and d.applicability.requires_representation
+                and not (set(d.applicability.requires_representation) & (known | producible))
+            ):
+                drop(i, "representation")
+            elif (
+                selections > 1
+                and d.applicability.selection is not None
+                and d.applicability.selection.cardinality.value == "one"
+            ):
+                drop(i, "cardinality")
+
+    # -- stage 5: applicability ------------------------------------------------------------------
+
+    def applicability(
+        self,
+        d: CapabilityDescriptor,
+        context: SearchContext | None,
+        request: SearchRequest | None = None,
+    ) -> tuple[Applicability, list[str], Authorization, list[str]]:
+        """Runtime applicability with the unmet preconditions, and the grant's verdict."""
+        unmet: list[str] = []
+        decided = False
+        conditional = False
+        ref = d.target[1]
+        if context is not None and context.snapshot is not None and d.patch_template_ref is None:
+            decided = True
+            running = [c for c in context.snapshot.components if ref in c.supported_operations]
+            available = [c for c in running if c.status is ComponentStatus.AVAILABLE]
+            if not running:
+                unmet.append(f"no runtime component executes {ref}")
+            elif not available:
+                conditional = True
+                unmet.append(f"the component executing {ref} is {running[0].status.value}")
+            precision = request.constraints.precision if request is not None else None
+            if precision is ExecutionQuality.AUTHORITATIVE and not any(
+                ExecutionQuality.AUTHORITATIVE in c.quality_profiles for c in available
+            ):
+                conditional = True
+                unmet.append(f"{ref} is not authoritative here")
+        if context is not None and context.revision_types is not None:
+            decided = True
+            wanted = set(d.applicability.requires_representation)
+            if wanted and not wanted & context.revision_types:
+                unmet.append(f"the revision has no {' or '.join(sorted(wanted))}")
+        if context is not None and context.selection_count is not None:
+            decided = True
+            rule = d.applicability.selection
+            if rule is not None and context.selection_count == 0:
+                conditional = True
+                unmet.append(f"needs a {rule.entity_kind.value} selection")
+        if not decided:
+            state = Applicability.UNKNOWN
+        elif any(not u.startswith(("needs a", "the component", f"{ref} is not")) for u in unmet):
+            state = Applicability.NOT_APPLICABLE
+        elif conditional:
+            state = Applicability.CONDITIONALLY_APPLICABLE
+        else:
+            state = Applicability.APPLICABLE
+        if context is not None and context.grant is not None:
+            verdict, reasons = authorize(context.grant, d)
+            return state, unmet, verdict, [message for _, message in reasons]
+        return state, unmet, Authorization.ALLOWED, []
+
+    # -- the whole pipeline ----------------------------------------------------------------------
+
+    def search(
+        self, request: SearchRequest | str, context: SearchContext | None = None
+    ) -> SearchResponse:
+        """Run every stage for one request; at most ``topK`` hits (and ``MAX_TOP_K``)."""
+        if isinstance(request, str):
+            request = SearchRequest(intent=request)
+        norm = normalize(request.intent)
+        out = self._candidates(norm)
+        for c in out.values():
+            self._score(norm, c)
+        branches = self._route(norm, out)
+        filtered: dict[str, int] = {}
+        self._filter(request, out, filtered)
+        intent = NormalizedIntent(
+            raw=norm.raw,
+            terms=list(dict.fromkeys(norm.terms)),
+            negated=list(norm.negated),
+            quantities=list(norm.quantities),
+            branches=branches,
+        )
+        ranked = self._rerank(request, out)
+        if not ranked or ranked[0].relevance < NO_MATCH_BELOW:
+            best = ranked[0].relevance if ranked else 0.0
+            return SearchResponse(
+                intent=intent,
+                hits=[],
+                no_match=True,
+                no_match_reason=(
+                    f"no capability matches well enough (best retrievalRelevance {best:.2f} < "
+                    f"{NO_MATCH_BELOW}); rephrase, or the catalog lacks this capability"
+                ),
+                filtered=filtered,
+                sufficiency=Sufficiency(
+                    evaluated=bool(request.known_inputs or request.desired_outputs),
+                    missing_information=["a capability for this intent"],
+                ),
+            )
+        top_k = min(request.top_k, MAX_TOP_K)
+        chosen = [c for c in ranked if c.relevance >= NO_MATCH_BELOW * 0.5][:top_k]
+        truncated = len(ranked) > len(chosen) and len(chosen) == top_k
+        sufficiency, extra = self._sufficiency(request, [c.index for c in chosen])
+        hits = [self._hit(c, context, request) for c in chosen]
+        hits += [self._hit(c, context, request) for c in extra]
+        response = SearchResponse(
+            intent=intent,
+            hits=hits,
+            no_match=False,
+            filtered=filtered,
+            sufficiency=sufficiency,
+            truncated=truncated,
+        )
+        return _fit(response, request.max_bytes)
+
+    def _rerank(self, request: SearchRequest, out: dict[int, _Candidate]) -> list[_Candidate]:
+        """Stage 6: relevance adjusted by desired-output coverage, quality, risk and cost,
+        then diversity: no more than :data:`MAX_PER_BRANCH` from one taxonomy leaf ahead of
+        the rest."""
+        desired = set(request.desired_outputs)
+        precision = request.constraints.precision
+
+        def final(c: _Candidate) -> float:
+            cap = self.caps[c.index]
+            d = cap.descriptor
+            score = c.relevance
+            if desired and cap.produces & desired:
+                score += 0.1
+                c.why.append("type:produces:" + ",".join(sorted(cap.produces & desired)))
+            if precision is not None and precision not in d.execution.quality:
+                score *= 0.8
+            score *= 1 - 0.02 * RISK_RANK[d.risk.level] - 0.01 * _COST_RANK[d.execution.cost_class]
+            return score
+
+        ranked = sorted(
+            out.values(), key=lambda c: (-final(c), self.caps[c.index].descriptor.capability_id)
+        )
+        ahead: list[_Candidate] = []
+        behind: list[_Candidate] = []
+        per_leaf: dict[str, int] = {}
+        for c in ranked:
+            leaf = self.caps[c.index].leaf
+            per_leaf[leaf] = per_leaf.get(leaf, 0) + 1
+            (ahead if per_leaf[leaf] <= MAX_PER_BRANCH else behind).append(c)
+        return ahead + behind
+
+    def _sufficiency(
+        self, request: SearchRequest, chosen: list[int]
+    ) -> tuple[Sufficiency, list[_Candidate]]:
+        """Stage 7: breadth-first over produces/accepts from the known types; producers of
+        a missing desired type are added from the whole catalog when they can run on what is
+        known (``expandedWith``), else the type is reported missing."""
+        known = {k.type for k in request.known_inputs}
+        desired = set(request.desired_outputs)
+        if not known and not desired:
+            return Sufficiency(evaluated=False), []
+        reachable = set(known)
+        usable = set(chosen)
+        changed = True
+        while changed:
+            changed = False
+            for i in usable:
+                cap = self.caps[i]
+                needs = cap.accepts - {"EntitySet"}
+                if (not needs or needs & reachable) and not cap.produces <= reachable:
+                    reachable |= cap.produces
+                    changed = True
+        missing = sorted(desired - reachable)
+        extra: list[_Candidate] = []
+        for t in list(missing):
+            producers = [
+                i
+                for i, cap in enumerate(self.caps)
+                if t in cap.produces
+                and i not in usable
+                and (not (cap.accepts - {"EntitySet"}) or (cap.accepts & reachable))
+            ]
+            if producers:
+                i = producers[0]
+                usable.add(i)
+                reachable |= self.caps[i].produces
+                extra.append(_Candidate(i, relevance=0.0, why=[f"relation:produces:{t}"]))
+                missing.remove(t)
+        return (
+            Sufficiency(
+                evaluated=True,
+                complete=not missing,
+                missing_types=missing,
+                expanded_with=[self.caps[c.index].descriptor.capability_id for c in extra],
+                missing_information=[f"a way to obtain {t}" for t in missing],
+            ),
+            extra,
+        )
+
+    def _hit(
+        self, c: _Candidate, context: SearchContext | None, request: SearchRequest
+    ) -> SearchHit:
+        d = self.caps[c.index].descriptor
+        state, unmet, verdict, reasons = self.applicability(d, context, request)
+        why = list(dict.fromkeys(c.why))
+        if verdict is not Authorization.ALLOWED:
+            why.append(f"policy:{verdict.value}")
+        return SearchHit(
+            capability_id=d.capability_id,
+            profile_version=d.profile_version,
+            operation_version=d.target[1],
+            kind=d.kind,
+            title=d.title,
+            summary=d.summary,
+            input_types=list(d.inputs.semantic_types),
+            output_types=list(d.outputs.semantic_types) if d.outputs else [],
+            risk=d.risk.level,
+            destructive=d.risk.destructive,
+            cost=d.execution.cost_class,
+            quality=list(d.execution.quality),
+            retrieval_relevance=round(c.relevance, 4),
+            runtime_applicability=state,
+            unmet_preconditions=unmet,
+            authorization=verdict,
+            authorization_reasons=reasons,
+            why_matched=why or ["relation"],
+            handle=f"{d.capability_id}#{d.profile_version}",
+        )
+
+
+def _fit(response: SearchResponse, max_bytes: int | None) -> SearchResponse:
+    """Drop hits from the end until the response fits the client's and the server's byte
+    limit."""
+    limit = min(max_bytes or MAX_RESPONSE_BYTES, MAX_RESPONSE_BYTES)
+    hits = list(response.hits)
+    while hits and len(canonical_bytes(response.to_wire())) > limit:
+        hits.pop()
+        response = response.model_copy(update={"hits": hits, "truncated": True})
+    return response
+
+
+def build_index(
+    catalog: Any, *, config: SearchConfig = HYBRID, embedder: Embedder | None = None
+) -> SearchIndex:
+    """The index of a :class:`~aira_core.catalog.catalog.Catalog`'s production capabilities
+    (with their packages' schemas, for input names)."""
+    schemas: dict[str, Mapping[str, Any]] = {}
+    for package in catalog.packages.values():
+        schemas.update(package.manifest.schemas)
+    return SearchIndex(catalog.capabilities().values(), schemas, config=config, embedder=embedder)
 
 
 def keyword_search(
@@ -46,27 +978,7 @@ def keyword_search(
     *,
     top_k: int = 8,
     kinds: Iterable[CapabilityKind] | None = None,
-) -> list[Hit]:
-    wanted = _terms(intent)
-    allowed = set(kinds) if kinds else None
-    hits = []
-    for d in descriptors:
-        if allowed is not None and d.kind not in allowed:
-            continue
-        text = " ".join(
-            [d.title, d.summary, *d.aliases, *d.intent_examples, d.capability_id.replace(".", " ")]
-        )
-        matched = wanted & _terms(text)
-        if matched:
-            hits.append(
-                Hit(
-                    d.capability_id,
-                    d.title,
-                    d.summary,
-                    d.kind.value,
-                    round(len(matched) / len(wanted), 4),
-                    tuple(sorted(matched)),
-                )
-            )
-    hits.sort(key=lambda h: (-h.score, h.capability_id))
-    return hits[: max(0, min(top_k, MAX_TOP_K))]
+) -> list[SearchHit]:
+    """One-off search over ``descriptors`` (builds a throwaway index)."""
+    request = SearchRequest(intent=intent, top_k=top_k, include_kinds=list(kinds or []))
+    return SearchIndex(list(descriptors)).search(request).hits

@@ -93,13 +93,16 @@ class UncertaintyReport(WireModel):
 
 class CheckReport(WireModel):
     """The result of ``plan.check``: every finding, and for a targeted repair the first
-    failing step with its full input schema."""
+    failing step with its full input schema and compact signature."""
 
     plan_id: str
     ok: bool
     diagnostics: list[Diagnostic] = Field(default_factory=list)
     failed_step: str | None = None
     step_schema: dict[str, Any] | None = None
+    step_signature: str | None = None
+    """The failed step's capability as a compact signature (``aira_core.catalog.signatures``),
+    e.g. ``exact.fillet@1(target:Shape,edges:Sel,radius:Len>0)``."""
     uncertainty: UncertaintyReport = Field(default_factory=UncertaintyReport)
     summary: dict[str, Any] | None = None
     """On a stale-revision refusal (``STEP_STALE_REVISION``): the summary of the new head,

@@ -790,6 +790,16 @@ def _lower_step(
     lowered.body_of_step[step.id] = body_id
 
 
+def revision_types(document: AmirDocument, ctx: PlanContext) -> set[str]:
+    """The semantic types a revision's bodies have (the outputs of their tips' operations):
+    what a search or describe treats as known inputs."""
+    ops = {n.id: n.op for n in document.nodes}
+    out: set[str] = set()
+    for body in document.bodies:
+        out |= _representation(body.tip, ops, ctx) or set()
+    return out
+
+
 def _representation(
     node_id: str, document_ops: Mapping[str, str], ctx: PlanContext
 ) -> set[str] | None:
@@ -1055,19 +1065,26 @@ def _report(
     uncertainty: UncertaintyReport,
     plan: Plan | None = None,
 ) -> CheckReport:
+    from aira_core.catalog.signatures import signature
+
     index = next((i for i, _ in found.items if i is not None), None)
     failed_step = None
     schema = None
+    compact = None
     if index is not None and plan is not None and index < len(plan.steps):
         step = plan.steps[index]
         failed_step = step.id
         entry = ctx.capabilities.get(step.capability)
-        schema = entry.input_schema if entry else None
+        if entry is not None:
+            desc = entry.descriptor
+            schema = entry.input_schema
+            compact = signature(desc.capability_id, schema, kind=desc.kind, defaults=desc.defaults)
     return CheckReport(
         plan_id=plan_id,
         ok=not found,
         diagnostics=[d for _, d in found.items],
         failed_step=failed_step,
         step_schema=schema,
+        step_signature=compact,
         uncertainty=uncertainty,
     )

@@ -24,11 +24,12 @@ from typing import Any
 
 from pydantic import Field, ValidationError
 
-from aira_core.canonical import canonical_bytes, sha256_id
-from aira_core.catalog.search import keyword_search
+from aira_core.canonical import sha256_id
+from aira_core.catalog.disclosure import LEVELS, Disclosure
 from aira_core.contracts.base import WireModel
 from aira_core.contracts.capability import RelationType
 from aira_core.contracts.plan import NextAction, ObservationEnvelope, Plan
+from aira_core.contracts.search import SearchRequest
 from aira_core.diagnostics import AiraError, Diagnostic
 from aira_core.extensions import Kernel
 from aira_core.model.store import MAIN, StaleRevision
@@ -42,11 +43,9 @@ from aira_core.runtime.contract import (
     TerminalInputs,
     TerminalState,
 )
-from aira_core.runtime.plan import PlanContext, grant_problems
+from aira_core.runtime.plan import PlanContext, grant_problems, revision_types
 from aira_core.runtime.transaction import Candidate, Rejected, Transaction, body_wire
 
-INTERFACE_VERSION = "aira.interface/0.1.0"
-SMALL_CATALOG_BYTES = 64_000
 """Small-catalog mode (§7.1): when every admitted contract (L1 + L2) fits in this many
 bytes, ``interface.manifest`` inlines them all and search becomes optional."""
 
@@ -110,6 +109,8 @@ class Task:
         self._seconds = 0.0
         self.repair_rounds = 0
         self._transaction = Transaction(ctx, kernel)
+        self._kernel = kernel
+        self._disclosure: Disclosure | None = None
         # This task's commits on its branch, oldest first: (revision, the head it replaced).
         self._commits: list[tuple[str, str]] = []
         self._approved: set[str] = set()
@@ -442,62 +443,53 @@ class Task:
         self.state = mc.next_state(self.state, op, diagnostic=diagnostic)
         self._ran.append(op)
 
+    @property
+    def disclosure(self) -> Disclosure:
+        """The disclosure levels for this task's catalog, runtime and grant (built once)."""
+        if self._disclosure is None:
+            snapshot = getattr(self._kernel, "runtime_snapshot", None)
+            self._disclosure = Disclosure(
+                self.ctx.catalog,
+                snapshot=snapshot() if callable(snapshot) else None,
+                grant=self.ctx.grant,
+            )
+        return self._disclosure
+
+    def _revision_types(self) -> set[str]:
+        return revision_types(self.ctx.repository.document(self.head), self.ctx)
+
     def _manifest(self, op: MetaOperation, rid: str, args: dict[str, Any]) -> ObservationEnvelope:
-        contracts = {
-            cap: {"descriptor": e.descriptor.to_wire(), "inputSchema": e.input_schema}
-            for cap, e in self.ctx.capabilities.items()
-        }
-        small = len(canonical_bytes(contracts)) <= SMALL_CATALOG_BYTES
-        data: dict[str, Any] = {
-            "interfaceVersion": INTERFACE_VERSION,
-            "contractVersion": mc.CONTRACT_VERSION,
-            "taxonomyRoot": ["authoring", "query", "validation", "io"],
-            "metaOperations": [o.value for o in O],
-            "snapshots": {
-                "discoveryCatalogHash": self.ctx.catalog.discovery_catalog_hash(),
-                "authoringLockHash": self.ctx.catalog.authoring_lock_hash(),
-            },
-            "limits": {"smallCatalogBytes": SMALL_CATALOG_BYTES, "maxTopK": 32},
-            "smallCatalog": small,
-        }
+        data = self.disclosure.manifest(
+            meta_operations=[o.value for o in O], contract_version=mc.CONTRACT_VERSION
+        )
         self._advance(op)
-        if small:
-            data["contracts"] = contracts
+        if data["smallCatalog"]:
+            for cap in data["contracts"]:
+                self._visible.add(cap)
             if not self._strict:  # a tightened Task Protocol wants explicit discovery (§9.4)
-                self._lock(contracts)
+                self._lock(data["contracts"])
                 self.state = mc.contract_locked(self.state)
         return self._envelope(rid, "success", data=data)
 
     def _search(self, op: MetaOperation, rid: str, args: dict[str, Any]) -> ObservationEnvelope:
-        intent = args.get("intent")
-        if not isinstance(intent, str) or not intent.strip():
-            return self._refuse(rid, op.value, ARGS_INVALID, "catalog.search needs an intent")
-        hits = keyword_search(
-            (e.descriptor for e in self.ctx.capabilities.values()),
-            intent,
-            top_k=args["topK"] if isinstance(args.get("topK"), int) else 8,
+        try:
+            request = SearchRequest.model_validate(args, by_name=False)
+        except ValidationError as exc:
+            first = exc.errors(include_url=False)[0]
+            where = "/".join(str(p) for p in first["loc"]) or "(root)"
+            return self._refuse(
+                rid, op.value, ARGS_INVALID, f"catalog.search: {first['msg']} at /{where}"
+            )
+        response = self.disclosure.search(
+            request,
+            revision_types=self._revision_types(),
+            selection_count=len(request.selection_refs),
         )
-        for h in hits:
+        for h in response.hits:
             self._visible.add(h.capability_id)
             self._searched.add(h.capability_id)
         self._advance(op)
-        return self._envelope(
-            rid,
-            "success",
-            data={
-                "hits": [
-                    {
-                        "capabilityId": h.capability_id,
-                        "title": h.title,
-                        "summary": h.summary,
-                        "kind": h.kind,
-                        "retrievalRelevance": h.score,
-                        "whyMatched": list(h.matched),
-                    }
-                    for h in hits
-                ]
-            },
-        )
+        return self._envelope(rid, "success", data=response.to_wire())
 
     def _describe(self, op: MetaOperation, rid: str, args: dict[str, Any]) -> ObservationEnvelope:
         cap = args.get("capabilityId")
@@ -512,23 +504,25 @@ class Task:
                 f"{cap!r} was not shown by a search, the capsule or the manifest of this task",
                 O.CATALOG_SEARCH,
             )
-        entry = self.ctx.capabilities[cap]
+        level = args.get("level", "L2")
+        selection = args.get("selectionRefs", [])
+        if level not in LEVELS or not isinstance(selection, list):
+            return self._refuse(
+                rid,
+                op.value,
+                ARGS_INVALID,
+                f"catalog.describe takes level {', '.join(LEVELS)} and a list of selectionRefs",
+            )
+        data = self.disclosure.describe(
+            cap,
+            level,
+            revision=self.head,
+            revision_types=self._revision_types(),
+            selection_refs=[str(s) for s in selection],
+        )
         self._lock([cap])
         self._advance(op)
-        return self._envelope(
-            rid,
-            "success",
-            data={
-                "contract": {
-                    "descriptor": entry.descriptor.to_wire(),
-                    "inputSchema": entry.input_schema,
-                    "contractHash": sha256_id(
-                        "contract",
-                        {"descriptor": entry.descriptor, "inputSchema": entry.input_schema},
-                    ),
-                }
-            },
-        )
+        return self._envelope(rid, "success", data=data)
 
     def _read(self, op: MetaOperation, rid: str, args: dict[str, Any]) -> ObservationEnvelope:
         repo = self.ctx.repository
