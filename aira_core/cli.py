@@ -753,7 +753,8 @@ def model_export(
         typer.echo(f"wrote {len(data)} bytes of {file_format.lower()} to {out.name}")
 
 
-IMPORT_MAX_BYTES = 64 * 1024 * 1024
+IMPORT_MAX_BYTES = 8 * 1024 * 1024
+"""An imported file's content is stored in every later revision: keep it bounded."""
 
 
 @model_app.command("import")
@@ -776,6 +777,7 @@ def model_import(
     from aira_core.contracts.capability import CapabilityKind
     from aira_core.contracts.plan import Plan
     from aira_core.diagnostics import AiraError
+    from aira_core.model.aliases import label_alias_safe
 
     kind = (file_format or file.suffix.lstrip(".")).lower()
     kind = {"stp": "step"}.get(kind, kind)
@@ -805,19 +807,34 @@ def model_import(
         raise AiraError("IMPORT_FAILED", f"{file.name!r} is not a text file") from None
     except OSError as exc:
         raise AiraError("IMPORT_FAILED", f"cannot read {file.name!r}: {exc.strerror}") from None
+    if label is not None and not label_alias_safe(label):
+        raise AiraError(
+            "LABEL_INVALID",
+            f"--label {label[:60]!r} cannot be an alias: a letter, then up to 47 letters, digits, "
+            "'_' or '-', and not shaped like a short id",
+        )
     chosen = _kernel(kernel, f"importing {kind}")
     ctx = _plan_context(store, branch, None, None)
     try:
         head = ctx.repository.head(branch)
+        aliases = ctx.repository.aliases(head)
     except Exception:
         ctx.repository.close()
         raise
-    step: dict[str, Any] = {"id": "import", "capability": capability, "args": {"data": text}}
-    if label is None:  # the file's name, made alias-safe ('bracket v2.step' -> bracket_v2)
-        stem = re.sub(r"[^A-Za-z0-9_-]+", "_", file.stem).strip("_-")[:40]
-        label = stem if stem[:1].isalpha() else f"import_{stem}".rstrip("_")
-    step["label"] = label
+    if label is None:  # the file's name, made alias-safe and free ('plate v2.step' -> plate_v2)
+        stem = re.sub(r"[^A-Za-z0-9_-]+", "_", file.stem).strip("_-")[:40] or "import"
+        base = stem if label_alias_safe(stem) else f"import_{stem}"[:47]
+        label = base
+        n = 2
+        while f"b:{label}" in aliases:
+            label, n = f"{base}_{n}", n + 1
+    elif f"b:{label}" in aliases:
+        ctx.repository.close()
+        raise AiraError("LABEL_TAKEN", f"b:{label} already names a body; choose another --label")
+    step = {"id": "import", "capability": capability, "label": label, "args": {"data": text}}
     the_plan = Plan.model_validate({"baseRevision": head, "steps": [step]}, by_name=False)
+    if not as_json:
+        typer.echo(f"importing {file.name} as b:{label}")
     _apply_and_report(ctx, chosen, the_plan, publish=False, approve=False, as_json=as_json)
 
 

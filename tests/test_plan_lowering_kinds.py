@@ -68,7 +68,7 @@ def manifest() -> dict[str, Any]:
             summary="Extrude a profile.",
             taxonomy="authoring.exact.feature",
             intent="extrude the square 5 mm",
-            example={"profile": "b:plate", "distance": 5},
+            example={"profile": {"step": "square"}, "distance": 5},
             out=["ExactSolid"],
         ),
         _descriptor(
@@ -87,7 +87,7 @@ def manifest() -> dict[str, Any]:
     number = {"type": "number", "x-amir-type": "Length", "exclusiveMinimum": 0}
     for ref, props in [
         (SKETCH, {"size": number}),
-        (PAD, {"profile": SHAPE, "distance": number}),
+        (PAD, {"profile": {**SHAPE, "x-amir-accepts": "Profile"}, "distance": number}),
         (IMPORT, {"data": {"type": "string", "x-amir-type": "String"}}),
     ]:
         m["schemas"][_io("ops", ref, "input")] = {
@@ -158,3 +158,33 @@ def test_an_import_step_adds_a_body_and_needs_a_write_grant(ctx) -> None:
     assert not report.ok and lowered is None
     assert [d.code for d in report.diagnostics] == ["PLAN_CLASS_DENIED"]
     assert "writing io.import" in report.diagnostics[0].message
+
+
+def test_step_references_are_checked_against_what_the_step_makes(ctx) -> None:
+    head = ctx.repository.head("main")
+    square = step("square", "cap:sketch.square@1", size=10)
+    box = step("box", "cap:exact.box@1", label="b", length=1, width=1, height=1)
+
+    def codes(*steps: Any) -> list[str]:
+        report, _ = check_plan(plan(head, *steps), ctx)
+        return [d.code for d in report.diagnostics]
+
+    # a validator's target must be a body, not a profile
+    check = step("check", "cap:validate.volumeRange@1", target={"step": "square"}, min=1)
+    assert codes(square, check) == ["PLAN_STEP_REFERENCE_INVALID"]
+    # a sweep takes a profile: not a step that made a body, not a body alias
+    pad_box = step("pad", "cap:exact.pad@1", profile={"step": "box"}, distance=5)
+    assert codes(box, pad_box) == ["PLAN_STEP_REFERENCE_INVALID"]
+    pad_alias = step("pad", "cap:exact.pad@1", profile="b:b", distance=5)
+    assert codes(box, pad_alias) == ["PLAN_ARGS_INVALID"]
+    pad_square = step("pad", "cap:exact.pad@1", profile={"step": "square"}, distance=5)
+    assert codes(square, pad_square) == []
+
+
+def test_a_huge_rejected_value_is_not_echoed_in_full(ctx) -> None:
+    head = ctx.repository.head("main")
+    report, _ = check_plan(
+        plan(head, step("in", "cap:io.importThing@1", data={"x": "y" * 50_000})), ctx
+    )
+    assert [d.code for d in report.diagnostics] == ["PLAN_ARGS_INVALID"]
+    assert len(report.diagnostics[0].message) < 1000

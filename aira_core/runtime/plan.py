@@ -173,6 +173,8 @@ class Lowered:
     body_of_step: dict[str, str] = field(default_factory=dict)
     assertion_of_step: dict[str, str] = field(default_factory=dict)
     param_of_step: dict[str, str] = field(default_factory=dict)
+    types_of_step: dict[str, frozenset[str]] = field(default_factory=dict)
+    """The output semantic types of each step that made a node."""
 
     def step_of(self, entity_id: str) -> str | None:
         tables = (self.node_of_step, self.body_of_step, self.assertion_of_step)
@@ -460,6 +462,26 @@ def _number_arg(
     return _Arg(value, LiteralInput(value=value), value)
 
 
+def _accepts(entry: CapabilityEntry, name: str) -> str | None:
+    """The semantic type a Shape input declares it takes (``x-amir-accepts``), if any."""
+    prop = (entry.input_schema.get("properties") or {}).get(name)
+    accepts = prop.get("x-amir-accepts") if isinstance(prop, dict) else None
+    return accepts if isinstance(accepts, str) else None
+
+
+MESSAGE_VALUE_CHARS = 120
+"""How much of a rejected value a diagnostic repeats (it may be megabytes of text)."""
+
+
+def _clip(message: str, limit: int = 3 * MESSAGE_VALUE_CHARS) -> str:
+    return message if len(message) <= limit else message[:limit] + "…"
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= MESSAGE_VALUE_CHARS else text[:MESSAGE_VALUE_CHARS] + "…"
+
+
 def _normalise_args(
     step: PlanStep,
     i: int,
@@ -475,12 +497,20 @@ def _normalise_args(
         spec = entry.signature.inputs.get(name)
         kind = spec.type if spec else JSON
         if kind == SHAPE:
+            wanted = _accepts(entry, name)
             if isinstance(value, dict) and "step" in value:
                 node = lowered.node_of_step.get(str(value["step"]))
-                if node is None:
+                made = lowered.types_of_step.get(str(value["step"]), frozenset())
+                mismatch = (wanted is not None and made and wanted not in made) or (
+                    wanted is None and made and made <= INTERMEDIATE_TYPES
+                )
+                if node is None or mismatch:
                     found.add(
                         "PLAN_STEP_REFERENCE_INVALID",
-                        f"{value['step']!r} is not an earlier step that made a shape",
+                        f"{value['step']!r} is not an earlier step that made a shape"
+                        if node is None
+                        else f"step {value['step']!r} makes {', '.join(sorted(made))}; "
+                        f"{name} takes {wanted or 'a body'}",
                         *where,
                         step=step.id,
                     )
@@ -491,6 +521,16 @@ def _normalise_args(
                     NodeInput(node=node),
                     lowered.body_of_step.get(str(value["step"])),
                 )
+                continue
+            if wanted in INTERMEDIATE_TYPES:
+                found.add(
+                    "PLAN_ARGS_INVALID",
+                    f'{name} takes a {wanted} made by an earlier step ({{"step": "<id>"}}), '
+                    f"not {_short(value)}",
+                    *where,
+                    step=step.id,
+                )
+                ok = False
                 continue
             body = scope.resolve(value) if isinstance(value, str) else None
             if body is None or body not in scope.tips:
@@ -566,7 +606,7 @@ def _schema_errors(
     for err in errors:
         found.add(
             "PLAN_ARGS_INVALID",
-            f"{entry.descriptor.capability_id}: {err.message}",
+            f"{entry.descriptor.capability_id}: {_clip(err.message)}",
             "steps",
             i,
             "args",
@@ -772,6 +812,7 @@ def _lower_step(
     node = Node(id=node_id, label=step.label, op=entry.ref, inputs=inputs)
     lowered.ops.append(NodeAdd(op="node.add", node=node))
     outputs = set(d.outputs.semantic_types) if d.outputs is not None else set()
+    lowered.types_of_step[step.id] = frozenset(outputs)
     if outputs and outputs <= INTERMEDIATE_TYPES:  # a sketch: later steps use it, no body
         return
     target = args.get("target")
@@ -937,7 +978,7 @@ def check_plan(plan: Plan, ctx: PlanContext) -> tuple[CheckReport, Lowered | Non
             for err in errors:
                 found.add(
                     "PLAN_ARGS_INVALID",
-                    f"{d.capability_id}: {err.message}",
+                    f"{d.capability_id}: {_clip(err.message)}",
                     "steps",
                     i,
                     "args",

@@ -36,12 +36,14 @@ from aira_kernel_occt.operations import (
     COUNT,
     JSON,
     LENGTH,
+    OPERATIONS,
     REAL,
     SELECTION,
     SHAPE,
     STRING,
     Input,
     Operation,
+    is_profile,
 )
 
 BOOLEAN_EMPTY_RESULT = "BOOLEAN_EMPTY_RESULT"
@@ -71,6 +73,7 @@ SHELL_FAILED = "SHELL_FAILED"
 SOLID_INVALID = "SOLID_INVALID"
 VOLUME_OUT_OF_RANGE = "VOLUME_OUT_OF_RANGE"
 WALL_TOO_THIN = "WALL_TOO_THIN"
+WALL_THICKNESS_UNMEASURED = "WALL_THICKNESS_UNMEASURED"
 
 CACHE_LIMIT = 2048
 """Node results kept (least recently used dropped first)."""
@@ -82,9 +85,11 @@ ON_FACE_TOLERANCE = 1e-6
 """A hole centre farther than this (mm) from its face is off the face."""
 STL_TOLERANCE = 0.01
 STL_ANGULAR_TOLERANCE = 0.1
+REVOLVE_SAMPLES = 256
+"""Points per profile edge checked against the axis of a revolve."""
 CLOSE_TOLERANCE = 1e-6
 """How far (mm) a polyline's last point may be from its first and still close it."""
-STEP_MAX_BYTES = 64 * 1024 * 1024
+STEP_MAX_BYTES = 8 * 1024 * 1024
 """The largest STEP text importStep accepts."""
 
 _PARAM_TYPES = {t.value for t in ParamType}
@@ -364,7 +369,23 @@ def _hole(a: Mapping[str, Any]) -> cq.Shape:
             raise Failure(
                 PARAMETER_OUT_OF_RANGE, f"countersink angle {angle:g}° must be below 180°"
             )
-        out = located.cskHole(diameter, sink_d, angle, depth)
+        cone_depth = (sink_d - diameter) / 2 / math.tan(math.radians(angle / 2))
+        if depth is not None and cone_depth >= depth:
+            raise Failure(
+                PARAMETER_OUT_OF_RANGE,
+                f"the countersink is {cone_depth:g} mm deep, not less than the hole's {depth:g} mm",
+            )
+        # The bore, then a frustum from the countersink's diameter at the face down to the
+        # bore's (CadQuery's cskHole cuts a full cone, which pokes out of a blind hole).
+        drilled = _solid_or_compound(located.hole(diameter, depth).val())
+        normal = face.normalAt()
+        sinks = [
+            cq.Solid.makeCone(
+                sink_d / 2, diameter / 2, cone_depth, plane.plane.toWorldCoords((x, y)), -normal
+            )
+            for x, y in points
+        ]
+        out = cq.Workplane().add(drilled.cut(*sinks))
     elif bore is None:
         out = located.hole(diameter, depth)
     else:
@@ -504,25 +525,32 @@ def _slot(wp: cq.Workplane, a: Mapping[str, Any]) -> cq.Workplane:
     return wp.slot2D(a["length"], a["width"], a.get("angle", 0.0))
 
 
-def _crosses(p: tuple, q: tuple, r: tuple, s: tuple) -> bool:
-    """Whether segments pq and rs intersect (touching included)."""
+def _point_segment(p: tuple, a: tuple, b: tuple) -> float:
+    """Distance from point ``p`` to segment ``ab`` (2D)."""
+    dx, dy = b[0] - a[0], b[1] - a[1]
+    length2 = dx * dx + dy * dy
+    t = (
+        0.0
+        if length2 == 0
+        else max(0.0, min(1.0, ((p[0] - a[0]) * dx + (p[1] - a[1]) * dy) / length2))
+    )
+    return math.dist(p, (a[0] + t * dx, a[1] + t * dy))
+
+
+def _segment_gap(p: tuple, q: tuple, r: tuple, s: tuple) -> float:
+    """Distance between segments pq and rs (0 when they cross)."""
 
     def orient(a: tuple, b: tuple, c: tuple) -> float:
         return (b[0] - a[0]) * (c[1] - a[1]) - (b[1] - a[1]) * (c[0] - a[0])
 
-    def within(a: tuple, b: tuple, c: tuple) -> bool:
-        return min(a[0], b[0]) <= c[0] <= max(a[0], b[0]) and min(a[1], b[1]) <= c[1] <= max(
-            a[1], b[1]
-        )
-
     d1, d2, d3, d4 = orient(r, s, p), orient(r, s, q), orient(p, q, r), orient(p, q, s)
-    if ((d1 > 0) != (d2 > 0) and d1 * d2 != 0) and ((d3 > 0) != (d4 > 0) and d3 * d4 != 0):
-        return True
-    return (
-        (d1 == 0 and within(r, s, p))
-        or (d2 == 0 and within(r, s, q))
-        or (d3 == 0 and within(p, q, r))
-        or (d4 == 0 and within(p, q, s))
+    if d1 * d2 < 0 and d3 * d4 < 0:
+        return 0.0
+    return min(
+        _point_segment(p, r, s),
+        _point_segment(q, r, s),
+        _point_segment(r, p, q),
+        _point_segment(s, p, q),
     )
 
 
@@ -559,12 +587,18 @@ def _polyline(a: Mapping[str, Any]) -> cq.Shape:
         for j in range(i + 2, n):
             if i == 0 and j == n - 1:
                 continue  # neighbours through the closing point
-            if _crosses(*segments[i], *segments[j]):
+            if _segment_gap(*segments[i], *segments[j]) <= CLOSE_TOLERANCE:
                 raise Failure(
                     PROFILE_SELF_INTERSECTING,
-                    f"segment {i} ({list(segments[i][0])}→{list(segments[i][1])}) crosses "
-                    f"segment {j} ({list(segments[j][0])}→{list(segments[j][1])})",
+                    f"segment {i} ({list(segments[i][0])}→{list(segments[i][1])}) touches or "
+                    f"crosses segment {j} ({list(segments[j][0])}→{list(segments[j][1])})",
                 )
+    area = sum(
+        corners[i][0] * corners[(i + 1) % n][1] - corners[(i + 1) % n][0] * corners[i][1]
+        for i in range(n)
+    )
+    if abs(area) / 2 <= CLOSE_TOLERANCE:
+        raise Failure(KERNEL_INPUT_INVALID, "the points enclose no area (they are collinear)")
     plane = _plane(a)
     wire = cq.Wire.makePolygon([plane.toWorldCoords(c) for c in corners], close=True)
     return _profile_face(wire, plane)
@@ -601,8 +635,19 @@ def _revolve(a: Mapping[str, Any]) -> cq.Shape:
             f"the {axis_name} axis is not parallel to the profile's plane (normal "
             f"{normal.x:g}, {normal.y:g}, {normal.z:g}); sketch on a plane that contains it",
         )
+    off_plane = face.Center().dot(normal)
+    if abs(off_plane) > CLOSE_TOLERANCE:
+        raise Failure(
+            KERNEL_INPUT_INVALID,
+            f"the profile's plane is {off_plane:g} mm from the {axis_name} axis; sketch on a "
+            "plane through the origin that contains the axis (offset 0)",
+        )
     side = normal.cross(axis)  # in the profile's plane, perpendicular to the axis
-    offsets = [edge.positionAt(t / 16).dot(side) for edge in face.Edges() for t in range(17)]
+    offsets = [
+        edge.positionAt(t / REVOLVE_SAMPLES).dot(side)
+        for edge in face.Edges()
+        for t in range(REVOLVE_SAMPLES + 1)
+    ]
     if min(offsets) < -CLOSE_TOLERANCE and max(offsets) > CLOSE_TOLERANCE:
         raise Failure(
             REVOLVE_CROSSES_AXIS,
@@ -614,9 +659,11 @@ def _revolve(a: Mapping[str, Any]) -> cq.Shape:
 
 def _import_step(a: Mapping[str, Any]) -> cq.Shape:
     text = a["data"]
-    if len(text) > STEP_MAX_BYTES:
+    size = len(text.encode("utf-8", "surrogatepass"))
+    if size > STEP_MAX_BYTES:
+        # the text is part of every later revision of the document: keep it bounded
         raise Failure(
-            STEP_IMPORT_FAILED, f"the STEP text is {len(text)} bytes; at most {STEP_MAX_BYTES}"
+            STEP_IMPORT_FAILED, f"the STEP text is {size} bytes; at most {STEP_MAX_BYTES}"
         )
     if not text.lstrip().startswith("ISO-10303-21"):
         raise Failure(STEP_IMPORT_FAILED, "the text is not STEP: it must start 'ISO-10303-21;'")
@@ -663,7 +710,7 @@ BUILDERS: dict[str, Builder] = {
     "exact.revolve@1.0.0": _revolve,
     "io.importStep@1.0.0": _import_step,
 }
-PROFILES = frozenset(ref for ref in BUILDERS if ref.startswith("sketch."))
+PROFILES = frozenset(op.ref for op in OPERATIONS if is_profile(op))
 """Operations whose result is a planar face for a sweep, not a solid."""
 
 
@@ -802,8 +849,11 @@ class Entry:
     def stats(self) -> dict[str, Any]:
         if self._stats is None:
             # Every cached shape came out of build(), which checked it.
+            # A profile (a face) is checked too, but it is no solid.
             self._stats = (
-                stats(self.shape, known_valid=True) if self.shape is not None else {"valid": False}
+                stats(self.shape, known_valid=bool(self.shape.Solids()))
+                if self.shape is not None
+                else {"valid": False}
             )
         return self._stats
 
@@ -1036,9 +1086,18 @@ class Evaluator:
 
     def body_results(self) -> dict[str, dict[str, Any]]:
         out = {}
-        for bid in self.bodies:
+        for bid, body in self.bodies.items():
             entry = self.body_entry(bid)
             out[bid] = entry.stats() if entry is not None else {"valid": False}
+            if entry is not None and entry.shape is not None and not entry.shape.Solids():
+                self.diagnostics.append(
+                    diagnostic(
+                        SOLID_INVALID,
+                        f"body {bid!r} is a {entry.shape.ShapeType().lower()} (its tip "
+                        f"{body['tip']!r} is a profile), not a solid: extrude or revolve it",
+                        bid,
+                    )
+                )
         return out
 
     def result_hash(self) -> str | None:
@@ -1372,7 +1431,16 @@ def validate(
                 "samplesPerFace": samples * samples,
                 "quality": "sampled",
             }
-            if thinnest is not None and thinnest < low - BOX_TOLERANCE:
+            if thinnest is None:
+                return failed(
+                    diagnostic(
+                        WALL_THICKNESS_UNMEASURED,
+                        f"no ray found a wall ({rays} rays cast); raise samples",
+                        aid,
+                    ),
+                    measured=measured,
+                )
+            if thinnest < low - BOX_TOLERANCE:
                 return failed(
                     diagnostic(
                         WALL_TOO_THIN,
@@ -1432,10 +1500,12 @@ def wall_thickness(shape: cq.Shape, samples: int) -> tuple[float | None, list[fl
     (thickness, where, rays cast). A sampled measure: a thinner spot between the grid points
     is missed, which is why the validator declares the quality ``sampled``."""
     from OCP.BRepClass import BRepClass_FaceClassifier
-    from OCP.BRepIntCurveSurface import BRepIntCurveSurface_Inter
     from OCP.gp import gp_Dir, gp_Lin, gp_Pnt, gp_Pnt2d
+    from OCP.IntCurvesFace import IntCurvesFace_ShapeIntersector
     from OCP.TopAbs import TopAbs_IN
 
+    hits = IntCurvesFace_ShapeIntersector()
+    hits.Load(shape.wrapped, 1e-7)  # once: loading the faces is most of a ray's cost
     best: float | None = None
     where: list[float] | None = None
     rays = 0
@@ -1455,14 +1525,10 @@ def wall_thickness(shape: cq.Shape, samples: int) -> tuple[float | None, list[fl
                 inward = gp_Lin(
                     gp_Pnt(point.x, point.y, point.z), gp_Dir(-normal.x, -normal.y, -normal.z)
                 )
-                hits = BRepIntCurveSurface_Inter()
-                hits.Init(shape.wrapped, inward, 1e-7)
-                nearest = None
-                while hits.More():
-                    w = hits.W()
-                    if w > 1e-6 and (nearest is None or w < nearest):
-                        nearest = w
-                    hits.Next()
+                hits.Perform(inward, 1e-6, float("inf"))
+                nearest = min(
+                    (hits.WParameter(k) for k in range(1, hits.NbPnt() + 1)), default=None
+                )
                 if nearest is not None and (best is None or nearest < best):
                     best, where = nearest, _xyz(point)
     return best, where, rays

@@ -38,7 +38,7 @@ from aira_core.extensions import (
     ValidationOutcome,
 )
 from aira_core.model.units import BASE_UNIT, dimension_of
-from aira_kernel_occt.operations import OPERATIONS, SELECTION, SHAPE, Operation
+from aira_kernel_occt.operations import OPERATIONS, SELECTION, SHAPE, Operation, is_profile
 from aira_kernel_occt.worker import DEFAULT_TIMEOUT, WorkerClient
 
 KERNEL_NAME = "occt"
@@ -49,9 +49,9 @@ ASSERTION_FAILED = "ASSERTION_FAILED"
 SOLID_INVALID = "SOLID_INVALID"
 SVG_EXPORT = "io.exportSvg@1.0.0"
 IMPORT_STEP = "io.importStep@1.0.0"
-TESSELLATED = ("io.exportStl@1.0.0", "io.export3mf@1.0.0", "convert.displayMesh@1.0.0")
+TESSELLATED = tuple(op.ref for op in OPERATIONS if op.quality == ("approximate",))
 """Capabilities that work on a tessellation: approximate, not exact."""
-SAMPLED = ("validate.minWallThickness@1.0.0",)
+SAMPLED = tuple(op.ref for op in OPERATIONS if op.quality == ("sampled",))
 """Capabilities that measure at sample points: approximate, not exact."""
 
 
@@ -273,7 +273,7 @@ class OcctKernel:
             for name, value in resolved.items()
         }
         document["nodes"].append({"id": "fx_example", "op": op.ref, "inputs": node_inputs})
-        if op.outputs == ("Profile",):  # a sketch: a node for a sweep, no body
+        if is_profile(op):  # a sketch: a node for a sweep, no body
             evaluation = self.evaluate(document)
             return list(evaluation.diagnostics)
         target = resolved.get("target")

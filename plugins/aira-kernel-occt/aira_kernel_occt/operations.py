@@ -16,6 +16,8 @@ REAL = "Real"
 BOOL = "Bool"
 STRING = "String"
 SHAPE = "Shape"
+PROFILE = "Profile"
+"""The output type of a sketch: a closed planar profile for a sweep, not a body."""
 SELECTION = "Selection"
 JSON = "Json"
 """Structured literal (lists, objects): checked by its own JSON schema and by the builder."""
@@ -99,6 +101,7 @@ class Input:
                     },
                 ],
                 "x-amir-type": SHAPE,
+                "x-amir-accepts": self.accepts,
                 "description": self.description,
             }
         out: dict[str, Any] = {
@@ -195,8 +198,9 @@ _PRIMITIVE = dict(
     diagnostics=("SOLID_INVALID",),
 )
 
-PLANES = ("XY", "YZ", "ZX", "XZ", "YX", "ZY", "front", "back", "left", "right", "top", "bottom")
-"""CadQuery's named planes (``cq.Plane.named``): 'XY' has normal +Z, 'XZ' normal -Y, 'YZ' +X."""
+PLANES = ("XY", "YZ", "ZX", "XZ", "YX", "ZY")
+"""Named planes (``cq.Plane.named``), Z up: 'XY' has normal +Z, 'XZ' -Y, 'YZ' +X. CadQuery's
+view names (top, front …) are Y-up, so they are not offered."""
 
 _POINT = {"type": "array", "items": {"type": "number"}, "minItems": 2, "maxItems": 2}
 _PLANE_INPUTS = (
@@ -204,8 +208,8 @@ _PLANE_INPUTS = (
         "plane",
         STRING,
         "The named plane the profile lies on (its normal is the extrusion direction): "
-        "'XY' (normal +Z), 'YZ' (+X), 'ZX' (+Y), 'XZ' (-Y), 'YX' (-Z), 'ZY' (-X), or "
-        "front, back, left, right, top, bottom.",
+        "'XY' (normal +Z, the top/bottom plane), 'YZ' (+X), 'ZX' (+Y), 'XZ' (-Y), 'YX' (-Z), "
+        "'ZY' (-X).",
         choices=PLANES,
     ),
     Input(
@@ -226,7 +230,7 @@ _SKETCH = dict(
     kind="authoring.operation",
     target="operationRef",
     taxonomy="authoring.sketch.profile",
-    outputs=("Profile",),
+    outputs=(PROFILE,),
     effects=("additive",),
     quality=("authoritative",),
     cost="instant",
@@ -237,6 +241,7 @@ _PROFILE = Input(
     "profile",
     SHAPE,
     'The closed profile to sweep: a sketch step of this plan ({"step": "<id>"}).',
+    accepts=PROFILE,
 )
 
 OPERATIONS: tuple[Operation, ...] = (
@@ -431,7 +436,7 @@ OPERATIONS: tuple[Operation, ...] = (
         counter=("an irregular outline through given points", "a circle"),
         inputs=(
             *_PLANE_INPUTS,
-            Input("sides", COUNT, "Number of sides (at least 3).", minimum=3),
+            Input("sides", COUNT, "Number of sides (3 to 360).", minimum=3, maximum=360),
             _length("diameter", "Diameter (mm) of the circle through the corners."),
             _CENTER,
         ),
@@ -490,7 +495,7 @@ OPERATIONS: tuple[Operation, ...] = (
                 JSON,
                 "Corners [x, y] (mm) in the plane's coordinates, in order; the last repeats "
                 "the first to close the outline.",
-                json_schema={"type": "array", "minItems": 4, "items": _POINT},
+                json_schema={"type": "array", "minItems": 4, "maxItems": 1000, "items": _POINT},
             ),
         ),
         examples=(
@@ -1470,7 +1475,7 @@ OPERATIONS: tuple[Operation, ...] = (
         effects=("readOnly",),
         quality=("sampled",),
         cost="interactive",
-        diagnostics=("WALL_TOO_THIN",),
+        diagnostics=("WALL_TOO_THIN", "WALL_THICKNESS_UNMEASURED"),
         defaults={"samples": 8},
         failure_modes=(
             {
@@ -1582,7 +1587,9 @@ OPERATIONS: tuple[Operation, ...] = (
             Input(
                 "data",
                 STRING,
-                "The STEP file's text (ISO 10303-21, starting 'ISO-10303-21;').",
+                "The STEP file's text (ISO 10303-21, starting 'ISO-10303-21;', at most 8 MB); "
+                "hosts fill it from a file (aira model import). The input example's "
+                "'fixture:plate.step' stands for the conformance fixture's exported plate.",
             ),
         ),
         examples=({"data": "fixture:plate.step"},),
@@ -1626,4 +1633,11 @@ OPERATIONS: tuple[Operation, ...] = (
 )
 
 BY_REF: dict[str, Operation] = {op.ref: op for op in OPERATIONS}
+
+
+def is_profile(op: Operation) -> bool:
+    """Whether ``op`` makes a sketch profile (an input of a sweep) rather than a body."""
+    return op.outputs == (PROFILE,)
+
+
 BY_CAPABILITY: dict[str, Operation] = {op.capability: op for op in OPERATIONS}

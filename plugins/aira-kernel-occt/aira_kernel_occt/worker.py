@@ -69,6 +69,11 @@ def _serve(conn: Connection, env: Mapping[str, str]) -> None:
     """The worker's main loop: import the geometry once, then answer ``(seq, method,
     payload)`` messages with ``(seq, reply)`` until the pipe closes."""
     os.environ.update(env)
+    # OpenCASCADE prints parse errors and warnings on fd 1, which is the host's stdout (its
+    # --json output): the worker's own output goes nowhere; replies go over the pipe.
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, 1)
+    os.close(devnull)
     hooks = os.environ.get(TEST_HOOKS_ENV) == "1"
     geometry: Any = None
     broken: str | None = None

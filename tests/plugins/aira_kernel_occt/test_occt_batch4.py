@@ -403,3 +403,43 @@ def test_a_step_export_reimports_with_the_same_volume() -> None:
 def test_unreadable_step_text_is_diagnosed(text: str) -> None:
     out = evaluate([node("i", IMPORT, data=v(text))], "i")
     assert codes(out) == ["STEP_IMPORT_FAILED"]
+
+
+# -- review fixes ------------------------------------------------------------------------------
+
+
+def test_a_blind_countersink_stops_at_its_own_depth() -> None:
+    out = evaluate(
+        plate_with(diameter=4, depth=5, countersink={"diameter": 8, "angle": 90}), "drill"
+    )
+    assert out["diagnostics"] == []
+    extra = math.pi * 2 / 3 * (4**2 + 4 * 2 + 2**2) - math.pi * 2**2 * 2  # cone beyond the bore
+    expected = 40 * 30 * 10 - math.pi * 2**2 * 5 - extra
+    assert out["body"]["volume"] == pytest.approx(expected, rel=1e-6)
+    too_shallow = evaluate(plate_with(diameter=4, depth=1.5, countersink={"diameter": 8}), "drill")
+    assert codes(too_shallow) == ["PARAMETER_OUT_OF_RANGE"]
+
+
+def test_a_body_whose_tip_is_a_profile_is_not_a_valid_solid() -> None:
+    out = evaluate([node("s", "sketch.circle@1.0.0", plane=v("XY"), radius=v(3))], "s")
+    assert out["body"]["valid"] is False
+    assert codes(out) == ["SOLID_INVALID"] and "profile" in out["diagnostics"][0]["message"]
+
+
+def test_revolve_needs_the_axis_in_the_profiles_plane() -> None:
+    ring = {"plane": "XZ", "offset": 5, "width": 4, "height": 10, "center": [10, 5]}
+    out = swept("rectangle", REVOLVE, sketch_args=ring, axis="Z")
+    assert codes(out) == ["KERNEL_INPUT_INVALID"] and "offset 0" in out["diagnostics"][0]["message"]
+
+
+@pytest.mark.parametrize(
+    ("points", "code"),
+    [
+        # a corner 1e-8 mm from a segment that is not its neighbour: a pinched outline
+        ([[0, 0], [10, 0], [10, 10], [5, 1e-8], [0, 10], [0, 0]], "PROFILE_SELF_INTERSECTING"),
+        ([[0, 0], [5, 0], [10, 0], [0, 0]], "KERNEL_INPUT_INVALID"),  # collinear: no area
+    ],
+)
+def test_pinched_and_flat_polylines_are_diagnosed(points, code) -> None:
+    out = swept("polyline", sketch_args={"plane": "XY", "points": points}, distance=1)
+    assert codes(out)[:1] == [code]

@@ -266,3 +266,44 @@ def test_import_a_step_file_and_export_3mf_and_a_display_mesh(aira_home: Path, t
         assert str(tmp_path) not in bad.stdout + bad.stderr  # no private absolute paths
     after = json.loads(aira(aira_home, "model", "show", "--json").stdout)
     assert after["rev"] == show["rev"]  # failed imports changed nothing
+
+
+def test_import_keeps_json_clean_and_picks_a_free_alias(aira_home: Path, tmp_path) -> None:
+    assert aira(aira_home, "model", "init").returncode == 0
+    apply_steps(
+        aira_home,
+        tmp_path,
+        [
+            {
+                "id": "plate",
+                "capability": "cap:exact.box@1",
+                "label": "plate",
+                "args": {"length": 10, "width": 10, "height": 10},
+            }
+        ],
+    )
+    step_file = tmp_path / "plate.step"
+    assert (
+        aira(aira_home, "model", "export", "--format", "step", "--out", str(step_file)).returncode
+        == 0
+    )
+    out = aira(aira_home, "model", "import", str(step_file), "--json")
+    assert out.returncode == 0, out.stderr
+    json.loads(out.stdout)  # nothing but the envelope on stdout
+    cafe = tmp_path / "cafe.step"  # 'cafe' looks like a short id: not an alias-safe label
+    cafe.write_bytes(step_file.read_bytes())
+    assert aira(aira_home, "model", "import", str(cafe)).returncode == 0
+    aliases = json.loads(aira(aira_home, "model", "show", "--json").stdout)["aliases"]
+    assert {"b:plate", "b:plate_2", "b:import_cafe"} <= set(aliases)
+
+    broken = tmp_path / "broken.step"  # OpenCASCADE's reader complains on its stdout
+    broken.write_text(
+        "ISO-10303-21;\nHEADER;\nENDSEC;\nDATA;\n#1=FOO(;\nENDSEC;\nEND-ISO-10303-21;\n"
+    )
+    out = aira(aira_home, "model", "import", str(broken), "--json")
+    assert out.returncode == 1
+    envelope = json.loads(out.stdout)  # still valid JSON
+    assert "STEP_IMPORT_FAILED" in [d["code"] for d in envelope["diagnostics"]]
+    for label, code in [("bad label!", "LABEL_INVALID"), ("plate", "LABEL_TAKEN")]:
+        bad = aira(aira_home, "model", "import", str(step_file), "--label", label)
+        assert bad.returncode == 1 and code in bad.stderr, bad.stderr

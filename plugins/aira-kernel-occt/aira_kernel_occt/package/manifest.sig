@@ -4,5 +4,5 @@
   "context": "aira.capability-package.v1",
   "publisher": "aira-first-party",
   "keyId": "e81c20c98175665f",
-  "signature": "PQGuyHyi/gD9R7EnfEdxsr0gsHmbVfW0dudOL/siLoJIjX8qFRCFDwWcJyPgVW2cP1LEzHrdkRFd5okH9SZzAw=="
+  "signature": "yBzPv5Bji10dArwqPIYu5bgQ9S++KEfycOGaa2IvJEy8x1VITPcOGcQjzF6o28fVOeKVySaI2sQQSMeUnXsrCQ=="
 }
