@@ -32,10 +32,12 @@ catalog_app = typer.Typer(
 trust_app = typer.Typer(help="Publishers and keys trusted to admit packages.", no_args_is_help=True)
 model_app = typer.Typer(help="The AMIR model: revisions, history, pages.", no_args_is_help=True)
 plan_app = typer.Typer(help="Composite plans: check and apply.", no_args_is_help=True)
+bench_app = typer.Typer(help="Benchmarks anyone can repeat.", no_args_is_help=True)
 app.add_typer(catalog_app, name="catalog")
 app.add_typer(trust_app, name="trust")
 app.add_typer(model_app, name="model")
 app.add_typer(plan_app, name="plan")
+app.add_typer(bench_app, name="bench")
 
 JsonFlag = Annotated[bool, typer.Option("--json", help="Machine-readable output (stable).")]
 
@@ -308,6 +310,176 @@ def catalog_keygen(
         fh.write(private_key_pem(key))
     typer.echo(f"public key {public_key_b64(key.public_key())}")
     typer.echo(f"key id     {key_id(key.public_key())}")
+
+
+# -- discovery -------------------------------------------------------------------------------
+
+
+def _disclosure() -> Any:
+    from aira_core.catalog.catalog import build_catalog
+    from aira_core.catalog.disclosure import Disclosure
+    from aira_core.catalog.search import default_embedder
+    from aira_core.runtime.plan import LOCAL_GRANT
+
+    return Disclosure(build_catalog(), grant=LOCAL_GRANT, embedder=default_embedder())
+
+
+@catalog_app.command("search")
+def catalog_search(
+    intent: Annotated[str, typer.Argument(help="What you want to do, in any words.")],
+    top_k: Annotated[int, typer.Option("--top-k", help="At most this many hits (≤ 32).")] = 8,
+    kind: Annotated[
+        list[str] | None, typer.Option("--kind", help="Only this kind (repeatable).")
+    ] = None,
+    max_risk: Annotated[
+        str | None, typer.Option("--max-risk", help="low, medium, high or critical.")
+    ] = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """catalog.search: capabilities for an intent (L1 hits), or an explicit no match."""
+    from pydantic import ValidationError
+
+    from aira_core.contracts.search import SearchRequest
+    from aira_core.diagnostics import AiraError
+
+    try:
+        request = SearchRequest.model_validate(
+            {
+                "intent": intent,
+                "topK": top_k,
+                "includeKinds": kind or [],
+                "constraints": {"maxRisk": max_risk} if max_risk else {},
+            },
+            by_name=False,
+        )
+    except ValidationError as exc:
+        first = exc.errors(include_url=False)[0]
+        where = "/".join(str(p) for p in first["loc"])
+        raise AiraError("SEARCH_REQUEST_INVALID", f"{first['msg']} at /{where}") from None
+    response = _disclosure().search(request)
+    if as_json:
+        _print_json(response.to_wire())
+        return
+    if response.no_match:
+        typer.echo(f"no match: {response.no_match_reason}")
+        return
+    _table(
+        f"Hits for {intent!r}",
+        ["capability", "kind", "relevance", "applicability", "why matched"],
+        [
+            [
+                h.capability_id,
+                h.kind.value,
+                f"{h.retrieval_relevance:.2f}",
+                h.runtime_applicability.value,
+                ", ".join(h.why_matched[:4]),
+            ]
+            for h in response.hits
+        ],
+    )
+
+
+@catalog_app.command("describe")
+def catalog_describe(
+    capability: Annotated[str, typer.Argument(help="A capability id, e.g. cap:exact.fillet@1.")],
+    level: Annotated[
+        str, typer.Option("--level", help="L2 (contract), L3 (+ guidance) or L4 (+ applicability).")
+    ] = "L2",
+    as_json: JsonFlag = False,
+) -> None:
+    """catalog.describe: a capability's contract (L2), guidance (L3) or applicability (L4)."""
+    answer = _disclosure().describe(capability, level.upper())
+    if as_json:
+        _print_json(answer)
+        return
+    contract = answer["contract"]
+    typer.echo(f"{contract['capabilityId']}  {contract['kind']}  {contract['title']}")
+    typer.echo(f"  {contract['summary']}")
+    from aira_core.catalog.signatures import signature
+
+    typer.echo("  " + signature(capability, contract["inputSchema"], kind=contract["kind"]))
+    for key in ("guidance", "applicability"):
+        if key in answer:
+            typer.echo(json.dumps(answer[key], indent=2, ensure_ascii=False))
+
+
+@catalog_app.command("manifest")
+def catalog_manifest(as_json: JsonFlag = False) -> None:
+    """interface.manifest (L0): versions, taxonomy root, meta-operations, snapshots, limits."""
+    from aira_core.runtime.contract import CONTRACT_VERSION, MetaOperation
+
+    manifest = _disclosure().manifest(
+        meta_operations=[o.value for o in MetaOperation], contract_version=CONTRACT_VERSION
+    )
+    if as_json:
+        _print_json(manifest)
+        return
+    shown = {k: v for k, v in manifest.items() if k != "contracts"}
+    typer.echo(json.dumps(shown, indent=2, ensure_ascii=False))
+    if manifest.get("contracts"):
+        typer.echo(f"small catalog: {len(manifest['contracts'])} contracts inlined (see --json)")
+
+
+@catalog_app.command("signatures")
+def catalog_signatures_cmd(
+    capabilities: Annotated[list[str], typer.Argument(help="Capability ids.")],
+) -> None:
+    """Compact step signatures of capabilities (what a step capsule shows a model)."""
+    from aira_core.catalog.catalog import build_catalog
+    from aira_core.catalog.signatures import LEGEND, catalog_signatures
+    from aira_core.diagnostics import AiraError
+    from aira_core.runtime.plan import capability_index
+
+    index = capability_index(build_catalog())
+    unknown = [c for c in capabilities if c not in index]
+    if unknown:
+        raise AiraError(
+            "CAPABILITY_UNKNOWN", f"not in the production catalog: {', '.join(unknown)}"
+        )
+    typer.echo(LEGEND)
+    typer.echo(catalog_signatures(index, capabilities))
+
+
+@bench_app.command("discovery")
+def bench_discovery(
+    queries: Annotated[
+        Path, typer.Option("--queries", help="The query set (aira.discovery-benchmark/1).")
+    ] = Path("benchmarks/discovery/queries.json"),
+    as_json: JsonFlag = False,
+) -> None:
+    """Recall@1/@5, MRR, no-match accuracy and latency of catalog search over the benchmark
+    queries: BM25 alone, the default hybrid, and the hybrid with embeddings if installed."""
+    from aira_core.catalog import embeddings, evaluation
+    from aira_core.catalog.catalog import build_catalog
+    from aira_core.diagnostics import AiraError
+
+    name, items = evaluation.load_queries(queries)
+    catalog = build_catalog()
+    package = catalog.packages.get(name)
+    if package is None:
+        raise AiraError(
+            "BENCH_CATALOG_MISSING",
+            f"the benchmark searches package {name!r}, which is not in the production catalog",
+        )
+    results = evaluation.run(
+        package.descriptors(), package.manifest.schemas, items, embedder=embeddings.load()
+    )
+    report = {"format": "aira.bench.discovery/1", "catalog": name, "configurations": results}
+    if as_json:
+        _print_json(report)
+        return
+    columns = ["recallAt1", "recallAt5", "mrr", "noMatchAccuracy", "falseNoMatch", "p50Ms", "p95Ms"]
+    rows = []
+    for config, result in results.items():
+        if "skipped" in result:
+            rows.append([config, result["skipped"], *[""] * (len(columns) - 1)])
+            continue
+        for half in ("all", "dev", "test"):
+            if half in result:
+                rows.append([f"{config} ({half})", *[str(result[half][c]) for c in columns]])
+    _table(
+        f"Discovery benchmark: {len(items)} queries over {name}", ["configuration", *columns], rows
+    )
 
 
 # -- trust ---------------------------------------------------------------------------------

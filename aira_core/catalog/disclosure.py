@@ -295,10 +295,18 @@ def _bounded(answer: dict[str, Any]) -> dict[str, Any]:
     answer = {**answer, "guidance": guidance, "truncated": True}
     while len(canonical_bytes(answer)) > MAX_DESCRIBE_BYTES:
         lists = [k for k, v in guidance.items() if isinstance(v, list) and v]
-        if not lists:
+        if lists:  # drop the last item of the longest list first
+            longest = max(lists, key=lambda k: len(canonical_bytes(guidance[k])))
+            guidance[longest] = guidance[longest][:-1]
+        elif len(guidance) > 1:  # then whole parts (relations, failure modes …)
+            del guidance[
+                max(
+                    (k for k in guidance if k != "capabilityId"),
+                    key=lambda k: len(canonical_bytes(guidance[k])),
+                )
+            ]
+        else:
             break
-        longest = max(lists, key=lambda k: len(canonical_bytes(guidance[k])))
-        guidance[longest] = guidance[longest][:-1]
     if len(canonical_bytes(answer)) > MAX_DESCRIBE_BYTES:
         raise AiraError(
             "DESCRIBE_TOO_LARGE",

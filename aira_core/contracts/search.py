@@ -2,11 +2,15 @@
 
 Scores are named and have a written meaning; none of them is a probability of success:
 
-- ``retrievalRelevance`` in [0, 1]: how strongly the observable signals tie the intent to
-  the capability's discovery text (its words, aliases, intent examples), after the
-  counterexample and negation penalties. 1 means the best match the signals can express, 0
-  no match; :data:`aira_core.catalog.search.NO_MATCH_BELOW` is the bar below which the
-  search answers "no match" rather than guess.
+- ``retrievalRelevance`` in [0, 1]: the evidence that ties the intent to the capability's
+  discovery text: the idf-weighted share of the intent's terms the text contains, the
+  similarity of the nearest intent example (and, with the embeddings extra, of the nearest
+  example by a sentence-embedding model) and the share of the intent a matched alias
+  explains; a negated term divides it by four. 1 means every signal at its maximum, 0 none.
+  It is absolute: the search answers "no match" when the best evidence near the top stays
+  below ``Weights.no_match_below`` (:mod:`aira_core.catalog.search`). Hits are ordered by
+  the reranker, which also weighs BM25, routing, counterexamples, desired outputs, risk,
+  quality and cost, so the order need not follow this number.
 - ``runtimeApplicability``: whether this environment, the grant and the revision allow the
   capability now (``applicable``, ``conditionallyApplicable``, ``notApplicable``,
   ``unknown``), with the unmet preconditions.

@@ -1,0 +1,73 @@
+"""The discovery commands on the installed first-party catalog: catalog search, describe,
+manifest and signatures, and `aira bench discovery` (its report's shape, not its numbers)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("cadquery")
+
+from test_occt_cli import aira
+
+ROOT = Path(__file__).parents[3]
+
+
+def run_json(home: Path, *args: str) -> dict:
+    out = aira(home, *args, "--json")
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout)
+
+
+def test_search_describe_manifest_and_signatures(aira_home: Path) -> None:
+    found = run_json(aira_home, "catalog", "search", "倒圆角 2毫米", "--top-k", "3")
+    assert found["hits"][0]["capabilityId"] == "cap:exact.fillet@1"
+    assert len(found["hits"]) <= 3 and found["noMatch"] is False
+    assert found["hits"][0]["authorization"] == "allowed"  # the local user's grant
+    none = run_json(aira_home, "catalog", "search", "send an email to the supplier")
+    assert none["noMatch"] is True and none["hits"] == []
+    queries = run_json(aira_home, "catalog", "search", "volume", "--kind", "model.query")
+    assert {h["kind"] for h in queries["hits"]} == {"model.query"}
+
+    contract = run_json(aira_home, "catalog", "describe", "cap:exact.hole@1")["contract"]
+    assert contract["operationRef"] == "exact.hole@1.0.0" and "inputSchema" in contract
+    guided = run_json(aira_home, "catalog", "describe", "cap:exact.hole@1", "--level", "L3")
+    assert guided["guidance"]["intentExamples"]
+
+    manifest = run_json(aira_home, "catalog", "manifest")
+    assert manifest["interfaceVersion"] and "catalog.search" in manifest["metaOperations"]
+    assert manifest["snapshots"]["discoveryCatalogHash"].startswith("disc:sha256:")
+
+    out = aira(aira_home, "catalog", "signatures", "cap:exact.box@1", "cap:exact.fillet@1")
+    assert out.returncode == 0, out.stderr
+    assert "exact.box@1(length:Len>0" in out.stdout and "exact.fillet@1(" in out.stdout
+
+    for args, code in [
+        (["catalog", "describe", "cap:nope@1"], "DESCRIBE_CAPABILITY_UNKNOWN"),
+        (["catalog", "describe", "cap:exact.box@1", "--level", "L9"], "DESCRIBE_LEVEL_INVALID"),
+        (["catalog", "search", "x", "--top-k", "500"], "SEARCH_REQUEST_INVALID"),
+        (["catalog", "search", "x", "--max-risk", "extreme"], "SEARCH_REQUEST_INVALID"),
+        (["catalog", "signatures", "cap:nope@1"], "CAPABILITY_UNKNOWN"),
+        (["bench", "discovery", "--queries", "missing.json"], "BENCH_QUERIES_INVALID"),
+    ]:
+        bad = aira(aira_home, *args)
+        assert bad.returncode == 1 and code in bad.stderr, (args, bad.stdout, bad.stderr)
+        assert "Traceback" not in bad.stderr
+
+
+def test_bench_discovery_reports_three_configurations(aira_home: Path) -> None:
+    queries = ROOT / "benchmarks" / "discovery" / "queries.json"
+    report = run_json(aira_home, "bench", "discovery", "--queries", str(queries))
+    assert report["catalog"] == "aira.kernel.occt"
+    configs = report["configurations"]
+    assert set(configs) == {"bm25", "hybrid", "hybrid+embeddings"}
+    for name in ("bm25", "hybrid"):
+        for half in ("all", "dev", "test"):
+            scores = configs[name][half]
+            assert {"recallAt1", "recallAt5", "mrr", "noMatchAccuracy", "p50Ms", "p95Ms"} <= set(
+                scores
+            )
+            assert 0 <= scores["recallAt5"] <= 1
+        assert configs[name]["all"]["queries"] >= 80
