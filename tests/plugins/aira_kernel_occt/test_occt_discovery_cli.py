@@ -26,6 +26,7 @@ def test_search_describe_manifest_and_signatures(aira_home: Path) -> None:
     assert found["hits"][0]["capabilityId"] == "cap:exact.fillet@1"
     assert len(found["hits"]) <= 3 and found["noMatch"] is False
     assert found["hits"][0]["authorization"] == "allowed"  # the local user's grant
+    assert found["hits"][0]["runtimeApplicability"] == "applicable"  # the kernel runs it
     none = run_json(aira_home, "catalog", "search", "send an email to the supplier")
     assert none["noMatch"] is True and none["hits"] == []
     queries = run_json(aira_home, "catalog", "search", "volume", "--kind", "model.query")
