@@ -111,6 +111,7 @@ class Catalog:
 
     def __post_init__(self) -> None:
         self._capabilities: dict[str, CapabilityDescriptor] | None = None
+        self._hashes: dict[str, str] = {}
 
     def capabilities(self) -> dict[str, CapabilityDescriptor]:
         """Every capability of the production catalog, with its trust filled in."""
@@ -120,15 +121,23 @@ class Catalog:
             }
         return self._capabilities
 
+    # A catalog does not change once built, so its hashes are computed once (they cost a
+    # second at 10,000 descriptors and every search and task step asks for them).
     def authoring_lock_hash(self) -> str:
-        return hashes.catalog_authoring_lock_hash(
-            (d, p.manifest.schemas) for p in self.packages.values() for d in p.manifest.descriptors
-        )
+        if "lock" not in self._hashes:
+            self._hashes["lock"] = hashes.catalog_authoring_lock_hash(
+                (d, p.manifest.schemas)
+                for p in self.packages.values()
+                for d in p.manifest.descriptors
+            )
+        return self._hashes["lock"]
 
     def discovery_catalog_hash(self) -> str:
-        return hashes.catalog_discovery_hash(
-            d for p in self.packages.values() for d in p.manifest.descriptors
-        )
+        if "disc" not in self._hashes:
+            self._hashes["disc"] = hashes.catalog_discovery_hash(
+                d for p in self.packages.values() for d in p.manifest.descriptors
+            )
+        return self._hashes["disc"]
 
     def to_json(self, *, quarantine: bool = False) -> dict[str, Any]:
         out: dict[str, Any] = {

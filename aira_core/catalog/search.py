@@ -331,6 +331,28 @@ class Embedder(Protocol):
     def embed(self, texts: Sequence[str]) -> Any: ...
 
 
+@functools.lru_cache(maxsize=200_000)
+def _token_features(token: str, dimensions: int) -> tuple[tuple[int, float], ...]:
+    """The hashed features of one token (cached: a catalog repeats its words a lot)."""
+    out: list[tuple[int, float]] = []
+
+    def add(feature: str, weight: float) -> None:
+        out.append((zlib.crc32(feature.encode()) % dimensions, weight))
+
+    if token[0] >= "\u3400":
+        for c in token:
+            if c not in _CJK_STOP:
+                add(c, 0.5)
+        for i in range(len(token) - 1):
+            add(token[i : i + 2], 1.0)
+    elif token not in _STOPWORDS and len(token) > 1:
+        add("w:" + _stem(token), 1.0)
+        padded = f"<{token}>"
+        for i in range(len(padded) - 2):
+            add(padded[i : i + 3], 0.25)
+    return tuple(out)
+
+
 class HashingEmbedder:
     """The default dense retriever: words (stemmed), character trigrams of each English word
     and Chinese unigrams and bigrams, hashed (CRC-32, stable across processes) into a sparse
@@ -342,23 +364,9 @@ class HashingEmbedder:
 
     def _features(self, text: str) -> dict[int, float]:
         counts: dict[int, float] = {}
-
-        def add(feature: str, weight: float) -> None:
-            key = zlib.crc32(feature.encode()) % self.dimensions
-            counts[key] = counts.get(key, 0.0) + weight
-
         for token in _TOKEN.findall(text.lower()):
-            if token[0] >= "\u3400":
-                for c in token:
-                    if c not in _CJK_STOP:
-                        add(c, 0.5)
-                for i in range(len(token) - 1):
-                    add(token[i : i + 2], 1.0)
-            elif token not in _STOPWORDS and len(token) > 1:
-                add("w:" + _stem(token), 1.0)
-                padded = f"<{token}>"
-                for i in range(len(padded) - 2):
-                    add(padded[i : i + 3], 0.25)
+            for key, weight in _token_features(token, self.dimensions):
+                counts[key] = counts.get(key, 0.0) + weight
         return counts
 
     def embed(self, texts: Sequence[str]) -> Any:
@@ -388,14 +396,25 @@ def default_embedder() -> Embedder:
     return model if model is not None else HashingEmbedder()
 
 
-def _similarities(matrix: Any, query: Any) -> Any:
-    """``matrix @ query`` as a flat numpy array (dense or sparse operands)."""
-    import numpy as np
+class _Matrix:
+    """Rows of L2-normalised vectors, laid out for one query at a time: a sparse matrix is
+    kept by column, so a sparse query only touches the columns it has (the product of two
+    sparse matrices would walk every row)."""
 
-    product = matrix @ query.T
-    if hasattr(product, "toarray"):
-        product = product.toarray()
-    return np.asarray(product, dtype=np.float32).ravel()
+    def __init__(self, rows: Any) -> None:
+        self.sparse = hasattr(rows, "tocsc")
+        self.rows = rows.tocsc() if self.sparse else rows
+
+    def similarities(self, query: Any) -> Any:
+        import numpy as np
+
+        if self.sparse:
+            q = query.tocsr() if hasattr(query, "tocsr") else query
+            out = self.rows[:, q.indices] @ q.data
+        else:
+            q = query.toarray() if hasattr(query, "toarray") else np.asarray(query)
+            out = self.rows @ q.reshape(-1)
+        return np.asarray(out, dtype=np.float32).ravel()
 
 
 # -- the index ----------------------------------------------------------------------------------
@@ -571,21 +590,26 @@ class SearchIndex:
         # Example and counterexample retrieval (always the hashing embedder: it needs no
         # model), and the configured dense retriever over whole descriptions.
         self._hasher = HashingEmbedder()
-        self._examples = self._hasher.embed(examples) if examples else None
+        self._examples = _Matrix(self._hasher.embed(examples)) if examples else None
         self._example_owner = np.asarray(example_owner, dtype=np.int64)
-        self._counters = self._hasher.embed(counters) if counters else None
+        self._counters = _Matrix(self._hasher.embed(counters)) if counters else None
         self._counter_owner = np.asarray(counter_owner, dtype=np.int64)
         self.embedder: Embedder = embedder if embedder is not None else self._hasher
         self.model = embedder is not None and not isinstance(embedder, HashingEmbedder)
         self.weights = MODEL_WEIGHTS if self.model else DEFAULT_WEIGHTS
         self._dense = (
-            self.embedder.embed([_dense_text(c.descriptor) for c in self.caps])
+            _Matrix(self.embedder.embed([_dense_text(c.descriptor) for c in self.caps]))
             if self._size and config.dense
             else None
         )
         # With a sentence-embedding model, examples and counterexamples are matched by it too.
-        self._m_examples = self.embedder.embed(examples) if self.model and examples else None
-        self._m_counters = self.embedder.embed(counters) if self.model and counters else None
+        self._m_examples = (
+            _Matrix(self.embedder.embed(examples)) if self.model and examples else None
+        )
+        self._m_counters = (
+            _Matrix(self.embedder.embed(counters)) if self.model and counters else None
+        )
+        self._producible = frozenset(t for c in self.caps for t in c.produces)
         self._by_id = {c.descriptor.capability_id: i for i, c in enumerate(self.caps)}
 
     def __len__(self) -> int:
@@ -645,19 +669,19 @@ class SearchIndex:
                 c.bm25 = c.bm25 / top if top > 0 else 0.0
         query = self._hasher.embed([norm.text]) if norm.text.strip() else None
         if self.config.examples and query is not None and self._examples is not None:
-            example = self._max_per_owner(_similarities(self._examples, query), self._example_owner)
+            example = self._max_per_owner(self._examples.similarities(query), self._example_owner)
             take(example, "example")
         vector = None
         if self.config.dense and self._dense is not None and norm.text.strip():
             vector = query if not self.model else self.embedder.embed([norm.text])
-            take(_similarities(self._dense, vector), "dense")
+            take(self._dense.similarities(vector), "dense")
         if self.model and vector is not None and self._m_examples is not None:
             model_example = self._max_per_owner(
-                _similarities(self._m_examples, vector), self._example_owner
+                self._m_examples.similarities(vector), self._example_owner
             )
             take(model_example, "model_example")
             model_counter = (
-                self._max_per_owner(_similarities(self._m_counters, vector), self._counter_owner)
+                self._max_per_owner(self._m_counters.similarities(vector), self._counter_owner)
                 if self._m_counters is not None
                 else None
             )
@@ -666,13 +690,14 @@ class SearchIndex:
                 if model_counter is not None:
                     c.model_counter = float(model_counter[c.index])
         if self.config.aliases:
-            for i, (alias, terms) in self._alias_hits(norm).items():
+            aliased = sorted(self._alias_hits(norm).items(), key=lambda kv: -len(kv[1][1]))
+            for i, (alias, terms) in aliased[:CANDIDATES_PER_RETRIEVER]:
                 candidate = out.setdefault(i, _Candidate(i))
                 candidate.alias = 1.0
                 candidate.alias_terms = terms
                 candidate.why.append(f"alias:{alias}")
         if self.config.penalties and query is not None and self._counters is not None and out:
-            counter = self._max_per_owner(_similarities(self._counters, query), self._counter_owner)
+            counter = self._max_per_owner(self._counters.similarities(query), self._counter_owner)
             for c in out.values():
                 c.counter = float(counter[c.index])
         # exact example similarity of every candidate, not only of the example retriever's top
@@ -793,7 +818,7 @@ class SearchIndex:
         upstream = (
             {t for c in self.caps if c.produces & desired for t in c.accepts} if desired else set()
         )
-        producible = {t for c in self.caps for t in c.produces}
+        producible = self._producible
         selections = len(request.selection_refs)
 
         def drop(i: int, reason: str) -> None:
