@@ -98,36 +98,36 @@ class Weights:
 
 
 DEFAULT_WEIGHTS = Weights(
-    bm25=0.776,
-    alias=0.297,
-    example=0.472,
-    lexical=0.065,
-    dense=0.323,
+    bm25=0.176,
+    alias=0.16,
+    example=0.749,
+    lexical=0.91,
+    dense=0.925,
     model_example=0.0,
-    counter=0.975,
+    counter=3.467,
     model_counter=0.0,
-    cue_boost=1.221,
-    off_cue=0.61,
-    evidence_lexical=0.392,
-    evidence_alias=0.013,
+    cue_boost=1.119,
+    off_cue=0.803,
+    evidence_lexical=0.626,
+    evidence_alias=0.026,
     evidence_model=0.0,
-    no_match_below=0.206,
+    no_match_below=0.238,
 )
 MODEL_WEIGHTS = Weights(
-    bm25=0.183,
-    alias=0.988,
-    example=0.059,
-    lexical=0.824,
-    dense=0.76,
-    model_example=1.296,
-    counter=0.237,
-    model_counter=3.82,
-    cue_boost=1.483,
-    off_cue=0.995,
-    evidence_lexical=0.98,
-    evidence_alias=0.36,
-    evidence_model=0.944,
-    no_match_below=0.38,
+    bm25=0.739,
+    alias=0.003,
+    example=0.617,
+    lexical=0.832,
+    dense=0.867,
+    model_example=1.539,
+    counter=1.676,
+    model_counter=2.816,
+    cue_boost=1.421,
+    off_cue=0.532,
+    evidence_lexical=0.231,
+    evidence_alias=0.173,
+    evidence_model=0.643,
+    no_match_below=0.329,
 )
 """Hits from one taxonomy leaf before the others get a turn (diversity)."""
 
@@ -186,9 +186,15 @@ _DIAMETER = re.compile(rf"(?:[øØ⌀Φφ]|\bdia(?:meter)?\.?\s*){_NUMBER}", re.
 _RADIUS = re.compile(rf"(?<![a-z0-9])r{_NUMBER}(?![a-z0-9.])", re.IGNORECASE)
 _ROLE_TERMS = {"thread": ("hole", "screw"), "diameter": ("diameter",), "radius": ("radius",)}
 
+# Ruling something out ("without holes", "not a chamfer", "don't round them"), as opposed to
+# stating a requirement ("must not overlap", "does not collide", "no taller than 20 mm"),
+# which is what a validator checks and must stay searchable.
 _NEGATION_EN = re.compile(
-    r"\b(?:without|not|no|never|except|excluding|instead of|rather than|don'?t|do not|"
-    r"doesn'?t|does not|isn'?t|is not|aren'?t|avoid)\s+((?:[a-z]+\s*){1,3})",
+    r"(?<!must )(?<!should )(?<!shall )(?<!may )(?<!can )(?<!will )(?<!could )"
+    r"(?<!does )(?<!is )(?<!are )(?<!did )(?<!it's )"
+    r"\b(?:without|not|no|except|excluding|instead of|rather than|don'?t|do not|avoid)"
+    r"\s+(?!(?:[a-z]+er|more|less|bigger|smaller|wider|taller|thicker|longer)\s+than\b)"
+    r"((?:[a-z]+\s*){1,3})",
     re.IGNORECASE,
 )
 _NEGATION_ZH = re.compile(rf"(?:不要|不需要|不用|无需|别|不是|并非|而不是|不想)([{_CJK}]{{1,4}})")
@@ -691,10 +697,10 @@ class SearchIndex:
                     c.model_counter = float(model_counter[c.index])
         if self.config.aliases:
             aliased = sorted(self._alias_hits(norm).items(), key=lambda kv: -len(kv[1][1]))
-            for i, (alias, terms) in aliased[:CANDIDATES_PER_RETRIEVER]:
+            for i, (alias, alias_terms) in aliased[:CANDIDATES_PER_RETRIEVER]:
                 candidate = out.setdefault(i, _Candidate(i))
                 candidate.alias = 1.0
-                candidate.alias_terms = terms
+                candidate.alias_terms = alias_terms
                 candidate.why.append(f"alias:{alias}")
         if self.config.penalties and query is not None and self._counters is not None and out:
             counter = self._max_per_owner(self._counters.similarities(query), self._counter_owner)

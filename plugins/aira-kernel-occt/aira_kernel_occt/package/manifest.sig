@@ -4,5 +4,5 @@
   "context": "aira.capability-package.v1",
   "publisher": "aira-first-party",
   "keyId": "e81c20c98175665f",
-  "signature": "yBzPv5Bji10dArwqPIYu5bgQ9S++KEfycOGaa2IvJEy8x1VITPcOGcQjzF6o28fVOeKVySaI2sQQSMeUnXsrCQ=="
+  "signature": "N3m1mtOnH1M9hwK4za6VRZ/W2eUXrMPt4gBCDsdGCBtG+TinszjjSVhnWl1WB3GfNdnuHpBnXRzAE6dsmJHqCA=="
 }
