@@ -399,6 +399,22 @@ class Task:
         self._decide(cancelled=True)
         return self._envelope(request_id, "success")
 
+    def abstain(self, request_id: str = "abstain", reason: str = "") -> ObservationEnvelope:
+        """The planner found no legal action toward the goal: an explicit abstention, which
+        the runtime turns into ``cannotProceed``."""
+        decision = self._decide(no_legal_action=True)
+        return self._envelope(
+            request_id, "success", data={"decision": decision.reason, "reason": reason}
+        )
+
+    def exhaust(self, request_id: str = "budget", reason: str = "") -> ObservationEnvelope:
+        """A task budget the host meters (steps, tokens, money) ran out: ``budgetExhausted``
+        (unless the evidence already says completed)."""
+        decision = self._decide(budget_exhausted=True)
+        return self._envelope(
+            request_id, "success", data={"decision": decision.reason, "reason": reason}
+        )
+
     def _decide(self, **flags: bool) -> mc.TerminalDecision:
         if self.terminal is not None:
             return mc.TerminalDecision(

@@ -16,6 +16,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from aira_core.catalog.signatures import signature
 from aira_core.contracts.amir import (
     AmirDocument,
     AssertionAdd,
@@ -139,11 +140,17 @@ class Transaction:
         stage: str,
         seconds: float = 0.0,
     ) -> Rejected:
-        schema = None
+        schema = signature_line = None
         if failed_step is not None:
             step = next((s for s in plan.steps if s.id == failed_step), None)
             entry = self.ctx.capabilities.get(step.capability) if step else None
             schema = entry.input_schema if entry else None
+            if entry is not None:
+                signature_line = signature(
+                    entry.descriptor.capability_id,
+                    entry.input_schema,
+                    kind=entry.descriptor.kind.value,
+                )
         diagnostics = [d if d.phase else d.model_copy(update={"phase": stage}) for d in diagnostics]
         return Rejected(
             self._envelope(
@@ -155,6 +162,7 @@ class Transaction:
                     "stage": stage,
                     "planId": plan.plan_id(),
                     "failedStep": failed_step,
+                    "stepSignature": signature_line,
                     "stepSchema": schema,
                 },
                 diagnostics=diagnostics,
