@@ -1,0 +1,507 @@
+"""The bounded-step host (spec 003 §4.5): every step, a decision source sees a capsule the
+host built from its ledger plus the round's append-only log, never more than B tokens, and
+answers with exactly one act; the host validates it, runs it through the task runtime and
+records the step in the trajectory.
+
+Rounds: a round is one capsule plus an append-only log of decisions and results. When the
+next step would not fit, the result says ``host.windowFull`` so the model writes its note;
+the next round's capsule is rebuilt from the ledger and that note. Nothing else carries
+over: that is the price of a hard bound, paid once per round.
+
+Acts and what runs them:
+
+- ``read`` → ``model.read`` (a page, or the summary); ``pin`` keeps pages in the capsule;
+- ``lookup`` → ``catalog.search`` (hits) or ``catalog.describe`` (an L2 page, which the
+  capsule then carries while the capability is in use);
+- ``inspect`` → a query capability on the task's head (read-only);
+- ``stage`` → a file the host keeps for the task (``"staged:<name>"`` in plan arguments);
+- ``plan`` → ``model.proposePatch`` → ``preview`` → ``validate`` → ``commit`` on the task
+  branch, or a rejection with ``failedStep`` and the step's signature and schema;
+- ``done`` → the runtime's read-back and completion check (the model's text never decides);
+- ``abstain`` → ``cannotProceed``; budgets → ``budgetExhausted``.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from aira_core.canonical import canonical_bytes
+from aira_core.catalog.signatures import LEGEND, catalog_signatures
+from aira_core.contracts.plan import IntentFrame
+from aira_core.diagnostics import AiraError
+from aira_core.extensions import Kernel
+from aira_core.runtime.contract import TerminalState
+from aira_core.runtime.plan import PlanContext
+from aira_core.runtime.session import Task
+from aira_core.step import decision as grammar
+from aira_core.step.capsule import CapsuleOverBudget, build_capsule
+from aira_core.step.ledger import Ledger
+from aira_core.step.log import RoundLog
+from aira_core.step.tiers import TaskBudgets, Tier, host_tokens
+from aira_core.step.trajectory import DecisionSource, TrajectoryWriter
+
+WINDOW_MARGIN = 2_000
+"""Tokens kept free in a round for the next decision and result: below it, windowFull."""
+INTERFACE = "aira.step/1"
+ALIAS_KINDS = {"bodies": "bodies", "nodes": "nodes", "parameters": "parameters"}
+
+
+@dataclass
+class Outcome:
+    """How a task ended, as the runtime decided."""
+
+    terminal: TerminalState | None
+    reason: str
+    head: str
+    steps: int
+    rounds: int
+    max_prompt_tokens: int
+    records: list[dict[str, Any]] = field(default_factory=list)
+
+
+def _text(value: Any) -> str:
+    return (
+        value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, sort_keys=True)
+    )
+
+
+class StepHost:
+    """Runs one task to a terminal state with one decision source."""
+
+    def __init__(
+        self,
+        ctx: PlanContext,
+        kernel: Kernel,
+        source: DecisionSource,
+        *,
+        task_id: str,
+        intent: IntentFrame,
+        tier: Tier,
+        budgets: TaskBudgets | None = None,
+        trajectory: TrajectoryWriter | None = None,
+        on_step: Callable[[dict[str, Any]], None] | None = None,
+    ) -> None:
+        self.ctx = ctx
+        self.kernel = kernel
+        self.source = source
+        self.tier = tier
+        self.budgets = budgets or TaskBudgets()
+        self.trajectory = trajectory
+        self.on_step = on_step
+        self.task = Task(ctx, kernel, task_id=task_id)
+        self.ledger = Ledger(intent=intent)
+        self.log = RoundLog()
+        self.capsule: Any = None
+        self.schema_pages: dict[str, str] = {}  # capability → its L2 contract, while in use
+        self.described: list[str] = []
+        self.staged: dict[str, str] = {}
+        self.last_result: dict[str, Any] | None = None
+        self.window_full_told = False
+        self.step = 0
+        self.round = 0
+        self.input_tokens = 0
+        self.output_tokens = 0
+        self.usd = 0.0
+        self.max_prompt = 0
+        self._rid = 0
+        self.seen_head = self.task.head
+        """The revision the model last saw (capsule, read-back or commit): plans bind to it."""
+
+    # -- helpers ------------------------------------------------------------------------------
+
+    def _request(self, what: str) -> str:
+        self._rid += 1
+        return f"s{self.step}.{self._rid}.{what}"
+
+    def _aliases(self) -> dict[str, list[str]]:
+        table = self.ctx.repository.aliases(self.task.head)
+        return {name: [a for a, _ in table.entries(kind)] for name, kind in ALIAS_KINDS.items()}
+
+    def _index(self) -> str:
+        lines = [f"{INTERFACE}; acts: " + grammar.GRAMMAR_SUMMARY]
+        if self.described:
+            lines += [LEGEND, catalog_signatures(self.ctx.capabilities, self.described)]
+        return "\n".join(lines)
+
+    def _build_capsule(self) -> Any:
+        self.seen_head = self.task.head
+        summary = self.ctx.repository.summary(self.seen_head).to_wire()
+        return build_capsule(
+            self.ledger,
+            self.tier,
+            index=self._index(),
+            summary=summary,
+            schema_pages=self.schema_pages,
+            last_result=self.last_result,
+            log_bytes=self.log.bytes,
+            step=self.step,
+        )
+
+    # -- the loop -------------------------------------------------------------------------------
+
+    def run(self) -> Outcome:
+        records: list[dict[str, Any]] = []
+        while self.task.terminal is None:
+            if self.step >= self.budgets.steps:
+                self.task.exhaust(self._request("budget"), f"{self.budgets.steps} steps")
+                break
+            started = time.perf_counter()
+            if self.capsule is None:
+                self.capsule = self._build_capsule()
+            prompt = self.capsule.text + self.log.text
+            prompt_tokens = host_tokens(prompt)
+            # The bound holds by construction; asserted at every step all the same.
+            assert prompt_tokens <= self.tier.budget, (prompt_tokens, self.tier.budget)
+            self.max_prompt = max(self.max_prompt, prompt_tokens)
+            aliases = self._aliases()
+            schema = grammar.decision_schema(aliases, budgets=self.budgets)
+            built = time.perf_counter()
+            reply = self.source.decide(self.step, prompt, schema)
+            decided = time.perf_counter()
+            used_in = int(reply.usage.get("inputTokens") or prompt_tokens)
+            used_out = int(reply.usage.get("outputTokens") or host_tokens(reply.text))
+            used_usd = float(reply.usage.get("usd") or 0.0)
+            self.input_tokens += used_in
+            self.output_tokens += used_out
+            self.usd += used_usd
+            self.ledger.record_usage(used_in, used_out, used_usd)
+            try:
+                decision = grammar.parse_decision(reply.text, aliases, budgets=self.budgets)
+            except grammar.DecisionRejected as exc:
+                decision = None
+                result = self._rejection(
+                    exc.code,
+                    exc.diagnostic.message,
+                    exc.diagnostic.model_dump(mode="json", exclude_none=True),
+                )
+            validated = time.perf_counter()
+            if decision is not None:
+                result = self._execute(decision)
+            executed = time.perf_counter()
+            record = self._record(
+                reply, decision, result, prompt_tokens, started, built, decided, validated, executed
+            )
+            records.append(record)
+            if self.trajectory is not None:
+                self.trajectory.write(record)
+            if self.on_step is not None:
+                self.on_step(record)
+            self._account(reply.text, result)
+            self.step += 1
+            if self.task.terminal is None:
+                over = [
+                    name
+                    for name, spent, cap in (
+                        ("input tokens", self.input_tokens, self.budgets.input_tokens),
+                        ("output tokens", self.output_tokens, self.budgets.output_tokens),
+                        ("usd", self.usd, self.budgets.usd),
+                    )
+                    if spent > cap
+                ]
+                if over:
+                    self.task.exhaust(self._request("budget"), ", ".join(over))
+        end = {
+            "end": True,
+            "terminal": self.task.terminal.value if self.task.terminal else None,
+            "reason": self.task.terminal_reason,
+            "head": self.task.head,
+            "steps": self.step,
+            "rounds": self.round + 1,
+            "maxPromptTokens": self.max_prompt,
+            "inputTokens": self.input_tokens,
+            "outputTokens": self.output_tokens,
+        }
+        if self.trajectory is not None:
+            self.trajectory.write(end)
+        return Outcome(
+            terminal=self.task.terminal,
+            reason=self.task.terminal_reason or "",
+            head=self.task.head,
+            steps=self.step,
+            rounds=self.round + 1,
+            max_prompt_tokens=self.max_prompt,
+            records=records,
+        )
+
+    def _account(self, decision_text: str, result: dict[str, Any]) -> None:
+        """Append the step to the round's log, or start a new round when it would not fit
+        (or when the model was told the window is full and has written its note)."""
+        self.last_result = result
+        entry = host_tokens(decision_text) + host_tokens(_text(result))
+        if self.window_full_told or (
+            self.capsule.tokens + self.log.tokens + entry > self.tier.budget
+        ):
+            self.round += 1
+            self.log = RoundLog()
+            self.window_full_told = False
+            self.capsule = None
+            self._fit_capsule()
+            return
+        self.log.append("decision", decision_text)
+        self.log.append("result", _text(result))
+        if self.log.window_full(self.capsule, self.tier, WINDOW_MARGIN):
+            result.setdefault("host", {})["windowFull"] = True
+            self.window_full_told = True
+
+    def _fit_capsule(self) -> None:
+        """The next round's capsule; if the pinned pages alone do not fit, unpin the oldest
+        and say so (the model asked to keep them, but B is a hard bound)."""
+        while True:
+            try:
+                self.capsule = self._build_capsule()
+                return
+            except CapsuleOverBudget as exc:
+                if not self.ledger.release_oldest_pinned(self.step):
+                    raise
+                self.last_result = {
+                    **(self.last_result or {}),
+                    "host": {"released": exc.diagnostic.message},
+                }
+
+    def _record(
+        self, reply: Any, decision: Any, result: dict[str, Any], prompt_tokens: int, *times: float
+    ) -> dict[str, Any]:
+        started, built, decided, validated, executed = times
+        return {
+            "step": self.step,
+            "round": self.round,
+            "capsuleHash": self.capsule.hash,
+            "capsuleBytes": self.capsule.bytes,
+            "logBytes": self.log.bytes,
+            "promptTokens": prompt_tokens,
+            "budgetTokens": self.tier.budget,
+            "decision": grammar.decision_to_wire(decision)
+            if decision is not None
+            else {"raw": reply.text[:2000]},
+            "result": _summary(result),
+            "usage": dict(reply.usage),
+            "model": reply.model,
+            "timings": {
+                "capsuleMs": round((built - started) * 1000, 3),
+                "decideMs": round((decided - built) * 1000, 3),
+                "validateMs": round((validated - decided) * 1000, 3),
+                "executeMs": round((executed - validated) * 1000, 3),
+            },
+            "state": self.task.state.value,
+            "terminal": self.task.terminal.value if self.task.terminal else None,
+            "head": self.task.head,
+        }
+
+    # -- acts -----------------------------------------------------------------------------------
+
+    def _rejection(
+        self, code: str, message: str, detail: Mapping[str, Any] | None = None
+    ) -> dict[str, Any]:
+        result = {"status": "rejected", "code": code, "message": message}
+        if detail:
+            result["detail"] = dict(detail)
+        self.ledger.reject(self.step, code, message)
+        return result
+
+    def _note(self, decision: Any) -> None:
+        note = getattr(decision, "note", None)
+        if isinstance(note, str):
+            self.ledger.set_note(note, self.tier)
+
+    def _execute(self, decision: Any) -> dict[str, Any]:
+        self._note(decision)
+        act = decision.act
+        if act == "batch":
+            return {
+                "status": "ok",
+                "act": "batch",
+                "results": [self._execute(d) for d in decision.acts],
+            }
+        handler = getattr(self, f"_act_{act}")
+        return handler(decision)
+
+    def _envelope_result(self, act: str, envelope: Any, **extra: Any) -> dict[str, Any]:
+        wire = envelope.to_wire()
+        if envelope.status not in ("success", "partial"):
+            first = envelope.diagnostics[0] if envelope.diagnostics else None
+            return self._rejection(
+                first.code if first else envelope.status.upper(),
+                first.message if first else envelope.status,
+                {"envelope": {k: wire[k] for k in ("status", "diagnostics", "data") if k in wire}},
+            )
+        return {"status": "ok", "act": act, **extra, "data": wire.get("data", {})}
+
+    def _act_read(self, d: Any) -> dict[str, Any]:
+        if not d.select:
+            return self._envelope_result(
+                "read", self.task.call("model.read", self._request("read"))
+            )
+        pages = []
+        for path in d.select:
+            args = {"select": list(path), "limit": d.limit or 50, "offset": d.offset or 0}
+            envelope = self.task.call("model.read", self._request("read"), args)
+            if envelope.status != "success":
+                return self._envelope_result("read", envelope)
+            page = envelope.data["page"]
+            pages.append(page)
+            page_id = self.ledger.add_page(
+                list(path),
+                self.task.head,
+                json.dumps(page, ensure_ascii=False, sort_keys=True),
+                step=self.step,
+                pinned=bool(d.pin),
+                hash=page["hash"],
+                offset=args["offset"],
+                limit=args["limit"],
+            )
+            page["pageId"] = page_id
+        return {"status": "ok", "act": "read", "pages": pages}
+
+    def _act_lookup(self, d: Any) -> dict[str, Any]:
+        if d.capability:
+            envelope = self.task.call(
+                "catalog.describe",
+                self._request("describe"),
+                {"capabilityId": d.capability, "level": d.level or "L2"},
+            )
+            if envelope.status == "success":
+                contract = envelope.data["contract"]
+                self.schema_pages[d.capability] = json.dumps(
+                    contract, ensure_ascii=False, sort_keys=True
+                )
+                if d.capability not in self.described:
+                    self.described.append(d.capability)
+                self.ledger.discovered("contract", d.capability, contract.get("contractHash", ""))
+            return self._envelope_result("lookup", envelope)
+        envelope = self.task.call(
+            "catalog.search", self._request("search"), {"intent": d.query, "topK": 8}
+        )
+        if envelope.status == "success":
+            for hit in envelope.data.get("hits", []):
+                self.ledger.discovered("hit", hit["capabilityId"], hit.get("handle", ""))
+        return self._envelope_result("lookup", envelope)
+
+    def _act_inspect(self, d: Any) -> dict[str, Any]:
+        queries = {
+            cap: e
+            for cap, e in self.ctx.capabilities.items()
+            if e.descriptor.kind.value == "model.query"
+        }
+        short = {cap.split(":")[1].split("@")[0].split(".")[-1]: cap for cap in queries}
+        cap = d.query if d.query in queries else short.get(d.query)
+        if cap is None:
+            return self._rejection(
+                "INSPECT_QUERY_UNKNOWN",
+                f"no admitted query {d.query!r}; known: {', '.join(sorted(short))}",
+            )
+        head = self.task.head
+        document = self.ctx.repository.document(head)
+        table = self.ctx.repository.aliases(head)
+        args = {
+            k: table.resolve(v) if isinstance(v, str) and v in table else v
+            for k, v in (d.args or {}).items()
+        }
+        result = self.kernel.query(document, queries[cap].ref, args)
+        if result.diagnostics:
+            first = result.diagnostics[0]
+            return self._rejection(first.code, first.message)
+        return {"status": "ok", "act": "inspect", "query": cap, "data": dict(result.data)}
+
+    def _act_stage(self, d: Any) -> dict[str, Any]:
+        self.staged[d.name] = d.content
+        return {"status": "ok", "act": "stage", "name": d.name, "bytes": len(d.content.encode())}
+
+    def _act_pin(self, d: Any) -> dict[str, Any]:
+        try:
+            changed = self.ledger.pin(list(d.pages), list(d.unpin), self.step)
+        except AiraError as exc:
+            return self._rejection(exc.code, exc.diagnostic.message)
+        return {"status": "ok", "act": "pin", "changed": changed}
+
+    def _act_note(self, d: Any) -> dict[str, Any]:
+        return {"status": "ok", "act": "note"}
+
+    def _unstage(self, value: Any) -> Any:
+        if isinstance(value, str) and value.startswith("staged:") and value[7:] in self.staged:
+            return self.staged[value[7:]]
+        if isinstance(value, dict):
+            return {k: self._unstage(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [self._unstage(v) for v in value]
+        return value
+
+    def _act_plan(self, d: Any) -> dict[str, Any]:
+        head = self.task.head
+        if head != self.seen_head:  # someone else moved the branch since the model looked
+            self.seen_head = head
+            result = self._rejection(
+                "STEP_STALE_REVISION",
+                f"the task's head moved to {head} since this plan was written; re-plan on the "
+                "new summary",
+            )
+            result["summary"] = self.ctx.repository.summary(head).to_wire()
+            return result
+        plan = {**self._unstage(dict(d.plan)), "baseRevision": head}
+        for op in ("model.proposePatch", "model.preview", "model.validate", "model.commit"):
+            args = {"plan": plan} if op == "model.proposePatch" else {}
+            envelope = self.task.call(op, self._request(op.split(".")[1]), args)
+            if envelope.status != "success":
+                result = self._envelope_result("plan", envelope)
+                failed = (envelope.data or {}).get("failedStep")
+                if failed:
+                    result["failedStep"] = failed
+                    for key in ("stepSignature", "stepSchema"):
+                        if key in envelope.data:
+                            result[key] = envelope.data[key]
+                return result
+        head = self.seen_head = self.task.head
+        self.ledger.committed(head, d.summary, step=self.step)
+        refreshed = self.ledger.refresh(head, self._fetch, step=self.step)
+        return {
+            "status": "ok",
+            "act": "plan",
+            "rev": head,
+            "changes": envelope.data,
+            "pages": refreshed,
+            "summary": self.ctx.repository.summary(head).to_wire(),
+        }
+
+    def _fetch(self, page: Any) -> tuple[str, str] | None:
+        """A working page read again at the new head (None: its path is gone)."""
+        try:
+            fresh = self.ctx.repository.select(
+                self.task.head, page.path, page.limit or 50, page.offset
+            ).to_wire()
+        except AiraError:
+            return None
+        return fresh["hash"], json.dumps(fresh, ensure_ascii=False, sort_keys=True)
+
+    def _act_done(self, d: Any) -> dict[str, Any]:
+        # The runtime's completion check needs a read-back of what was committed.
+        self.task.call("model.read", self._request("readback"))
+        envelope = self.task.finish(self._request("finish"))
+        if self.task.terminal is TerminalState.COMPLETED:
+            return {"status": "ok", "act": "done", "terminal": "completed"}
+        reason = (envelope.data or {}).get("decision", "COMPLETION_EVIDENCE_MISSING")
+        return self._rejection(reason, f"the runtime does not accept completion yet: {reason}")
+
+    def _act_abstain(self, d: Any) -> dict[str, Any]:
+        self.task.abstain(self._request("abstain"), d.reason)
+        return {
+            "status": "ok",
+            "act": "abstain",
+            "terminal": self.task.terminal.value if self.task.terminal else None,
+        }
+
+
+def _summary(result: dict[str, Any], limit: int = 600) -> dict[str, Any]:
+    """What a trajectory keeps of a result: status, act, code, message, rev, failedStep —
+    and its size."""
+    keep = {
+        k: result[k]
+        for k in ("status", "act", "code", "rev", "failedStep", "terminal")
+        if k in result
+    }
+    if "message" in result:
+        keep["message"] = str(result["message"])[:limit]
+    keep["bytes"] = len(canonical_bytes(result))
+    return keep

@@ -1,0 +1,126 @@
+"""Running a decision script end to end: a store, the production catalog, a kernel, the
+step host, a trajectory, and (for the demo) the artefacts: a STEP file and an SVG preview of
+the task's final revision.
+
+The bundled scripts (``aira_core/step/scripts``) are the demo's tasks.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from aira_core.diagnostics import AiraError
+from aira_core.step.loop import Outcome, StepHost
+from aira_core.step.tiers import TaskBudgets, tier
+from aira_core.step.trajectory import DecisionScript, ScriptedSource, TrajectoryWriter, load_script
+
+BUNDLED = ("bracket", "flanged_shaft", "parametric_edit")
+
+
+def bundled_script(name: str) -> DecisionScript:
+    path = resources.files("aira_core.step").joinpath("scripts").joinpath(f"{name}.json")
+    with resources.as_file(path) as file:
+        return load_script(Path(file))
+
+
+@dataclass
+class Run:
+    script: DecisionScript
+    outcome: Outcome
+    store: Path
+    trajectory: Path
+    files: dict[str, Path]
+
+
+def task_id(script: DecisionScript) -> str:
+    """Stable per script, so a replay lands on the same branch name and the same revisions."""
+    digest = hashlib.sha256(script.model_dump_json(by_alias=True).encode()).hexdigest()[:12]
+    return f"{script.name}-{digest}"
+
+
+def run_script(
+    script: DecisionScript,
+    *,
+    kernel: Any,
+    store: Path,
+    trajectory: Path,
+    tier_name: str | None = None,
+    budgets: TaskBudgets | None = None,
+    outputs: Path | None = None,
+    on_step: Callable[[dict[str, Any]], None] | None = None,
+) -> Run:
+    """Replay ``script`` on a fresh store at ``store`` (it must not exist yet)."""
+    from aira_core.catalog.catalog import build_catalog
+    from aira_core.contracts.amir import AmirDocument
+    from aira_core.model.operations import node_ref
+    from aira_core.model.repository import ModelRepository
+    from aira_core.runtime.plan import LOCAL_GRANT, PlanContext, capability_index
+
+    if store.exists():
+        raise AiraError("RUN_STORE_EXISTS", f"{store.name} exists; a run starts from a new store")
+    chosen = tier(tier_name or script.tier)
+    catalog = build_catalog()
+    index = capability_index(catalog)
+    signatures = {e.ref: e.signature for e in index.values() if node_ref(e.descriptor)}
+    store.parent.mkdir(parents=True, exist_ok=True)
+    repository = ModelRepository.open(store, signatures)
+    try:
+        document = (
+            AmirDocument.model_validate(script.document, by_name=False)
+            if script.document is not None
+            else None
+        )
+        repository.init(document)
+        ctx = PlanContext(
+            catalog=catalog,
+            repository=repository,
+            branch="main",
+            grant=LOCAL_GRANT,
+            capabilities=index,
+        )
+        writer = TrajectoryWriter(
+            trajectory,
+            {"script": script.name, "tier": chosen.name, "taskId": task_id(script)},
+        )
+        try:
+            host = StepHost(
+                ctx,
+                kernel,
+                ScriptedSource(script),
+                task_id=task_id(script),
+                intent=script.intent,
+                tier=chosen,
+                budgets=budgets,
+                trajectory=writer,
+                on_step=on_step,
+            )
+            outcome = host.run()
+        finally:
+            writer.close()
+        files: dict[str, Path] = {}
+        if outputs is not None:
+            files = _artefacts(kernel, repository, outcome.head, outputs / script.name)
+    finally:
+        repository.close()
+    return Run(script, outcome, store, trajectory, files)
+
+
+def _artefacts(kernel: Any, repository: Any, head: str, base: Path) -> dict[str, Path]:
+    """A STEP file and an SVG preview of the final revision (every body)."""
+    document = repository.document(head)
+    if not document.bodies:
+        return {}
+    base.parent.mkdir(parents=True, exist_ok=True)
+    out = {}
+    for fmt in ("step", "svg"):
+        data = kernel.export(document, fmt)
+        if data:
+            path = base.with_suffix(f".{fmt}")
+            path.write_bytes(data)
+            out[fmt] = path
+    return out
