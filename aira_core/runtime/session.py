@@ -429,7 +429,8 @@ class Task:
                 completion_authority=self.protocol.completion_authority,
                 repair_rounds=self.repair_rounds,
                 repair_cap=self.repair_cap,
-                budget_exhausted=budget is not None and self._seconds >= budget,
+                budget_exhausted=flags.pop("budget_exhausted", False)
+                or (budget is not None and self._seconds >= budget),
                 **flags,
             )
         )

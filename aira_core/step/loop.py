@@ -34,9 +34,9 @@ from aira_core.catalog.signatures import LEGEND, catalog_signatures
 from aira_core.contracts.plan import IntentFrame
 from aira_core.diagnostics import AiraError
 from aira_core.extensions import Kernel
-from aira_core.runtime.contract import TerminalState
+from aira_core.runtime.contract import CompletionAuthority, TerminalState
 from aira_core.runtime.plan import PlanContext
-from aira_core.runtime.session import Task
+from aira_core.runtime.session import Task, TaskProtocol
 from aira_core.step import decision as grammar
 from aira_core.step.capsule import CapsuleOverBudget, build_capsule
 from aira_core.step.ledger import Ledger
@@ -92,7 +92,14 @@ class StepHost:
         self.budgets = budgets or TaskBudgets()
         self.trajectory = trajectory
         self.on_step = on_step
-        self.task = Task(ctx, kernel, task_id=task_id)
+        # The model says when it is done (a `done` act) and the runtime checks the evidence;
+        # a read-back after a commit alone must not end a task the model is still working on.
+        self.task = Task(
+            ctx,
+            kernel,
+            task_id=task_id,
+            protocol=TaskProtocol(completion_authority=CompletionAuthority.MODEL),
+        )
         self.ledger = Ledger(intent=intent)
         self.log = RoundLog()
         self.capsule: Any = None
