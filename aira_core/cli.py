@@ -575,18 +575,34 @@ def run_cmd(
     trajectory: Annotated[
         Path | None, typer.Option("--trajectory", help="Where to write the trajectory (JSONL).")
     ] = None,
+    resume: Annotated[
+        Path | None,
+        typer.Option("--resume", help="A run directory (store + trajectory) to continue."),
+    ] = None,
     kernel: KernelOption = None,
     as_json: JsonFlag = False,
 ) -> None:
-    """Run a decision script through the bounded-step host on a new store. Exit 0 only when
-    the runtime says completed."""
+    """Run a decision script through the bounded-step host on a new store (or continue an
+    interrupted run with --resume). Exit 0 only when the runtime says completed."""
+    from aira_core.step.runner import resume_script
     from aira_core.step.trajectory import load_script
 
     loaded = load_script(script)
     chosen = _kernel(kernel, "running a task")
     if not as_json:
         typer.echo(f"{loaded.name}: {loaded.title or loaded.intent.goal}")
-    run = _run_one(loaded, chosen, tier, trajectory, as_json)
+    if resume is not None:
+        run = resume_script(
+            loaded,
+            kernel=chosen,
+            store=resume / "store.sqlite3",
+            trajectory=trajectory or resume / "trajectory.jsonl",
+            tier_name=tier,
+            outputs=resume,
+            on_step=None if as_json else _progress,
+        )
+    else:
+        run = _run_one(loaded, chosen, tier, trajectory, as_json)
     report = _run_report(run)
     if as_json:
         _print_json({"format": "aira.run/1", **report})
@@ -634,6 +650,59 @@ def demo_cmd(
         )
     if any(r["terminal"] != "completed" for r in reports):
         raise typer.Exit(1)
+
+
+@bench_app.command("capsule")
+def bench_capsule(
+    tier: TierOption = None,
+    kernel: KernelOption = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Per bundled task: the largest capsule + log against B, the input sent against a
+    transcript baseline from the same trajectory, and the host's overhead per step."""
+    from aira_core.step.bench import OVERHEAD_TARGET_MS, capsule_report
+    from aira_core.step.runner import BUNDLED, bundled_script
+
+    chosen = _kernel(kernel, "the bundled tasks build real geometry")
+    reports = {}
+    for name in BUNDLED:
+        run = _run_one(bundled_script(name), chosen, tier, None, True)
+        reports[name] = {
+            "terminal": run.outcome.terminal.value if run.outcome.terminal else None,
+            **capsule_report(run.outcome.records),
+        }
+    if as_json:
+        _print_json(
+            {
+                "format": "aira.bench.capsule/1",
+                "targetOverheadP50Ms": OVERHEAD_TARGET_MS,
+                "tasks": reports,
+            }
+        )
+        return
+    _table(
+        "Bounded host per bundled task",
+        [
+            "task",
+            "steps",
+            "max prompt / B (tok)",
+            "input vs transcript (tok)",
+            "ratio",
+            "overhead p50/p95 ms",
+        ],
+        [
+            [
+                name,
+                str(r["steps"]),
+                f"{r['maxPromptTokens']} / {r['budgetTokens']}",
+                f"{r['inputTokens']} vs {r['transcriptTokens']}",
+                str(r["ratio"]),
+                f"{r['overheadP50Ms']} / {r['overheadP95Ms']}",
+            ]
+            for name, r in reports.items()
+        ],
+    )
+    typer.echo(f"target: host overhead p50 <= {OVERHEAD_TARGET_MS} ms per step")
 
 
 trace_app = typer.Typer(help="Trajectories of step-host runs.", no_args_is_help=True)

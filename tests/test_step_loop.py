@@ -237,3 +237,52 @@ def test_trajectory_records_are_json_lines(tmp_path: Path) -> None:
     w.close()
     for line in (tmp_path / "trajectory.jsonl").read_text().splitlines():
         json.loads(line)
+
+
+class Killed(Exception):
+    """Stands for the process being killed (raised from inside the decision source)."""
+
+
+def test_an_interrupted_task_resumes_without_repeating_committed_work(tmp_path: Path) -> None:
+    decisions = [*discovery(), plan_decision(), {"act": "read"}, {"act": "done", "summary": "d"}]
+    plan_at = len(discovery())
+
+    class DiesAfterThePlan(ScriptedSource):
+        def decide(self, step: int, prompt: str, schema: dict[str, Any]) -> Any:
+            if step == plan_at + 1:
+                raise Killed
+            return super().decide(step, prompt, schema)
+
+    ctx, kernel, _repo = make_runtime(tmp_path)
+    path = tmp_path / "trajectory.jsonl"
+    writer = TrajectoryWriter(path, {"script": "plate"})
+    first = StepHost(
+        ctx,
+        kernel,
+        DiesAfterThePlan(script(decisions)),
+        task_id="t1",
+        intent=INTENT,
+        tier=TIERS["T128"],
+        trajectory=writer,
+    )
+    with pytest.raises(Killed):
+        first.run()
+    writer.close()
+    committed = first.task.head
+    evaluations = kernel.calls.get("evaluate", 0) if isinstance(kernel.calls, dict) else None
+
+    _, records = read_trajectory(path)
+    source = ScriptedSource(script(decisions))
+    writer = TrajectoryWriter(path, {})
+    second = StepHost(
+        ctx, kernel, source, task_id="t1", intent=INTENT, tier=TIERS["T128"], trajectory=writer
+    )
+    source.seek(second.resume(records))
+    outcome = second.run()
+    writer.close()
+    assert outcome.terminal is TerminalState.COMPLETED, codes(outcome)
+    assert outcome.head == committed  # the plan was adopted, not committed again
+    if evaluations is not None:
+        assert kernel.calls.get("evaluate", 0) == evaluations  # no kernel work repeated
+    _, records = read_trajectory(path)
+    assert [r["step"] for r in records if "step" in r] == list(range(len(decisions)))

@@ -399,6 +399,32 @@ class Task:
         self._decide(cancelled=True)
         return self._envelope(request_id, "success")
 
+    def adopt(self, rev: str, request_id: str = "adopt") -> ObservationEnvelope:
+        """Resume: a commit this task made before its process was interrupted, found on its
+        branch, counts as committed work without being proposed, previewed or committed
+        again. Only a commit of this task, on this branch, directly on its current
+        progress is adopted."""
+        commits = {
+            r.rev: r
+            for r in self.ctx.repository.store.log(self.ctx.branch, limit=None)
+            if r.kind == "commit" and (r.meta or {}).get("task") == self.task_id
+        }
+        record = commits.get(rev)
+        done = {c for c, _ in self._commits}
+        if record is None or rev in done:
+            return self._refuse(
+                request_id, "adopt", ARGS_INVALID, f"{rev} is no commit of task {self.task_id}"
+            )
+        for op in (
+            O.MODEL_PROPOSE_PATCH,
+            O.MODEL_PREVIEW,
+            O.MODEL_VALIDATE,
+            O.MODEL_COMMIT,
+        ):
+            self._advance(op)
+        self._commits.append((rev, record.parent or ""))
+        return self._envelope(request_id, "success", data={"rev": rev, "adopted": True})
+
     def abstain(self, request_id: str = "abstain", reason: str = "") -> ObservationEnvelope:
         """The planner found no legal action toward the goal: an explicit abstention, which
         the runtime turns into ``cannotProceed``."""

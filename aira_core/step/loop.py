@@ -148,6 +148,50 @@ class StepHost:
             step=self.step,
         )
 
+    # -- resume ---------------------------------------------------------------------------------
+
+    def resume(self, records: list[dict[str, Any]]) -> int:
+        """Rebuild the host from an interrupted task's trajectory: read-only acts run again
+        (they rebuild the discovery locks, pages and note; no kernel writes), committed
+        plans are adopted from the task branch instead of being run again. Returns how many
+        decisions the trajectory consumed (where the decision source resumes)."""
+        done = 0
+        for record in records:
+            if record.get("end"):
+                raise AiraError("RUN_ALREADY_ENDED", "the trajectory's task already ended")
+            if "step" not in record:
+                continue
+            done += 1
+            self.step = record["step"] + 1
+            wire = record.get("decision") or {}
+            result = record.get("result") or {}
+            if "act" not in wire:
+                continue  # an unreadable decision changed nothing
+            try:
+                d = grammar.parse_decision(json.dumps(wire), None, budgets=self.budgets)
+            except grammar.DecisionRejected:
+                continue
+            if d.act == "plan":
+                if result.get("status") == "ok" and result.get("rev"):
+                    adopted = self.task.adopt(result["rev"], self._request("adopt"))
+                    if adopted.status != "success":
+                        raise AiraError(
+                            "RUN_RESUME_MISMATCH",
+                            f"step {record['step']} committed {result['rev']}, which the task "
+                            "branch does not hold",
+                        )
+                    self.seen_head = self.task.head
+                    self.ledger.committed(self.seen_head, d.summary, step=record["step"])
+                    self._note(d)
+                elif result.get("code"):
+                    self.ledger.reject(record["step"], result["code"], result.get("message", ""))
+                continue
+            if d.act in grammar.TERMINAL_ACTS:
+                continue  # a refused done or abstain (an accepted one ends the trajectory)
+            self._execute(d)
+        self.capsule = None  # a resumed task starts a new round from the ledger
+        return done
+
     # -- the loop -------------------------------------------------------------------------------
 
     def run(self) -> Outcome:

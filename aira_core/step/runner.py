@@ -110,6 +110,67 @@ def run_script(
     return Run(script, outcome, store, trajectory, files)
 
 
+def resume_script(
+    script: DecisionScript,
+    *,
+    kernel: Any,
+    store: Path,
+    trajectory: Path,
+    tier_name: str | None = None,
+    budgets: TaskBudgets | None = None,
+    outputs: Path | None = None,
+    on_step: Callable[[dict[str, Any]], None] | None = None,
+) -> Run:
+    """Continue an interrupted run of ``script`` from its trajectory and store, without
+    running its committed plans again."""
+    from aira_core.catalog.catalog import build_catalog
+    from aira_core.model.operations import node_ref
+    from aira_core.model.repository import ModelRepository
+    from aira_core.runtime.plan import LOCAL_GRANT, PlanContext, capability_index
+    from aira_core.step.trajectory import read_trajectory
+
+    if not store.exists():
+        raise AiraError("RUN_STORE_MISSING", f"{store.name} does not exist; nothing to resume")
+    header, records = read_trajectory(trajectory)
+    chosen = tier(tier_name or header.get("tier") or script.tier)
+    catalog = build_catalog()
+    index = capability_index(catalog)
+    signatures = {e.ref: e.signature for e in index.values() if node_ref(e.descriptor)}
+    repository = ModelRepository.open(store, signatures)
+    try:
+        ctx = PlanContext(
+            catalog=catalog,
+            repository=repository,
+            branch="main",
+            grant=LOCAL_GRANT,
+            capabilities=index,
+        )
+        source = ScriptedSource(script)
+        writer = TrajectoryWriter(trajectory, {})
+        try:
+            host = StepHost(
+                ctx,
+                kernel,
+                source,
+                task_id=task_id(script),
+                intent=script.intent,
+                tier=chosen,
+                budgets=budgets,
+                trajectory=writer,
+                on_step=on_step,
+            )
+            source.seek(host.resume(records))
+            outcome = host.run()
+        finally:
+            writer.close()
+        files = (
+            _artefacts(kernel, repository, outcome.head, outputs / script.name) if outputs else {}
+        )
+    finally:
+        repository.close()
+    return Run(script, outcome, store, trajectory, files)
+
+
 def _artefacts(kernel: Any, repository: Any, head: str, base: Path) -> dict[str, Path]:
     """A STEP file and an SVG preview of the final revision (every body)."""
     document = repository.document(head)

@@ -99,6 +99,10 @@ class ScriptedSource:
     def position(self) -> int:
         return self._next
 
+    def seek(self, position: int) -> None:
+        """Continue from decision ``position`` (a resumed run)."""
+        self._next = max(0, position)
+
     def decide(self, step: int, prompt: str, schema: dict[str, Any]) -> SourceReply:
         if self._next >= len(self.script.decisions):
             decision: dict[str, Any] = {
