@@ -563,6 +563,7 @@ def _run_report(run: Any) -> dict[str, Any]:
         "steps": o.steps,
         "rounds": o.rounds,
         "maxPromptTokens": o.max_prompt_tokens,
+        "budgetTokens": o.records[0]["budgetTokens"] if o.records else None,
         "trajectory": _shown(run.trajectory),
         "files": {k: _shown(v) for k, v in run.files.items()},
     }
@@ -633,21 +634,25 @@ def demo_cmd(
     if as_json:
         _print_json({"format": "aira.demo/1", "tasks": reports})
     else:
+        typer.echo("")
         _table(
             "Demo",
-            ["task", "end", "steps", "rounds", "max prompt (tok)", "files"],
+            ["task", "end", "steps", "rounds", "max prompt / B (tok)"],
             [
                 [
                     r["script"],
                     str(r["terminal"]),
                     str(r["steps"]),
                     str(r["rounds"]),
-                    str(r["maxPromptTokens"]),
-                    ", ".join([*r["files"].values(), r["trajectory"]]),
+                    f"{r['maxPromptTokens']} / {r['budgetTokens']}",
                 ]
                 for r in reports
             ],
         )
+        for r in reports:
+            where = r["trajectory"].rsplit("/", 1)[0]
+            names = [p.rsplit("/", 1)[1] for p in r["files"].values()]
+            typer.echo(f"{r['script']}: {where}/ {' '.join([*names, 'trajectory.jsonl'])}")
     if any(r["terminal"] != "completed" for r in reports):
         raise typer.Exit(1)
 

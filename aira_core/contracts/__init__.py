@@ -56,8 +56,29 @@ def _meta_operation_contract() -> dict[str, Any]:
     return contract_json()
 
 
+def _decision_script() -> dict[str, Any]:
+    from aira_core.step.trajectory import DecisionScript
+
+    return DecisionScript.model_json_schema(by_alias=True)
+
+
+def _search_request() -> dict[str, Any]:
+    from aira_core.contracts.search import SearchRequest
+
+    return SearchRequest.model_json_schema(by_alias=True)
+
+
+def _search_response() -> dict[str, Any]:
+    from aira_core.contracts.search import SearchResponse
+
+    return SearchResponse.model_json_schema(by_alias=True)
+
+
 DOCUMENTS: dict[str, Callable[[], dict[str, Any]]] = {
     "meta-operation-contract": _meta_operation_contract,
+    "decision-script": _decision_script,
+    "search-request": _search_request,
+    "search-response": _search_response,
 }
 """Contracts published as data rather than as a schema (e.g. the 9 × 9 admission matrix)."""
 

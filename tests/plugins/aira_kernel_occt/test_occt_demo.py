@@ -1,0 +1,89 @@
+"""`aira demo` and the bundled decision scripts on the real kernel: every task completes, the
+bound |capsule| + |log| ≤ B holds at every step for every tier, the bracket's wrong plan is
+rejected with failedStep and repaired, replays land on the same head, and the demo writes a
+STEP file, an SVG preview and a trajectory per task."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("cadquery")
+
+from test_occt_cli import aira
+
+from aira_core.runtime.contract import TerminalState
+from aira_core.step.runner import BUNDLED, bundled_script, run_script
+
+
+@pytest.fixture(scope="module")
+def kernel():
+    from aira_kernel_occt.kernel import OcctKernel
+
+    k = OcctKernel()
+    yield k
+    k.close()
+
+
+@pytest.fixture
+def occt(aira_home: Path, register_plugin) -> None:
+    """The first-party plugin registered in-process, so the production catalog has it."""
+    import aira_kernel_occt.plugin
+
+    register_plugin(aira_kernel_occt.plugin, "occt")
+
+
+def test_the_demo_completes_every_task_and_writes_its_files(aira_home: Path) -> None:
+    out = aira(aira_home, "demo", "--json")
+    assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
+    report = json.loads(out.stdout)
+    assert [t["script"] for t in report["tasks"]] == list(BUNDLED)
+    for task in report["tasks"]:
+        assert task["terminal"] == "completed"
+        assert set(task["files"]) == {"step", "svg"}
+        for shown in [*task["files"].values(), task["trajectory"]]:
+            path = aira_home / shown.removeprefix("$AIRA_HOME/")
+            assert path.is_file() and path.stat().st_size > 0
+        assert str(aira_home) not in out.stdout  # no private absolute paths
+
+
+@pytest.mark.parametrize("tier", ["T32", "T128", "T200"])
+@pytest.mark.parametrize("name", BUNDLED)
+def test_every_bundled_script_stays_within_b(
+    occt: None, tmp_path: Path, kernel, name: str, tier: str
+) -> None:
+    run = run_script(
+        bundled_script(name),
+        kernel=kernel,
+        store=tmp_path / "store.sqlite3",
+        trajectory=tmp_path / "trajectory.jsonl",
+        tier_name=tier,
+    )
+    assert run.outcome.terminal is TerminalState.COMPLETED, run.outcome.reason
+    assert all(r["promptTokens"] <= r["budgetTokens"] for r in run.outcome.records)
+    assert (
+        run.outcome.records[0]["budgetTokens"]
+        == {"T32": 24_000, "T128": 96_000, "T200": 160_000}[tier]
+    )
+
+
+def test_the_bracket_repairs_a_rejected_plan_and_replays_identically(
+    occt: None, tmp_path: Path, kernel
+) -> None:
+    runs = [
+        run_script(
+            bundled_script("bracket"),
+            kernel=kernel,
+            store=tmp_path / str(n) / "store.sqlite3",
+            trajectory=tmp_path / str(n) / "trajectory.jsonl",
+        )
+        for n in (1, 2)
+    ]
+    records = runs[0].outcome.records
+    plans = [r for r in records if r["decision"].get("act") == "plan"]
+    assert plans[0]["result"]["status"] == "rejected" and plans[0]["result"]["failedStep"]
+    assert plans[-1]["result"]["status"] == "ok"
+    assert runs[0].outcome.head == runs[1].outcome.head
+    assert runs[0].outcome.terminal is runs[1].outcome.terminal is TerminalState.COMPLETED
