@@ -106,6 +106,8 @@ class StepHost:
         self.schema_pages: dict[str, str] = {}  # capability → its L2 contract, while in use
         self.described: list[str] = []
         self.staged: dict[str, str] = {}
+        self.pending: set[str] = set()
+        """Capabilities of the last rejected plan (their contracts survive compaction)."""
         self.last_result: dict[str, Any] | None = None
         self.window_full_told = False
         self.step = 0
@@ -290,6 +292,11 @@ class StepHost:
             self.log = RoundLog()
             self.window_full_told = False
             self.capsule = None
+            # Only the contracts a pending repair needs ride into the new round; the rest
+            # stay locked in the task and listed in the index's signatures.
+            self.schema_pages = {
+                cap: page for cap, page in self.schema_pages.items() if cap in self.pending
+            }
             self._fit_capsule()
             return
         self.log.append("decision", decision_text)
@@ -496,6 +503,11 @@ class StepHost:
             args = {"plan": plan} if op == "model.proposePatch" else {}
             envelope = self.task.call(op, self._request(op.split(".")[1]), args)
             if envelope.status != "success":
+                self.pending = {
+                    str(step.get("capability"))
+                    for step in plan.get("steps", [])
+                    if isinstance(step, dict)
+                }
                 result = self._envelope_result("plan", envelope)
                 failed = (envelope.data or {}).get("failedStep")
                 if failed:
@@ -505,6 +517,7 @@ class StepHost:
                             result[key] = envelope.data[key]
                 return result
         head = self.seen_head = self.task.head
+        self.pending = set()
         self.ledger.committed(head, d.summary, step=self.step)
         refreshed = self.ledger.refresh(head, self._fetch, step=self.step)
         return {
