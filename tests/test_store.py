@@ -355,10 +355,16 @@ def test_writer_check_refuses_a_foreign_database_untouched(path: Path) -> None:
 
 def test_damaged_document_is_corrupt_on_read(path: Path) -> None:
     with ModelStore(path) as s:
-        s.init({"marker": "ABCDEFGHIJ"})
+        s.init({"marker": "ABCDEFGHIJ" * 20})
+    db = sqlite3.connect(path)
+    (stored,) = db.execute("SELECT body FROM documents").fetchone()
+    db.close()
+    stored = bytes(stored)
+    assert b"ABCDEFGHIJ" not in stored  # kept compressed
     data = path.read_bytes()
-    assert data.count(b"ABCDEFGHIJ") == 1
-    path.write_bytes(data.replace(b"ABCDEFGHIJ", b"ABCDEFGHIK"))
+    assert data.count(stored) == 1
+    damaged = stored[:12] + bytes([stored[12] ^ 0x01]) + stored[13:]
+    path.write_bytes(data.replace(stored, damaged))
     with ModelStore(path) as s:  # structurally fine: only the content address can tell
         head = s.head()
         error = raises("STORE_CORRUPT", lambda: s.read(head))
@@ -1006,3 +1012,13 @@ def test_sigkill_during_a_loop_of_commits(path: Path) -> None:
         log = s.log(limit=None)
         assert [r.rev for r in log] == [rev(loop_doc(i)) for i in range(n, -1, -1)]
         s.commit("main", s.head(), loop_doc(n + 1))
+
+
+def test_documents_are_stored_compressed_and_old_plain_bodies_still_read() -> None:
+    from aira_core.model.store import _pack, _unpack
+
+    body = b'{"text":"' + b"x" * 10_000 + b'"}'
+    packed = _pack(body)
+    assert len(packed) < len(body) / 20 and _unpack(packed) == body
+    assert _unpack(body) == body  # a body written uncompressed, by an older Aira
+    assert _unpack(b"\x78garbage") == b""  # damaged: matches no content address

@@ -33,6 +33,7 @@ import json
 import os
 import re
 import sqlite3
+import zlib
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -290,7 +291,27 @@ def _encode_document(document: object) -> tuple[str, bytes]:
             STORE_DOCUMENT_INVALID,
             f"a model document must be a JSON object, got {type(document).__name__}",
         )
-    return sha256_id("rev", body), bytes(body)
+    return sha256_id("rev", body), _pack(bytes(body))
+
+
+# Documents are stored zlib-compressed: a revision is a whole document (an imported STEP
+# text included) and JSON compresses several times over. A stored body that starts with "{"
+# is a document written uncompressed (before compression, or by an older Aira) and is read
+# as it is; the content address is always over the canonical, uncompressed bytes.
+_COMPRESSION_LEVEL = 6
+
+
+def _pack(body: bytes) -> bytes:
+    return zlib.compress(body, _COMPRESSION_LEVEL)
+
+
+def _unpack(stored: bytes) -> bytes:
+    if stored.startswith(b"{"):
+        return stored
+    try:
+        return zlib.decompress(stored)
+    except zlib.error:
+        return b""  # cannot match any content address: reported as corrupt by the callers
 
 
 def _encode_meta(meta: object) -> str | None:
@@ -656,7 +677,7 @@ class ModelStore:
         )
         if row is None:
             raise self._unknown_rev(rev)
-        body = bytes(row[0])
+        body = _unpack(bytes(row[0]))
         if sha256_id("rev", Canonical(body)) != rev:  # stored bytes are canonical
             raise self._error(STORE_CORRUPT, f"the stored document of {rev} does not match its id")
         return cast("dict[str, Any]", json.loads(body))
@@ -953,7 +974,7 @@ class ModelStore:
         problems = [] if problems == ["ok"] else [f"integrity_check: {p}" for p in problems]
         problems += [f"foreign key: {row}" for row in db.execute("PRAGMA foreign_key_check")]
         for rev, body in db.execute("SELECT rev, body FROM documents"):
-            if f"rev:sha256:{sha256_bytes_hex(bytes(body))}" != rev:
+            if f"rev:sha256:{sha256_bytes_hex(_unpack(bytes(body)))}" != rev:
                 problems.append(f"document {rev} does not match its id")
         for seq, base_seq, kind, parent, base_rev, base_exists in db.execute(
             "SELECT c.seq, c.base_seq, c.kind, c.parent, b.rev, b.seq IS NOT NULL "
