@@ -87,3 +87,62 @@ def test_the_bracket_repairs_a_rejected_plan_and_replays_identically(
     assert plans[-1]["result"]["status"] == "ok"
     assert runs[0].outcome.head == runs[1].outcome.head
     assert runs[0].outcome.terminal is runs[1].outcome.terminal is TerminalState.COMPLETED
+
+
+def test_a_killed_run_resumes_without_committing_again(aira_home: Path, tmp_path: Path) -> None:
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    script = json.loads(bundled_script("bracket").model_dump_json(by_alias=True))
+    decisions = script["decisions"]
+    last_plan = max(i for i, d in enumerate(decisions) if d["act"] == "plan")
+    # many cheap reads after the last plan: a window to kill the process in
+    script["decisions"] = [
+        *decisions[: last_plan + 1],
+        *[{"act": "read"}] * 25,
+        *decisions[last_plan + 1 :],
+    ]
+    path = tmp_path / "long.json"
+    path.write_text(json.dumps(script))
+    env = {**os.environ, "AIRA_HOME": str(aira_home), "AIRA_PLUGINS": "occt"}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "aira_core.cli", "run", "--script", str(path), "--json"],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 300
+    trajectory = None
+    while time.monotonic() < deadline and proc.poll() is None:
+        found = list(aira_home.glob("runs/bracket-*/trajectory.jsonl"))
+        if found:
+            trajectory = found[0]
+            steps = [json.loads(x) for x in trajectory.read_text().splitlines()[1:] if x.strip()]
+            if any(
+                s.get("decision", {}).get("act") == "plan" and s["result"]["status"] == "ok"
+                for s in steps
+                if "step" in s
+            ):
+                os.kill(proc.pid, signal.SIGKILL)
+                break
+        time.sleep(0.005)
+    proc.wait(timeout=60)
+    assert proc.returncode == -signal.SIGKILL, "the run finished before it could be killed"
+    assert trajectory is not None
+    run_dir = trajectory.parent
+
+    out = aira(aira_home, "run", "--script", str(path), "--resume", str(run_dir), "--json")
+    assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
+    report = json.loads(out.stdout)
+    assert report["terminal"] == "completed"
+    records = [json.loads(x) for x in trajectory.read_text().splitlines()[1:] if x.strip()]
+    steps = [r for r in records if "step" in r]
+    assert [r["step"] for r in steps] == list(range(len(steps)))  # no step twice
+    commits = [
+        r for r in steps if r["decision"].get("act") == "plan" and r["result"]["status"] == "ok"
+    ]
+    assert len(commits) == 1  # the committed plan was adopted, not run again
+    assert report["head"] == commits[0]["result"]["rev"]
