@@ -146,3 +146,23 @@ def test_a_killed_run_resumes_without_committing_again(aira_home: Path, tmp_path
     ]
     assert len(commits) == 1  # the committed plan was adopted, not run again
     assert report["head"] == commits[0]["result"]["rev"]
+
+
+def test_bad_input_to_the_step_commands_gets_a_code(aira_home: Path, tmp_path: Path) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"format": "x"}')
+    junk = tmp_path / "junk.jsonl"
+    junk.write_text("not json\n")
+    script = str(Path(__file__).parents[3] / "aira_core/step/scripts/bracket.json")
+    for args, code in [
+        (["run", "--script", str(tmp_path / "missing.json")], "SCRIPT_INVALID"),
+        (["run", "--script", str(bad)], "SCRIPT_INVALID"),
+        (["run", "--script", script, "--tier", "T9"], "STEP_TIER_UNKNOWN"),
+        (["run", "--script", script, "--resume", str(tmp_path / "nowhere")], "RUN_STORE_MISSING"),
+        (["trace", "show", str(junk)], "TRAJECTORY_INVALID"),
+        (["demo", "--tier", "T7"], "STEP_TIER_UNKNOWN"),
+    ]:
+        out = aira(aira_home, *args)
+        assert out.returncode == 1 and code in out.stderr, (args, out.stdout, out.stderr)
+        assert "Traceback" not in out.stderr and str(tmp_path) not in out.stderr
+    assert not list(aira_home.glob("runs/*/store.sqlite3"))  # nothing half-made
