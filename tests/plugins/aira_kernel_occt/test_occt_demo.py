@@ -166,3 +166,15 @@ def test_bad_input_to_the_step_commands_gets_a_code(aira_home: Path, tmp_path: P
         assert out.returncode == 1 and code in out.stderr, (args, out.stdout, out.stderr)
         assert "Traceback" not in out.stderr and str(tmp_path) not in out.stderr
     assert not list(aira_home.glob("runs/*/store.sqlite3"))  # nothing half-made
+
+
+def test_bench_capsule_reports_every_bundled_task(aira_home: Path) -> None:
+    out = aira(aira_home, "bench", "capsule", "--tier", "T32", "--json")
+    assert out.returncode == 0, out.stderr[-2000:]
+    report = json.loads(out.stdout)
+    assert set(report["tasks"]) == set(BUNDLED)
+    for task in report["tasks"].values():
+        assert task["terminal"] == "completed" and task["withinBudget"] is True
+        assert task["maxPromptTokens"] <= task["budgetTokens"] == 24_000
+        assert task["transcriptTokens"] > 0 and task["ratio"] > 0
+        assert task["overheadP50Ms"] >= 0
