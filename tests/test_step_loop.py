@@ -226,6 +226,8 @@ def test_a_long_task_compacts_and_stays_within_b(tmp_path: Path, tier: str) -> N
     assert all(r["promptTokens"] <= r["budgetTokens"] for r in outcome.records)
     if tier == "T32":
         assert outcome.rounds > 1  # 30 reads with 4 KB notes do not fit one T32 round
+        # unpinned pages left with their round, and the capsule says so
+        assert any("left with the last round" in row for row in h.ledger.eviction_rows())
     assert outcome.terminal is TerminalState.COMPLETED, codes(outcome)
     notes = [r for r in outcome.records if r["decision"].get("note")]
     assert notes

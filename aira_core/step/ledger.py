@@ -162,12 +162,14 @@ class Eviction:
     page: str
     path: str
     pinned: bool = False
-    reason: Literal["budget", "gone"] = "budget"
+    reason: Literal["budget", "gone", "round"] = "budget"
 
     def line(self) -> str:
         what = f"{self.path}, pinned" if self.pinned else self.path
         if self.reason == "gone":
             return f"page {self.page} ({what}) no longer resolves at step {self.step}; released"
+        if self.reason == "round":
+            return f"page {self.page} ({what}) was not pinned and left with the last round"
         return f"page {self.page} ({what}) released for budget; read it again if needed"
 
 
@@ -302,7 +304,9 @@ class Ledger:
         candidates = [(p.last_used, _page_number(i), i) for i, p in self.pages.items()]
         return [i for _, _, i in sorted(candidates) if self.pages[i].pinned == pinned]
 
-    def evict(self, page_id: str, step: int, reason: Literal["budget", "gone"] = "budget") -> None:
+    def evict(
+        self, page_id: str, step: int, reason: Literal["budget", "gone", "round"] = "budget"
+    ) -> None:
         """Drop a page from the working set and record it, so the model is told."""
         page = self.pages.pop(self._known([page_id])[0])
         self.evictions.append(Eviction(step, page_id, page.label, page.pinned, reason))

@@ -297,6 +297,9 @@ class StepHost:
             self.schema_pages = {
                 cap: page for cap, page in self.schema_pages.items() if cap in self.pending
             }
+            # Unpinned pages were shown once, in the round's log; only pinned ones carry over.
+            for page_id in self.ledger.lru(pinned=False):
+                self.ledger.evict(page_id, self.step, "round")
             self._fit_capsule()
             return
         self.log.append("decision", decision_text)
