@@ -39,6 +39,7 @@ from pydantic import ValidationError
 
 from aira_core.canonical import sha256_hex
 from aira_core.catalog.catalog import Catalog
+from aira_core.catalog.policy import RISK_RANK, authorize
 from aira_core.contracts.amir import (
     AmirDocument,
     Assertion,
@@ -100,7 +101,6 @@ COST_CLASS_SECONDS = {
 }
 # A length this small is below any kernel's modelling tolerance (mm).
 TOLERANCE_MM = 1e-6
-_RISK_RANK = {level: i for i, level in enumerate(RiskLevel)}
 _AUTHORING_KINDS = frozenset({CapabilityKind.AUTHORING_OPERATION})
 _LOWERED_KINDS = WRITING_KINDS | {CapabilityKind.VALIDATOR, CapabilityKind.MODEL_QUERY}
 
@@ -277,10 +277,6 @@ def _dependency_cycle(deps: Mapping[str, list[str]]) -> list[str] | None:
     return None
 
 
-def _class_allowed(path: str, classes: list[TaxonomyPath]) -> bool:
-    return any(path == c.value or path.startswith(c.value + ".") for c in classes)
-
-
 def grant_problems(grant: SessionGrant, now: datetime) -> list[tuple[str, str]]:
     """Why ``grant`` cannot be used at ``now``: revoked, expired (codes and messages)."""
     problems = []
@@ -310,41 +306,9 @@ def _check_grant(ctx: PlanContext, plan: Plan, found: _Findings) -> None:
 def _check_capability_grant(
     ctx: PlanContext, d: CapabilityDescriptor, i: int, step: PlanStep, found: _Findings
 ) -> None:
-    grant = ctx.grant
-    path = d.taxonomy.primary.value
-    writes = d.kind in WRITING_KINDS
-    classes = grant.write_classes if writes else grant.query_classes
-    if not _class_allowed(path, classes):
-        found.add(
-            "PLAN_CLASS_DENIED",
-            f"grant {grant.grant_id} does not allow "
-            f"{'writing' if writes else 'using'} {path} capabilities ({d.capability_id})",
-            "steps",
-            i,
-            "capability",
-            step=step.id,
-        )
-    if d.risk.destructive and not grant.permissions.destructive:
-        found.add(
-            "GRANT_PERMISSION_DENIED",
-            f"{d.capability_id} is destructive and grant "
-            f"{grant.grant_id} does not permit destructive changes",
-            "steps",
-            i,
-            "capability",
-            step=step.id,
-        )
-    if _RISK_RANK[d.risk.level] > _RISK_RANK[grant.auto_commit_max_risk] and not ctx.approved:
-        found.add(
-            "PLAN_APPROVAL_REQUIRED",
-            f"{d.capability_id} is {d.risk.level.value} risk; "
-            f"grant {grant.grant_id} commits up to {grant.auto_commit_max_risk.value} "
-            "without approval",
-            "steps",
-            i,
-            "capability",
-            step=step.id,
-        )
+    _, reasons = authorize(ctx.grant, d, approved=ctx.approved)
+    for code, message in reasons:
+        found.add(code, message, "steps", i, "capability", step=step.id)
 
 
 # -- arguments -----------------------------------------------------------------------------------
@@ -961,7 +925,7 @@ def check_plan(plan: Plan, ctx: PlanContext) -> tuple[CheckReport, Lowered | Non
             continue
         _check_capability_grant(ctx, d, i, step, found)
         seconds += COST_CLASS_SECONDS[d.execution.cost_class]
-        if _RISK_RANK[d.risk.level] > _RISK_RANK[risk]:
+        if RISK_RANK[d.risk.level] > RISK_RANK[risk]:
             risk = d.risk.level
         for effect in sorted(prohibited & set(d.effects)):
             found.add(
