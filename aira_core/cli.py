@@ -1213,7 +1213,7 @@ def model_import(
     """Import a file as a new body through an admitted importer (e.g. cap:io.importStep@1);
     the file's content goes into the revision, so the model does not depend on the file."""
     from aira_core.catalog.catalog import build_catalog
-    from aira_core.contracts.capability import CapabilityKind
+    from aira_core.contracts.capability import CapabilityKind, short_name
     from aira_core.contracts.plan import Plan
     from aira_core.diagnostics import AiraError
     from aira_core.model.aliases import label_alias_safe
@@ -1221,7 +1221,7 @@ def model_import(
     kind = (file_format or file.suffix.lstrip(".")).lower()
     kind = {"stp": "step"}.get(kind, kind)
     importers = {
-        cap.split(":")[1].split("@")[0].split(".")[-1].lower(): cap
+        short_name(cap).lower(): cap
         for cap, d in build_catalog().capabilities().items()
         if d.kind is CapabilityKind.IMPORTER
     }
@@ -1442,7 +1442,7 @@ def query_cmd(
 ) -> None:
     """Run an admitted query capability on a revision (the head of main by default)."""
     from aira_core.catalog.catalog import build_catalog
-    from aira_core.contracts.capability import CapabilityKind
+    from aira_core.contracts.capability import CapabilityKind, find_capability
     from aira_core.diagnostics import AiraError
 
     try:
@@ -1451,29 +1451,19 @@ def query_cmd(
         raise AiraError("ARGS_INVALID", "--args is not JSON") from None
     if not isinstance(arguments, dict):
         raise AiraError("ARGS_INVALID", "--args must be a JSON object")
-    queries = {
-        cap: d
-        for cap, d in build_catalog().capabilities().items()
-        if d.kind is CapabilityKind.MODEL_QUERY
-    }
-    short = {cap.split(":")[1].split("@")[0].split(".")[-1]: cap for cap in queries}
-    cap = name if name in queries else short.get(name)
+    descriptors = build_catalog().capabilities()
+    cap, known = find_capability(descriptors, name, CapabilityKind.MODEL_QUERY)
     if cap is None:
         raise AiraError(
-            "QUERY_UNKNOWN",
-            f"no admitted query {name!r}; known: " + (", ".join(sorted(short)) or "none"),
+            "QUERY_UNKNOWN", f"no admitted query {name!r}; known: " + (", ".join(known) or "none")
         )
-    ref = queries[cap].target[1]
+    ref = descriptors[cap].target[1]
     chosen = _kernel(kernel, f"running {cap}")
     with _repository(store) as repo:
         at = _rev(repo, rev)
         aliases = repo.aliases(at)
         # Body references are aliases to the model; the kernel takes ids.
-        resolved = {
-            k: aliases.resolve(v) if isinstance(v, str) and v in aliases else v
-            for k, v in arguments.items()
-        }
-        result = chosen.query(repo.document(at), ref, resolved)
+        result = chosen.query(repo.document(at), ref, aliases.resolve_values(arguments))
     body = {
         "format": "aira.query/1",
         "capability": cap,

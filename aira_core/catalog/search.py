@@ -41,7 +41,6 @@ from aira_core.contracts.capability import (
     Applicability,
     Authorization,
     CapabilityDescriptor,
-    CapabilityKind,
     ComponentStatus,
     CostClass,
     ExecutionQuality,
@@ -1099,15 +1098,3 @@ def build_index(
     for package in catalog.packages.values():
         schemas.update(package.manifest.schemas)
     return SearchIndex(catalog.capabilities().values(), schemas, config=config, embedder=embedder)
-
-
-def keyword_search(
-    descriptors: Iterable[CapabilityDescriptor],
-    intent: str,
-    *,
-    top_k: int = 8,
-    kinds: Iterable[CapabilityKind] | None = None,
-) -> list[SearchHit]:
-    """One-off search over ``descriptors`` (builds a throwaway index)."""
-    request = SearchRequest(intent=intent, top_k=top_k, include_kinds=list(kinds or []))
-    return SearchIndex(list(descriptors)).search(request).hits

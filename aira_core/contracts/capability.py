@@ -9,6 +9,7 @@ therefore never changes the lock hash, and a semantic edit always does.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import datetime
 from enum import StrEnum
 from typing import Annotated, Any
@@ -475,3 +476,19 @@ class ApplicableCapabilityView(WireModel):
     authorization_reasons: list[str] = Field(default_factory=list)
     cost_class: CostClass | None = None
     basis: ViewBasis
+
+
+def short_name(capability_id: str) -> str:
+    """The last name of a capability id: ``cap:query.massProperties@1`` → ``massProperties``."""
+    return capability_id.split(":", 1)[-1].split("@")[0].split(".")[-1]
+
+
+def find_capability(
+    descriptors: Mapping[str, CapabilityDescriptor], name: str, kind: CapabilityKind
+) -> tuple[str | None, list[str]]:
+    """The capability of ``kind`` named ``name`` (its id or its short name), and the short
+    names of all capabilities of that kind (for a message when there is none)."""
+    of_kind = [cap for cap, d in descriptors.items() if d.kind is kind]
+    short = {short_name(cap): cap for cap in of_kind}
+    found = name if name in of_kind else short.get(name)
+    return found, sorted(short)

@@ -29,7 +29,7 @@ its revision and never parses it.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from aira_core.canonical import sha256_hex
@@ -150,6 +150,13 @@ class AliasTable:
             "read the summary or a page of this revision for current aliases",
             subject=str(alias_or_id),
         )
+
+    def resolve_values(self, args: Mapping[str, Any]) -> dict[str, Any]:
+        """``args`` with every string value that is an alias or id of this revision as the
+        entity's id (kernels take ids); other values as they are."""
+        return {
+            k: self.resolve(v) if isinstance(v, str) and v in self else v for k, v in args.items()
+        }
 
     def kind_of(self, entity_id: str) -> str:
         """The kind (block name) of an entity, by its full id."""

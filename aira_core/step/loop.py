@@ -31,6 +31,7 @@ from typing import Any
 
 from aira_core.canonical import canonical_bytes
 from aira_core.catalog.signatures import LEGEND, catalog_signatures
+from aira_core.contracts.capability import CapabilityKind, find_capability
 from aira_core.contracts.plan import IntentFrame
 from aira_core.diagnostics import AiraError
 from aira_core.extensions import Kernel
@@ -442,26 +443,16 @@ class StepHost:
         return self._envelope_result("lookup", envelope)
 
     def _act_inspect(self, d: Any) -> dict[str, Any]:
-        queries = {
-            cap: e
-            for cap, e in self.ctx.capabilities.items()
-            if e.descriptor.kind.value == "model.query"
-        }
-        short = {cap.split(":")[1].split("@")[0].split(".")[-1]: cap for cap in queries}
-        cap = d.query if d.query in queries else short.get(d.query)
+        descriptors = {cap: e.descriptor for cap, e in self.ctx.capabilities.items()}
+        cap, known = find_capability(descriptors, d.query, CapabilityKind.MODEL_QUERY)
         if cap is None:
             return self._rejection(
-                "INSPECT_QUERY_UNKNOWN",
-                f"no admitted query {d.query!r}; known: {', '.join(sorted(short))}",
+                "INSPECT_QUERY_UNKNOWN", f"no admitted query {d.query!r}; known: {', '.join(known)}"
             )
         head = self.task.head
         document = self.ctx.repository.document(head)
-        table = self.ctx.repository.aliases(head)
-        args = {
-            k: table.resolve(v) if isinstance(v, str) and v in table else v
-            for k, v in (d.args or {}).items()
-        }
-        result = self.kernel.query(document, queries[cap].ref, args)
+        args = self.ctx.repository.aliases(head).resolve_values(d.args or {})
+        result = self.kernel.query(document, self.ctx.capabilities[cap].ref, args)
         if result.diagnostics:
             first = result.diagnostics[0]
             return self._rejection(first.code, first.message)

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol
@@ -158,7 +157,3 @@ def read_trajectory(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     if not records or records[0].get("format") != TRAJECTORY_FORMAT:
         raise AiraError(TRAJECTORY_INVALID, f"{path.name} is not an {TRAJECTORY_FORMAT} file")
     return records[0], records[1:]
-
-
-def steps(records: Sequence[dict[str, Any]]) -> Iterator[dict[str, Any]]:
-    return (r for r in records if "step" in r)
