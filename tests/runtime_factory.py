@@ -45,11 +45,10 @@ from aira_core.extensions import (
     QueryResult,
     ValidationOutcome,
 )
-from aira_core.model.operations import node_ref
 from aira_core.model.repository import ModelRepository
 from aira_core.model.units import dimension_of, to_base
 from aira_core.plugins import Registered, Registry
-from aira_core.runtime.plan import LOCAL_GRANT, PlanContext, capability_index
+from aira_core.runtime.plan import LOCAL_GRANT, PlanContext, capability_index, node_signatures
 
 PACKAGE = "test.runtime"
 PUBLISHER = "test-vendor"
@@ -713,7 +712,7 @@ def make_runtime(
     kernel = FakeGeometryKernel(runtime_implementations(runtime_manifest()))
     runtime = admit(tmp_path, kernel=kernel)
     index = capability_index(runtime.catalog)
-    signatures = {e.ref: e.signature for e in index.values() if node_ref(e.descriptor)}
+    signatures = node_signatures(index)
     repository = ModelRepository.open(tmp_path / "store.sqlite3", signatures)
     repository.init()
     ctx = PlanContext(

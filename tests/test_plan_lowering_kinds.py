@@ -12,9 +12,14 @@ import pytest
 
 from aira_core.contracts.amir import BodyAdd, NodeAdd
 from aira_core.contracts.capability import SessionGrant
-from aira_core.model.operations import node_ref
 from aira_core.model.repository import ModelRepository
-from aira_core.runtime.plan import LOCAL_GRANT, PlanContext, capability_index, check_plan
+from aira_core.runtime.plan import (
+    LOCAL_GRANT,
+    PlanContext,
+    capability_index,
+    check_plan,
+    node_signatures,
+)
 from tests.runtime_factory import _io, admit, plan, runtime_manifest, step
 
 SKETCH = "sketch.square@1.0.0"
@@ -104,7 +109,7 @@ def manifest() -> dict[str, Any]:
 def ctx(tmp_path: Path):
     runtime = admit(tmp_path, manifest())
     index = capability_index(runtime.catalog)
-    signatures = {e.ref: e.signature for e in index.values() if node_ref(e.descriptor)}
+    signatures = node_signatures(index)
     assert IMPORT in signatures  # an importer's node is a node like any other
     repository = ModelRepository.open(tmp_path / "store.sqlite3", signatures)
     repository.init()

@@ -143,6 +143,12 @@ def capability_index(catalog: Catalog) -> dict[str, CapabilityEntry]:
     return out
 
 
+def node_signatures(capabilities: Mapping[str, CapabilityEntry]) -> dict[str, OperationSignature]:
+    """The signatures of every target a document node may use (what a store checks node
+    inputs against), from :func:`capability_index`."""
+    return {e.ref: e.signature for e in capabilities.values() if node_ref(e.descriptor)}
+
+
 @dataclass
 class PlanContext:
     """What a plan is checked and lowered against."""

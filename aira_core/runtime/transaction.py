@@ -34,10 +34,15 @@ from aira_core.contracts.plan import (
 )
 from aira_core.diagnostics import AiraError, Diagnostic, redact
 from aira_core.extensions import BodyResult, Evaluation, Kernel, ValidationOutcome
-from aira_core.model.operations import OperationSignature, node_ref
 from aira_core.model.patch import PatchRejected, apply_patch, changed_nodes
 from aira_core.model.store import MAIN, StaleRevision
-from aira_core.runtime.plan import Lowered, PlanContext, branch_head, check_plan
+from aira_core.runtime.plan import (
+    Lowered,
+    PlanContext,
+    branch_head,
+    check_plan,
+    node_signatures,
+)
 
 PUBLISH_ACTION = "publish"
 KERNEL_FAILED = "KERNEL_FAILED"
@@ -60,12 +65,6 @@ class Rejected(Exception):
     def __init__(self, envelope: ObservationEnvelope) -> None:
         super().__init__(envelope.status)
         self.envelope = envelope
-
-
-def signatures(ctx: PlanContext) -> dict[str, OperationSignature]:
-    return {
-        e.ref: e.signature for e in ctx.capabilities.values() if node_ref(e.descriptor) is not None
-    }
 
 
 def _entity_order(base: AmirDocument, lowered: Lowered) -> dict[str, list[str]]:
@@ -101,7 +100,7 @@ class Transaction:
     def __init__(self, ctx: PlanContext, kernel: Kernel) -> None:
         self.ctx = ctx
         self.kernel = kernel
-        self._signatures = signatures(ctx)
+        self._signatures = node_signatures(ctx.capabilities)
 
     # -- envelopes ---------------------------------------------------------------------------
 

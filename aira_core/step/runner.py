@@ -55,20 +55,13 @@ def run_script(
     on_step: Callable[[dict[str, Any]], None] | None = None,
 ) -> Run:
     """Replay ``script`` on a fresh store at ``store`` (it must not exist yet)."""
-    from aira_core.catalog.catalog import build_catalog
     from aira_core.contracts.amir import AmirDocument
-    from aira_core.model.operations import node_ref
-    from aira_core.model.repository import ModelRepository
-    from aira_core.runtime.plan import LOCAL_GRANT, PlanContext, capability_index
 
     if store.exists():
         raise AiraError("RUN_STORE_EXISTS", f"{store.name} exists; a run starts from a new store")
     chosen = tier(tier_name or script.tier)
-    catalog = build_catalog()
-    index = capability_index(catalog)
-    signatures = {e.ref: e.signature for e in index.values() if node_ref(e.descriptor)}
     store.parent.mkdir(parents=True, exist_ok=True)
-    repository = ModelRepository.open(store, signatures)
+    repository, ctx = _open(store)
     try:
         document = (
             AmirDocument.model_validate(script.document, by_name=False)
@@ -76,13 +69,6 @@ def run_script(
             else None
         )
         repository.init(document)
-        ctx = PlanContext(
-            catalog=catalog,
-            repository=repository,
-            branch="main",
-            grant=LOCAL_GRANT,
-            capabilities=index,
-        )
         writer = TrajectoryWriter(
             trajectory,
             {"script": script.name, "tier": chosen.name, "taskId": task_id(script)},
@@ -123,28 +109,14 @@ def resume_script(
 ) -> Run:
     """Continue an interrupted run of ``script`` from its trajectory and store, without
     running its committed plans again."""
-    from aira_core.catalog.catalog import build_catalog
-    from aira_core.model.operations import node_ref
-    from aira_core.model.repository import ModelRepository
-    from aira_core.runtime.plan import LOCAL_GRANT, PlanContext, capability_index
     from aira_core.step.trajectory import read_trajectory
 
     if not store.exists():
         raise AiraError("RUN_STORE_MISSING", f"{store.name} does not exist; nothing to resume")
     header, records = read_trajectory(trajectory)
     chosen = tier(tier_name or header.get("tier") or script.tier)
-    catalog = build_catalog()
-    index = capability_index(catalog)
-    signatures = {e.ref: e.signature for e in index.values() if node_ref(e.descriptor)}
-    repository = ModelRepository.open(store, signatures)
+    repository, ctx = _open(store)
     try:
-        ctx = PlanContext(
-            catalog=catalog,
-            repository=repository,
-            branch="main",
-            grant=LOCAL_GRANT,
-            capabilities=index,
-        )
         source = ScriptedSource(script)
         writer = TrajectoryWriter(trajectory, {})
         try:
@@ -169,6 +141,22 @@ def resume_script(
     finally:
         repository.close()
     return Run(script, outcome, store, trajectory, files)
+
+
+def _open(store: Path) -> tuple[Any, Any]:
+    """The store at ``store`` and a plan context on it: the production catalog, the local
+    user's grant, branch main."""
+    from aira_core.catalog.catalog import build_catalog
+    from aira_core.model.repository import ModelRepository
+    from aira_core.runtime.plan import LOCAL_GRANT, PlanContext, capability_index, node_signatures
+
+    catalog = build_catalog()
+    index = capability_index(catalog)
+    repository = ModelRepository.open(store, node_signatures(index))
+    ctx = PlanContext(
+        catalog=catalog, repository=repository, branch="main", grant=LOCAL_GRANT, capabilities=index
+    )
+    return repository, ctx
 
 
 def _artefacts(kernel: Any, repository: Any, head: str, base: Path) -> dict[str, Path]:
