@@ -20,7 +20,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from aira_core.catalog.evaluation import Query, load_queries
+from aira_core.catalog.evaluation import Query, evaluate, load_queries
 from aira_core.catalog.search import DEFAULT_WEIGHTS, MODEL_WEIGHTS, SearchIndex, Weights
 from aira_core.contracts.package import PackageManifest
 
@@ -64,19 +64,9 @@ class Memo:
 
 
 def score(index: SearchIndex, queries: list[Query]) -> tuple[float, float, float]:
-    at5 = at1 = answerable = right = unanswerable = 0
-    for q in queries:
-        response = index.search(q.text)
-        hits = [h.capability_id for h in response.hits]
-        if not q.expected:
-            unanswerable += 1
-            right += response.no_match
-            continue
-        answerable += 1
-        rank = next((i for i, c in enumerate(hits) if c in q.expected), None)
-        at5 += rank is not None and rank < 5
-        at1 += rank == 0
-    return at5 / answerable, right / unanswerable, at1 / answerable
+    """recall@5, no-match accuracy and recall@1, as ``aira bench discovery`` scores them."""
+    scores = evaluate(index, queries)["all"]
+    return scores["recallAt5"], scores["noMatchAccuracy"], scores["recallAt1"]
 
 
 def objective(r5: float, nm: float, r1: float) -> float:
