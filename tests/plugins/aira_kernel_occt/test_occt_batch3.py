@@ -8,7 +8,8 @@ import pytest
 
 pytest.importorskip("cadquery")
 
-from aira_core.contracts.amir import AmirDocument
+from occt_docs import doc, node, v
+
 from aira_kernel_occt import geometry
 from aira_kernel_occt.operations import BY_CAPABILITY
 
@@ -18,24 +19,6 @@ TRANSLATE = "exact.translate@1.0.0"
 UNION = "exact.union@1.0.0"
 HOLE = "exact.hole@1.0.0"
 CORNERS = [[-15, -10], [15, -10], [-15, 10], [15, 10]]
-
-
-def v(value: Any) -> dict[str, Any]:
-    return {"value": value}
-
-
-def node(nid: str, op: str, **inputs: Any) -> dict[str, Any]:
-    return {"id": nid, "op": op, "inputs": inputs}
-
-
-def doc(nodes: list[dict[str, Any]], bodies: dict[str, str]) -> dict[str, Any]:
-    return AmirDocument.model_validate(
-        {
-            "parameters": [],
-            "nodes": nodes,
-            "bodies": [{"id": b, "label": b, "tip": tip} for b, tip in bodies.items()],
-        }
-    ).to_wire()
 
 
 def plate(points: list[list[float]], diameter: float = 5) -> dict[str, Any]:

@@ -14,7 +14,8 @@ import pytest
 
 pytest.importorskip("cadquery")
 
-from aira_core.contracts.amir import AmirDocument
+from occt_docs import doc, node, v
+
 from aira_kernel_occt import geometry
 
 BOX = "exact.box@1.0.0"
@@ -24,24 +25,6 @@ SHELL = "exact.shell@1.0.0"
 EXTRUDE = "exact.extrude@1.0.0"
 REVOLVE = "exact.revolve@1.0.0"
 IMPORT = "io.importStep@1.0.0"
-
-
-def v(value: Any) -> dict[str, Any]:
-    return {"value": value}
-
-
-def node(nid: str, op: str, **inputs: Any) -> dict[str, Any]:
-    return {"id": nid, "op": op, "inputs": inputs}
-
-
-def doc(nodes: list[dict[str, Any]], bodies: dict[str, str]) -> dict[str, Any]:
-    return AmirDocument.model_validate(
-        {
-            "parameters": [],
-            "nodes": nodes,
-            "bodies": [{"id": b, "label": b, "tip": tip} for b, tip in bodies.items()],
-        }
-    ).to_wire()
 
 
 def evaluate(nodes: list[dict[str, Any]], tip: str) -> dict[str, Any]:

@@ -11,7 +11,8 @@ import pytest
 
 pytest.importorskip("cadquery")
 
-from aira_core.contracts.amir import AmirDocument
+from occt_docs import doc, node, v
+
 from aira_kernel_occt import geometry
 from aira_kernel_occt.operations import BY_CAPABILITY
 
@@ -26,25 +27,6 @@ MIRROR = "exact.mirror@1.0.0"
 INTERSECT = "exact.intersect@1.0.0"
 
 REL = 1e-9
-
-
-def v(value: Any, unit: str | None = None) -> dict[str, Any]:
-    return {"value": value} if unit is None else {"value": value, "unit": unit}
-
-
-def node(nid: str, op: str, **inputs: Any) -> dict[str, Any]:
-    return {"id": nid, "op": op, "inputs": inputs}
-
-
-def doc(nodes: list[dict[str, Any]], bodies: dict[str, str]) -> dict[str, Any]:
-    """A validated AMIR document, as wire dict (what the worker receives)."""
-    return AmirDocument.model_validate(
-        {
-            "parameters": [],
-            "nodes": nodes,
-            "bodies": [{"id": b, "label": b, "tip": tip} for b, tip in bodies.items()],
-        }
-    ).to_wire()
 
 
 def evaluate(document: dict[str, Any], cache: dict[str, Any] | None = None) -> dict[str, Any]:
