@@ -19,6 +19,7 @@ from typing import Any
 
 from aira_core.canonical import canonical_bytes, sha256_id
 from aira_core.catalog.hashes import runtime_snapshot_hash
+from aira_core.catalog.policy import authorize
 from aira_core.catalog.search import (
     HYBRID,
     Embedder,
@@ -135,15 +136,15 @@ class Disclosure:
 
     def applicable_ids(self) -> list[str]:
         """Capabilities the grant does not deny (all of them without a grant)."""
-        ids = sorted(self.catalog.capabilities())
+        capabilities = self.catalog.capabilities()
         if self.grant is None:
-            return ids
-        return [
+            return sorted(capabilities)
+        # The grant alone decides this: no need to build the search index for a manifest.
+        return sorted(
             cap
-            for cap in ids
-            if self.index.applicability(self._descriptor(cap), self.context())[2]
-            is not Authorization.DENIED
-        ]
+            for cap, d in capabilities.items()
+            if authorize(self.grant, d)[0] is not Authorization.DENIED
+        )
 
     def _small_catalog(self) -> dict[str, Any] | None:
         """Every applicable contract (L1+L2) if together they fit the declared cap."""
