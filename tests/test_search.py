@@ -15,6 +15,7 @@ import pytest
 from aira_core.canonical import canonical_bytes
 from aira_core.catalog.search import (
     BM25_ONLY,
+    EXAMPLE_TERM_SHARE,
     MAX_PER_BRANCH,
     HashingEmbedder,
     SearchContext,
@@ -97,6 +98,16 @@ def test_chinese_is_tokenised_into_characters_and_bigrams() -> None:
     assert tokens("Rounding holes") == ["round", "hole"]  # stemmed, lower case
 
 
+@pytest.mark.parametrize(
+    ("intent", "text"), [("找三家供应商报个价，500件的", "500件"), ("500 pieces", "500 pieces")]
+)
+def test_counting_words_are_a_count_not_content(intent: str, text: str) -> None:
+    # "件" is also half of 文件 ("file"): as a counting word it must match nothing
+    norm = normalize(intent)
+    assert [(q.text, q.dimension) for q in norm.quantities] == [(text, "Count")]
+    assert "件" not in norm.terms and "piec" not in norm.terms
+
+
 # -- stages 2 and 3: routing and candidates -----------------------------------------------------
 
 
@@ -104,6 +115,31 @@ def test_routing_prefers_the_cued_branch(index: SearchIndex) -> None:
     response = index.search("how many faces does the bracket have")
     assert response.intent.branches[0].startswith("query")
     assert ids(response)[0] == "cap:query.topology@1"
+
+
+def coverage(index: SearchIndex, intent: str, capability: str) -> float:
+    found = index._candidates(normalize(intent))
+    return next(
+        c.lexical
+        for c in found.values()
+        if index.caps[c.index].descriptor.capability_id == capability
+    )
+
+
+def test_a_chinese_word_weighs_like_an_english_word_known_or_not(index: SearchIndex) -> None:
+    # one word the catalog knows and one it does not ("ticket"), in either language
+    zh = coverage(index, "镜像机票", "cap:exact.mirror@1")
+    en = coverage(index, "mirror ticket", "cap:exact.mirror@1")
+    assert 0.35 < zh < 0.6 and abs(zh - en) < 0.1
+    assert coverage(index, "镜像", "cap:exact.mirror@1") == pytest.approx(1.0)
+
+
+def test_a_word_only_an_intent_example_uses_counts_less_than_the_profiles_own(
+    index: SearchIndex,
+) -> None:
+    # 供应商 (supplier) occurs only in importStep's intent examples; 导入 is one of its aliases
+    assert coverage(index, "供应商", "cap:io.importStep@1") == pytest.approx(EXAMPLE_TERM_SHARE)
+    assert coverage(index, "导入", "cap:io.importStep@1") == pytest.approx(1.0)
 
 
 def test_candidates_come_from_bm25_aliases_and_examples(index: SearchIndex) -> None:
@@ -262,7 +298,15 @@ def test_sufficiency_expands_with_producers_of_a_missing_type(index: SearchIndex
 
 @pytest.mark.parametrize(
     "intent",
-    ["send an email to the supplier about the delivery date", "明天北京会下雨吗", "qwxz vbnm plok"],
+    [
+        "send an email to the supplier about the delivery date",
+        "明天北京会下雨吗",
+        "qwxz vbnm plok",
+        # one word is an alias ("translate", "move"), the rest is off the catalog: the
+        # evidence is the nearest intent example, not the bare alias
+        "translate this manual into French",
+        "translate the user guide into Spanish",
+    ],
 )
 def test_an_unrelated_intent_is_an_explicit_no_match(index: SearchIndex, intent: str) -> None:
     response = index.search(intent)

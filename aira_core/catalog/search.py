@@ -5,8 +5,9 @@ A :class:`SearchIndex` is built once per catalog (it never changes a descriptor)
 catalog's size. The stages, each a function or method below:
 
 1. **Normalisation** (:func:`normalize`): terms (English stemmed, Chinese as character
-   unigrams and bigrams), quantities with units (``2 mm``, ``M3``, ``Ø6``, ``30°``, ``3 毫米``),
-   negated terms ("without holes", "not a chamfer", "不要倒角"); the raw intent is kept.
+   unigrams and bigrams), quantities with units (``2 mm``, ``M3``, ``Ø6``, ``30°``,
+   ``3 毫米``) and counts (``500 pieces``, ``12个``), negated terms ("without holes",
+   "not a chamfer", "不要倒角"); the raw intent is kept.
 2. **Routing** (:meth:`SearchIndex._route`): the top-level branch from the intent's cue
    words ("how many" → query, "must" → validation, "export" → io.export …), then the
    taxonomy leaves that hold most of the candidates' relevance.
@@ -63,6 +64,10 @@ CANDIDATES_PER_RETRIEVER = 50
 NO_MATCH_DEPTH = 3
 """The best evidence among this many top-ranked candidates decides "no match"."""
 MAX_PER_BRANCH = 3
+EXAMPLE_TERM_SHARE = 0.65
+"""What a term found only in a capability's intent examples earns of its weight in coverage:
+examples show a capability in context ("load the vendor's STEP file"), and their context
+words (vendor, bracket) say less about what it does than its title, aliases and summary."""
 
 
 @dataclass(frozen=True)
@@ -73,9 +78,11 @@ class Weights:
       intent a matched alias explains, the nearest intent example, term coverage and the
       dense retriever; pushed down by a closer counterexample than example and by negated
       terms; moved by the routed branch;
-    - the **evidence** (reported as ``retrievalRelevance``): term coverage, nearest example
-      and alias share (and, with a sentence-embedding model, its nearest example), which is
-      absolute, so that a best evidence below ``no_match_below`` answers "no match".
+    - the **evidence** (reported as ``retrievalRelevance``): term coverage, the nearest
+      intent example (a sentence; a bare title or alias matching one word of a longer intent
+      is coverage already, and would otherwise vouch for "translate this manual into
+      French") and alias share (and, with a sentence-embedding model, its nearest example),
+      which is absolute, so that a best evidence below ``no_match_below`` answers "no match".
 
     Fitted on the odd-numbered half of the discovery benchmark (benchmarks/discovery); the
     even half is held out (see benchmarks/README.md for both halves' numbers)."""
@@ -107,10 +114,10 @@ DEFAULT_WEIGHTS = Weights(
     model_counter=0.0,
     cue_boost=1.119,
     off_cue=0.803,
-    evidence_lexical=0.626,
+    evidence_lexical=0.6,
     evidence_alias=0.026,
     evidence_model=0.0,
-    no_match_below=0.238,
+    no_match_below=0.19,
 )
 MODEL_WEIGHTS = Weights(
     bm25=0.739,
@@ -171,6 +178,13 @@ _UNITS = {
     "mm³": ("mm3", 1.0, "Volume"),
     "mm3": ("mm3", 1.0, "Volume"),
     "立方厘米": ("cm3", 1000.0, "Volume"),
+    # counting words: "500 pieces", "12个" are a count, not content to match ("件" is also
+    # the second half of 文件, "file")
+    "pcs": ("count", 1.0, "Count"),
+    "piece": ("count", 1.0, "Count"),
+    "个": ("count", 1.0, "Count"),
+    "件": ("count", 1.0, "Count"),
+    "只": ("count", 1.0, "Count"),
 }
 _UNIT_WORD = "|".join(
     sorted(
@@ -483,6 +497,7 @@ class _Candidate:
     counter: float = 0.0
     model_example: float = 0.0
     model_counter: float = 0.0
+    sentence: float = 0.0
     rank: float = 0.0
     relevance: float = 0.0
     why: list[str] = field(default_factory=list)
@@ -519,10 +534,14 @@ class SearchIndex:
         documents: list[list[str]] = []
         examples: list[str] = []
         example_owner: list[int] = []
+        sentence: list[bool] = []
         counters: list[str] = []
         counter_owner: list[int] = []
         self._aliases: dict[tuple[str, ...], set[int]] = {}
         self._cjk_aliases: dict[str, set[int]] = {}
+        self._described: list[frozenset[str]] = []
+        """Per capability, the terms of what it says it is (title, aliases, summary, input
+        names); the other terms of its text occur only in its intent examples."""
         for i, d in enumerate(descriptors):
             schema = (schemas or {}).get(d.inputs.schema_ref) or {}
             names = frozenset(str(n) for n in (schema.get("properties") or {}))
@@ -550,6 +569,7 @@ class SearchIndex:
                 )
             )
             name_words = " ".join(re.sub(r"([a-z])([A-Z])", r"\1 \2", n) for n in names)
+            self._described.append(identity | frozenset(tokens(" ".join([d.summary, name_words]))))
             documents.append(
                 tokens(
                     " ".join(
@@ -569,6 +589,7 @@ class SearchIndex:
             for example in [*d.intent_examples, d.title, *d.aliases]:
                 examples.append(example)
                 example_owner.append(i)
+                sentence.append(example in d.intent_examples)
             for counter in d.counter_examples:
                 counters.append(counter)
                 counter_owner.append(i)
@@ -597,6 +618,7 @@ class SearchIndex:
         self._hasher = HashingEmbedder()
         self._examples = _Matrix(self._hasher.embed(examples)) if examples else None
         self._example_owner = np.asarray(example_owner, dtype=np.int64)
+        self._sentence = np.asarray(sentence, dtype=bool)
         self._counters = _Matrix(self._hasher.embed(counters)) if counters else None
         self._counter_owner = np.asarray(counter_owner, dtype=np.int64)
         self.embedder: Embedder = embedder if embedder is not None else self._hasher
@@ -674,8 +696,12 @@ class SearchIndex:
                 c.bm25 = c.bm25 / top if top > 0 else 0.0
         query = self._hasher.embed([norm.text]) if norm.text.strip() else None
         if self.config.examples and query is not None and self._examples is not None:
-            example = self._max_per_owner(self._examples.similarities(query), self._example_owner)
+            sims = self._examples.similarities(query)
+            example = self._max_per_owner(sims, self._example_owner)
             take(example, "example")
+            sentence_sim = self._max_per_owner(
+                np.where(self._sentence, sims, 0.0), self._example_owner
+            )
         vector = None
         if self.config.dense and self._dense is not None and norm.text.strip():
             vector = query if not self.model else self.embedder.embed([norm.text])
@@ -710,37 +736,67 @@ class SearchIndex:
             for c in out.values():
                 if c.example == 0.0:
                     c.example = float(example[c.index])
+                c.sentence = float(sentence_sim[c.index])
         self._lexical(norm, terms, out)
         return out
 
-    def _weights(self, terms: list[str]) -> dict[str, float]:
-        """How much each intent term counts: its idf. An unknown English word or Chinese
-        character is content no capability mentions (full weight, so it lowers every
-        capability's coverage); an unknown Chinese bigram is mostly a cut across two words
-        (no weight); Chinese single characters count half (the bigrams carry the words)."""
-        out = {}
+    def _units(self, norm: Normalized, terms: list[str]) -> list[tuple[float, tuple[str, ...]]]:
+        """The intent as weighted units of content, each with the terms that match it.
+
+        An English word is a unit weighing its idf. Chinese has no spaces, so each Chinese
+        character is a unit weighing half the idf of the rarest known term covering it (a
+        bigram it is part of, else the character itself): a two-character word then weighs
+        about as much as an English word, whether the catalog knows it or not. A character no
+        known term covers is content no capability mentions: half the unknown idf, which
+        lowers every capability's coverage alike, as an unknown English word does. Function
+        characters (的, 把, 个…) are no units, and bigrams holding one match nothing."""
+        units: list[tuple[float, tuple[str, ...]]] = []
         for t in terms:
-            cjk = t[0] >= "\u3400"
-            idf = self._idf.get(t)
-            if idf is None:
-                idf = 0.0 if cjk and len(t) > 1 else self._idf_unknown
-            out[t] = idf * (0.5 if cjk and len(t) == 1 else 1.0)
-        return out
+            if t[0] < "\u3400":
+                units.append((self._idf.get(t, self._idf_unknown), (t,)))
+        for run in _TOKEN.findall(norm.text.lower()):
+            if run[0] < "\u3400":
+                continue
+            for i, ch in enumerate(run):
+                if ch in _CJK_STOP:
+                    continue
+                covering = [ch] + [
+                    b
+                    for b in (run[i - 1 : i + 1] if i else "", run[i : i + 2])
+                    if len(b) == 2 and not set(b) & _CJK_STOP
+                ]
+                known = [self._idf[u] for u in covering if u in self._idf]
+                units.append((0.5 * (max(known) if known else self._idf_unknown), tuple(covering)))
+        return units
 
     def _lexical(self, norm: Normalized, terms: list[str], out: dict[int, _Candidate]) -> None:
-        """Coverage: the weighted share of the intent's terms a capability's discovery text
-        contains (unknown words count against every capability alike)."""
-        weights = self._weights(terms)
-        total = sum(weights.values()) or 1.0
+        """Coverage: the weighted share of the intent's units of content (see :meth:`_units`)
+        a capability's discovery text holds; a Chinese character matched only by itself, not
+        by the bigram that carries its word, earns its own idf's share."""
+        units = self._units(norm, terms)
+        total = sum(w for w, _ in units) or 1.0
         for c in out.values():
             doc = self._doc_terms[c.index]
-            matched = [t for t in terms if t in doc]
-            c.lexical = sum(weights[t] for t in matched) / total
-            strong = sorted(matched, key=lambda t: -weights[t])[:3]
-            c.why.extend(f"term:{t}" for t in strong if weights[t] > 0)
-        for c in out.values():
+            described = self._described[c.index]
+            earned = 0.0
+            shown: dict[str, float] = {}
+            for weight, covering in units:
+                best = max(
+                    ((self._idf[u], u) for u in covering if u in doc and u in self._idf),
+                    default=None,
+                )
+                if best is None:
+                    continue
+                share = weight if len(covering) == 1 else min(weight, 0.5 * best[0])
+                if best[1] not in described:
+                    share *= EXAMPLE_TERM_SHARE
+                earned += share
+                shown[best[1]] = max(shown.get(best[1], 0.0), share)
+            c.lexical = earned / total
+            strong = sorted(shown, key=lambda t: -shown[t])[:3]
+            c.why.extend(f"term:{t}" for t in strong if shown[t] > 0)
             if c.alias:  # how much of the intent the matched alias explains
-                c.alias = sum(w for t, w in weights.items() if t in c.alias_terms) / total
+                c.alias = sum(w for w, covering in units if set(covering) & c.alias_terms) / total
 
     def _score(self, norm: Normalized, c: _Candidate) -> None:
         """The candidate's rank and evidence (see :class:`Weights`)."""
@@ -760,7 +816,7 @@ class SearchIndex:
         )
         evidence = (
             w.evidence_lexical * c.lexical
-            + (1 - w.evidence_lexical) * c.example
+            + (1 - w.evidence_lexical) * c.sentence
             + w.evidence_alias * c.alias
         )
         if self.model:

@@ -8,6 +8,12 @@ It runs the real search pipeline for every trial (random search over the weights
 the weights that maximise ``min(recall@5 / 0.95, no-match accuracy / 0.9) + 0.2·recall@1``
 on the dev half; it prints them as a ``Weights(...)`` literal to paste into search.py, with
 dev, test and overall scores. ``--model`` fits the weights used with the embeddings extra.
+
+``--evidence`` refits only the two numbers that decide "no match" (``evidence_lexical`` and
+``no_match_below``) on a grid, keeping the ranking weights: among the dev-best settings it
+takes the one with the widest run of equally good thresholds, at that run's middle (the
+largest margin to the dev queries on either side), then the one nearest the current
+weights. This is how the current default evidence weights were set.
 """
 
 from __future__ import annotations
@@ -73,11 +79,35 @@ def objective(r5: float, nm: float, r1: float) -> float:
     return min(r5 / 0.95, nm / 0.9) + 0.2 * r1
 
 
+EVIDENCE_LEXICAL = [round(0.5 + 0.05 * i, 2) for i in range(8)]
+NO_MATCH_BELOW = [round(0.15 + 0.005 * i, 3) for i in range(25)]
+
+
+def fit_evidence(index: SearchIndex, dev: list[Query], start: Weights) -> Weights:
+    """The dev-best (evidence_lexical, no_match_below) with the widest margin (see above)."""
+    choices = []
+    for lexical in EVIDENCE_LEXICAL:
+        values = []
+        for below in NO_MATCH_BELOW:
+            index.weights = dataclasses.replace(
+                start, evidence_lexical=lexical, no_match_below=below
+            )
+            values.append(round(objective(*score(index, dev)), 4))
+        top = max(values)
+        run = [b for b, v in zip(NO_MATCH_BELOW, values, strict=True) if v == top]
+        choices.append((top, len(run), -abs(lexical - start.evidence_lexical), lexical, run))
+    _, _, _, lexical, run = max(choices)
+    return dataclasses.replace(start, evidence_lexical=lexical, no_match_below=run[len(run) // 2])
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--trials", type=int, default=400)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--model", action="store_true", help="fit the embeddings-extra weights")
+    parser.add_argument(
+        "--evidence", action="store_true", help="refit only the no-match evidence on a grid"
+    )
     args = parser.parse_args(argv)
 
     manifest = PackageManifest.model_validate(json.loads(MANIFEST.read_text()))
@@ -98,6 +128,9 @@ def main(argv: list[str] | None = None) -> int:
     best = start
     index.weights = start
     best_score = objective(*score(index, dev))
+    if args.evidence:
+        best = fit_evidence(index, dev, start)
+        args.trials = 0
     rng = random.Random(args.seed)
     for _ in range(args.trials):
         values = {
