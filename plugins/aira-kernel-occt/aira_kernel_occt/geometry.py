@@ -24,6 +24,7 @@ from typing import Any
 
 import cadquery as cq
 from OCP.BRep import BRep_Tool
+from OCP.BRepCheck import BRepCheck_Analyzer
 
 from aira_core.canonical import sha256_hex
 from aira_core.contracts.amir import ParamType
@@ -135,7 +136,8 @@ def solid_problem(shape: cq.Shape | None) -> str | None:
         return "the result is empty (a null shape)"
     if not shape.Solids():
         return f"the result is a {shape.ShapeType()} without any solid"
-    if not shape.isValid():
+    # parallel: the check of a large result is the most expensive measure of a node
+    if not BRepCheck_Analyzer(shape.wrapped, True, True).IsValid():
         return "the result fails the BRep check"
     if not closed_shells(shape):
         return "the result has an open shell"
