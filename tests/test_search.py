@@ -99,13 +99,25 @@ def test_chinese_is_tokenised_into_characters_and_bigrams() -> None:
 
 
 @pytest.mark.parametrize(
-    ("intent", "text"), [("找三家供应商报个价，500件的", "500件"), ("500 pieces", "500 pieces")]
+    ("intent", "text"),
+    [
+        ("找三家供应商报个价，500件的", "500件"),
+        ("500 pieces", "500 pieces"),
+        ("1 piece", "1 piece"),
+        ("4 pcs", "4 pcs"),
+        ("排12个", "12个"),
+        ("3只", "3只"),
+    ],
 )
 def test_counting_words_are_a_count_not_content(intent: str, text: str) -> None:
     # "件" is also half of 文件 ("file"): as a counting word it must match nothing
     norm = normalize(intent)
-    assert [(q.text, q.dimension) for q in norm.quantities] == [(text, "Count")]
-    assert "件" not in norm.terms and "piec" not in norm.terms
+    assert [(q.text, q.dimension, q.unit) for q in norm.quantities] == [(text, "Count", "count")]
+    assert not {"件", "piec", "pcs", "只"} & set(norm.terms)
+
+
+def test_a_counting_character_without_a_number_is_content() -> None:
+    assert {"文件", "件"} <= set(normalize("导出STEP文件").terms)
 
 
 # -- stages 2 and 3: routing and candidates -----------------------------------------------------
@@ -126,12 +138,39 @@ def coverage(index: SearchIndex, intent: str, capability: str) -> float:
     )
 
 
-def test_a_chinese_word_weighs_like_an_english_word_known_or_not(index: SearchIndex) -> None:
-    # one word the catalog knows and one it does not ("ticket"), in either language
+def test_unknown_chinese_content_lowers_coverage_as_unknown_english_does(
+    index: SearchIndex,
+) -> None:
+    # one word the catalog knows and one it has never seen ("ticket"), in either language
     zh = coverage(index, "镜像机票", "cap:exact.mirror@1")
     en = coverage(index, "mirror ticket", "cap:exact.mirror@1")
     assert 0.35 < zh < 0.6 and abs(zh - en) < 0.1
     assert coverage(index, "镜像", "cap:exact.mirror@1") == pytest.approx(1.0)
+
+
+def test_a_character_matched_without_its_word_earns_only_its_own_share(
+    index: SearchIndex,
+) -> None:
+    # Cylinder's text has 圆 (圆柱) but not the word 圆角; function characters are no content
+    assert 0 < coverage(index, "圆角", "cap:exact.cylinder@1") < 0.5
+    assert coverage(index, "圆角", "cap:exact.fillet@1") == pytest.approx(1.0)
+    assert coverage(index, "请把这个倒圆角", "cap:exact.fillet@1") == pytest.approx(1.0)
+
+
+def test_an_alias_explains_its_own_words_only() -> None:
+    # the alias 倒角 explains 倒角, not the 倒 of 倒圆; a one-character alias its character
+    units = [
+        (1.0, ("倒", "倒角")),
+        (1.0, ("角", "倒角")),
+        (1.0, ("倒", "倒圆")),
+        (1.0, ("圆", "倒圆")),
+    ]
+    assert SearchIndex._alias_share(units, frozenset({"倒", "角", "倒角"})) == 2.0
+    assert SearchIndex._alias_share([(1.0, ("孔",)), (1.0, ("深",))], frozenset({"孔"})) == 1.0
+    assert (
+        SearchIndex._alias_share([(2.0, ("fillet",)), (1.0, ("edg",))], frozenset({"fillet"}))
+        == 2.0
+    )
 
 
 def test_a_word_only_an_intent_example_uses_counts_less_than_the_profiles_own(

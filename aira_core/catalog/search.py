@@ -66,8 +66,9 @@ NO_MATCH_DEPTH = 3
 MAX_PER_BRANCH = 3
 EXAMPLE_TERM_SHARE = 0.65
 """What a term found only in a capability's intent examples earns of its weight in coverage:
-examples show a capability in context ("load the vendor's STEP file"), and their context
-words (vendor, bracket) say less about what it does than its title, aliases and summary."""
+examples show a capability in context ("load the vendor's CAD file (STEP)"), and their
+context words (vendor, bracket) say less about what it does than its title, aliases and
+summary."""
 
 
 @dataclass(frozen=True)
@@ -81,7 +82,7 @@ class Weights:
     - the **evidence** (reported as ``retrievalRelevance``): term coverage, the nearest
       intent example (a sentence; a bare title or alias matching one word of a longer intent
       is coverage already, and would otherwise vouch for "translate this manual into
-      French") and alias share (and, with a sentence-embedding model, its nearest example),
+      French") and alias share (and, with a sentence-embedding model, its nearest intent example),
       which is absolute, so that a best evidence below ``no_match_below`` answers "no match".
 
     Fitted on the odd-numbered half of the discovery benchmark (benchmarks/discovery); the
@@ -130,10 +131,10 @@ MODEL_WEIGHTS = Weights(
     model_counter=2.816,
     cue_boost=1.421,
     off_cue=0.532,
-    evidence_lexical=0.231,
+    evidence_lexical=0.431,
     evidence_alias=0.173,
     evidence_model=0.643,
-    no_match_below=0.329,
+    no_match_below=0.324,
 )
 """Hits from one taxonomy leaf before the others get a turn (diversity)."""
 
@@ -498,6 +499,7 @@ class _Candidate:
     model_example: float = 0.0
     model_counter: float = 0.0
     sentence: float = 0.0
+    model_sentence: float = 0.0
     rank: float = 0.0
     relevance: float = 0.0
     why: list[str] = field(default_factory=list)
@@ -534,14 +536,14 @@ class SearchIndex:
         documents: list[list[str]] = []
         examples: list[str] = []
         example_owner: list[int] = []
-        sentence: list[bool] = []
         counters: list[str] = []
         counter_owner: list[int] = []
         self._aliases: dict[tuple[str, ...], set[int]] = {}
         self._cjk_aliases: dict[str, set[int]] = {}
         self._described: list[frozenset[str]] = []
-        """Per capability, the terms of what it says it is (title, aliases, summary, input
+        """Per capability, the terms of what it says it is (title, aliases, id, summary, input
         names); the other terms of its text occur only in its intent examples."""
+        self._sentence_rows: list[tuple[int, int]] = []
         for i, d in enumerate(descriptors):
             schema = (schemas or {}).get(d.inputs.schema_ref) or {}
             names = frozenset(str(n) for n in (schema.get("properties") or {}))
@@ -586,10 +588,11 @@ class SearchIndex:
                     )
                 )
             )
+            # rows of this capability's examples: its intent examples (sentences) first
+            self._sentence_rows.append((len(examples), len(examples) + len(d.intent_examples)))
             for example in [*d.intent_examples, d.title, *d.aliases]:
                 examples.append(example)
                 example_owner.append(i)
-                sentence.append(example in d.intent_examples)
             for counter in d.counter_examples:
                 counters.append(counter)
                 counter_owner.append(i)
@@ -618,7 +621,6 @@ class SearchIndex:
         self._hasher = HashingEmbedder()
         self._examples = _Matrix(self._hasher.embed(examples)) if examples else None
         self._example_owner = np.asarray(example_owner, dtype=np.int64)
-        self._sentence = np.asarray(sentence, dtype=bool)
         self._counters = _Matrix(self._hasher.embed(counters)) if counters else None
         self._counter_owner = np.asarray(counter_owner, dtype=np.int64)
         self.embedder: Embedder = embedder if embedder is not None else self._hasher
@@ -699,17 +701,13 @@ class SearchIndex:
             sims = self._examples.similarities(query)
             example = self._max_per_owner(sims, self._example_owner)
             take(example, "example")
-            sentence_sim = self._max_per_owner(
-                np.where(self._sentence, sims, 0.0), self._example_owner
-            )
         vector = None
         if self.config.dense and self._dense is not None and norm.text.strip():
             vector = query if not self.model else self.embedder.embed([norm.text])
             take(self._dense.similarities(vector), "dense")
         if self.model and vector is not None and self._m_examples is not None:
-            model_example = self._max_per_owner(
-                self._m_examples.similarities(vector), self._example_owner
-            )
+            m_sims = self._m_examples.similarities(vector)
+            model_example = self._max_per_owner(m_sims, self._example_owner)
             take(model_example, "model_example")
             model_counter = (
                 self._max_per_owner(self._m_counters.similarities(vector), self._counter_owner)
@@ -718,6 +716,7 @@ class SearchIndex:
             )
             for c in out.values():
                 c.model_example = float(model_example[c.index])
+                c.model_sentence = self._nearest_sentence(m_sims, c.index)
                 if model_counter is not None:
                     c.model_counter = float(model_counter[c.index])
         if self.config.aliases:
@@ -736,22 +735,30 @@ class SearchIndex:
             for c in out.values():
                 if c.example == 0.0:
                     c.example = float(example[c.index])
-                c.sentence = float(sentence_sim[c.index])
-        self._lexical(norm, terms, out)
+                c.sentence = self._nearest_sentence(sims, c.index)
+        self._lexical(norm, out)
         return out
 
-    def _units(self, norm: Normalized, terms: list[str]) -> list[tuple[float, tuple[str, ...]]]:
+    def _nearest_sentence(self, sims: Any, index: int) -> float:
+        """The similarity of a capability's nearest intent example (a sentence, not its
+        title or an alias), from the similarities to every example row."""
+        start, end = self._sentence_rows[index]
+        return float(sims[start:end].max()) if end > start else 0.0
+
+    def _units(self, norm: Normalized) -> list[tuple[float, tuple[str, ...]]]:
         """The intent as weighted units of content, each with the terms that match it.
 
-        An English word is a unit weighing its idf. Chinese has no spaces, so each Chinese
-        character is a unit weighing half the idf of the rarest known term covering it (a
-        bigram it is part of, else the character itself): a two-character word then weighs
-        about as much as an English word, whether the catalog knows it or not. A character no
-        known term covers is content no capability mentions: half the unknown idf, which
-        lowers every capability's coverage alike, as an unknown English word does. Function
-        characters (的, 把, 个…) are no units, and bigrams holding one match nothing."""
+        An English word is a unit weighing its idf (an unknown word the highest idf).
+        Chinese has no spaces, so each Chinese character is a unit weighing half the idf of
+        the rarest known term covering it (a bigram it is part of, else the character
+        itself): a known two-character word weighs about as much as a known English word,
+        and a character no known term covers weighs half the unknown idf, so unknown
+        content lowers every capability's coverage alike, as an unknown English word does
+        (less when an unknown word is made of common characters, which weigh their own idf).
+        Function characters (的, 把, 个…) are no units, and bigrams holding one match
+        nothing. Units count per occurrence, in either language."""
         units: list[tuple[float, tuple[str, ...]]] = []
-        for t in terms:
+        for t in norm.terms:
             if t[0] < "\u3400":
                 units.append((self._idf.get(t, self._idf_unknown), (t,)))
         for run in _TOKEN.findall(norm.text.lower()):
@@ -769,11 +776,13 @@ class SearchIndex:
                 units.append((0.5 * (max(known) if known else self._idf_unknown), tuple(covering)))
         return units
 
-    def _lexical(self, norm: Normalized, terms: list[str], out: dict[int, _Candidate]) -> None:
+    def _lexical(self, norm: Normalized, out: dict[int, _Candidate]) -> None:
         """Coverage: the weighted share of the intent's units of content (see :meth:`_units`)
-        a capability's discovery text holds; a Chinese character matched only by itself, not
-        by the bigram that carries its word, earns its own idf's share."""
-        units = self._units(norm, terms)
+        a capability's discovery text holds. A unit earns what the best of its terms in that
+        text is worth: a Chinese character matched only by itself, not by the bigram that
+        carries its word, earns its own idf's share; a term found only in the capability's
+        intent examples earns :data:`EXAMPLE_TERM_SHARE` of it."""
+        units = self._units(norm)
         total = sum(w for w, _ in units) or 1.0
         for c in out.values():
             doc = self._doc_terms[c.index]
@@ -781,22 +790,35 @@ class SearchIndex:
             earned = 0.0
             shown: dict[str, float] = {}
             for weight, covering in units:
-                best = max(
-                    ((self._idf[u], u) for u in covering if u in doc and u in self._idf),
-                    default=None,
-                )
-                if best is None:
-                    continue
-                share = weight if len(covering) == 1 else min(weight, 0.5 * best[0])
-                if best[1] not in described:
-                    share *= EXAMPLE_TERM_SHARE
-                earned += share
-                shown[best[1]] = max(shown.get(best[1], 0.0), share)
+                found = [
+                    (
+                        (weight if len(covering) == 1 else min(weight, 0.5 * self._idf[u]))
+                        * (1.0 if u in described else EXAMPLE_TERM_SHARE),
+                        u,
+                    )
+                    for u in covering
+                    if u in doc and u in self._idf
+                ]
+                if found:
+                    share, term = max(found)
+                    earned += share
+                    shown[term] = max(shown.get(term, 0.0), share)
             c.lexical = earned / total
             strong = sorted(shown, key=lambda t: -shown[t])[:3]
             c.why.extend(f"term:{t}" for t in strong if shown[t] > 0)
             if c.alias:  # how much of the intent the matched alias explains
-                c.alias = sum(w for w, covering in units if set(covering) & c.alias_terms) / total
+                c.alias = self._alias_share(units, c.alias_terms) / total
+
+    @staticmethod
+    def _alias_share(
+        units: list[tuple[float, tuple[str, ...]]], alias_terms: frozenset[str]
+    ) -> float:
+        """The weight of the units a matched alias explains. A Chinese character of a longer
+        alias explains a unit only through a bigram of the alias (the 倒 of 倒圆 is not
+        explained by the alias 倒角)."""
+        if any(len(t) > 1 and t[0] >= "\u3400" for t in alias_terms):
+            alias_terms = frozenset(t for t in alias_terms if len(t) > 1 or t[0] < "\u3400")
+        return sum(w for w, covering in units if set(covering) & alias_terms)
 
     def _score(self, norm: Normalized, c: _Candidate) -> None:
         """The candidate's rank and evidence (see :class:`Weights`)."""
@@ -820,7 +842,7 @@ class SearchIndex:
             + w.evidence_alias * c.alias
         )
         if self.model:
-            evidence = (1 - w.evidence_model) * evidence + w.evidence_model * c.model_example
+            evidence = (1 - w.evidence_model) * evidence + w.evidence_model * c.model_sentence
         if c.example >= 0.45 or c.model_example >= 0.6:
             c.why.append("example:nearest")
         if self.config.penalties:

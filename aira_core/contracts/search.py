@@ -69,7 +69,8 @@ class SearchRequest(WireModel):
 
 
 class Quantity(WireModel):
-    """A number with a unit found in the intent, in the unit's base (mm, degrees)."""
+    """A number with a unit found in the intent, in the unit's base (mm, degrees), or a
+    count ("500 pieces", "12个": unit ``count``, dimension ``Count``)."""
 
     text: str
     value: float

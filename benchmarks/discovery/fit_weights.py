@@ -79,36 +79,56 @@ def objective(r5: float, nm: float, r1: float) -> float:
     return min(r5 / 0.95, nm / 0.9) + 0.2 * r1
 
 
-EVIDENCE_LEXICAL = [round(0.5 + 0.05 * i, 2) for i in range(8)]
-NO_MATCH_BELOW = [round(0.15 + 0.005 * i, 3) for i in range(25)]
+LEXICAL_STEPS = [0.05 * i for i in range(-4, 5)]
+BELOW_STEPS = [0.005 * i for i in range(-16, 17)]
+"""The grid of ``--evidence``, around the starting weights."""
+
+
+def _longest_run(values: list[float], top: float) -> list[int]:
+    """The longest stretch of consecutive grid points scoring ``top``."""
+    best: list[int] = []
+    current: list[int] = []
+    for i, value in enumerate(values):
+        current = [*current, i] if value == top else []
+        if len(current) > len(best):
+            best = current
+    return best
 
 
 def fit_evidence(index: SearchIndex, dev: list[Query], start: Weights) -> Weights:
     """The dev-best (evidence_lexical, no_match_below) with the widest margin (see above)."""
+    lexicals = sorted(
+        {round(min(0.95, max(0.05, start.evidence_lexical + d)), 3) for d in LEXICAL_STEPS}
+    )
+    belows = sorted({round(max(0.01, start.no_match_below + d), 3) for d in BELOW_STEPS})
     choices = []
-    for lexical in EVIDENCE_LEXICAL:
+    for lexical in lexicals:
         values = []
-        for below in NO_MATCH_BELOW:
+        for below in belows:
             index.weights = dataclasses.replace(
                 start, evidence_lexical=lexical, no_match_below=below
             )
             values.append(round(objective(*score(index, dev)), 4))
         top = max(values)
-        run = [b for b, v in zip(NO_MATCH_BELOW, values, strict=True) if v == top]
-        choices.append((top, len(run), -abs(lexical - start.evidence_lexical), lexical, run))
-    _, _, _, lexical, run = max(choices)
-    return dataclasses.replace(start, evidence_lexical=lexical, no_match_below=run[len(run) // 2])
+        run = _longest_run(values, top)
+        middle = belows[run[len(run) // 2]]
+        choices.append((top, len(run), -abs(lexical - start.evidence_lexical), lexical, middle))
+    _, _, _, lexical, below = max(choices)
+    return dataclasses.replace(start, evidence_lexical=lexical, no_match_below=below)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--trials", type=int, default=400)
+    parser.add_argument("--trials", type=int, default=None, help="random trials (default 400)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--model", action="store_true", help="fit the embeddings-extra weights")
     parser.add_argument(
         "--evidence", action="store_true", help="refit only the no-match evidence on a grid"
     )
     args = parser.parse_args(argv)
+    if args.evidence and args.trials is not None:
+        parser.error("--evidence fits on a grid: it takes no --trials")
+    trials = 0 if args.evidence else (400 if args.trials is None else args.trials)
 
     manifest = PackageManifest.model_validate(json.loads(MANIFEST.read_text()))
     _, queries = load_queries(QUERIES)
@@ -130,9 +150,8 @@ def main(argv: list[str] | None = None) -> int:
     best_score = objective(*score(index, dev))
     if args.evidence:
         best = fit_evidence(index, dev, start)
-        args.trials = 0
     rng = random.Random(args.seed)
-    for _ in range(args.trials):
+    for _ in range(trials):
         values = {
             name: (
                 getattr(start, name)
