@@ -24,7 +24,11 @@ from typing import Any
 
 import cadquery as cq
 from OCP.BRep import BRep_Tool
+from OCP.BRepAlgoAPI import BRepAlgoAPI_Common, BRepAlgoAPI_Cut, BRepAlgoAPI_Fuse
 from OCP.BRepCheck import BRepCheck_Analyzer
+from OCP.TopAbs import TopAbs_SOLID
+from OCP.TopExp import TopExp_Explorer
+from OCP.TopTools import TopTools_ListOfShape
 
 from aira_core.canonical import sha256_hex
 from aira_core.contracts.amir import ParamType
@@ -116,6 +120,35 @@ def diagnostic(code: str, message: str, subject: str | None = None) -> dict[str,
 # -- shapes -------------------------------------------------------------------------------------
 
 
+def has_solid(shape: cq.Shape) -> bool:
+    """Whether ``shape`` holds a solid (without listing them all, as ``Solids()`` does)."""
+    return bool(TopExp_Explorer(shape.wrapped, TopAbs_SOLID).More())
+
+
+_BOOLEANS = {"cut": BRepAlgoAPI_Cut, "union": BRepAlgoAPI_Fuse, "intersect": BRepAlgoAPI_Common}
+
+
+def boolean(kind: str, target: cq.Shape, *tools: cq.Shape) -> cq.Shape:
+    """``target`` cut by, fused with or intersected with ``tools``. Non-destructive: by
+    default OpenCASCADE may change its arguments (their tolerances) in place, and arguments
+    here are cached node results other nodes and later evaluations reuse. No history is
+    kept (nothing reads it)."""
+    op = _BOOLEANS[kind]()
+    arguments, others = TopTools_ListOfShape(), TopTools_ListOfShape()
+    arguments.Append(target.wrapped)
+    for tool in tools:
+        others.Append(tool.wrapped)
+    op.SetArguments(arguments)
+    op.SetTools(others)
+    op.SetNonDestructive(True)
+    op.SetToFillHistory(False)
+    op.SetRunParallel(True)
+    op.Build()
+    if not op.IsDone():
+        raise Failure(KERNEL_OPERATION_FAILED, f"the {kind} failed in OpenCASCADE")
+    return cq.Shape.cast(op.Shape())
+
+
 def _solid_or_compound(shape: cq.Shape) -> cq.Shape:
     """A compound of exactly one solid (what booleans return) as that solid."""
     if isinstance(shape, cq.Compound):
@@ -134,7 +167,7 @@ def solid_problem(shape: cq.Shape | None) -> str | None:
     """Why ``shape`` is not a valid solid, or None."""
     if shape is None or shape.isNull():
         return "the result is empty (a null shape)"
-    if not shape.Solids():
+    if not has_solid(shape):
         return f"the result is a {shape.ShapeType()} without any solid"
     # parallel: the check of a large result is the most expensive measure of a node
     if not BRepCheck_Analyzer(shape.wrapped, True, True).IsValid():
@@ -387,7 +420,7 @@ def _hole(a: Mapping[str, Any]) -> cq.Shape:
             )
             for x, y in points
         ]
-        out = cq.Workplane().add(drilled.cut(*sinks))
+        out = cq.Workplane().add(boolean("cut", drilled, *sinks))
     elif bore is None:
         out = located.hole(diameter, depth)
     else:
@@ -420,13 +453,10 @@ _EMPTY_BECAUSE = {
 def _boolean(kind: str) -> Builder:
     def build(a: Mapping[str, Any]) -> cq.Shape:
         target, tool = a["target"], a["tool"]
-        if kind == "cut":
-            out = target.cut(tool)
-        elif kind == "intersect":
-            out = target.intersect(tool)
-        else:
-            out = target.fuse(tool)
-        if out is None or out.isNull() or not out.Solids() or out.Volume() < EMPTY_VOLUME:
+        out = boolean(kind, target, tool)
+        # a union holds its (checked, non-empty) target: only a cut or an intersection can
+        # leave nothing, or a sliver
+        if out.isNull() or not has_solid(out) or (kind != "union" and out.Volume() < EMPTY_VOLUME):
             raise Failure(
                 BOOLEAN_EMPTY_RESULT, f"the {kind} leaves no solid" + _EMPTY_BECAUSE.get(kind, "")
             )
@@ -457,7 +487,7 @@ def _mirror(a: Mapping[str, Any]) -> cq.Shape:
 
 def _fused(copies: list[cq.Shape]) -> cq.Shape:
     """The copies fused into one body (disjoint copies stay separate solids of it)."""
-    out = copies[0].fuse(*copies[1:])
+    out = boolean("union", copies[0], *copies[1:])
     # clean only merges coplanar faces; if it fails the uncleaned result stands
     with contextlib.suppress(Exception):
         out = out.clean()
@@ -853,7 +883,7 @@ class Entry:
             # Every cached shape came out of build(), which checked it.
             # A profile (a face) is checked too, but it is no solid.
             self._stats = (
-                stats(self.shape, known_valid=bool(self.shape.Solids()))
+                stats(self.shape, known_valid=has_solid(self.shape))
                 if self.shape is not None
                 else {"valid": False}
             )
@@ -1091,7 +1121,7 @@ class Evaluator:
         for bid, body in self.bodies.items():
             entry = self.body_entry(bid)
             out[bid] = entry.stats() if entry is not None else {"valid": False}
-            if entry is not None and entry.shape is not None and not entry.shape.Solids():
+            if entry is not None and entry.shape is not None and not has_solid(entry.shape):
                 self.diagnostics.append(
                     diagnostic(
                         SOLID_INVALID,
@@ -1130,8 +1160,8 @@ def evaluate(
 
 def common_volume(target: cq.Shape, tool: cq.Shape) -> float:
     """The volume (mm³) two shapes share; 0 when they are apart or only touch."""
-    common = target.intersect(tool)
-    if common is None or common.isNull() or not common.Solids():
+    common = boolean("intersect", target, tool)
+    if common.isNull() or not has_solid(common):
         return 0.0
     return max(common.Volume(), 0.0)
 
