@@ -412,7 +412,7 @@ def _hole(a: Mapping[str, Any]) -> cq.Shape:
             )
         # The bore, then a frustum from the countersink's diameter at the face down to the
         # bore's (CadQuery's cskHole cuts a full cone, which pokes out of a blind hole).
-        drilled = _solid_or_compound(located.hole(diameter, depth).val())
+        drilled = _solid_or_compound(_drill(target, located, diameter, depth))
         normal = face.normalAt()
         sinks = [
             cq.Solid.makeCone(
@@ -420,9 +420,9 @@ def _hole(a: Mapping[str, Any]) -> cq.Shape:
             )
             for x, y in points
         ]
-        out = cq.Workplane().add(boolean("cut", drilled, *sinks))
+        out = boolean("cut", drilled, *sinks)
     elif bore is None:
-        out = located.hole(diameter, depth)
+        out = _drill(target, located, diameter, depth)
     else:
         if not isinstance(bore, Mapping) or set(bore) != {"diameter", "depth"}:
             raise Failure(
@@ -440,8 +440,34 @@ def _hole(a: Mapping[str, Any]) -> cq.Shape:
                 PARAMETER_OUT_OF_RANGE,
                 f"counterbore depth {bore_depth:g} mm must be less than the hole's {depth:g} mm",
             )
-        out = located.cboreHole(diameter, bore_d, bore_depth, depth)
-    return _solid_or_compound(out.val())
+        out = _drill(target, located, diameter, depth, (bore_d, bore_depth))
+    return _solid_or_compound(out)
+
+
+def _drill(
+    target: cq.Shape,
+    located: cq.Workplane,
+    diameter: float,
+    depth: float | None,
+    counterbore: tuple[float, float] | None = None,
+) -> cq.Shape:
+    """What CadQuery's ``hole``/``cboreHole`` make (a bore along the workplane's -Z at each
+    point, through when ``depth`` is None, with an optional counterbore), cut by the
+    non-destructive :func:`boolean`: ``target`` is a cached node result."""
+    down = cq.Vector(0, 0, -1)
+    length = depth if depth is not None else located.largestDimension()
+    tool: cq.Shape = cq.Solid.makeCylinder(diameter / 2, length, cq.Vector(), down)
+    if counterbore is not None:
+        bore_d, bore_depth = counterbore
+        tool = boolean(
+            "union", tool, cq.Solid.makeCylinder(bore_d / 2, bore_depth, cq.Vector(), down)
+        )
+    tools = located.eachpoint(lambda at: tool.moved(at), useLocalCoordinates=True).vals()
+    out = boolean("cut", target, *tools)
+    # clean only merges coplanar faces; if it fails the uncleaned result stands
+    with contextlib.suppress(Exception):
+        out = out.clean()
+    return out
 
 
 _EMPTY_BECAUSE = {
