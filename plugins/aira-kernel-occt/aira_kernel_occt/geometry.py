@@ -346,16 +346,18 @@ def _points(raw: Any) -> list[tuple[float, float]]:
         raise Failure(
             KERNEL_INPUT_INVALID, f"points must be a non-empty list of [x, y], not {raw!r}"
         )
-    out = []
-    for point in raw:
-        if (
-            not isinstance(point, list | tuple)
-            or len(point) != 2
-            or not all(_is_number(c) and math.isfinite(c) for c in point)
-        ):
-            raise Failure(KERNEL_INPUT_INVALID, f"a hole point must be [x, y], not {point!r}")
-        out.append((float(point[0]), float(point[1])))
-    return out
+    return [_xy(point, "a hole point") for point in raw]
+
+
+def _xy(raw: Any, what: str) -> tuple[float, float]:
+    """A 2D point given as ``[x, y]`` of finite numbers; ``KERNEL_INPUT_INVALID`` if not."""
+    if (
+        not isinstance(raw, list | tuple)
+        or len(raw) != 2
+        or not all(_is_number(c) and math.isfinite(c) for c in raw)
+    ):
+        raise Failure(KERNEL_INPUT_INVALID, f"{what} must be [x, y], not {raw!r}")
+    return float(raw[0]), float(raw[1])
 
 
 def _hole(a: Mapping[str, Any]) -> cq.Shape:
@@ -544,14 +546,7 @@ def _plane(a: Mapping[str, Any]) -> cq.Plane:
 
 
 def _center(a: Mapping[str, Any]) -> tuple[float, float]:
-    raw = a.get("center", [0, 0])
-    if (
-        not isinstance(raw, list | tuple)
-        or len(raw) != 2
-        or not all(_is_number(c) and math.isfinite(c) for c in raw)
-    ):
-        raise Failure(KERNEL_INPUT_INVALID, f"center must be [x, y], not {raw!r}")
-    return float(raw[0]), float(raw[1])
+    return _xy(a.get("center", [0, 0]), "center")
 
 
 def _profile_face(wire: cq.Wire, plane: cq.Plane) -> cq.Face:
@@ -619,15 +614,7 @@ def _polyline(a: Mapping[str, Any]) -> cq.Shape:
             KERNEL_INPUT_INVALID,
             "points must list at least three corners and repeat the first at the end",
         )
-    points = []
-    for point in raw:
-        if (
-            not isinstance(point, list | tuple)
-            or len(point) != 2
-            or not all(_is_number(c) and math.isfinite(c) for c in point)
-        ):
-            raise Failure(KERNEL_INPUT_INVALID, f"a polyline point must be [x, y], not {point!r}")
-        points.append((float(point[0]), float(point[1])))
+    points = [_xy(point, "a polyline point") for point in raw]
     gap = math.dist(points[0], points[-1])
     if gap > CLOSE_TOLERANCE:
         raise Failure(
