@@ -308,49 +308,39 @@ class OcctKernel:
         executed = [op for op in OPERATIONS if op.target != "patchTemplateRef"]
         inexact = {*TESSELLATED, *SAMPLED, SVG_EXPORT}
         exact = [op.ref for op in executed if op.ref not in inexact]
+        Q = ExecutionQuality
+        parts = [  # name, role, operations, quality profiles, exactness
+            (KERNEL_NAME, "kernel", exact, [Q.PREVIEW, Q.AUTHORITATIVE], Exactness.EXACT),
+            (
+                f"{KERNEL_NAME}.mesh",
+                "exporter",
+                list(TESSELLATED),
+                [Q.APPROXIMATE],
+                Exactness.APPROXIMATE,
+            ),
+            (
+                f"{KERNEL_NAME}.sampled",
+                "validator",
+                list(SAMPLED),
+                [Q.SAMPLED],
+                Exactness.APPROXIMATE,
+            ),
+            (f"{KERNEL_NAME}.svg", "exporter", [SVG_EXPORT], [Q.PREVIEW], Exactness.PREVIEW_ONLY),
+        ]
         return RuntimeCapabilitySnapshot(
             captured_at=datetime.now(UTC),
             components=[
                 RuntimeComponent(
-                    name=KERNEL_NAME,
-                    role="kernel",
+                    name=name,
+                    role=role,
                     build_hash=self.build_hash,
                     location=ExecutionLocation.NATIVE,
-                    supported_operations=exact,
-                    quality_profiles=[ExecutionQuality.PREVIEW, ExecutionQuality.AUTHORITATIVE],
-                    exactness=Exactness.EXACT,
+                    supported_operations=operations,
+                    quality_profiles=qualities,
+                    exactness=exactness,
                     status=status,
-                ),
-                RuntimeComponent(
-                    name=f"{KERNEL_NAME}.mesh",
-                    role="exporter",
-                    build_hash=self.build_hash,
-                    location=ExecutionLocation.NATIVE,
-                    supported_operations=list(TESSELLATED),
-                    quality_profiles=[ExecutionQuality.APPROXIMATE],
-                    exactness=Exactness.APPROXIMATE,
-                    status=status,
-                ),
-                RuntimeComponent(
-                    name=f"{KERNEL_NAME}.sampled",
-                    role="validator",
-                    build_hash=self.build_hash,
-                    location=ExecutionLocation.NATIVE,
-                    supported_operations=list(SAMPLED),
-                    quality_profiles=[ExecutionQuality.SAMPLED],
-                    exactness=Exactness.APPROXIMATE,
-                    status=status,
-                ),
-                RuntimeComponent(
-                    name=f"{KERNEL_NAME}.svg",
-                    role="exporter",
-                    build_hash=self.build_hash,
-                    location=ExecutionLocation.NATIVE,
-                    supported_operations=[SVG_EXPORT],
-                    quality_profiles=[ExecutionQuality.PREVIEW],
-                    exactness=Exactness.PREVIEW_ONLY,
-                    status=status,
-                ),
+                )
+                for name, role, operations, qualities, exactness in parts
             ],
         )
 
