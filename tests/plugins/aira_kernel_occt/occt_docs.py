@@ -1,4 +1,5 @@
-"""Building AMIR wire documents for the OCCT geometry tests (shared by the test modules)."""
+"""Building AMIR wire documents for the OCCT geometry tests, and reading what the worker's
+geometry answers (shared by the test modules)."""
 
 from __future__ import annotations
 
@@ -31,3 +32,32 @@ def doc(
             "assertions": assertions or [],
         }
     ).to_wire()
+
+
+def assertion(validator: str, target: str, args: dict[str, Any]) -> dict[str, Any]:
+    """One acceptance assertion ``a1`` of ``validate.<validator>@1.0.0`` on body ``target``."""
+    return {
+        "id": "a1",
+        "validatorRef": f"validate.{validator}@1.0.0",
+        "target": target,
+        "args": args,
+    }
+
+
+def evaluate(document: dict[str, Any], cache: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The worker's evaluation of ``document`` (in this process), on a fresh or given cache."""
+    from aira_kernel_occt import geometry
+
+    return geometry.evaluate(document, None, {} if cache is None else cache)
+
+
+def codes(result: dict[str, Any]) -> list[tuple[str, str | None]]:
+    return [(d["code"], d.get("subject")) for d in result["diagnostics"]]
+
+
+def body(result: dict[str, Any], name: str = "b") -> dict[str, Any]:
+    """The measures of body ``name`` of a clean evaluation whose body is a valid solid."""
+    assert result["diagnostics"] == []
+    out = result["bodies"][name]
+    assert out["valid"] is True
+    return out

@@ -10,7 +10,7 @@ import pytest
 
 pytest.importorskip("cadquery")
 
-from occt_docs import doc, node, v
+from occt_docs import assertion, body, codes, doc, evaluate, node, v
 
 from aira_kernel_occt import geometry
 from aira_kernel_occt.operations import BY_CAPABILITY
@@ -22,21 +22,6 @@ LINEAR = "exact.linearPattern@1.0.0"
 POLAR = "exact.polarPattern@1.0.0"
 
 REL = 1e-9
-
-
-def evaluate(document: dict[str, Any]) -> dict[str, Any]:
-    return geometry.evaluate(document, None, {})
-
-
-def codes(result: dict[str, Any]) -> list[tuple[str, str | None]]:
-    return [(d["code"], d.get("subject")) for d in result["diagnostics"]]
-
-
-def body(result: dict[str, Any], name: str = "b") -> dict[str, Any]:
-    assert result["diagnostics"] == []
-    out = result["bodies"][name]
-    assert out["valid"] is True
-    return out
 
 
 def cube(*extra: dict[str, Any], tip: str, x: float = 0) -> dict[str, Any]:
@@ -205,13 +190,7 @@ def test_a_distance_to_an_unknown_body_is_query_target_unknown() -> None:
 
 
 def no_interference(document: dict[str, Any], tool: Any) -> dict[str, Any]:
-    assertion = {
-        "id": "a1",
-        "validatorRef": "validate.noInterference@1.0.0",
-        "target": "a",
-        "args": {"tool": tool},
-    }
-    return geometry.validate(document, assertion, {})
+    return geometry.validate(document, assertion("noInterference", "a", {"tool": tool}), {})
 
 
 @pytest.mark.parametrize("tool", [{"node": "nt"}, {"value": "t"}, {"value": "b:t"}])

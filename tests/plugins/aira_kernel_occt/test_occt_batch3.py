@@ -8,7 +8,7 @@ import pytest
 
 pytest.importorskip("cadquery")
 
-from occt_docs import doc, node, v
+from occt_docs import assertion, doc, node, v
 
 from aira_kernel_occt import geometry
 from aira_kernel_occt.operations import BY_CAPABILITY
@@ -44,13 +44,8 @@ def plate(points: list[list[float]], diameter: float = 5) -> dict[str, Any]:
 
 
 def holes(document: dict[str, Any], **args: Any) -> dict[str, Any]:
-    assertion = {
-        "id": "a1",
-        "validatorRef": "validate.holePattern@1.0.0",
-        "target": "b",
-        "args": {k: v(x) for k, x in args.items()},
-    }
-    return geometry.validate(document, assertion, {})
+    checked = assertion("holePattern", "b", {k: v(x) for k, x in args.items()})
+    return geometry.validate(document, checked, {})
 
 
 def test_four_holes_pass_a_pattern_of_four() -> None:

@@ -14,7 +14,7 @@ import pytest
 
 pytest.importorskip("cadquery")
 
-from occt_docs import doc, node, v
+from occt_docs import assertion, doc, node, v
 
 from aira_kernel_occt import geometry
 
@@ -247,13 +247,8 @@ def test_select_entities_describes_what_a_selector_chooses() -> None:
 
 
 def walls(document: dict[str, Any], **args: Any) -> dict[str, Any]:
-    assertion = {
-        "id": "a1",
-        "validatorRef": "validate.minWallThickness@1.0.0",
-        "target": "b",
-        "args": {k: v(x) for k, x in args.items()},
-    }
-    return geometry.validate(document, assertion, {})
+    checked = assertion("minWallThickness", "b", {k: v(x) for k, x in args.items()})
+    return geometry.validate(document, checked, {})
 
 
 def test_min_wall_thickness_measures_a_shelled_tray() -> None:

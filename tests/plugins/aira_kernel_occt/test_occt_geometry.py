@@ -11,7 +11,7 @@ import pytest
 
 pytest.importorskip("cadquery")
 
-from occt_docs import doc, node, v
+from occt_docs import codes, doc, evaluate, node, v
 
 from aira_kernel_occt import geometry
 
@@ -25,14 +25,6 @@ UNION = "exact.union@1.0.0"
 TRANSLATE = "exact.translate@1.0.0"
 
 REL = 1e-9
-
-
-def evaluate(document: dict[str, Any], cache: dict[str, Any] | None = None) -> dict[str, Any]:
-    return geometry.evaluate(document, None, {} if cache is None else cache)
-
-
-def codes(result: dict[str, Any]) -> list[tuple[str, str | None]]:
-    return [(d["code"], d.get("subject")) for d in result["diagnostics"]]
 
 
 # -- primitives ---------------------------------------------------------------------------------

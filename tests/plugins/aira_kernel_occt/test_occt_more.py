@@ -11,7 +11,7 @@ import pytest
 
 pytest.importorskip("cadquery")
 
-from occt_docs import doc, node, v
+from occt_docs import assertion, body, codes, doc, evaluate, node, v
 
 from aira_kernel_occt import geometry
 from aira_kernel_occt.operations import BY_CAPABILITY
@@ -27,21 +27,6 @@ MIRROR = "exact.mirror@1.0.0"
 INTERSECT = "exact.intersect@1.0.0"
 
 REL = 1e-9
-
-
-def evaluate(document: dict[str, Any], cache: dict[str, Any] | None = None) -> dict[str, Any]:
-    return geometry.evaluate(document, None, {} if cache is None else cache)
-
-
-def codes(result: dict[str, Any]) -> list[tuple[str, str | None]]:
-    return [(d["code"], d.get("subject")) for d in result["diagnostics"]]
-
-
-def body(result: dict[str, Any], name: str = "b") -> dict[str, Any]:
-    assert result["diagnostics"] == []
-    out = result["bodies"][name]
-    assert out["valid"] is True
-    return out
 
 
 # -- cone, torus, wedge -------------------------------------------------------------------------
@@ -305,13 +290,7 @@ def test_topology_counts_the_distinct_entities_of_a_body() -> None:
 
 
 def fits(document: dict[str, Any], **limits: Any) -> dict[str, Any]:
-    assertion = {
-        "id": "a1",
-        "validatorRef": "validate.boundingBox@1.0.0",
-        "target": "b",
-        "args": limits,
-    }
-    return geometry.validate(document, assertion, {})
+    return geometry.validate(document, assertion("boundingBox", "b", limits), {})
 
 
 def test_the_bounding_box_validator_passes_a_body_that_fits_exactly() -> None:
