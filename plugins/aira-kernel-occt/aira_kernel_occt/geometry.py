@@ -29,6 +29,7 @@ from OCP.BRepCheck import BRepCheck_Analyzer
 from OCP.TopAbs import TopAbs_SOLID
 from OCP.TopExp import TopExp_Explorer
 from OCP.TopTools import TopTools_ListOfShape
+from OCP.TopoDS import TopoDS_Iterator
 
 from aira_core.canonical import sha256_hex
 from aira_core.contracts.amir import ParamType
@@ -150,12 +151,19 @@ def boolean(kind: str, target: cq.Shape, *tools: cq.Shape) -> cq.Shape:
 
 
 def _solid_or_compound(shape: cq.Shape) -> cq.Shape:
-    """A compound of exactly one solid (what booleans return) as that solid."""
-    if isinstance(shape, cq.Compound):
-        solids = shape.Solids()
-        if len(solids) == 1 and len(shape.Shells()) == len(solids[0].Shells()):
-            return solids[0]
-    return shape
+    """A compound of exactly one solid (what booleans return) as that solid. Looks at the
+    compound's direct children only: listing every solid and shell of a large result (as
+    ``Solids()`` and ``Shells()`` do) cost more than a small boolean."""
+    if not isinstance(shape, cq.Compound):
+        return shape
+    children = TopoDS_Iterator(shape.wrapped)
+    if not children.More():
+        return shape
+    only = children.Value()
+    children.Next()
+    if children.More() or only.ShapeType() != TopAbs_SOLID:
+        return shape
+    return cq.Shape.cast(only)
 
 
 def closed_shells(shape: cq.Shape) -> bool:
