@@ -314,6 +314,54 @@ def test_a_rejected_patch_changes_nothing(
         assert snapshot(store, [r0]) == before
 
 
+def _nested(depth: int) -> Any:
+    """``depth`` lists, one inside the other."""
+    value: Any = 1
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+@pytest.mark.parametrize(
+    "value",
+    [float("nan"), float("inf"), -float("inf"), 2**53 + 1, "\ud800", _nested(33)],
+    ids=["nan", "inf", "-inf", "inexact-int", "lone-surrogate", "too-deep"],
+)
+def test_a_literal_without_canonical_json_is_refused_and_nothing_is_written(
+    value: Any, path: Path, fresh: Any
+) -> None:
+    # NaN used to become null on the way out and be dropped: the commit went through and
+    # every other process then found the head unreadable (AMIR_DOCUMENT_INVALID).
+    repo = fresh()
+    r0 = repo.init().rev
+    before = snapshot(repo.store, [r0])
+    node = {"id": "n1", "op": "exact.box@1.0.0", "inputs": {"v": {"value": value}}}
+    with pytest.raises(PatchRejected) as exc:
+        repo.apply(MAIN, r0, {"ops": [{"op": "node.add", "node": node}]})
+    assert exc.value.code == "PATCH_INVALID"
+    assert snapshot(repo.store, [r0]) == before
+    assert fresh().document(repo.head()) == AmirDocument()
+
+
+def test_a_literal_nested_to_the_limit_round_trips(fresh: Any) -> None:
+    repo = fresh()
+    r0 = repo.init().rev
+    node = {"id": "n1", "op": "exact.box@1.0.0", "inputs": {"v": {"value": _nested(32)}}}
+    r1 = repo.apply(MAIN, r0, {"ops": [{"op": "node.add", "node": node}]}).rev
+    assert fresh().document(r1).nodes[0].inputs["v"].value == _nested(32)
+
+
+def test_a_document_handed_out_cannot_be_grown_in_place(fresh: Any) -> None:
+    # The repository caches documents per revision: an append to a shared list would have
+    # gone into the next commit made from that revision.
+    repo = fresh(SIGNATURES)
+    r0 = repo.init(make_document()).rev
+    document = repo.document(r0)
+    with pytest.raises(AttributeError):
+        document.parameters.append(document.parameters[0])  # type: ignore[attr-defined]
+    assert fresh(SIGNATURES).document(r0) == document
+
+
 def test_a_commit_is_checked_against_the_signatures(fresh: Any) -> None:
     document = make_document()
     repo = fresh(SIGNATURES)

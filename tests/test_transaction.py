@@ -365,6 +365,24 @@ def test_a_plan_that_changes_nothing_is_bound_to_the_head(tmp_path: Path) -> Non
     assert repository.head() == head
 
 
+def test_a_refused_first_commit_leaves_no_task_branch(tmp_path: Path) -> None:
+    # The task branch is created with its first commit, in one store transaction: a plan
+    # whose commit is refused (here: it changes nothing) must not leave the branch behind,
+    # since branches are never deleted.
+    ctx, kernel, repository = make_runtime(tmp_path, branch="task/x")
+    head = seed(repository, "plate")
+    same = step("set", SET_CAP, parameter="p:width", value=PLATE["length"])
+    envelope = Transaction(ctx, kernel).apply(plan(head, same), "a")
+    assert envelope.status == "failed"
+    assert codes(envelope) == ["STORE_NO_CHANGE"]
+    assert repository.store.branches() == {"main": head}
+
+    change = step("set", SET_CAP, parameter="p:width", value=PLATE["length"] + 1)
+    assert Transaction(ctx, kernel).apply(plan(head, change), "b").status == "success"
+    assert set(repository.store.branches()) == {"main", "task/x"}
+    assert repository.head("task/x") != head
+
+
 # -- concurrent writers ------------------------------------------------------------------------
 
 

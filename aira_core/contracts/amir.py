@@ -10,12 +10,12 @@ revision by the kernel). Lengths are in millimetres unless a unit says otherwise
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
-from pydantic import Field, model_validator
+from pydantic import AfterValidator, Field, model_validator
 from pydantic_core import PydanticCustomError
 
-from aira_core.contracts.base import WireModel
+from aira_core.contracts.base import JsonValue, WireModel, json_value
 from aira_core.contracts.capability import TARGET_REF_PATTERN, EntityKind
 
 AMIR_FORMAT = "aira.amir/1"
@@ -34,7 +34,7 @@ class ParamType(StrEnum):
     STRING = "String"
 
 
-Scalar = bool | int | float | str
+Scalar = Annotated[bool | int | float | str, AfterValidator(json_value)]
 
 
 class Parameter(WireModel):
@@ -49,7 +49,7 @@ class Parameter(WireModel):
 
 
 class LiteralInput(WireModel):
-    value: Any
+    value: JsonValue
     unit: str | None = None
 
 
@@ -98,10 +98,12 @@ class Assertion(WireModel):
 
 class AmirDocument(WireModel):
     format: Literal["aira.amir/1"] = AMIR_FORMAT
-    parameters: list[Parameter] = Field(default_factory=list)
-    nodes: list[Node] = Field(default_factory=list)
-    bodies: list[Body] = Field(default_factory=list)
-    assertions: list[Assertion] = Field(default_factory=list)
+    # Tuples: a document is shared (the repository caches it per revision), so its entity
+    # lists must not be appendable in place.
+    parameters: tuple[Parameter, ...] = ()
+    nodes: tuple[Node, ...] = ()
+    bodies: tuple[Body, ...] = ()
+    assertions: tuple[Assertion, ...] = ()
 
     @model_validator(mode="after")
     def _unique_ids(self) -> AmirDocument:

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
+from pydantic_core import PydanticCustomError
+
+from aira_core.canonical import CanonicalJSONError, canonical_bytes
 
 
 class WireModel(BaseModel):
@@ -14,12 +17,53 @@ class WireModel(BaseModel):
         populate_by_name=True,
         extra="forbid",
         frozen=True,
+        # NaN and the infinities have no JSON form: a float field refuses them on the way in
+        # rather than turning into null on the way out.
+        allow_inf_nan=False,
     )
 
     def to_wire(self) -> dict[str, Any]:
         """The JSON value of this model as it goes over the wire (and into hashes)."""
         return self.model_dump(mode="json", by_alias=True, exclude_none=True)
 
+
+MAX_VALUE_DEPTH = 32
+"""How deeply a free JSON value (an argument, a literal) may nest; CAD arguments need a few
+levels, and a bound keeps every reader (pydantic, json, SQLite) far from its recursion limit."""
+
+
+def json_value(value: Any) -> Any:
+    """``value`` if it is plain JSON that canonicalises exactly (what every hash and every
+    stored record needs): no NaN or infinity, no integer a double cannot hold, no lone
+    surrogate, no other Python type, at most :data:`MAX_VALUE_DEPTH` levels deep."""
+    todo, depth = [value], 0
+    while todo:
+        depth += 1
+        if depth > MAX_VALUE_DEPTH:
+            raise PydanticCustomError(
+                "json_too_deep", "nested deeper than {limit} levels", {"limit": MAX_VALUE_DEPTH}
+            )
+        todo = [
+            item
+            for container in todo
+            if isinstance(container, dict | list | tuple)
+            for item in (container.values() if isinstance(container, dict) else container)
+            if isinstance(item, dict | list | tuple)
+        ]
+    try:
+        canonical_bytes(value)
+    except CanonicalJSONError as exc:
+        raise PydanticCustomError(
+            "json_value", "not plain JSON: {reason}", {"reason": str(exc)}
+        ) from None
+    return value
+
+
+JsonValue = Annotated[Any, AfterValidator(json_value)]
+"""Any JSON value that has canonical bytes (see :func:`json_value`)."""
+
+JsonObject = Annotated[dict[str, Any], AfterValidator(json_value)]
+"""A JSON object of such values: the arguments of a step, an assertion or an example."""
 
 SEMVER_PATTERN = r"^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)$"
 SemVer = Annotated[str, Field(pattern=SEMVER_PATTERN, examples=["1.0.0"])]

@@ -17,7 +17,13 @@ from typing import Annotated, Any
 from pydantic import Field, model_validator
 from pydantic_core import PydanticCustomError
 
-from aira_core.contracts.base import SEMVER_PATTERN, DiagnosticCode, SemVer, WireModel
+from aira_core.contracts.base import (
+    SEMVER_PATTERN,
+    DiagnosticCode,
+    JsonObject,
+    SemVer,
+    WireModel,
+)
 
 CAPABILITY_ID_PATTERN = r"^cap:[a-z][a-zA-Z0-9]*(\.[a-z][a-zA-Z0-9]*)*@(0|[1-9]\d*)$"
 TARGET_REF_PATTERN = r"^[a-z][a-zA-Z0-9]*(\.[a-z][a-zA-Z0-9]*)*@" + SEMVER_PATTERN[1:]
@@ -192,7 +198,7 @@ class Predicate(WireModel):
     """A registered predicate id with typed arguments (never free text; §6.2)."""
 
     id: str = Field(examples=["input.greaterThanTolerance"])
-    args: dict[str, Any] = Field(default_factory=dict)
+    args: JsonObject = Field(default_factory=dict)
 
 
 class SelectionRule(WireModel):
@@ -231,7 +237,7 @@ class InputExample(WireModel):
     """A complete, copyable input binding; it must validate against the canonical schema."""
 
     title: str | None = None
-    input: dict[str, Any]
+    input: JsonObject
 
 
 class FailureMode(WireModel):
@@ -283,9 +289,9 @@ class SemanticOperationDescriptor(WireModel):
     io_ref: TargetRef | None = None
     inputs: IOContract
     outputs: IOContract | None = None
-    defaults: dict[str, Any] = Field(default_factory=dict)
+    defaults: JsonObject = Field(default_factory=dict)
     """Canonical default values of optional inputs."""
-    default_binding: dict[str, Any] = Field(default_factory=dict)
+    default_binding: JsonObject = Field(default_factory=dict)
     """Copyable, semantically neutral values for required structured inputs."""
     applicability: ApplicabilityRule = Field(default_factory=ApplicabilityRule)
     preconditions: list[Predicate] = Field(default_factory=list)

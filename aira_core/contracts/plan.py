@@ -9,7 +9,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from aira_core.canonical import sha256_id
-from aira_core.contracts.base import WireModel
+from aira_core.contracts.base import JsonObject, WireModel
 from aira_core.contracts.capability import Applicability, CapabilityId, Effect, RiskLevel
 from aira_core.diagnostics import Diagnostic
 
@@ -43,7 +43,7 @@ class PlanStep(WireModel):
 
     id: str = Field(pattern=STEP_ID_PATTERN)
     capability: CapabilityId
-    args: dict[str, Any] = Field(default_factory=dict)
+    args: JsonObject = Field(default_factory=dict)
     label: str | None = None
     """A body-creating step's label becomes the body's label, so alias ``b:<label>``."""
     depends_on: list[str] = Field(default_factory=list)
@@ -59,7 +59,7 @@ class PlanBindings(WireModel):
 class AcceptanceAssertion(WireModel):
     validator_ref: str
     target: str
-    args: dict[str, Any] = Field(default_factory=dict)
+    args: JsonObject = Field(default_factory=dict)
 
 
 class Plan(WireModel):

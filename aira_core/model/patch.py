@@ -133,7 +133,9 @@ class _Draft:
         ]
 
     def document(self) -> AmirDocument:
-        return AmirDocument.model_construct(**{n: list(b.values()) for n, b in self.blocks.items()})
+        return AmirDocument.model_construct(
+            **{n: tuple(b.values()) for n, b in self.blocks.items()}
+        )
 
 
 def _apply_op(draft: _Draft, i: int, op: PatchOp) -> None:

@@ -112,10 +112,15 @@ class ModelRepository:
         document: AmirDocument,
         message: str = "",
         meta: Mapping[str, Any] | None = None,
+        *,
+        create_branch: bool = False,
     ) -> Revision:
-        """Commit a whole document on ``branch`` if its head is still ``expected_head``."""
+        """Commit a whole document on ``branch`` if its head is still ``expected_head``
+        (creating ``branch`` at ``expected_head`` first, atomically, with ``create_branch``)."""
         document = self._checked(document)
-        revision = self.store.commit(branch, expected_head, document, message, meta)
+        revision = self.store.commit(
+            branch, expected_head, document, message, meta, create_branch=create_branch
+        )
         return self._kept(revision, document)
 
     def apply(

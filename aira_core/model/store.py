@@ -790,18 +790,24 @@ class ModelStore:
         document: Document,
         message: str = "",
         meta: dict[str, Any] | None = None,
+        *,
+        create_branch: bool = False,
     ) -> Revision:
         """Move ``branch`` from ``expected_head`` to ``document``'s revision.
 
         Compare-and-swap: if the head is no longer ``expected_head``, nothing is written and
         :class:`StaleRevision` (``STEP_STALE_REVISION``) names the current head. A document
-        equal to the head's is refused with ``STORE_NO_CHANGE``.
+        equal to the head's is refused with ``STORE_NO_CHANGE``. With ``create_branch`` the
+        task branch is first created at ``expected_head`` (as :meth:`branch` does), in the
+        same transaction: a commit that is refused leaves no branch behind.
         """
         name = _check_branch(branch)
         rev, body = _encode_document(document)  # outside the write lock: pure CPU
         message = _check_message(message)
         meta_text = _encode_meta(meta)
         with self._tx() as db:
+            if create_branch:
+                self._create_branch(db, name, expected_head)
             head, head_seq = self._cas(db, name, expected_head)
             if rev == head:
                 raise AiraError(
@@ -831,25 +837,28 @@ class ModelStore:
         """
         name = _check_branch(name)
         with self._tx() as db:
-            if db.execute("SELECT 1 FROM branches WHERE name = ?", (name,)).fetchone():
-                raise AiraError(STORE_BRANCH_EXISTS, f"branch {name} exists already", subject=name)
-            if name == MAIN:
-                raise AiraError(
-                    STORE_BRANCH_INVALID, "main is created by init, not branched", subject=name
-                )
-            row = db.execute(
-                "SELECT c.seq FROM commits c LEFT JOIN branches b ON b.head_seq = c.seq "
-                "WHERE c.rev = ? ORDER BY b.name IS NULL, b.name != 'main', b.name, c.seq DESC "
-                "LIMIT 1",
-                (from_rev,),
-            ).fetchone()
-            if row is None:
-                raise self._unknown_rev(from_rev)
-            db.execute(
-                "INSERT INTO branches (name, head_seq, created_at) VALUES (?, ?, ?)",
-                (name, row[0], _now()),
-            )
+            self._create_branch(db, name, from_rev)
         return cast(str, from_rev)
+
+    def _create_branch(self, db: sqlite3.Connection, name: str, from_rev: str) -> None:
+        if db.execute("SELECT 1 FROM branches WHERE name = ?", (name,)).fetchone():
+            raise AiraError(STORE_BRANCH_EXISTS, f"branch {name} exists already", subject=name)
+        if name == MAIN:
+            raise AiraError(
+                STORE_BRANCH_INVALID, "main is created by init, not branched", subject=name
+            )
+        row = db.execute(
+            "SELECT c.seq FROM commits c LEFT JOIN branches b ON b.head_seq = c.seq "
+            "WHERE c.rev = ? ORDER BY b.name IS NULL, b.name != 'main', b.name, c.seq DESC "
+            "LIMIT 1",
+            (from_rev,),
+        ).fetchone()
+        if row is None:
+            raise self._unknown_rev(from_rev)
+        db.execute(
+            "INSERT INTO branches (name, head_seq, created_at) VALUES (?, ?, ?)",
+            (name, row[0], _now()),
+        )
 
     @_guarded
     def revert(

@@ -396,14 +396,14 @@ class Transaction:
                     next_actions=[NextAction(operation="model.read")],
                 )
             try:
-                if self.ctx.branch not in self.ctx.repository.store.branches():
-                    self.ctx.repository.store.branch(self.ctx.branch, plan.base_revision)
                 committed = self.ctx.repository.commit(
                     self.ctx.branch,
                     plan.base_revision,
                     candidate.document,
                     message=f"plan {candidate.report.plan_id}",
                     meta={"planId": candidate.report.plan_id, "steps": [s.id for s in plan.steps]},
+                    # the task branch starts with its first commit, or not at all
+                    create_branch=self.ctx.branch not in self.ctx.repository.store.branches(),
                 )
             except StaleRevision as exc:
                 summary = self.ctx.repository.summary(exc.head)
