@@ -24,6 +24,7 @@ from json.encoder import encode_basestring
 from typing import Any
 
 __all__ = [
+    "MAX_DEPTH",
     "CanonicalJSONError",
     "canonical_bytes",
     "sha256_bytes_hex",
@@ -39,6 +40,11 @@ __all__ = [
 
 _SURROGATE_RE = re.compile("[\ud800-\udfff]")
 _PREFIX_RE = re.compile(r"[a-z][a-z0-9_-]*")
+
+MAX_DEPTH = 128
+"""How deeply arrays and objects may nest in canonical JSON. Far beyond any document Aira
+writes, and far below the depth at which a reader (json, pydantic) runs out of recursion:
+what is hashed and stored here can always be read back."""
 
 # Integers with magnitude <= 2**53 are exact doubles whose shortest
 # round-trip form is the integer itself, so str() already matches ES.
@@ -173,7 +179,7 @@ def _is_model(obj: Any) -> bool:
     return isinstance(obj, pydantic.BaseModel)
 
 
-def _plain(obj: Any) -> Any:
+def _plain(obj: Any, depth: int = 0) -> Any:
     """``obj`` with integral floats as ints (copy on write), or ``_SLOW`` when some value
     would print differently from ECMAScript in ``json.dumps`` (other floats outside
     [1e-4, 1e16), ints a double cannot hold, non-str or astral keys, other types)."""
@@ -188,13 +194,15 @@ def _plain(obj: Any) -> Any:
         magnitude = obj if obj > 0 else -obj
         # Python's repr and ES agree on shortest digits in fixed notation here; NaN fails.
         return obj if 1e-4 <= magnitude < 1e16 else _SLOW
+    if (t is dict or t is list or t is tuple) and depth >= MAX_DEPTH:
+        return _SLOW
     if t is dict:
         out = None
         for key, value in obj.items():
             # Code-point order (sort_keys) equals UTF-16 order unless a key is astral.
             if type(key) is not str or not (key.isascii() or max(key) <= "\uffff"):
                 return _SLOW
-            new = _plain(value)
+            new = _plain(value, depth + 1)
             if new is _SLOW:
                 return _SLOW
             if new is not value:
@@ -205,7 +213,7 @@ def _plain(obj: Any) -> Any:
     if t is list or t is tuple:
         items = None
         for i, value in enumerate(obj):
-            new = _plain(value)
+            new = _plain(value, depth + 1)
             if new is _SLOW:
                 return _SLOW
             if new is not value:
@@ -275,6 +283,8 @@ def _serialise(obj: Any) -> Canonical:
             oid = id(value)
             if oid in ancestors:
                 raise _error("circular reference detected", path)
+            if len(ancestors) >= MAX_DEPTH:  # the containers on the current path
+                raise _error(f"nested deeper than {MAX_DEPTH} levels", path)
             keys = list(value)
             for key in keys:
                 if not isinstance(key, str):
@@ -299,6 +309,8 @@ def _serialise(obj: Any) -> Canonical:
             oid = id(value)
             if oid in ancestors:
                 raise _error("circular reference detected", path)
+            if len(ancestors) >= MAX_DEPTH:
+                raise _error(f"nested deeper than {MAX_DEPTH} levels", path)
             ancestors.add(oid)
             push(oid)
             push("]")

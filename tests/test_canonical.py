@@ -14,6 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from aira_core.canonical import (
+    MAX_DEPTH,
     CanonicalJSONError,
     canonical_bytes,
     sha256_bytes_hex,
@@ -239,9 +240,24 @@ def test_shared_subtree_is_not_a_cycle() -> None:
 
 def test_deep_nesting_does_not_recurse() -> None:
     deep: Any = 0
-    for _ in range(5000):
+    for _ in range(MAX_DEPTH):
         deep = [deep]
-    assert canonical_bytes(deep) == b"[" * 5000 + b"0" + b"]" * 5000
+    assert canonical_bytes(deep) == b"[" * MAX_DEPTH + b"0" + b"]" * MAX_DEPTH
+
+
+@pytest.mark.parametrize("container", [list, lambda inner: {"k": inner}], ids=["list", "dict"])
+def test_nesting_is_bounded_so_what_is_hashed_can_be_read_back(container: Any) -> None:
+    # json.loads and pydantic recurse: a value they cannot read back must not get an id.
+    def nested(depth: int) -> Any:
+        value: Any = 0
+        for _ in range(depth):
+            value = container([value]) if container is list else container(value)
+        return value
+
+    assert json.loads(canonical_bytes(nested(MAX_DEPTH))) == nested(MAX_DEPTH)
+    for depth in (MAX_DEPTH + 1, 5000):
+        with pytest.raises(CanonicalJSONError, match=f"nested deeper than {MAX_DEPTH} levels"):
+            canonical_bytes(nested(depth))
 
 
 class _Inner(pydantic.BaseModel):

@@ -17,6 +17,7 @@ from runtime_factory import (
     plan,
 )
 
+from aira_core.diagnostics import AiraError
 from aira_core.runtime.session import Task, TaskProtocol
 
 
@@ -132,6 +133,53 @@ def test_request_ids_are_used_once_and_unknown_operations_refused(tmp_path) -> N
     assert t.call("interface.manifest", "same").status == "success"
     assert codes(t.call("model.read", "same")) == ["DUPLICATE_REQUEST_ID"]
     assert codes(t.call("model.explode", "new")) == ["UNKNOWN_OPERATION"]
+
+
+@pytest.mark.parametrize(
+    ("operation", "request_id", "code"),
+    [
+        ("model.read", 7, "ARGS_INVALID"),
+        ("model.read", ["x"], "ARGS_INVALID"),
+        ("model.read", None, "ARGS_INVALID"),
+        ("model.read", "", "ARGS_INVALID"),
+        (None, "r1", "UNKNOWN_OPERATION"),
+        (5, "r2", "UNKNOWN_OPERATION"),
+    ],
+)
+def test_calls_with_malformed_names_are_refused_with_an_envelope(
+    tmp_path: Path, operation: Any, request_id: Any, code: str
+) -> None:
+    # Names arrive from a transport (MCP, a provider's tool call): wrong types are refused
+    # like any other bad call, and a refused call without a usable id uses no id up.
+    t, _, repo = task(tmp_path)
+    head = repo.store.branches()
+    envelope = t.call(operation, request_id)
+    assert envelope.status == "blocked"
+    assert codes(envelope) == [code]
+    assert t.trace[-1].codes == [code]
+    assert t.call("interface.manifest", "m1").status == "success"
+    assert repo.store.branches() == head
+
+
+def test_batch_and_adopt_refuse_malformed_input(tmp_path: Path) -> None:
+    t, _, _ = task(tmp_path)
+    assert [codes(e) for e in t.batch(None)] == [["ARGS_INVALID"]]  # type: ignore[arg-type]
+    assert codes(t.adopt(["rev"])) == ["ARGS_INVALID"]  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("task_id", "code"), [(None, "ARGS_INVALID"), ("a b", "STORE_BRANCH_INVALID")]
+)
+def test_a_refused_task_id_leaves_the_context_as_it_was(
+    tmp_path: Path, task_id: Any, code: str
+) -> None:
+    ctx, kernel, repo = make_runtime(tmp_path)
+    branches = repo.store.branches()
+    with pytest.raises(AiraError) as exc:
+        Task(ctx, kernel, task_id=task_id)
+    assert exc.value.code == code
+    assert ctx.branch == "main"
+    assert repo.store.branches() == branches
 
 
 def test_repair_is_capped_and_ends_as_cannot_proceed(tmp_path: Path) -> None:

@@ -22,7 +22,7 @@ import pydantic
 import pytest
 from store_crash_child import doc as loop_doc
 
-from aira_core.canonical import canonical_bytes, sha256_id
+from aira_core.canonical import MAX_DEPTH, Canonical, canonical_bytes, sha256_id
 from aira_core.diagnostics import AiraError
 from aira_core.model import store as store_module
 from aira_core.model.store import (
@@ -370,6 +370,29 @@ def test_damaged_document_is_corrupt_on_read(path: Path) -> None:
         error = raises("STORE_CORRUPT", lambda: s.read(head))
         assert "does not match" in str(error)
         assert any("does not match its id" in p for p in s.check())
+
+
+def test_stored_bytes_that_are_no_json_are_corrupt_on_read(path: Path) -> None:
+    # Bytes passed in as Canonical are trusted to be canonical JSON; if they were not, they
+    # hash right but cannot be decoded: a clean STORE_CORRUPT, not a JSONDecodeError.
+    with ModelStore(path) as s:
+        head = s.init(A).rev
+        rev = s.commit("main", head, Canonical(b"{not json")).rev
+        error = raises("STORE_CORRUPT", lambda: s.read(rev))
+        assert "not readable JSON" in str(error)
+
+
+def test_a_document_nested_too_deep_is_refused_and_nothing_is_written(path: Path) -> None:
+    deep: dict[str, Any] = {}
+    inner = deep
+    for _ in range(MAX_DEPTH + 1):
+        inner["a"] = {}
+        inner = inner["a"]
+    with ModelStore(path) as s:
+        head = s.init(A).rev
+        raises("STORE_DOCUMENT_INVALID", lambda: s.commit("main", head, deep))
+        assert s.head() == head
+        assert [r.rev for r in s.log("main")] == [head]
 
 
 def test_busy_store_is_unavailable_not_a_hang(path: Path) -> None:

@@ -680,7 +680,13 @@ class ModelStore:
         body = _unpack(bytes(row[0]))
         if sha256_id("rev", Canonical(body)) != rev:  # stored bytes are canonical
             raise self._error(STORE_CORRUPT, f"the stored document of {rev} does not match its id")
-        return cast("dict[str, Any]", json.loads(body))
+        return cast("dict[str, Any]", self._decode(body, f"the stored document of {rev}"))
+
+    def _decode(self, body: bytes, what: str) -> Any:
+        try:
+            return json.loads(body)
+        except (ValueError, RecursionError):  # bytes that hash right but were never JSON
+            raise self._error(STORE_CORRUPT, f"{what} is not readable JSON") from None
 
     @_guarded
     def log(self, branch: str = MAIN, limit: int | None = 50) -> list[CommitRecord]:
@@ -729,7 +735,7 @@ class ModelStore:
             .execute("SELECT body FROM derived WHERE rev = ? AND name = ?", (rev, name))
             .fetchone()
         )
-        return None if row is None else json.loads(bytes(row[0]))
+        return None if row is None else self._decode(bytes(row[0]), f"{name} of {rev}")
 
     @_guarded
     def keep_derived(self, rev: str, values: Mapping[str, Any]) -> None:

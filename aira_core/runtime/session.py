@@ -55,6 +55,8 @@ READS = frozenset(mc.READS)
 
 UNKNOWN_OPERATION = "UNKNOWN_OPERATION"
 ARGS_INVALID = "ARGS_INVALID"
+INVALID_REQUEST_ID = "<invalid>"
+"""What the envelope of a call whose request id is no string carries instead."""
 DESCRIBE_NOT_VISIBLE = "DESCRIBE_NOT_VISIBLE"
 BATCH_DEFERRED = "BATCH_DEFERRED"
 
@@ -91,8 +93,14 @@ class Task:
         capsule_contracts: Iterable[str] = (),
         repair_cap: int = REPAIR_CAP,
     ) -> None:
+        if not isinstance(task_id, str):
+            raise AiraError(ARGS_INVALID, "a task id is a string")
+        branch = f"task/{task_id}"
+        if branch not in ctx.repository.store.branches():
+            # checks the name too: a task id the store refuses leaves ctx as it was
+            ctx.repository.store.branch(branch, ctx.repository.head(MAIN))
         self.ctx = ctx
-        self.ctx.branch = f"task/{task_id}"
+        self.ctx.branch = branch
         self.task_id = task_id
         self.protocol = protocol or TaskProtocol()
         self.repair_cap = repair_cap
@@ -117,8 +125,6 @@ class Task:
         # A Task Protocol that names a discovery sequence tightens §7.1: only contracts
         # described after a search count, not manifest-inlined or capsule ones.
         self._strict = bool(self.protocol.required_discovery_sequence)
-        if not self._branch_exists():
-            ctx.repository.store.branch(self.ctx.branch, ctx.repository.head(MAIN))
         capsule = [c for c in capsule_contracts if c in ctx.capabilities]
         if capsule and not self._strict:  # a capsule contract counts as discovery (§7.1)
             self._lock(capsule)
@@ -240,6 +246,21 @@ class Task:
         self, operation: str, request_id: str, args: Mapping[str, Any] | None = None
     ) -> ObservationEnvelope:
         """Run one meta-operation if the runtime admits it; always an envelope back."""
+        if not isinstance(request_id, str) or not request_id:
+            # Nothing to refuse it under: the envelope and the trace carry a placeholder, and
+            # no request id is used up.
+            envelope = self._refuse(
+                INVALID_REQUEST_ID,
+                operation if isinstance(operation, str) else "?",
+                ARGS_INVALID,
+                "a request id is a non-empty string",
+            )
+            self._seen.discard(INVALID_REQUEST_ID)
+            return envelope
+        if not isinstance(operation, str):
+            return self._refuse(
+                request_id, "?", UNKNOWN_OPERATION, "the operation is the name of a meta-operation"
+            )
         if args is not None and not isinstance(args, Mapping):
             return self._refuse(
                 request_id, str(operation), ARGS_INVALID, "arguments must be a JSON object"
@@ -333,6 +354,12 @@ class Task:
         parsed: list[mc.Call] = []
         out: list[ObservationEnvelope] = []
         kept: list[Mapping[str, Any]] = []
+        if not isinstance(calls, list | tuple):
+            return [
+                self._refuse(
+                    "batch", "batch", ARGS_INVALID, "a batch is a JSON array of call objects"
+                )
+            ]
         for n, call in enumerate(calls):
             try:
                 if not isinstance(call, Mapping):
@@ -404,6 +431,8 @@ class Task:
         branch, counts as committed work without being proposed, previewed or committed
         again. Only a commit of this task, on this branch, directly on its current
         progress is adopted."""
+        if not isinstance(rev, str):
+            return self._refuse(request_id, "adopt", ARGS_INVALID, "a revision id is a string")
         commits = {
             r.rev: r
             for r in self.ctx.repository.store.log(self.ctx.branch, limit=None)
