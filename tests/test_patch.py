@@ -357,6 +357,22 @@ def test_feature_appends_node_and_moves_tip_keeping_history() -> None:
             "AMIR_TYPE_MISMATCH",
             "/parameters/0/value",
         ),
+        *(
+            (
+                [{"op": "parameter.add", "parameter": {"id": "p_new", "label": "new", **kind}}],
+                "AMIR_TYPE_MISMATCH",
+                "/parameters/3/value",
+            )
+            for kind in (
+                {"type": "String", "value": "steel", "unit": "mm"},
+                {"type": "Bool", "value": True, "unit": "furlong"},
+            )
+        ),
+        (
+            [{"op": "parameter.setValue", "id": "p_w", "value": float("nan")}],
+            "PATCH_INVALID",
+            "/ops/0/parameter.setValue/value/bool",
+        ),
     ],
 )
 def test_bad_patches_are_refused_with_stable_codes(ops, code, pointer) -> None:  # type: ignore[no-untyped-def]

@@ -233,6 +233,8 @@ def _check_value(
         out.append(_problem(AMIR_TYPE_MISMATCH, f"{value!r} is not a {spec_type}", *where))
         return None
     if not is_number:
+        if unit is not None:  # a Bool or a String has no unit to convert from
+            out.append(_problem(AMIR_TYPE_MISMATCH, f"a {spec_type} takes no unit", *where))
         return None
     if spec_type in (ParamType.LENGTH.value, ParamType.ANGLE.value):
         try:
