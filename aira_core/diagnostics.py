@@ -81,8 +81,42 @@ def _private_prefixes() -> list[tuple[str, str]]:
     return sorted(((k, v) for k, v in pairs.items() if len(k) > 1), key=lambda kv: -len(kv[0]))
 
 
+# Credentials as they show up in exception texts: an Authorization header or bearer token,
+# provider API keys (sk-..., sk-ant-...), and the value of a key=, token=, secret=,
+# password= or signature= pair (query strings of signed URLs included).
+_SECRET_PATTERNS = (
+    (
+        re.compile(r"(?i)\b(authorization\s*[:=]\s*)(?:bearer\s+|basic\s+)?[^\s,;'\"]+"),
+        r"\1<redacted>",
+    ),
+    (re.compile(r"(?i)\b(bearer\s+)[A-Za-z0-9._~+/=-]{8,}"), r"\1<redacted>"),
+    (re.compile(r"\bsk-[A-Za-z0-9_-]{8,}"), "<redacted>"),
+    (
+        re.compile(
+            r"(?i)\b([\w.-]*(?:api[_-]?key|access[_-]?key|token|secret|password|passwd"
+            r"|signature|credential)[\w.-]*\s*[=:]\s*)(?!<redacted>)[^\s&,;'\"]{8,}"
+        ),
+        r"\1<redacted>",
+    ),
+)
+_SECRET_ENV = re.compile(r"(?i)(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL)")
+
+
+def _secret_values() -> list[str]:
+    """Values of environment variables named like credentials (``DEEPSEEK_API_KEY``...),
+    longest first: they are scrubbed wherever they appear, whatever their shape."""
+    found = {v for k, v in os.environ.items() if _SECRET_ENV.search(k) and len(v) >= 8}
+    return sorted(found, key=len, reverse=True)
+
+
 def redact(text: str) -> str:
-    """Replace private absolute path prefixes (home, environment, working directory)."""
+    """Remove what must never reach a message, log or store: credentials (see
+    ``_SECRET_PATTERNS`` and credential-named environment variables) and private absolute
+    path prefixes (home, environment, working directory, temp, ``$AIRA_HOME``)."""
+    for value in _secret_values():
+        text = text.replace(value, "<redacted>")
+    for pattern, repl in _SECRET_PATTERNS:
+        text = pattern.sub(repl, text)
     for prefix, repl in _private_prefixes():
         text = re.sub(re.escape(prefix) + r"(?=[/\\]|\b|$)", repl, text)
     return text

@@ -201,7 +201,8 @@ class PluginSystem:
                     continue
                 try:
                     plugin = ep.load()
-                except Exception as exc:  # a broken plugin must not stop the others
+                # SystemExit too: a plugin calling sys.exit() at import must not end the host
+                except (Exception, SystemExit) as exc:
                     self._load_errors.append(
                         PluginError(
                             ep.name,
@@ -317,7 +318,7 @@ class PluginSystem:
             kwargs = {"register": register}
             try:
                 impl.function(**{arg: kwargs[arg] for arg in impl.argnames})
-            except Exception as exc:  # one plugin's bug must not stop the others
+            except (Exception, SystemExit) as exc:  # one plugin's bug must not stop the others
                 errors.append(
                     error(
                         PLUGIN_HOOK_FAILED, redact(f"{ext.hook} raised {type(exc).__name__}: {exc}")

@@ -206,7 +206,15 @@ def aira_register_kernels(register):
 """
 
 BROKEN_PLUGIN = """
-raise ImportError("this plugin needs a module that is not installed")
+raise ImportError(
+    "this plugin needs a module that is not installed "
+    "(Authorization: Bearer sk-live-0123456789abcdef, api_key=sk-ant-api03-abcdefgh)"
+)
+"""
+
+EXITING_PLUGIN = """
+import sys
+sys.exit("this plugin gave up at import")
 """
 
 
@@ -216,11 +224,13 @@ def fake_site(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     site.mkdir()
     install_fake_distribution(site, "aira-good", "1.0.0", "good", GOOD_PLUGIN)
     install_fake_distribution(site, "aira-broken", "0.3.0", "broken", BROKEN_PLUGIN)
+    install_fake_distribution(site, "aira-exiting", "0.1.0", "exiting", EXITING_PLUGIN)
     monkeypatch.syspath_prepend(str(site))
-    monkeypatch.setenv("AIRA_PLUGINS", "good,broken")
+    monkeypatch.setenv("AIRA_PLUGINS", "good,broken,exiting")
     yield site
     drop_module("aira-good")
     drop_module("aira-broken")
+    drop_module("aira-exiting")
 
 
 def test_installed_plugins_are_not_loaded_unless_asked(fake_site) -> None:
@@ -240,9 +250,33 @@ def test_broken_plugin_import_is_recorded_with_distribution(fake_site, aira_entr
         "0.3.0",
     )
     assert "not installed" in error.message
+    # credentials in an exception text never reach a message
+    assert "sk-live" not in error.message and "sk-ant" not in error.message
+    assert "Bearer <redacted>" in error.message or "Authorization: <redacted>" in error.message
     status = {p.name: (p.status, p.distribution, p.version) for p in registry.plugins}
     assert status["good"] == ("loaded", "aira-good", "1.0.0")
     assert status["broken"] == ("failed", "aira-broken", "0.3.0")
+
+
+def test_a_plugin_that_exits_at_import_is_a_load_error(fake_site, aira_entrypoints) -> None:
+    registry = aira_entrypoints.registry()
+    (error,) = [e for e in registry.errors if e.plugin == "exiting"]
+    assert error.code == "PLUGIN_IMPORT_FAILED"
+    assert "SystemExit: this plugin gave up at import" in error.message
+    assert "good-kernel" in registry.named("kernels")
+
+
+def test_a_hook_that_exits_is_recorded_and_others_keep_working(register_plugin) -> None:
+    def leave(register):  # type: ignore[no-untyped-def]
+        raise SystemExit(2)
+
+    leave.__name__ = "aira_register_kernels"
+    register_plugin(SimpleNamespace(aira_register_kernels=hookimpl(leave)), "leaving")
+    registry = register_plugin(
+        plugin_registering("aira_register_kernels", FakeKernel("ok")), "good"
+    )
+    assert [e.code for e in registry.errors] == ["PLUGIN_HOOK_FAILED"]
+    assert "ok" in registry.named("kernels")
 
 
 def test_disabled_plugins_are_blocked(fake_site, monkeypatch) -> None:
@@ -254,7 +288,12 @@ def test_disabled_plugins_are_blocked(fake_site, monkeypatch) -> None:
 
 
 def _aira(args: list[str], site: Path, **env: str) -> subprocess.CompletedProcess[str]:
-    full_env = {**os.environ, "PYTHONPATH": str(site), "AIRA_PLUGINS": "good,broken", **env}
+    full_env = {
+        **os.environ,
+        "PYTHONPATH": str(site),
+        "AIRA_PLUGINS": "good,broken,exiting",
+        **env,
+    }
     return subprocess.run(
         [sys.executable, "-m", "aira_core.cli", *args],
         capture_output=True,
@@ -278,6 +317,8 @@ def test_cli_plugins_shows_broken_plugin_without_traceback(fake_site) -> None:
     assert error["distribution"] == "aira-broken"
     assert error["version"] == "0.3.0"
     assert str(fake_site) not in out.stdout, "absolute private paths must not be printed"
+    assert "sk-live" not in out.stdout and "sk-ant" not in out.stdout
+    assert by_name["exiting"]["status"] == "failed"
 
     human = _aira(["plugins"], fake_site)
     assert human.returncode == 0 and "PLUGIN_IMPORT_FAILED" in human.stdout
