@@ -4,6 +4,7 @@ keep working."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import subprocess
@@ -114,6 +115,20 @@ def test_signature_by_unknown_key(register_plugin) -> None:
     stranger = Signer("test-vendor")
     catalog = admit(register_plugin, package_source(manifest(), stranger), good_source())
     assert quarantined(catalog, "test.pkg") == ["SIGNATURE_UNKNOWN_KEY"]
+    assert_only_good_admitted(catalog)
+
+
+@pytest.mark.parametrize("value", ["AAEC", "not base64 at all!", "A" * 86 + "=="[:1]])
+def test_a_signature_that_is_not_64_bytes_of_base64_is_malformed(register_plugin, value) -> None:
+    # A mangled file is a different problem from a signature that does not verify.
+    m = manifest()
+    signed = json.loads(VENDOR.sign(m))
+    source = package_source(m, VENDOR)
+    broken = dataclasses.replace(
+        source, signature=json.dumps({**signed, "signature": value}).encode()
+    )
+    catalog = admit(register_plugin, broken, good_source())
+    assert quarantined(catalog, "test.pkg") == ["SIGNATURE_MALFORMED"]
     assert_only_good_admitted(catalog)
 
 

@@ -47,7 +47,11 @@ class PackageSignature(WireModel):
     context: Literal["aira.capability-package.v1"] = "aira.capability-package.v1"
     publisher: str
     key_id: str = Field(pattern=KEY_ID_PATTERN)
-    signature: str = Field(description="base64 of the 64 signature bytes")
+    signature: str = Field(
+        # base64 of exactly 64 bytes: anything else is a malformed file, not a bad signature
+        pattern=r"^[A-Za-z0-9+/]{86}==$",
+        description="base64 of the 64 signature bytes",
+    )
 
 
 class TrustedKey(WireModel):
