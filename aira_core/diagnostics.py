@@ -10,7 +10,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 
 class Severity(StrEnum):
@@ -43,6 +43,13 @@ class Diagnostic(BaseModel):
     """Registered capabilities that can repair it (their ``repairsDiagnostic`` names it)."""
     approval: bool | None = None
     """Whether acting on it needs the user's approval."""
+
+    @field_validator("message")
+    @classmethod
+    def _redacted(cls, message: str) -> str:
+        # Messages echo input and exception texts, and they are printed, stored and written
+        # into trajectories: whatever builds one, credentials and private paths stay out.
+        return redact(message)
 
     def __str__(self) -> str:
         where = " ".join(p for p in (self.subject, self.pointer) if p)

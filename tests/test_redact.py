@@ -47,3 +47,12 @@ def test_the_value_of_a_credential_variable_is_removed_whatever_its_shape(
 )
 def test_ordinary_text_is_left_alone(text: str) -> None:
     assert redact(text) == text
+
+
+def test_every_diagnostic_message_is_redacted() -> None:
+    # Messages echo user input and exception texts into output, stores and trajectories.
+    from aira_core.diagnostics import AiraError, Diagnostic
+
+    found = Diagnostic(code="QUERY_TARGET_UNKNOWN", message="'sk-ant-api03-abcdefgh' is no body")
+    assert found.message == "'<redacted>' is no body"
+    assert "abcdefghijkl" not in str(AiraError("X", "Authorization: Bearer abcdefghijkl"))
