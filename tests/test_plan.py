@@ -566,6 +566,18 @@ BAD = [
         None,
         plan_kw={"acceptance_assertions": [{"validatorRef": VOLUME_RANGE, "target": "b:nope"}]},
     ),
+    Bad(
+        "assertion-args-invalid",
+        STEPS,
+        "PLAN_ARGS_INVALID",
+        "/acceptanceAssertions/0/args/min",
+        None,
+        plan_kw={
+            "acceptance_assertions": [
+                {"validatorRef": VOLUME_RANGE, "target": "b:plate", "args": {"min": "x"}}
+            ]
+        },
+    ),
 ]
 
 BAD_PARAMS = [pytest.param(case, id=case.id) for case in BAD]

@@ -1006,7 +1006,7 @@ def check_plan(plan: Plan, ctx: PlanContext) -> tuple[CheckReport, Lowered | Non
                 node_ops[node_id] = entry.ref
 
     validators = {
-        e.ref for e in ctx.capabilities.values() if e.descriptor.kind is CapabilityKind.VALIDATOR
+        e.ref: e for e in ctx.capabilities.values() if e.descriptor.kind is CapabilityKind.VALIDATOR
     }
     for k, assertion in enumerate(plan.acceptance_assertions):
         if assertion.validator_ref not in validators:
@@ -1027,6 +1027,26 @@ def check_plan(plan: Plan, ctx: PlanContext) -> tuple[CheckReport, Lowered | Non
                 k,
                 "target",
             )
+            continue
+        # the validator's own input schema, as for a step: bad arguments are found here, not
+        # after the plan was previewed and ran into them at validation
+        schema = validators[assertion.validator_ref].input_schema
+        errors = sorted(
+            Draft202012Validator(schema).iter_errors(
+                {**assertion.args, "target": assertion.target}
+            ),
+            key=lambda e: [str(p) for p in e.path],
+        )
+        for err in errors:
+            found.add(
+                "PLAN_ARGS_INVALID",
+                f"{assertion.validator_ref}: {_clip(err.message)}",
+                "acceptanceAssertions",
+                k,
+                "args",
+                *err.path,
+            )
+        if errors:
             continue
         aid = _entity_id("a", plan_id, f"acceptance:{k}")
         lowered.ops.append(
