@@ -9,6 +9,7 @@ stored document that is not AMIR is a clean ``AMIR_DOCUMENT_INVALID``.
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, NoReturn
@@ -266,6 +267,20 @@ def test_a_missing_derived_value_is_computed_on_first_read_and_kept(
     for rev, summary in expected.items():
         assert second.summary(rev) == summary
     assert second.diff(r0, r1) == changed
+
+
+@pytest.mark.parametrize("damage", ["'{broken'", "'[1, 2]'", "'{\"parameters\": 1}'"])
+def test_damaged_kept_views_are_computed_again(path: Path, fresh: Any, damage: str) -> None:
+    # Kept views are a cache of what the document gives: a damaged row is not an error.
+    document = make_document()
+    r0 = fresh().init(document).rev
+    db = sqlite3.connect(path, isolation_level=None)
+    db.execute(f"UPDATE derived SET body = CAST({damage} AS BLOB)")
+    db.close()
+    repo = fresh()
+    assert repo.summary(r0) == direct_summary(r0, document)
+    assert repo.block_hashes(r0) == blocks.block_hashes(document)
+    assert repo.diff(r0, r0) == []
 
 
 # -- refusals change nothing -----------------------------------------------------------------

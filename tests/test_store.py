@@ -382,6 +382,21 @@ def test_stored_bytes_that_are_no_json_are_corrupt_on_read(path: Path) -> None:
         assert "not readable JSON" in str(error)
 
 
+def test_a_damaged_history_record_is_corrupt_on_read(path: Path) -> None:
+    with ModelStore(path) as s:
+        head = s.init(A).rev
+        s.commit("main", head, B, "b", {"planId": "p1"})
+    db = raw(path)  # damage as a disk or a foreign writer would: past the append-only trigger
+    (trigger,) = db.execute("SELECT sql FROM sqlite_master WHERE name = 'commits_no_update'")
+    db.execute("DROP TRIGGER commits_no_update")
+    db.execute("UPDATE commits SET meta = '{broken' WHERE meta IS NOT NULL")
+    db.execute(trigger[0])
+    db.close()
+    with ModelStore(path) as s:
+        error = raises("STORE_CORRUPT", lambda: s.log("main"))
+        assert "not JSON" in str(error)
+
+
 def test_a_document_nested_too_deep_is_refused_and_nothing_is_written(path: Path) -> None:
     deep: dict[str, Any] = {}
     inner = deep

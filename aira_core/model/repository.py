@@ -20,7 +20,7 @@ from aira_core.model import blocks
 from aira_core.model.aliases import AliasTable
 from aira_core.model.operations import OperationSignature
 from aira_core.model.patch import PatchRejected, apply_patch, validate_document
-from aira_core.model.store import MAIN, ModelStore, Revision
+from aira_core.model.store import MAIN, STORE_CORRUPT, ModelStore, Revision
 
 AMIR_DOCUMENT_INVALID = "AMIR_DOCUMENT_INVALID"
 SUMMARY_KEY = "summary/1"
@@ -164,18 +164,36 @@ class ModelRepository:
             return cached
         return self._aliases.remember(rev, AliasTable.build(rev, self.document(rev)))
 
+    # Kept views are derived from the document: one that is missing or does not have its
+    # shape (a damaged row) is computed again rather than trusted or reported.
+
+    def _kept_view(self, rev: str, name: str) -> Any:
+        try:
+            return self.store.derived(rev, name)
+        except AiraError as exc:
+            if exc.code != STORE_CORRUPT:
+                raise
+            return None
+
     def block_hashes(self, rev: str) -> dict[str, str]:
-        kept = self.store.derived(rev, BLOCKS_KEY)
-        if kept is None:
+        kept = self._kept_view(rev, BLOCKS_KEY)
+        if not (
+            isinstance(kept, dict)
+            and set(kept) == set(blocks.BLOCKS)
+            and all(isinstance(h, str) for h in kept.values())
+        ):
             kept = self._keep_views(rev, self.document(rev))[0]
         return dict(kept)
 
     def summary(self, rev: str) -> blocks.Summary:
         """The revision's summary (≤ 2k host tokens), computed once per revision."""
-        kept = self.store.derived(rev, SUMMARY_KEY)
-        if kept is None:
-            return self._keep_views(rev, self.document(rev))[1]
-        return blocks.Summary.model_validate(kept)
+        kept = self._kept_view(rev, SUMMARY_KEY)
+        if kept is not None:
+            try:
+                return blocks.Summary.model_validate(kept)
+            except ValidationError:
+                pass
+        return self._keep_views(rev, self.document(rev))[1]
 
     def select(
         self,

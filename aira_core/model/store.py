@@ -327,6 +327,12 @@ def _encode_meta(meta: object) -> str | None:
 
 def _record(row: tuple[Any, ...]) -> CommitRecord:
     seq, branch, rev, parent, kind, message, created_at, meta, base_seq = row
+    try:
+        meta = json.loads(meta) if meta is not None else None
+    except (ValueError, RecursionError):  # written canonical by commit: damaged since
+        raise AiraError(
+            STORE_CORRUPT, f"model store: the meta of history record {seq} is not JSON"
+        ) from None
     return CommitRecord(
         seq=seq,
         branch=branch,
@@ -335,7 +341,7 @@ def _record(row: tuple[Any, ...]) -> CommitRecord:
         kind=kind,
         message=message,
         created_at=created_at,
-        meta=json.loads(meta) if meta is not None else None,
+        meta=meta,
         base_seq=base_seq,
     )
 
