@@ -182,6 +182,7 @@ def test_capsule_plus_log_never_exceeds_b(name: str, seed: int) -> None:
         "log_bytes": log_bytes,
         "step": 7,
     }
+    mark = 0
     try:
         capsule = build(ledger, tier, **kwargs)
     except CapsuleOverBudget as exc:
@@ -195,11 +196,16 @@ def test_capsule_plus_log_never_exceeds_b(name: str, seed: int) -> None:
         if "to make room" in exc.diagnostic.message:
             # The model follows the advice: releasing the named pages makes it fit.
             ledger.pin(unpin=exc.pages, step=8)
+            mark = len(ledger.evictions)
             capsule = build(ledger, tier, **kwargs)
         else:
             return
     log_tokens = -(-log_bytes // 4)
     assert capsule.tokens + log_tokens <= tier.budget
+    released = {e.page for e in ledger.evictions[mark:] if e.reason == "schema"}
+    for kind in schema_pages:  # each schema page is carried or its release is recorded
+        assert (kind in capsule.schema_kinds) != (kind in released)
+        assert (f"## {kind}\n" in capsule.text) == (kind in capsule.schema_kinds)
     assert host_tokens(capsule.text + "x" * log_bytes) <= tier.budget
     assert [n for n, _ in capsule.segments] == list(SEGMENTS)
     sizes = dict(capsule.segments)
@@ -238,10 +244,37 @@ def test_over_budget_without_pinned_pages_says_which_segments_are_large() -> Non
     tier = TIERS["T32"]
     ledger = ledger_with_pages(100)
     with pytest.raises(CapsuleOverBudget) as caught:
-        build(ledger, tier, schema_pages={"cap:a@1": "s" * tier.bytes(tier.budget)})
+        build(ledger, tier, index="i" * tier.bytes(tier.budget), schema_pages={"cap:a@1": "s"})
     assert caught.value.pages == ()
-    assert "schemaPages" in caught.value.diagnostic.message
+    message = caught.value.diagnostic.message
+    assert "no page is left to release" in message and "index 96" in message
     assert ledger.pages == {}  # the unpinned page was released first
+    assert [e.reason for e in ledger.evictions] == ["budget", "schema"]  # then the schema page
+
+
+@pytest.mark.parametrize("name", TIER_NAMES)
+def test_schema_pages_are_released_for_budget_before_pinned_pages(name: str) -> None:
+    # A rejected plan keeps the contracts of every capability it used into the next round:
+    # however many, they must not take the capsule over B (they can be described again).
+    tier = TIERS[name]
+    page = "s" * 2_000
+    kinds = [f"cap:k{n}@1" for n in range(tier.bytes(tier.budget) // 2_000 + 5)]
+    ledger = ledger_with_pages(300, 300, pinned=(1,))
+    capsule = build(ledger, tier, schema_pages={"$defs": "d" * 500, **dict.fromkeys(kinds, page)})
+    assert capsule.tokens <= tier.budget
+    kept = capsule.schema_kinds
+    released = [e.page for e in ledger.evictions if e.reason == "schema"]
+    # Released in the order given (least recently described first), $defs last; pinned kept.
+    assert released == kinds[: len(released)] and "$defs" in kept
+    assert set(kept) | set(released) == {"$defs", *kinds}
+    assert "pg:1" in ledger.pages and "pg:2" not in ledger.pages
+    text = segment_text(capsule, "ledger")
+    assert f"schema page {released[-1]} released for budget" in text
+    assert "describe it again (lookup capability)" in text
+    assert f"## {kinds[-1]}" in segment_text(capsule, "schemaPages")
+    assert f"## {released[0]}" not in capsule.text
+    # A ledger rebuilt from its wire form keeps the releases (the trajectory can rebuild it).
+    assert copy(ledger).eviction_rows() == ledger.eviction_rows()
 
 
 def test_a_capsule_cannot_be_made_over_budget() -> None:

@@ -21,12 +21,17 @@ from runtime_factory import (
 )
 
 from aira_core.contracts.plan import IntentFrame
+from aira_core.diagnostics import AiraError
+from aira_core.extensions import QueryResult
 from aira_core.runtime.contract import TerminalState
+from aira_core.step.log import RoundLog
 from aira_core.step.loop import StepHost
-from aira_core.step.tiers import TIERS, TaskBudgets
+from aira_core.step.runner import resume_script, task_id
+from aira_core.step.tiers import TIERS, TaskBudgets, host_tokens
 from aira_core.step.trajectory import (
     DecisionScript,
     ScriptedSource,
+    SourceReply,
     TrajectoryWriter,
     read_trajectory,
 )
@@ -288,3 +293,279 @@ def test_an_interrupted_task_resumes_without_repeating_committed_work(tmp_path: 
         assert kernel.calls.get("evaluate", 0) == evaluations  # no kernel work repeated
     _, records = read_trajectory(path)
     assert [r["step"] for r in records if "step" in r] == list(range(len(decisions)))
+
+
+def test_a_commit_whose_record_was_lost_is_adopted_not_committed_again(tmp_path: Path) -> None:
+    # The process dies after the plan's commit and before its trajectory record.
+    decisions = [*discovery(), plan_decision(), {"act": "read"}, {"act": "done", "summary": "d"}]
+    plan_at = len(discovery())
+
+    class DiesWritingTheCommit(TrajectoryWriter):
+        def write(self, record: dict[str, Any]) -> None:
+            if record.get("result", {}).get("rev"):
+                raise Killed
+            super().write(record)
+
+    ctx, kernel, repo = make_runtime(tmp_path)
+    path = tmp_path / "trajectory.jsonl"
+    writer = DiesWritingTheCommit(path, {"script": "plate"})
+    first = StepHost(
+        ctx,
+        kernel,
+        ScriptedSource(script(decisions)),
+        task_id="t1",
+        intent=INTENT,
+        tier=TIERS["T128"],
+        trajectory=writer,
+    )
+    with pytest.raises(Killed):
+        first.run()
+    writer.close()
+    committed = first.task.head
+    evaluations = kernel.calls["evaluate"]
+
+    _, records = read_trajectory(path)
+    assert [r["step"] for r in records] == list(range(plan_at))  # the commit is unrecorded
+    source = ScriptedSource(script(decisions))
+    writer = TrajectoryWriter(path, {})
+    second = StepHost(
+        ctx, kernel, source, task_id="t1", intent=INTENT, tier=TIERS["T128"], trajectory=writer
+    )
+    source.seek(second.resume(records))
+    outcome = second.run()
+    writer.close()
+    assert outcome.terminal is TerminalState.COMPLETED, codes(outcome)
+    assert outcome.head == committed
+    commits = [r for r in repo.store.log(ctx.branch, limit=None) if r.kind == "commit"]
+    assert [c.rev for c in commits] == [committed]  # the plan was not committed twice
+    assert kernel.calls["evaluate"] == evaluations
+    _, records = read_trajectory(path)
+    steps = [r for r in records if "step" in r]
+    assert [r["step"] for r in steps] == list(range(len(decisions)))
+    lost = steps[plan_at]
+    assert lost["recovered"] is True and lost["result"]["rev"] == committed
+    assert records[-1]["end"] and records[-1]["terminal"] == "completed"
+
+
+def test_a_lost_end_record_after_an_accepted_done_ends_the_resumed_task(tmp_path: Path) -> None:
+    h, _, w = host(tmp_path, GOOD)
+    assert h.run().terminal is TerminalState.COMPLETED
+    w.close()
+    path = tmp_path / "trajectory.jsonl"
+    lines = path.read_text().splitlines(keepends=True)
+    assert json.loads(lines[-1])["end"]
+    path.write_text("".join(lines[:-1]))  # the process died before the end record
+    evaluations = h.kernel.calls["evaluate"]
+
+    _, records = read_trajectory(path)
+    source = ScriptedSource(script(GOOD))
+    writer = TrajectoryWriter(path, {})
+    again = StepHost(
+        h.ctx, h.kernel, source, task_id="t1", intent=INTENT, tier=TIERS["T128"], trajectory=writer
+    )
+    source.seek(again.resume(records))
+    outcome = again.run()
+    writer.close()
+    assert outcome.terminal is TerminalState.COMPLETED and outcome.records == []
+    assert outcome.steps == len(GOOD)
+    assert h.kernel.calls["evaluate"] == evaluations
+    _, records = read_trajectory(path)
+    assert records[-1]["end"] and records[-1]["terminal"] == "completed"
+    assert len([r for r in records if "step" in r]) == len(GOOD)
+
+
+def test_resuming_with_another_script_is_refused_before_the_store_changes(tmp_path: Path) -> None:
+    _, _, repo = make_runtime(tmp_path)
+    ran = script(GOOD)
+    path = tmp_path / "trajectory.jsonl"
+    TrajectoryWriter(path, {"script": ran.name, "taskId": task_id(ran)}).close()
+    other = DecisionScript.model_validate({**ran.to_wire(), "name": "shaft"})
+    edited = DecisionScript.model_validate({**ran.to_wire(), "decisions": GOOD[:-1]})
+    for wrong in (other, edited):  # another script, or the same one edited since
+        with pytest.raises(AiraError) as caught:
+            resume_script(wrong, kernel=None, store=tmp_path / "store.sqlite3", trajectory=path)
+        assert caught.value.code == "RUN_SCRIPT_MISMATCH"
+        assert repr(ran.name) in caught.value.diagnostic.message
+    assert list(repo.store.branches()) == ["main"]  # no stray task branch
+
+
+def _note_of(gap_tokens: int, result: dict[str, Any], framing: int = 0) -> str:
+    """A note decision whose text is ``gap_tokens`` × 4 bytes less the result's size (as
+    JSON, the way the log renders it) and ``framing`` bytes."""
+    rendered = json.dumps(result, ensure_ascii=False, sort_keys=True)
+    room = gap_tokens * 4 - framing - (0 if framing else host_tokens(rendered) * 4)
+    base = json.dumps({"act": "note", "note": ""})
+    return json.dumps({"act": "note", "note": "x" * (room - len(base))})
+
+
+def test_the_log_is_metered_with_its_framing_so_no_prompt_exceeds_b(tmp_path: Path) -> None:
+    # A step whose decision and result fill B exactly without the log's "# decision" and
+    # "# result" lines: with them it does not fit, so the round must end, not the prompt
+    # grow past B.
+    prompts: list[int] = []
+
+    class Filler(ScriptedSource):
+        def decide(self, step: int, prompt: str, schema: dict[str, Any]) -> Any:
+            prompts.append(host_tokens(prompt))
+            if step == 0:
+                gap = h.tier.budget - h.capsule.tokens
+                text = _note_of(gap, {"status": "ok", "act": "note"})
+                return SourceReply(text=text, model="filler")
+            return super().decide(step, prompt, schema)
+
+    h, _, w = host(tmp_path, [{"act": "abstain", "reason": "stop"}], tier="T32")
+    h.source = Filler(h.source.script)
+    outcome = h.run()
+    w.close()
+    assert len(prompts) == 2 and max(prompts) <= h.tier.budget
+    assert outcome.rounds == 2 and outcome.terminal is TerminalState.CANNOT_PROCEED
+    _, records = read_trajectory(tmp_path / "trajectory.jsonl")
+    assert records[1]["round"] == 1 and records[-1]["end"]
+
+
+def test_window_full_reaches_the_model_in_the_next_prompt_and_the_trajectory(
+    tmp_path: Path,
+) -> None:
+    # A step that leaves exactly nothing of B: the entry fits (metered with its framing and
+    # the windowFull flag), so it joins the log, and the model reads windowFull next.
+    told = {"act": "note", "host": {"windowFull": True}, "status": "ok"}
+    prompts: list[str] = []
+
+    class Filler(ScriptedSource):
+        def decide(self, step: int, prompt: str, schema: dict[str, Any]) -> Any:
+            prompts.append(prompt)
+            if step == 0:
+                framing = RoundLog.entry_bytes("decision", "") + RoundLog.entry_bytes(
+                    "result", json.dumps(told, sort_keys=True)
+                )
+                text = _note_of(h.tier.budget - h.capsule.tokens, told, framing)
+                return SourceReply(text=text, model="filler")
+            if step == 1:
+                assert h.capsule.tokens + h.log.tokens == h.tier.budget
+            return super().decide(step, prompt, schema)
+
+    h, _, w = host(tmp_path, [{"act": "abstain", "reason": "stop"}], tier="T32")
+    h.source = Filler(h.source.script)
+    outcome = h.run()
+    w.close()
+    assert outcome.terminal is TerminalState.CANNOT_PROCEED, codes(outcome)
+    told_text = '"windowFull": true'  # as the log renders the result
+    assert told_text not in prompts[0] and told_text in prompts[1]
+    assert host_tokens(prompts[1]) <= h.tier.budget
+    assert outcome.records[0]["result"]["host"] == {"windowFull": True}
+    assert outcome.records[1]["round"] == 0  # the model had its step in the same round
+
+
+def test_a_model_told_the_window_is_full_writes_the_note_the_next_round_starts_from(
+    tmp_path: Path,
+) -> None:
+    filler = "f" * 3000
+    lookups = [
+        {"act": "lookup", "query": "box plate block", "note": f"{i} {filler}"} for i in range(40)
+    ]
+    told_at: list[int] = []
+
+    class NoteTaker(ScriptedSource):
+        def decide(self, step: int, prompt: str, schema: dict[str, Any]) -> Any:
+            if '"windowFull": true' in prompt and not told_at:
+                told_at.append(step)
+                return SourceReply(text='{"act":"note","note":"carry: plate 40 mm"}', model="m")
+            if told_at and step == told_at[0] + 1:
+                assert "carry: plate 40 mm" in h.capsule.text  # rebuilt from the note
+                return SourceReply(text='{"act":"abstain","reason":"seen"}', model="m")
+            return super().decide(step, prompt, schema)
+
+    h, _, w = host(tmp_path, lookups, tier="T32")
+    h.source = NoteTaker(h.source.script)
+    outcome = h.run()
+    w.close()
+    assert told_at, "no prompt said windowFull before the round ended"
+    step = told_at[0]
+    records = outcome.records
+    assert records[step - 1]["result"]["host"] == {"windowFull": True}
+    assert records[step]["round"] == records[step - 1]["round"]  # the note, in the same round
+    assert records[step + 1]["round"] == records[step]["round"] + 1
+    assert outcome.terminal is TerminalState.CANNOT_PROCEED
+    assert all(r["promptTokens"] <= r["budgetTokens"] for r in records)
+
+
+def test_schema_pages_a_repair_keeps_cannot_take_the_capsule_over_b(tmp_path: Path) -> None:
+    # A rejected plan keeps the contracts of every capability it used into the next round;
+    # when they exceed B they are released (and the capsule says so), not the run aborted.
+    def big_pages(h: StepHost) -> None:
+        h.schema_pages = {cap: "s" * 30_000 for cap in CAPS}
+        h.pending = set(CAPS)
+
+    class Oversize(ScriptedSource):
+        def decide(self, step: int, prompt: str, schema: dict[str, Any]) -> Any:
+            if step == 0:  # a decision that does not fit the round: it ends
+                big_pages(h)
+                return SourceReply(
+                    text=json.dumps({"act": "note", "note": "n" * 100_000}), model="m"
+                )
+            return super().decide(step, prompt, schema)
+
+    h, _, w = host(tmp_path, [{"act": "abstain", "reason": "stop"}], tier="T32")
+    h.source = Oversize(h.source.script)
+    outcome = h.run()
+    w.close()
+    assert outcome.terminal is TerminalState.CANNOT_PROCEED, codes(outcome)
+    assert outcome.rounds == 2 and outcome.records[1]["promptTokens"] <= h.tier.budget
+    released = [row for row in h.ledger.eviction_rows() if row.startswith("schema page")]
+    assert released and "describe it again" in released[0]
+    assert 0 < len(h.schema_pages) < len(CAPS)
+
+
+def test_a_capsule_that_cannot_fit_b_ends_the_task_with_an_end_record(tmp_path: Path) -> None:
+    h, _, w = host(tmp_path, [{"act": "read"}] * 3, tier="T32")
+    h._index = lambda: "i" * h.tier.bytes(h.tier.budget)  # type: ignore[method-assign]
+    outcome = h.run()
+    w.close()
+    assert outcome.terminal is TerminalState.BUDGET_EXHAUSTED and outcome.steps == 0
+    _, records = read_trajectory(tmp_path / "trajectory.jsonl")
+    assert records[-1]["end"] and records[-1]["terminal"] == "budgetExhausted"
+    assert records[-1]["exhausted"].startswith("STEP_CAPSULE_OVER_BUDGET")
+
+
+def test_a_log_over_b_is_compacted_before_the_prompt_is_sent(tmp_path: Path) -> None:
+    # Unreachable through the loop (it admits only entries that fit); were the bound ever
+    # broken, the host must compact rather than send more than B (and not only assert).
+    h, _, w = host(tmp_path, [{"act": "read"}, {"act": "abstain", "reason": "x"}], tier="T32")
+    h.capsule = h._build_capsule()
+    h.log.append("result", "r" * h.tier.bytes(h.tier.budget))
+    outcome = h.run()
+    w.close()
+    assert [r["round"] for r in outcome.records] == [1, 1]
+    assert all(r["promptTokens"] <= r["budgetTokens"] for r in outcome.records)
+
+
+@pytest.mark.parametrize("failure", ["raises", "none", "nan"])
+def test_a_kernel_failing_an_inspect_is_the_acts_result_not_the_runs_end(
+    tmp_path: Path, failure: str
+) -> None:
+    inspect = {"act": "inspect", "query": "massProperties", "args": {"target": "b:plate"}}
+    decisions = [*discovery(), plan_decision(), inspect, {"act": "read"}, {"act": "done"}]
+
+    def broken(*args: Any) -> Any:
+        if failure == "raises":
+            raise RuntimeError("query bug")
+        return None if failure == "none" else QueryResult({"volume": float("nan")})
+
+    class Breaks(ScriptedSource):
+        def decide(self, step: int, prompt: str, schema: dict[str, Any]) -> Any:
+            if step == len(discovery()) + 1:  # after the plan (whose query step must work)
+                h.kernel.query = broken  # type: ignore[method-assign]
+            return super().decide(step, prompt, schema)
+
+    h, _, w = host(tmp_path, [*decisions[:-1], {"act": "done", "summary": "d"}])
+    h.source = Breaks(h.source.script)
+    outcome = h.run()
+    w.close()
+    result = outcome.records[len(discovery()) + 1]["result"]
+    assert result["status"] == "rejected" and result["code"] == "KERNEL_FAILED"
+    assert {"raises": "RuntimeError: query bug", "none": "NoneType", "nan": "NaN"}[failure] in (
+        result["message"]
+    )
+    assert outcome.terminal is TerminalState.COMPLETED, codes(outcome)
+    _, records = read_trajectory(tmp_path / "trajectory.jsonl")
+    assert records[-1]["end"]

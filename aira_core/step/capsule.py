@@ -14,10 +14,11 @@ provider's prefix cache survives as far as possible):
 8. ``lastResult``: the last result, or the current rejection in full (≤ 8k tokens).
 
 Every segment is metered when built, and a capsule cannot exist over budget: with the log
-it goes with, it is at most B tokens (asserted by :class:`Capsule` itself). When the parts
-would exceed B, unpinned pages are released least recently used first (each release is
-written into the ledger, so the capsule tells the model); if only pinned pages are left,
-:class:`CapsuleOverBudget` names the pages to release.
+it goes with, it is at most B tokens (checked by :class:`Capsule` itself). When the parts
+would exceed B, unpinned pages are released least recently used first, then schema pages
+(a contract can be described again); each release is written into the ledger, so the
+capsule tells the model. If only pinned pages are left, :class:`CapsuleOverBudget` names
+the pages to release.
 
 A capsule is a snapshot: its text is rendered once, so later changes to the ledger (a
 commit in the same round) cannot change the prefix the model was given.
@@ -100,6 +101,8 @@ class Capsule:
     budget: int
     log_tokens: int
     step: int
+    schema_kinds: tuple[str, ...] = ()
+    """The schema pages the capsule carries (the rest were released for budget)."""
     bytes: int = field(init=False)
     tokens: int = field(init=False)
     hash: str = field(init=False)
@@ -137,7 +140,9 @@ def build_capsule(
 ) -> Capsule:
     """Build the capsule of a round at ``step`` such that capsule + log ≤ ``tier.budget``.
 
-    May release unpinned pages from ``ledger`` (recorded as evictions); raises
+    May release unpinned pages from ``ledger``, then schema pages in ``schema_pages``'
+    order (the caller lists the one it needs least first; shared ``$defs`` go last), each
+    recorded in the ledger; :attr:`Capsule.schema_kinds` says which were kept. Raises
     :class:`CapsuleOverBudget` when only pinned pages could make room.
 
     ``carry_unchanged``: render a page a commit left unchanged as one line
@@ -146,16 +151,18 @@ def build_capsule(
     from nothing, so by default every page is shown in full.
     """
     log_tokens = _tokens_of(log_bytes)
+    schemas = dict(schema_pages)
+    releasable = [k for k in schemas if k != SHARED_DEFS] + [k for k in schemas if k == SHARED_DEFS]
     fixed = {
         "index": _index_body(tier, index),
         "intent": _intent_body(ledger),
-        "schemaPages": _schema_body(schema_pages),
         "summary": _capped(to_text(summary), SUMMARY_MAX_TOKENS, "summary"),
         "note": _note_body(ledger, tier),
         "lastResult": _last_result_body(ledger, last_result),
     }
     while True:
         bodies = dict(fixed)
+        bodies["schemaPages"] = _schema_body(schemas)
         bodies["workingSet"] = _working_set_body(ledger, carry_unchanged)
         # The ledger segment shows the prompt's own size. Numbers are padded to B's width,
         # so the segment's length (hence the total) does not depend on the value shown.
@@ -166,11 +173,17 @@ def build_capsule(
         if used <= tier.budget:
             text = "".join(texts)
             segments = tuple((name, utf8_size(t)) for name, t in zip(SEGMENTS, texts, strict=True))
-            return Capsule(text, segments, tier.name, tier.budget, log_tokens, step)
+            return Capsule(text, segments, tier.name, tier.budget, log_tokens, step, tuple(schemas))
         unpinned = ledger.lru(pinned=False)
-        if not unpinned:
+        if unpinned:
+            ledger.evict(unpinned[0], step)
+        elif releasable:
+            # Host-held and describable again, so they go before the model's pinned pages.
+            kind = releasable.pop(0)
+            del schemas[kind]
+            ledger.release_schema(kind, step)
+        else:
             raise _over_budget(ledger, tier, used, texts)
-        ledger.evict(unpinned[0], step)
 
 
 def _segments(bodies: Mapping[str, str]) -> list[str]:
@@ -199,8 +212,12 @@ def _over_budget(ledger: Ledger, tier: Tier, used: int, texts: list[str]) -> Cap
         sizes = ", ".join(
             f"{name} {utf8_size(t)} B" for name, t in zip(SEGMENTS, texts, strict=True)
         )
-        pages = f"releasing every pinned page ({', '.join(pinned)}) " if pinned else "no page "
-        message = f"{head}; {pages}would not make room (segments: {sizes})"
+        pages = (
+            f"releasing every pinned page ({', '.join(pinned)}) would not make room"
+            if pinned
+            else "no page is left to release"
+        )
+        message = f"{head}; {pages} (segments: {sizes})"
     return CapsuleOverBudget(message, pages=tuple(chosen or pinned), over_tokens=over)
 
 

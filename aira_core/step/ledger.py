@@ -160,11 +160,17 @@ class CommitRow:
 class Eviction:
     step: int
     page: str
+    """A working page's id, or for a schema page the capability whose contract it holds."""
     path: str
     pinned: bool = False
-    reason: Literal["budget", "gone", "round"] = "budget"
+    reason: Literal["budget", "gone", "round", "schema"] = "budget"
 
     def line(self) -> str:
+        if self.reason == "schema":
+            return (
+                f"schema page {self.page} released for budget at step {self.step}; "
+                "describe it again (lookup capability) if needed"
+            )
         what = f"{self.path}, pinned" if self.pinned else self.path
         if self.reason == "gone":
             return f"page {self.page} ({what}) no longer resolves at step {self.step}; released"
@@ -310,6 +316,11 @@ class Ledger:
         """Drop a page from the working set and record it, so the model is told."""
         page = self.pages.pop(self._known([page_id])[0])
         self.evictions.append(Eviction(step, page_id, page.label, page.pinned, reason))
+
+    def release_schema(self, kind: str, step: int) -> None:
+        """Record that the capsule left out the schema page of ``kind`` for budget (the
+        loop holds schema pages; the ledger remembers, so the capsule tells the model)."""
+        self.evictions.append(Eviction(step, clean_text(kind), "schema", reason="schema"))
 
     def release_oldest_pinned(self, step: int) -> str | None:
         """Release the least recently used pinned page (for a new round whose pinned pages

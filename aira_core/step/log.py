@@ -4,8 +4,10 @@ A round's prompt is the capsule plus this log of decisions (with the model's rea
 results. The log only grows, so every step's prompt starts with the previous step's prompt
 byte for byte and the provider's prefix cache hits. It is bounded by the loop: before an
 entry goes in, the loop asks :meth:`RoundLog.would_fit`; when it would not, the round ends
-(compaction: a new capsule from the ledger, an empty log). :meth:`RoundLog.window_full`
-says when to warn the model first (``host.windowFull``), so it can write its note.
+(compaction: a new capsule from the ledger, an empty log). Asked with a margin, it also says
+when to warn the model first (``host.windowFull``, added to the result before it is
+rendered), so it can write its note; :meth:`RoundLog.window_full` asks the same of the log
+as it stands.
 """
 
 from __future__ import annotations

@@ -3,17 +3,19 @@ host built from its ledger plus the round's append-only log, never more than B t
 answers with exactly one act; the host validates it, runs it through the task runtime and
 records the step in the trajectory.
 
-Rounds: a round is one capsule plus an append-only log of decisions and results. When the
-next step would not fit, the result says ``host.windowFull`` so the model writes its note;
-the next round's capsule is rebuilt from the ledger and that note. Nothing else carries
-over: that is the price of a hard bound, paid once per round.
+Rounds: a round is one capsule plus an append-only log of decisions and results. When less
+than a margin of B would be left after a step, its result says ``host.windowFull`` (before
+it is rendered into the log) so the model reads it and writes its note; the next round's
+capsule is rebuilt from the ledger and that note. Nothing else carries over: that is the
+price of a hard bound, paid once per round.
 
 Acts and what runs them:
 
 - ``read`` → ``model.read`` (a page, or the summary); ``pin`` keeps pages in the capsule;
 - ``lookup`` → ``catalog.search`` (hits) or ``catalog.describe`` (an L2 page, which the
   capsule then carries while the capability is in use);
-- ``inspect`` → a query capability on the task's head (read-only);
+- ``inspect`` → a query capability on the task's head (read-only; a kernel failure is the
+  act's ``KERNEL_FAILED`` result);
 - ``stage`` → a file the host keeps for the task (``"staged:<name>"`` in plan arguments);
 - ``plan`` → ``model.proposePatch`` → ``preview`` → ``validate`` → ``commit`` on the task
   branch, or a rejection with ``failedStep`` and the step's signature and schema;
@@ -25,22 +27,24 @@ from __future__ import annotations
 
 import json
 import time
+from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from aira_core.canonical import canonical_bytes
+from aira_core.canonical import CanonicalJSONError, canonical_bytes
 from aira_core.catalog.signatures import LEGEND, catalog_signatures
 from aira_core.contracts.capability import CapabilityKind, find_capability
 from aira_core.contracts.plan import IntentFrame
-from aira_core.diagnostics import AiraError
-from aira_core.extensions import Kernel
+from aira_core.diagnostics import AiraError, Diagnostic, redact
+from aira_core.extensions import Kernel, QueryResult
 from aira_core.runtime.contract import CompletionAuthority, TerminalState
 from aira_core.runtime.plan import PlanContext
 from aira_core.runtime.session import Task, TaskProtocol
+from aira_core.runtime.transaction import KERNEL_FAILED
 from aira_core.step import decision as grammar
-from aira_core.step.capsule import CapsuleOverBudget, build_capsule
-from aira_core.step.ledger import Ledger
+from aira_core.step.capsule import Capsule, CapsuleOverBudget, build_capsule
+from aira_core.step.ledger import Ledger, to_text, utf8_size
 from aira_core.step.log import RoundLog
 from aira_core.step.tiers import TaskBudgets, Tier, host_tokens
 from aira_core.step.trajectory import DecisionSource, TrajectoryWriter
@@ -48,6 +52,8 @@ from aira_core.step.trajectory import DecisionSource, TrajectoryWriter
 WINDOW_MARGIN = 2_000
 """Tokens kept free in a round for the next decision and result: below it, windowFull."""
 INTERFACE = "aira.step/1"
+RUN_ALREADY_ENDED = "RUN_ALREADY_ENDED"
+RUN_RESUME_MISMATCH = "RUN_RESUME_MISMATCH"
 ALIAS_KINDS = {"bodies": "bodies", "nodes": "nodes", "parameters": "parameters"}
 
 
@@ -103,7 +109,7 @@ class StepHost:
         )
         self.ledger = Ledger(intent=intent)
         self.log = RoundLog()
-        self.capsule: Any = None
+        self.capsule: Capsule | None = None
         self.schema_pages: dict[str, str] = {}  # capability → its L2 contract, while in use
         self.described: list[str] = []
         self.staged: dict[str, str] = {}
@@ -111,6 +117,8 @@ class StepHost:
         """Capabilities of the last rejected plan (their contracts survive compaction)."""
         self.last_result: dict[str, Any] | None = None
         self.window_full_told = False
+        self.exhausted: str | None = None
+        """Which budget the host found spent (kept in the end record)."""
         self.step = 0
         self.round = 0
         self.input_tokens = 0
@@ -137,10 +145,10 @@ class StepHost:
             lines += [LEGEND, catalog_signatures(self.ctx.capabilities, self.described)]
         return "\n".join(lines)
 
-    def _build_capsule(self) -> Any:
+    def _build_capsule(self) -> Capsule:
         self.seen_head = self.task.head
         summary = self.ctx.repository.summary(self.seen_head).to_wire()
-        return build_capsule(
+        capsule = build_capsule(
             self.ledger,
             self.tier,
             index=self._index(),
@@ -150,66 +158,184 @@ class StepHost:
             log_bytes=self.log.bytes,
             step=self.step,
         )
+        # A schema page the capsule released for budget is gone until described again.
+        self.schema_pages = {
+            cap: page for cap, page in self.schema_pages.items() if cap in capsule.schema_kinds
+        }
+        return capsule
 
     # -- resume ---------------------------------------------------------------------------------
 
     def resume(self, records: list[dict[str, Any]]) -> int:
-        """Rebuild the host from an interrupted task's trajectory: read-only acts run again
-        (they rebuild the discovery locks, pages and note; no kernel writes), committed
-        plans are adopted from the task branch instead of being run again. Returns how many
-        decisions the trajectory consumed (where the decision source resumes)."""
-        done = 0
+        """Rebuild the host from an interrupted task's trajectory and its branch.
+
+        Read-only acts run again (they rebuild the discovery locks, pages and note; no
+        kernel writes). Committed plans are adopted from the task branch instead of being
+        run again, and so is a commit of this task past the last record (the process died
+        between the commit and its record): it is recorded as that step, ``recovered``, and
+        no plan is committed twice. A recorded step that ended the task (an accepted
+        ``done`` or ``abstain`` whose end record was lost) is put to the runtime again, which
+        ends the task the same way.
+
+        Returns the step the task continues from; one decision per step, so it is also where
+        a scripted source resumes."""
+        unadopted = deque(self._task_commits())
+        last_round: int | None = None
         for record in records:
             if record.get("end"):
-                raise AiraError("RUN_ALREADY_ENDED", "the trajectory's task already ended")
+                raise AiraError(RUN_ALREADY_ENDED, "the trajectory's task already ended")
             if "step" not in record:
                 continue
-            done += 1
+            if self.task.terminal is not None:
+                raise AiraError(
+                    RUN_RESUME_MISMATCH, f"step {record['step']} follows a step that ended the task"
+                )
             self.step = record["step"] + 1
+            if isinstance(record.get("round"), int):
+                last_round = record["round"]
             wire = record.get("decision") or {}
             result = record.get("result") or {}
-            if "act" not in wire:
-                continue  # an unreadable decision changed nothing
-            try:
-                d = grammar.parse_decision(json.dumps(wire), None, budgets=self.budgets)
-            except grammar.DecisionRejected:
+            d = self._recorded_decision(wire)
+            if result.get("act") == "plan" and result.get("status") == "ok" and result.get("rev"):
+                # A committed plan (a recovered record has no decision, only the commit).
+                summary = d.summary if d is not None and d.act == "plan" else None
+                self._adopt(unadopted, result["rev"], record["step"], summary)
+                if d is not None:
+                    self._note(d)
+                self.pending = set()
+                continue
+            if d is None:
                 continue
             if d.act == "plan":
-                if result.get("status") == "ok" and result.get("rev"):
-                    adopted = self.task.adopt(result["rev"], self._request("adopt"))
-                    if adopted.status != "success":
-                        raise AiraError(
-                            "RUN_RESUME_MISMATCH",
-                            f"step {record['step']} committed {result['rev']}, which the task "
-                            "branch does not hold",
-                        )
-                    self.seen_head = self.task.head
-                    self.ledger.committed(self.seen_head, d.summary, step=record["step"])
-                    self._note(d)
-                elif result.get("code"):
+                if result.get("code"):
                     self.ledger.reject(record["step"], result["code"], result.get("message", ""))
+                    self.pending = _capabilities_of(d.plan)
                 continue
             if d.act in grammar.TERMINAL_ACTS:
-                continue  # a refused done or abstain (an accepted one ends the trajectory)
+                if record.get("terminal"):
+                    self._execute(d)  # the runtime decides, as it did before the interruption
+                    now = self.task.terminal.value if self.task.terminal else None
+                    if now != record["terminal"]:
+                        raise AiraError(
+                            RUN_RESUME_MISMATCH,
+                            f"step {record['step']} ended the task as {record['terminal']}; "
+                            f"the rebuilt task says {now or 'not ended'}",
+                        )
+                continue  # a refused done or abstain changed nothing
             self._execute(d)
-        self.capsule = None  # a resumed task starts a new round from the ledger
-        return done
+        if unadopted and self.task.terminal is None:
+            # A commit past the last record: the step the process died in committed its plan
+            # (records are written one by one, so at most that one step is missing).
+            rev = unadopted[0].rev
+            self._adopt(unadopted, rev, self.step, None)
+            self.pending = set()
+            self._write(self._recovered(rev, last_round or 0))
+            self.step += 1
+        if unadopted:
+            raise AiraError(
+                RUN_RESUME_MISMATCH,
+                f"the task branch holds {unadopted[0].rev}, which no step of the trajectory "
+                "can have committed",
+            )
+        if last_round is not None:
+            self.round = last_round
+            self._end_round()  # a resumed task starts a new round from the ledger
+        return self.step
+
+    def _recorded_decision(self, wire: Mapping[str, Any]) -> Any:
+        """A recorded decision as the grammar reads it; None when it was unreadable (then it
+        changed nothing)."""
+        if "act" not in wire:
+            return None
+        try:
+            return grammar.parse_decision(json.dumps(wire), None, budgets=self.budgets)
+        except grammar.DecisionRejected:
+            return None
+
+    def _task_commits(self) -> list[Any]:
+        """This task's commits on its branch, oldest first (the ones Task.adopt accepts)."""
+        log = self.ctx.repository.store.log(self.ctx.branch, limit=None)
+        return [
+            r
+            for r in reversed(log)
+            if r.kind == "commit" and (r.meta or {}).get("task") == self.task.task_id
+        ]
+
+    def _adopt(self, unadopted: deque[Any], rev: str, step: int, summary: str | None) -> None:
+        """Adopt ``rev``, which must be the task's next commit on its branch (commits are
+        recorded in the order they were made); ``summary`` None: no decision was recorded."""
+        if not unadopted or unadopted[0].rev != rev:
+            raise AiraError(
+                RUN_RESUME_MISMATCH,
+                f"step {step} committed {rev}, which is not the task branch's next commit"
+                + (f" ({unadopted[0].rev})" if unadopted else ""),
+            )
+        commit = unadopted.popleft()
+        if self.task.adopt(rev, self._request("adopt")).status != "success":
+            raise AiraError(RUN_RESUME_MISMATCH, f"the task cannot adopt {rev} from its branch")
+        self.ledger.committed(
+            rev, summary if summary is not None else f"{commit.message} (adopted)", step=step
+        )
+        self.seen_head = self.task.head
+
+    def _recovered(self, rev: str, round_: int) -> dict[str, Any]:
+        """The record of a step whose plan committed but whose record was lost: what the
+        branch says of it. Nothing of its prompt or decision is known."""
+        return {
+            "step": self.step,
+            "round": round_,
+            "recovered": True,
+            "capsuleHash": None,
+            "capsuleBytes": 0,
+            "logBytes": 0,
+            "promptTokens": 0,
+            "budgetTokens": self.tier.budget,
+            "decision": {},
+            "result": {
+                "status": "ok",
+                "act": "plan",
+                "rev": rev,
+                "message": "the run was interrupted after this step committed its plan and "
+                "before its record was written; the commit was adopted from the task branch",
+            },
+            "usage": {},
+            "model": None,
+            # No host work was measured for it; zeros keep the record's shape for readers.
+            "timings": dict.fromkeys(("capsuleMs", "decideMs", "validateMs", "executeMs"), 0.0),
+            "state": self.task.state.value,
+            "terminal": None,
+            "head": self.task.head,
+        }
+
+    def _write(self, record: dict[str, Any]) -> None:
+        if self.trajectory is not None:
+            self.trajectory.write(record)
+        if self.on_step is not None:
+            self.on_step(record)
 
     # -- the loop -------------------------------------------------------------------------------
 
     def run(self) -> Outcome:
+        """Run until the runtime decides a terminal state. Every way the host ends a task
+        (a terminal act, a spent budget, a capsule that cannot fit B) writes the end record;
+        only the decision source failing (the interruption :meth:`resume` is for) raises."""
         records: list[dict[str, Any]] = []
         while self.task.terminal is None:
             if self.step >= self.budgets.steps:
-                self.task.exhaust(self._request("budget"), f"{self.budgets.steps} steps")
+                self.exhausted = f"{self.budgets.steps} steps"
+                self.task.exhaust(self._request("budget"), self.exhausted)
                 break
             started = time.perf_counter()
-            if self.capsule is None:
-                self.capsule = self._build_capsule()
-            prompt = self.capsule.text + self.log.text
+            if self.capsule is not None and not self.log.would_fit(self.capsule, 0, self.tier):
+                # Unreachable while _settle admits only entries that fit; should it ever be
+                # reached, compact rather than send a prompt over B.
+                self._end_round()
+            capsule = self.capsule or self._fit_capsule()
+            if capsule is None:
+                break  # not even the capsule's fixed segments fit: the task is out of budget
+            log_bytes, round_ = self.log.bytes, self.round
+            prompt = capsule.text + self.log.text
             prompt_tokens = host_tokens(prompt)
-            # The bound holds by construction; asserted at every step all the same.
-            assert prompt_tokens <= self.tier.budget, (prompt_tokens, self.tier.budget)
             self.max_prompt = max(self.max_prompt, prompt_tokens)
             aliases = self._aliases()
             schema = grammar.decision_schema(aliases, budgets=self.budgets)
@@ -236,15 +362,19 @@ class StepHost:
             if decision is not None:
                 result = self._execute(decision)
             executed = time.perf_counter()
+            # Settled before the record is written: a windowFull the result gains is what the
+            # model reads next and what the trajectory keeps.
+            self._settle(capsule, reply.text, result)
             record = self._record(
-                reply, decision, result, prompt_tokens, started, built, decided, validated, executed
+                reply,
+                decision,
+                result,
+                prompt_tokens,
+                (capsule, log_bytes, round_),
+                (started, built, decided, validated, executed),
             )
             records.append(record)
-            if self.trajectory is not None:
-                self.trajectory.write(record)
-            if self.on_step is not None:
-                self.on_step(record)
-            self._account(reply.text, result)
+            self._write(record)
             self.step += 1
             if self.task.terminal is None:
                 over = [
@@ -257,7 +387,8 @@ class StepHost:
                     if spent > cap
                 ]
                 if over:
-                    self.task.exhaust(self._request("budget"), ", ".join(over))
+                    self.exhausted = ", ".join(over)
+                    self.task.exhaust(self._request("budget"), self.exhausted)
         end = {
             "end": True,
             "terminal": self.task.terminal.value if self.task.terminal else None,
@@ -269,6 +400,8 @@ class StepHost:
             "inputTokens": self.input_tokens,
             "outputTokens": self.output_tokens,
         }
+        if self.exhausted is not None:
+            end["exhausted"] = self.exhausted
         if self.trajectory is not None:
             self.trajectory.write(end)
         return Outcome(
@@ -281,59 +414,90 @@ class StepHost:
             records=records,
         )
 
-    def _account(self, decision_text: str, result: dict[str, Any]) -> None:
-        """Append the step to the round's log, or start a new round when it would not fit
-        (or when the model was told the window is full and has written its note)."""
+    def _settle(self, capsule: Capsule, decision_text: str, result: dict[str, Any]) -> None:
+        """Settle the round after a step (spec 003 §4.5): the decision and result go into the
+        log only when capsule + log + both entries stay within B, metered as the log will
+        hold them; otherwise, or when the model was told the window is full and has had its
+        step to write its note, the round ends. When less than the margin would be left, the
+        result says ``host.windowFull`` before it is rendered, so the model reads it next."""
         self.last_result = result
-        entry = host_tokens(decision_text) + host_tokens(_text(result))
-        if self.window_full_told or (
-            self.capsule.tokens + self.log.tokens + entry > self.tier.budget
-        ):
-            self.round += 1
-            self.log = RoundLog()
-            self.window_full_told = False
-            self.capsule = None
-            # Only the contracts a pending repair needs ride into the new round; the rest
-            # stay locked in the task and listed in the index's signatures.
-            self.schema_pages = {
-                cap: page for cap, page in self.schema_pages.items() if cap in self.pending
-            }
-            # Unpinned pages were shown once, in the round's log; only pinned ones carry over.
-            for page_id in self.ledger.lru(pinned=False):
-                self.ledger.evict(page_id, self.step, "round")
-            self._fit_capsule()
+        if self.task.terminal is not None:
+            return  # no prompt follows: nothing to settle
+        if self.window_full_told:
+            self._end_round()
             return
-        self.log.append("decision", decision_text)
-        self.log.append("result", _text(result))
-        if self.log.window_full(self.capsule, self.tier, WINDOW_MARGIN):
-            result.setdefault("host", {})["windowFull"] = True
-            self.window_full_told = True
+        decision_bytes = RoundLog.entry_bytes("decision", decision_text)
 
-    def _fit_capsule(self) -> None:
-        """The next round's capsule; if the pinned pages alone do not fit, unpin the oldest
-        and say so (the model asked to keep them, but B is a hard bound)."""
+        def fits(rendered: str, margin: int = 0) -> bool:
+            extra = decision_bytes + RoundLog.entry_bytes("result", rendered)
+            return self.log.would_fit(capsule, extra, self.tier, margin)
+
+        rendered = _text(result)
+        if not fits(rendered, WINDOW_MARGIN):
+            told = {**result, "host": {**result.get("host", {}), "windowFull": True}}
+            rendered = _text(told)
+            if not fits(rendered):
+                self._end_round()
+                return
+            result["host"] = told["host"]
+            self.window_full_told = True
+        self.log.append("decision", decision_text)
+        self.log.append("result", rendered)
+
+    def _end_round(self) -> None:
+        """Compaction: an empty log, and a capsule rebuilt from the ledger and the note at
+        the next step. Nothing else carries over."""
+        self.round += 1
+        self.log = RoundLog()
+        self.window_full_told = False
+        self.capsule = None
+        # Only the contracts a pending repair needs ride into the new round; the rest stay
+        # locked in the task and listed in the index's signatures.
+        self.schema_pages = {
+            cap: page for cap, page in self.schema_pages.items() if cap in self.pending
+        }
+        # Unpinned pages were shown once, in the round's log; only pinned ones carry over.
+        for page_id in self.ledger.lru(pinned=False):
+            self.ledger.evict(page_id, self.step, "round")
+
+    def _fit_capsule(self) -> Capsule | None:
+        """The round's capsule; if the pinned pages alone do not fit, unpin the oldest and say
+        so (the model asked to keep them, but B is a hard bound). None when nothing is left
+        to release: B cannot hold the capsule, so the task ends as budgetExhausted."""
         while True:
             try:
                 self.capsule = self._build_capsule()
-                return
+                return self.capsule
             except CapsuleOverBudget as exc:
                 if not self.ledger.release_oldest_pinned(self.step):
-                    raise
+                    self.exhausted = f"{exc.code}: {exc.diagnostic.message}"
+                    self.task.exhaust(self._request("budget"), self.exhausted)
+                    return None
+                last = self.last_result or {}
                 self.last_result = {
-                    **(self.last_result or {}),
-                    "host": {"released": exc.diagnostic.message},
+                    **last,
+                    "host": {**last.get("host", {}), "released": exc.diagnostic.message},
                 }
 
     def _record(
-        self, reply: Any, decision: Any, result: dict[str, Any], prompt_tokens: int, *times: float
+        self,
+        reply: Any,
+        decision: Any,
+        result: dict[str, Any],
+        prompt_tokens: int,
+        prompt: tuple[Capsule, int, int],
+        times: tuple[float, float, float, float, float],
     ) -> dict[str, Any]:
+        """The step's trajectory record; ``prompt`` is the capsule, log bytes and round the
+        model was shown (settling may already have started the next round)."""
+        capsule, log_bytes, round_ = prompt
         started, built, decided, validated, executed = times
         return {
             "step": self.step,
-            "round": self.round,
-            "capsuleHash": self.capsule.hash,
-            "capsuleBytes": self.capsule.bytes,
-            "logBytes": self.log.bytes,
+            "round": round_,
+            "capsuleHash": capsule.hash,
+            "capsuleBytes": capsule.bytes,
+            "logBytes": log_bytes,
             "promptTokens": prompt_tokens,
             "budgetTokens": self.tier.budget,
             "decision": grammar.decision_to_wire(decision)
@@ -379,7 +543,11 @@ class StepHost:
                 "results": [self._execute(d) for d in decision.acts],
             }
         handler = getattr(self, f"_act_{act}")
-        return handler(decision)
+        try:
+            result: dict[str, Any] = handler(decision)
+        except AiraError as exc:  # an authority (store, aliases) refused: the act's result
+            return self._rejection(exc.code, exc.diagnostic.message)
+        return result
 
     def _envelope_result(self, act: str, envelope: Any, **extra: Any) -> dict[str, Any]:
         wire = envelope.to_wire()
@@ -427,6 +595,9 @@ class StepHost:
             )
             if envelope.status == "success":
                 contract = envelope.data["contract"]
+                # Re-inserted so the order is least recently described first (the capsule
+                # releases schema pages in that order).
+                self.schema_pages.pop(d.capability, None)
                 self.schema_pages[d.capability] = json.dumps(
                     contract, ensure_ascii=False, sort_keys=True
                 )
@@ -452,11 +623,22 @@ class StepHost:
         head = self.task.head
         document = self.ctx.repository.document(head)
         args = self.ctx.repository.aliases(head).resolve_values(d.args or {})
-        result = self.kernel.query(document, self.ctx.capabilities[cap].ref, args)
-        if result.diagnostics:
-            first = result.diagnostics[0]
+        kernel = getattr(self.kernel, "name", "?")
+        try:
+            answer = self.kernel.query(document, self.ctx.capabilities[cap].ref, args)
+        except Exception as exc:  # a kernel bug is the act's result, as in preview and validate
+            return self._rejection(
+                KERNEL_FAILED, redact(f"the kernel {kernel!r} raised {type(exc).__name__}: {exc}")
+            )
+        problem = _answer_problem(answer)
+        if problem is not None:
+            return self._rejection(
+                KERNEL_FAILED, redact(f"the kernel {kernel!r} answered {cap} with {problem}")
+            )
+        if answer.diagnostics:
+            first = answer.diagnostics[0]
             return self._rejection(first.code, first.message)
-        return {"status": "ok", "act": "inspect", "query": cap, "data": dict(result.data)}
+        return {"status": "ok", "act": "inspect", "query": cap, "data": dict(answer.data)}
 
     def _act_stage(self, d: Any) -> dict[str, Any]:
         self.staged[d.name] = d.content
@@ -497,11 +679,7 @@ class StepHost:
             args = {"plan": plan} if op == "model.proposePatch" else {}
             envelope = self.task.call(op, self._request(op.split(".")[1]), args)
             if envelope.status != "success":
-                self.pending = {
-                    str(step.get("capability"))
-                    for step in plan.get("steps", [])
-                    if isinstance(step, dict)
-                }
+                self.pending = _capabilities_of(plan)
                 result = self._envelope_result("plan", envelope)
                 failed = (envelope.data or {}).get("failedStep")
                 if failed:
@@ -551,15 +729,43 @@ class StepHost:
         }
 
 
+def _capabilities_of(plan: Mapping[str, Any]) -> set[str]:
+    """The capabilities a plan's steps use (a rejected plan's: their contracts are kept)."""
+    steps = plan.get("steps", [])
+    return {
+        str(step.get("capability"))
+        for step in (steps if isinstance(steps, list) else [])
+        if isinstance(step, dict)
+    }
+
+
+def _answer_problem(answer: Any) -> str | None:
+    """What is wrong with a kernel's answer to a query, if anything: it must be a
+    QueryResult with Diagnostics and data a prompt and a trajectory can carry (canonical
+    JSON: no NaN, no foreign types)."""
+    if not isinstance(answer, QueryResult):
+        return f"a {type(answer).__name__}, not a QueryResult"
+    if not isinstance(answer.data, Mapping):
+        return f"data that is a {type(answer.data).__name__}, not an object"
+    if not all(isinstance(d, Diagnostic) for d in answer.diagnostics):
+        return "diagnostics that are not Diagnostics"
+    try:
+        canonical_bytes(dict(answer.data))
+    except CanonicalJSONError as exc:
+        return f"data that is not JSON: {exc}"
+    return None
+
+
 def _summary(result: dict[str, Any], limit: int = 600) -> dict[str, Any]:
-    """What a trajectory keeps of a result: status, act, code, message, rev, failedStep —
-    and its size."""
+    """What a trajectory keeps of a result: status, act, code, message, rev, failedStep,
+    what the host told the model (``host``: windowFull, released pages) — and its size."""
     keep = {
         k: result[k]
-        for k in ("status", "act", "code", "rev", "failedStep", "terminal")
+        for k in ("status", "act", "code", "rev", "failedStep", "terminal", "host")
         if k in result
     }
     if "message" in result:
         keep["message"] = str(result["message"])[:limit]
-    keep["bytes"] = len(canonical_bytes(result))
+    # to_text never fails: a record must be written whatever a result holds.
+    keep["bytes"] = utf8_size(to_text(result))
     return keep

@@ -20,6 +20,7 @@ from aira_core.step.tiers import TaskBudgets, tier
 from aira_core.step.trajectory import DecisionScript, ScriptedSource, TrajectoryWriter, load_script
 
 BUNDLED = ("bracket", "flanged_shaft", "parametric_edit")
+RUN_SCRIPT_MISMATCH = "RUN_SCRIPT_MISMATCH"
 
 
 def bundled_script(name: str) -> DecisionScript:
@@ -114,6 +115,16 @@ def resume_script(
     if not store.exists():
         raise AiraError("RUN_STORE_MISSING", f"{store.name} does not exist; nothing to resume")
     header, records = read_trajectory(trajectory)
+    # Checked before the store is opened: a task of another script must not even get a
+    # branch there.
+    expected = task_id(script)
+    if (header.get("script"), header.get("taskId")) != (script.name, expected):
+        raise AiraError(
+            RUN_SCRIPT_MISMATCH,
+            f"{trajectory.name} is a run of script {header.get('script')!r} "
+            f"(task {header.get('taskId')}), not of {script.name!r} (task {expected}); "
+            "resume it with the script it ran",
+        )
     chosen = tier(tier_name or header.get("tier") or script.tier)
     repository, ctx = _open(store)
     try:
