@@ -23,7 +23,8 @@ OVERHEAD_TARGET_MS = 5.0
 
 
 def capsule_report(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    steps = [r for r in records if "step" in r]
+    # a recovered step (its record rebuilt on resume) had no prompt the host measured
+    steps = [r for r in records if "step" in r and not r.get("recovered")]
     if not steps:
         return {"steps": 0}
     prompts = [r["promptTokens"] for r in steps]

@@ -28,7 +28,7 @@ class Tier:
     window: int
     """The target model's context window."""
     budget: int
-    """B: the capsule plus the round log never exceed it (asserted at every step)."""
+    """B: the capsule plus the round log never exceed it (checked before every prompt is sent)."""
     note: int
     """b: the most the model's note may hold."""
     page: int
