@@ -28,10 +28,10 @@ from OCP.BRepAlgoAPI import BRepAlgoAPI_Common, BRepAlgoAPI_Cut, BRepAlgoAPI_Fus
 from OCP.BRepCheck import BRepCheck_Analyzer
 from OCP.TopAbs import TopAbs_SOLID
 from OCP.TopExp import TopExp_Explorer
-from OCP.TopTools import TopTools_ListOfShape
 from OCP.TopoDS import TopoDS_Iterator
+from OCP.TopTools import TopTools_ListOfShape
 
-from aira_core.canonical import sha256_hex
+from aira_core.canonical import CanonicalJSONError, canonical_bytes, sha256_hex
 from aira_core.contracts.amir import ParamType
 from aira_core.diagnostics import AiraError
 from aira_core.model.units import to_base
@@ -95,6 +95,11 @@ REVOLVE_SAMPLES = 256
 """Points per profile edge checked against the axis of a revolve."""
 CLOSE_TOLERANCE = 1e-6
 """How far (mm) a polyline's last point may be from its first and still close it."""
+MIN_LENGTH = 1e-6
+"""The smallest length (mm) a dimension may have: ten times OpenCASCADE's confusion
+tolerance (1e-7 mm); below it the algorithms fail without a message."""
+MAX_LENGTH = 1e6
+"""The largest (mm): a kilometre, far beyond any part, far below OpenCASCADE's "infinite"."""
 STEP_MAX_BYTES = 8 * 1024 * 1024
 """The largest STEP text importStep accepts."""
 
@@ -264,6 +269,8 @@ def _sphere(a: Mapping[str, Any]) -> cq.Shape:
 
 
 def _cone(a: Mapping[str, Any]) -> cq.Shape:
+    if a["radius1"] == a["radius2"]:  # OpenCASCADE refuses a cone with two equal radii
+        return cq.Solid.makeCylinder(a["radius1"], a["height"])
     return cq.Solid.makeCone(a["radius1"], a["radius2"], a["height"])
 
 
@@ -298,6 +305,13 @@ def _fillet(a: Mapping[str, Any]) -> cq.Shape:
         ) from None
     if out is None or out.isNull():
         raise Failure(FILLET_RADIUS_TOO_LARGE, f"a fillet of radius {radius:g} mm left nothing")
+    problem = solid_problem(out)
+    if problem is not None:  # OpenCASCADE built something, but not a solid: the radius
+        raise Failure(
+            FILLET_RADIUS_TOO_LARGE,
+            f"rounding the selected edges with radius {radius:g} mm gives no valid solid "
+            f"({problem}); the radius does not fit the faces next to an edge",
+        )
     return out
 
 
@@ -313,6 +327,13 @@ def _chamfer(a: Mapping[str, Any]) -> cq.Shape:
         ) from None
     if out is None or out.isNull():
         raise Failure(CHAMFER_TOO_LARGE, f"a chamfer of {length:g} mm left nothing")
+    problem = solid_problem(out)
+    if problem is not None:
+        raise Failure(
+            CHAMFER_TOO_LARGE,
+            f"bevelling the selected edges by {length:g} mm gives no valid solid ({problem}); "
+            "the distance does not fit the faces next to an edge",
+        )
     return out
 
 
@@ -338,6 +359,14 @@ def _shell(a: Mapping[str, Any]) -> cq.Shape:
         ) from None
     if out is None or out.isNull():
         raise Failure(SHELL_FAILED, f"a shell of {thickness:g} mm left nothing")
+    # With walls as thick as the body OpenCASCADE can hand the solid back unchanged, without
+    # an error: a shell that removed no material did not happen.
+    if out.Volume() >= solids[0].Volume() * (1 - 1e-9):
+        raise Failure(
+            SHELL_FAILED,
+            f"walls of {thickness:g} mm leave no cavity: the thickness does not fit inside "
+            "the body",
+        )
     return _solid_or_compound(out)
 
 
@@ -809,8 +838,16 @@ def _check_scalar(spec: Input, value: Any) -> Any:
         if not _is_number(value) or not math.isfinite(value):
             raise Failure(KERNEL_INPUT_INVALID, f"{spec.name} must be a number, not {value!r}")
         value = float(value)
+        if kind == LENGTH and not (value == 0 or MIN_LENGTH <= abs(value) <= MAX_LENGTH):
+            # below OpenCASCADE's tolerance or beyond any part, its algorithms fail with
+            # empty messages ("Standard_DomainError: ") or "Infinite parameter"
+            raise Failure(
+                KERNEL_INPUT_INVALID,
+                f"{spec.name} is {value:g} mm; a length is 0 or between {MIN_LENGTH:g} and "
+                f"{MAX_LENGTH:g} mm in size",
+            )
     elif kind == COUNT:
-        if not _is_number(value) or value != int(value):
+        if not _is_number(value) or not math.isfinite(value) or value != int(value):
             raise Failure(KERNEL_INPUT_INVALID, f"{spec.name} must be an integer, not {value!r}")
         value = int(value)
     elif kind == BOOL and not isinstance(value, bool):
@@ -823,7 +860,8 @@ def _check_scalar(spec: Input, value: Any) -> Any:
             f"{spec.name} must be one of {', '.join(spec.choices)}, not {value!r}",
         )
     elif kind == JSON:
-        return value  # structured literals are checked by their builder
+        _check_json(spec, value)
+        return value
     elif kind in (SHAPE, SELECTION):
         raise Failure(
             KERNEL_INPUT_INVALID,
@@ -843,6 +881,36 @@ def _check_scalar(spec: Input, value: Any) -> Any:
                     KERNEL_INPUT_INVALID, f"{spec.name} must be {words} {bound:g}, not {value:g}"
                 )
     return value
+
+
+def _check_json(spec: Input, value: Any) -> None:
+    """A structured literal against its input's JSON Schema (array sizes included: they
+    bound the work a node can ask for) and as plain JSON (it is hashed into cache keys)."""
+    try:
+        canonical_bytes(value)
+    except CanonicalJSONError as exc:
+        raise Failure(KERNEL_INPUT_INVALID, f"{spec.name}: {exc}") from None
+    error = next(iter(_json_validator(spec).iter_errors(value)), None)
+    if error is not None:
+        where = "".join(f"[{p!r}]" for p in error.absolute_path)
+        code = (
+            PARAMETER_OUT_OF_RANGE if error.validator in _RANGE_KEYWORDS else KERNEL_INPUT_INVALID
+        )
+        raise Failure(code, f"{spec.name}{where}: {error.message[:200]}")
+
+
+_RANGE_KEYWORDS = frozenset({"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"})
+
+
+_VALIDATORS: dict[int, Any] = {}  # by id: inputs are module constants (and unhashable)
+
+
+def _json_validator(spec: Input) -> Any:
+    if id(spec) not in _VALIDATORS:
+        from jsonschema import Draft202012Validator
+
+        _VALIDATORS[id(spec)] = Draft202012Validator(dict(spec.json_schema or {}))
+    return _VALIDATORS[id(spec)]
 
 
 def resolve_scalar(
@@ -866,7 +934,7 @@ def resolve_scalar(
                     f"parameter {param['id']!r} is {value:g}, outside [{low}, {high}]",
                 )
             if ptype in (LENGTH, ANGLE) and _is_number(value):
-                if spec.type in (LENGTH, ANGLE) and spec.type != ptype:
+                if spec.type != ptype:  # a Length is no Angle, and no plain number either
                     raise Failure(
                         "UNIT_MISMATCH",
                         f"{spec.name} is a {spec.type}; parameter {param['id']!r} is an {ptype}",
@@ -929,13 +997,19 @@ class Evaluator:
 
     def __init__(self, document: Mapping[str, Any], cache: dict[str, Any]) -> None:
         self.cache = cache
+        self.diagnostics: list[dict[str, Any]] = []
         self.parameters = {p["id"]: p for p in document.get("parameters", [])}
         self.nodes = {n["id"]: n for n in document.get("nodes", [])}
+        if len(self.nodes) != len(document.get("nodes", [])):  # only an unchecked document
+            ids = [n["id"] for n in document.get("nodes", [])]
+            for twice in sorted({i for i in ids if ids.count(i) > 1}):
+                self.diagnostics.append(
+                    diagnostic(KERNEL_INPUT_INVALID, f"node id {twice!r} is used twice", twice)
+                )
         self.bodies = {b["id"]: b for b in document.get("bodies", [])}
         self.memo: dict[str, Entry | None] = {}
         self.keys: dict[str, str] = {}
         self.evaluated: list[str] = []
-        self.diagnostics: list[dict[str, Any]] = []
         self._sources: dict[tuple[str, str], str | None] = {}
         self._users: dict[str, set[str]] = {n: set() for n in self.nodes}
         for nid, node in self.nodes.items():
@@ -1071,6 +1145,14 @@ class Evaluator:
                 if entry is None:  # failed upstream, reported there
                     self.memo[nid] = None
                     return
+                if spec.accepts == "ExactSolid" and not has_solid(entry.shape):
+                    self._fail(
+                        nid,
+                        KERNEL_INPUT_INVALID,
+                        f"{name} takes a solid; node {upstream!r} is a "
+                        f"{entry.shape.ShapeType().lower()} (a profile): extrude or revolve it",
+                    )
+                    return
                 values[name] = entry.shape
                 key_inputs[name] = {"node": self.keys[upstream]}
             elif "body" in raw:
@@ -1101,7 +1183,11 @@ class Evaluator:
             return
         for name, default in op.defaults.items():
             values.setdefault(name, default)
-        key = sha256_hex({"op": ref, "inputs": key_inputs})
+        try:
+            key = sha256_hex({"op": ref, "inputs": key_inputs})
+        except CanonicalJSONError as exc:  # NaN, a lone surrogate...: no key, no result
+            self._fail(nid, KERNEL_INPUT_INVALID, f"{ref}: an input is not plain JSON ({exc})")
+            return
         entry = _cache_get(self.cache, key)
         if entry is None:
             entry = self._compute(ref, values, selections)
@@ -1140,6 +1226,14 @@ class Evaluator:
     def body_results(self) -> dict[str, dict[str, Any]]:
         out = {}
         for bid, body in self.bodies.items():
+            if body.get("tip") not in self.nodes:
+                self.diagnostics.append(
+                    diagnostic(
+                        KERNEL_REFERENCE_UNRESOLVED,
+                        f"body {bid!r} names tip {body.get('tip')!r}, which is no node",
+                        bid,
+                    )
+                )
             entry = self.body_entry(bid)
             out[bid] = entry.stats() if entry is not None else {"valid": False}
             if entry is not None and entry.shape is not None and not has_solid(entry.shape):
@@ -1516,13 +1610,15 @@ HOLE_DIAMETER_TOLERANCE = 0.01
 
 def bores(shape: cq.Shape, axis: str) -> list[float]:
     """Diameters of the cylindrical bores of ``shape`` along ``axis``: concave cylindrical
-    faces (the normal points at the axis) whose axis is parallel to ``axis``; faces on the same
-    axis line with the same radius (a bore split by a seam or a boolean) count once."""
+    faces (the normal points at the axis) whose axis is parallel to ``axis`` and that go all
+    the way round; faces on the same axis line with the same radius (a bore split by a seam
+    or a boolean) count once, together."""
     from OCP.BRepAdaptor import BRepAdaptor_Surface
     from OCP.GeomAbs import GeomAbs_Cylinder
 
     ax = cq.Vector(*_AXES[axis])
     seen: dict[tuple[float, ...], float] = {}
+    turn: dict[tuple[float, ...], float] = {}  # the angle the key's faces span together
     for face in shape.Faces():
         surface = BRepAdaptor_Surface(face.wrapped)
         if surface.GetType() != GeomAbs_Cylinder:
@@ -1544,7 +1640,9 @@ def bores(shape: cq.Shape, axis: str) -> list[float]:
         radius = cylinder.Radius()
         key = (round(foot.x, 6), round(foot.y, 6), round(foot.z, 6), round(radius, 6))
         seen[key] = 2 * radius
-    return list(seen.values())
+        turn[key] = turn.get(key, 0.0) + (u1 - u0)  # u is the angle on a cylinder
+    # A bore goes all the way round; a concave fillet or a half-hole at an edge does not.
+    return [d for key, d in seen.items() if turn[key] >= 2 * math.pi - 1e-6]
 
 
 def wall_thickness(shape: cq.Shape, samples: int) -> tuple[float | None, list[float] | None, int]:
@@ -1637,6 +1735,38 @@ def display_mesh(named: list[tuple[str, cq.Shape]]) -> bytes:
     return json.dumps(out, separators=(",", ":")).encode()
 
 
+SOLID_FORMATS = frozenset({"step", "stl", "3mf"})
+"""Formats that describe solids: a profile (a face) is refused rather than written as a
+sheet. SVG and the display mesh draw whatever there is."""
+
+
+def _positive_3mf_ids(data: bytes) -> bytes:
+    """CadQuery numbers 3MF objects from 0; the 3MF core schema's resource ids are positive
+    integers, so strict readers refuse the file. Shift every object id and reference by one."""
+    import io
+    import zipfile
+    from xml.etree import ElementTree as ET
+
+    model_name = "3D/3dmodel.model"
+    source = zipfile.ZipFile(io.BytesIO(data))
+    namespace = "http://schemas.microsoft.com/3dmanufacturing/core/2015/02"
+    ET.register_namespace("", namespace)
+    root = ET.fromstring(source.read(model_name))
+    for element in root.iter():
+        for attribute in ("id", "objectid"):
+            value = element.get(attribute)
+            if value is not None and value.isdigit():
+                element.set(attribute, str(int(value) + 1))
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as target:
+        for info in source.infolist():
+            body = source.read(info.filename)
+            if info.filename == model_name:
+                body = ET.tostring(root, xml_declaration=True, encoding="utf-8")
+            target.writestr(info, body)
+    return out.getvalue()
+
+
 def export(
     document: Mapping[str, Any], format: str, body: str | None, cache: dict[str, Any]
 ) -> dict[str, Any]:
@@ -1661,6 +1791,20 @@ def export(
             "data": b"",
             "diagnostics": [diagnostic(KERNEL_EXPORT_FAILED, "the document has no body")],
         }
+    if kind in SOLID_FORMATS:
+        for bid, one in zip(ids, shapes, strict=True):
+            if not has_solid(one):
+                return {
+                    "data": b"",
+                    "diagnostics": [
+                        diagnostic(
+                            KERNEL_EXPORT_FAILED,
+                            f"body {bid!r} is a {one.ShapeType().lower()} (a profile), not a "
+                            f"solid: extrude or revolve it before exporting {kind}",
+                            bid,
+                        )
+                    ],
+                }
     shape = shapes[0] if len(shapes) == 1 else cq.Compound.makeCompound(shapes)
     if kind == "mesh":
         try:
@@ -1692,6 +1836,8 @@ def export(
                     str(path), tolerance=STL_TOLERANCE, angularTolerance=STL_ANGULAR_TOLERANCE
                 )
             data = path.read_bytes() if path.is_file() else b""
+            if kind == "3mf" and data:
+                data = _positive_3mf_ids(data)
     except Exception as exc:
         data, error = b"", f"{type(exc).__name__}: {exc}"
     else:

@@ -32,6 +32,12 @@ _JSON_TYPE = {
     SHAPE: "string",
 }
 
+MAX_COPIES = 200
+"""The most copies one pattern makes: each is fused with the rest, and a larger count would
+run past the worker's timeout (or its memory) instead of answering."""
+MAX_HOLES = 500
+"""The most holes one hole feature drills."""
+
 KERNEL_CODES = (
     "KERNEL_TIMEOUT",
     "KERNEL_WORKER_CRASHED",
@@ -160,7 +166,7 @@ class Operation:
         if any(i.type == SELECTION for i in self.inputs):
             extra += ["SELECTION_EMPTY", "SELECTION_INVALID"]
         if any(i.type in (LENGTH, ANGLE, REAL, COUNT) for i in self.inputs):
-            extra += ["UNIT_MISMATCH", "PARAMETER_OUT_OF_RANGE"]
+            extra += ["UNIT_MISMATCH", "UNIT_UNKNOWN", "PARAMETER_OUT_OF_RANGE"]
         if self.target in ("queryRef", "validatorRef", "ioRef"):
             extra += ["QUERY_TARGET_UNKNOWN"]
         if self.target == "ioRef":
@@ -770,7 +776,7 @@ OPERATIONS: tuple[Operation, ...] = (
                 JSON,
                 "Corners [x, y] (mm) in the plane's coordinates, in order; the last repeats "
                 "the first to close the outline.",
-                json_schema={"type": "array", "minItems": 4, "maxItems": 1000, "items": _POINT},
+                json_schema={"type": "array", "minItems": 4, "maxItems": 500, "items": _POINT},
             ),
         ),
         examples=(
@@ -986,10 +992,11 @@ OPERATIONS: tuple[Operation, ...] = (
             Input(
                 "points",
                 JSON,
-                "Hole centres [x, y] (mm) on the face's workplane.",
+                f"Hole centres [x, y] (mm) on the face's workplane (at most {MAX_HOLES}).",
                 json_schema={
                     "type": "array",
                     "minItems": 1,
+                    "maxItems": MAX_HOLES,
                     "items": {
                         "type": "array",
                         "items": {"type": "number"},
@@ -1628,7 +1635,13 @@ OPERATIONS: tuple[Operation, ...] = (
         ),
         inputs=(
             _TARGET,
-            Input("count", COUNT, "How many copies, the body included (at least 2).", minimum=2),
+            Input(
+                "count",
+                COUNT,
+                f"How many copies, the body included (2 to {MAX_COPIES}).",
+                minimum=2,
+                maximum=MAX_COPIES,
+            ),
             _length("spacing", "Distance between neighbouring copies (mm)."),
             Input("direction", STRING, "The axis the copies step along.", choices=("X", "Y", "Z")),
         ),
@@ -1689,7 +1702,13 @@ OPERATIONS: tuple[Operation, ...] = (
         ),
         inputs=(
             _TARGET,
-            Input("count", COUNT, "How many copies, the body included (at least 2).", minimum=2),
+            Input(
+                "count",
+                COUNT,
+                f"How many copies, the body included (2 to {MAX_COPIES}).",
+                minimum=2,
+                maximum=MAX_COPIES,
+            ),
             Input(
                 "angle",
                 ANGLE,

@@ -124,6 +124,7 @@ def bracket(hole_radius: float = 3.0, length: float = 80.0, fillet: float = 4.0)
     parameters = [
         {"id": "len", "label": "length", "type": "Length", "unit": "mm", "value": length},
         {"id": "hole", "label": "hole", "type": "Length", "unit": "mm", "value": hole_radius},
+        {"id": "vmax", "label": "largest volume", "type": "Real", "value": 100},
     ]
     return doc(nodes, {"bracket": previous}, parameters)
 
@@ -305,13 +306,27 @@ def test_validators_report_what_they_measured() -> None:
             "id": "a2",
             "validatorRef": "validate.volumeRange@1.0.0",
             "target": "bracket",
-            "args": {"min": v(1000), "max": {"param": "len"}},
+            "args": {"min": v(1000), "max": {"param": "vmax"}},
         },
         cache,
     )
     assert too_big["passed"] is False
     assert [(d["code"], d["subject"]) for d in too_big["diagnostics"]] == [
         ("VOLUME_OUT_OF_RANGE", "a2")
+    ]
+    # a Length parameter is no volume: refused, not read as mm³
+    mismatched = geometry.validate(
+        document,
+        {
+            "id": "a3",
+            "validatorRef": "validate.volumeRange@1.0.0",
+            "target": "bracket",
+            "args": {"min": v(1000), "max": {"param": "len"}},
+        },
+        cache,
+    )
+    assert [(d["code"], d["subject"]) for d in mismatched["diagnostics"]] == [
+        ("UNIT_MISMATCH", "a3")
     ]
     assert too_big["measured"]["volume"] == pytest.approx(bracket_volume(), rel=1e-6)
 

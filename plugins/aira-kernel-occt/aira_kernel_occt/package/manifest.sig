@@ -4,5 +4,5 @@
   "context": "aira.capability-package.v1",
   "publisher": "aira-first-party",
   "keyId": "e81c20c98175665f",
-  "signature": "N3m1mtOnH1M9hwK4za6VRZ/W2eUXrMPt4gBCDsdGCBtG+TinszjjSVhnWl1WB3GfNdnuHpBnXRzAE6dsmJHqCA=="
+  "signature": "i3C90Y5HsDE0BkzUDF4Ox1iVrgCV5heygaje4ytoqIaGza340wiReStKE3oUORhNzRiyaR68G+7yIvB6KcfqDQ=="
 }

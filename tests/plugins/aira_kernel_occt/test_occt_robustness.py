@@ -1,0 +1,293 @@
+"""The OCCT geometry under adversarial input: work bounded by the declared sizes, wrong
+geometry refused rather than returned, the operation's own code for its own failures, and
+one bad node never costing the rest of the document."""
+
+from __future__ import annotations
+
+import io
+import math
+import re
+import time
+import zipfile
+from typing import Any
+
+import pytest
+from occt_docs import assertion, body, codes, doc, evaluate, node, v
+
+pytest.importorskip("cadquery")
+
+from aira_kernel_occt import geometry
+from aira_kernel_occt.operations import MAX_COPIES, MAX_HOLES
+
+BOX = "exact.box@1.0.0"
+UNION = "exact.union@1.0.0"
+FILLET = "exact.fillet@1.0.0"
+SHELL = "exact.shell@1.0.0"
+HOLE = "exact.hole@1.0.0"
+LINEAR = "exact.linearPattern@1.0.0"
+RECT = "sketch.rectangle@1.0.0"
+POLYLINE = "sketch.polyline@1.0.0"
+
+
+def box(nid: str = "box", length: float = 40, width: float = 30, height: float = 10) -> dict:
+    return node(nid, BOX, length=v(length), width=v(width), height=v(height))
+
+
+# -- work is bounded by the declared sizes ------------------------------------------------
+
+
+@pytest.mark.parametrize("count", [MAX_COPIES + 1, 10**6, 1e300])
+def test_a_pattern_beyond_its_maximum_count_is_refused_at_once(count: float) -> None:
+    document = {
+        "nodes": [
+            box(),
+            node(
+                "row",
+                LINEAR,
+                target={"node": "box"},
+                count=v(count),
+                spacing=v(50),
+                direction=v("X"),
+            ),
+        ],
+        "bodies": [{"id": "b", "label": "b", "tip": "row"}],
+    }
+    start = time.perf_counter()
+    out = evaluate(document)
+    assert time.perf_counter() - start < 5
+    assert codes(out) == [("KERNEL_INPUT_INVALID", "row")]
+
+
+def test_too_many_hole_points_and_polyline_corners_are_refused() -> None:
+    drilled = doc(
+        [
+            box(),
+            node(
+                "drill",
+                HOLE,
+                target={"node": "box"},
+                face={"body": "b", "select": ">Z", "entity": "Face"},
+                points=v([[0, 0]] * (MAX_HOLES + 1)),
+                diameter=v(1),
+            ),
+        ],
+        {"b": "drill"},
+    )
+    assert codes(evaluate(drilled)) == [("KERNEL_INPUT_INVALID", "drill")]
+    ring = [[10 * math.cos(t / 100), 10 * math.sin(t / 100)] for t in range(600)]
+    outline = doc([node("p", POLYLINE, plane=v("XY"), points=v([*ring, ring[0]]))], {})
+    start = time.perf_counter()
+    assert codes(evaluate(outline)) == [("KERNEL_INPUT_INVALID", "p")]
+    assert time.perf_counter() - start < 5
+
+
+# -- wrong geometry is refused ------------------------------------------------------------
+
+
+@pytest.mark.parametrize("thickness", [10, 12, 14])
+def test_a_shell_that_leaves_no_cavity_is_refused(thickness: float) -> None:
+    # OpenCASCADE handed the box back unchanged for walls as thick as the box
+    document = doc(
+        [
+            box(),
+            node(
+                "hollow",
+                SHELL,
+                target={"node": "box"},
+                faces={"body": "b", "select": ">Z", "entity": "Face"},
+                thickness=v(thickness),
+            ),
+        ],
+        {"b": "hollow"},
+    )
+    assert codes(evaluate(document)) == [("SHELL_FAILED", "hollow")]
+
+
+def test_a_concave_fillet_is_no_hole() -> None:
+    # an L of two bars, its inner corner rounded: one concave quarter cylinder, no bore
+    document = doc(
+        [
+            box("bar", 40, 10, 10),
+            box("leg", 10, 40, 10),
+            node("ell", UNION, target={"node": "bar"}, tool={"node": "leg"}),
+            node(
+                "round",
+                FILLET,
+                target={"node": "ell"},
+                edges={"body": "b", "select": "|Z", "entity": "Edge"},
+                radius=v(3),
+            ),
+        ],
+        {"b": "round"},
+    )
+    body(evaluate(document))
+    checked = assertion("holePattern", "b", {"count": v(0), "diameter": v(6), "axis": v("Z")})
+    out = geometry.validate(document, checked, {})
+    assert out["diagnostics"] == [] and out["passed"] is True
+
+
+# -- the operation's own code -------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("select", "radius"), [(">Z or <Z or |Z", 5.0001), (">Z or <Z", 6)])
+def test_a_fillet_that_breaks_the_solid_is_radius_too_large(select: str, radius: float) -> None:
+    document = doc(
+        [
+            box(),
+            node(
+                "round",
+                FILLET,
+                target={"node": "box"},
+                edges={"body": "b", "select": select, "entity": "Edge"},
+                radius=v(radius),
+            ),
+        ],
+        {"b": "round"},
+    )
+    assert codes(evaluate(document)) == [("FILLET_RADIUS_TOO_LARGE", "round")]
+
+
+@pytest.mark.parametrize("size", [1e-12, 1e-7, 1e300])
+def test_dimensions_outside_the_modelling_range_are_input_errors(size: float) -> None:
+    out = evaluate(doc([box(length=size)], {"b": "box"}))
+    assert codes(out) == [("KERNEL_INPUT_INVALID", "box")]
+    assert "mm" in out["diagnostics"][0]["message"]
+
+
+def test_a_cone_with_equal_radii_is_a_cylinder() -> None:
+    cone = node("c", "exact.cone@1.0.0", radius1=v(5), radius2=v(5), height=v(10))
+    assert body(evaluate(doc([cone], {"b": "c"})))["volume"] == pytest.approx(math.pi * 250)
+
+
+def test_a_length_parameter_cannot_feed_a_count() -> None:
+    document = doc(
+        [
+            box(),
+            node(
+                "row",
+                LINEAR,
+                target={"node": "box"},
+                count={"param": "n"},
+                spacing=v(50),
+                direction=v("X"),
+            ),
+        ],
+        {"b": "row"},
+        parameters=[{"id": "n", "label": "n", "type": "Length", "unit": "cm", "value": 0.3}],
+    )
+    assert codes(evaluate(document)) == [("UNIT_MISMATCH", "row")]
+
+
+# -- one bad node costs only itself --------------------------------------------------------
+
+
+@pytest.mark.parametrize("count", [math.nan, math.inf])
+def test_a_non_finite_count_fails_its_node_and_keeps_the_others(count: float) -> None:
+    document = {
+        "nodes": [
+            box(),
+            node(
+                "row",
+                LINEAR,
+                target={"node": "box"},
+                count=v(count),
+                spacing=v(50),
+                direction=v("X"),
+            ),
+        ],
+        "bodies": [
+            {"id": "b", "label": "b", "tip": "row"},
+            {"id": "k", "label": "k", "tip": "box"},
+        ],
+    }
+    out = evaluate(document)
+    assert codes(out) == [("KERNEL_INPUT_INVALID", "row")]
+    assert out["bodies"]["k"]["valid"] is True
+
+
+def test_non_finite_hole_points_fail_their_node() -> None:
+    document = {
+        "nodes": [
+            box(),
+            node(
+                "drill",
+                HOLE,
+                target={"node": "box"},
+                face={"body": "b", "select": ">Z", "entity": "Face"},
+                points=v([[math.nan, 0]]),
+                diameter=v(3),
+            ),
+        ],
+        "bodies": [
+            {"id": "b", "label": "b", "tip": "drill"},
+            {"id": "k", "label": "k", "tip": "box"},
+        ],
+    }
+    out = evaluate(document)
+    assert codes(out) == [("KERNEL_INPUT_INVALID", "drill")]
+    assert out["bodies"]["k"]["valid"] is True
+
+
+def test_broken_references_of_an_unchecked_document_are_reported() -> None:
+    document = {
+        "nodes": [box(), box("box", 20, 30, 10)],
+        "bodies": [
+            {"id": "b", "label": "b", "tip": "box"},
+            {"id": "g", "label": "g", "tip": "gone"},
+        ],
+    }
+    out = evaluate(document)
+    assert ("KERNEL_INPUT_INVALID", "box") in codes(out)
+    assert ("KERNEL_REFERENCE_UNRESOLVED", "g") in codes(out)
+    assert out["resultHash"] is None
+
+
+# -- profiles are no solids ------------------------------------------------------------------
+
+
+def _profile_document(user: dict[str, Any] | None) -> dict[str, Any]:
+    nodes = [box(), node("p", RECT, plane=v("XY"), width=v(10), height=v(5))]
+    if user is not None:
+        nodes.append(user)
+    return {
+        "nodes": nodes,
+        "bodies": [{"id": "b", "label": "b", "tip": user["id"] if user else "p"}],
+    }
+
+
+@pytest.mark.parametrize(
+    "user",
+    [
+        node("u", UNION, target={"node": "box"}, tool={"node": "p"}),
+        node(
+            "u",
+            FILLET,
+            target={"node": "p"},
+            edges={"body": "b", "select": "|Z", "entity": "Edge"},
+            radius=v(1),
+        ),
+        node("u", LINEAR, target={"node": "p"}, count=v(2), spacing=v(20), direction=v("X")),
+    ],
+    ids=["union-tool", "fillet-target", "pattern-target"],
+)
+def test_a_profile_where_a_solid_is_expected_is_an_input_error(user: dict[str, Any]) -> None:
+    out = evaluate(_profile_document(user))
+    assert codes(out) == [("KERNEL_INPUT_INVALID", "u")]
+    assert "extrude or revolve" in out["diagnostics"][0]["message"]
+
+
+@pytest.mark.parametrize("kind", ["step", "stl", "3mf"])
+def test_a_profile_body_is_not_exported_as_a_solid(kind: str) -> None:
+    out = geometry.export(_profile_document(None), kind, "b", {})
+    assert out["data"] == b""
+    assert [d["code"] for d in out["diagnostics"]] == ["KERNEL_EXPORT_FAILED"]
+
+
+def test_3mf_object_ids_are_positive() -> None:
+    out = geometry.export(doc([box()], {"b": "box"}), "3mf", "b", {})
+    with zipfile.ZipFile(io.BytesIO(out["data"])) as package:
+        text = package.read("3D/3dmodel.model").decode()
+    ids = [int(i) for i in re.findall(r'\bid="(\d+)"', text)]
+    refs = [int(i) for i in re.findall(r'\bobjectid="(\d+)"', text)]
+    assert ids and min(ids) >= 1
+    assert refs and set(refs) <= set(ids)
