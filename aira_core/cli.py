@@ -54,12 +54,15 @@ def _console() -> Any:
 
 def _table(title: str, columns: list[str], rows: list[list[str]]) -> None:
     from rich.table import Table
+    from rich.text import Text
 
-    table = Table(title=title, title_justify="left")
+    # Titles and cells hold user, model and catalog text: plain Text, never rich markup, so
+    # "[/x]" prints as written instead of failing (or styling) the output.
+    table = Table(title=Text(title, style="table.title"), title_justify="left")
     for col in columns:
         table.add_column(col, overflow="fold")
     for row in rows:
-        table.add_row(*row)
+        table.add_row(*(Text(cell) for cell in row))
     _console().print(table)
 
 
@@ -163,11 +166,11 @@ def catalog_list(
             "see `aira catalog list --quarantine`[/yellow]"
         )
     if quarantine:
+        from rich.markup import escape
+
         for q in catalog.quarantine:
-            console.print(
-                f"[yellow]quarantined[/yellow] {q.name} {q.version or ''} "
-                f"(plugin {q.source.plugin}, {q.source.distribution})"
-            )
+            what = f"{q.name} {q.version or ''} (plugin {q.source.plugin}, {q.source.distribution})"
+            console.print(f"[yellow]quarantined[/yellow] {escape(what)}")
             _print_diagnostics(list(q.reasons))
 
 
@@ -210,10 +213,13 @@ def catalog_lint(
             }
         )
     elif findings:
-        _console().print(f"[red]{len(findings)} finding(s)[/red] in {parsed.source.name}:")
+        from rich.markup import escape
+
+        name = escape(parsed.source.name)  # a file or package name, not markup
+        _console().print(f"[red]{len(findings)} finding(s)[/red] in {name}:")
         _print_diagnostics(findings)
     else:
-        _console().print(
+        typer.echo(
             f"{parsed.source.name}: lint clean ({len(parsed.manifest.descriptors)} capabilities)"
         )
     if findings:
@@ -586,9 +592,12 @@ def run_cmd(
     """Run a decision script through the bounded-step host on a new store (or continue an
     interrupted run with --resume). Exit 0 only when the runtime says completed."""
     from aira_core.step.runner import resume_script
-    from aira_core.step.trajectory import load_script
+    from aira_core.step.trajectory import ensure_new_trajectory, load_script
 
     loaded = load_script(script)
+    if resume is None and trajectory is not None:
+        # Before the run's directory and store exist: a refused run leaves nothing behind.
+        ensure_new_trajectory(trajectory)
     chosen = _kernel(kernel, "running a task")
     if not as_json:
         typer.echo(f"{loaded.name}: {loaded.title or loaded.intent.goal}")
@@ -722,6 +731,7 @@ def trace_show(
     """One line per step: act, capsule and log size, result; then how the task ended."""
     from aira_core.step.trajectory import read_trajectory
 
+    # read_trajectory checked every record's shape: the fields used here are there and typed.
     header, records = read_trajectory(file)
     if as_json:
         _print_json({"header": header, "records": records})
@@ -730,21 +740,21 @@ def trace_show(
         [
             str(r["step"]),
             str(r["round"]),
-            r["decision"].get("act", "?"),
+            r["decision"].get("act") or "?",
             f"{r['capsuleBytes']}",
             f"{r['logBytes']}",
             f"{r['promptTokens']}/{r['budgetTokens']}",
-            r["result"].get("status", "?") + " " + str(r["result"].get("code", "")),
+            f"{r['result']['status']} {r['result'].get('code') or ''}".rstrip(),
         ]
         for r in records
         if "step" in r
     ]
     _table(
-        f"{header.get('script', file.name)} ({header.get('tier')})",
+        f"{header.get('script') or file.name} ({header.get('tier')})",
         ["step", "round", "act", "capsule B", "log B", "prompt tok", "result"],
         rows,
     )
-    end = next((r for r in records if r.get("end")), None)
+    end = next((r for r in records if "end" in r), None)
     if end:
         typer.echo(f"end: {end['terminal']} ({end['reason']}), head {end['head']}")
 
@@ -1362,9 +1372,11 @@ def plan_check(
     elif report.ok:
         typer.echo(f"{report.plan_id}: ok")
     else:
+        from rich.markup import escape
+
         _console().print(
             f"[red]{len(report.diagnostics)} finding(s)[/red] "
-            f"(first failing step: {report.failed_step})"
+            f"(first failing step: {escape(str(report.failed_step))})"
         )
         _print_diagnostics(report.diagnostics)
     if not report.ok:
@@ -1421,11 +1433,13 @@ def _apply_and_report(
     if as_json:
         _print_json(envelope.to_wire())
     else:
+        from rich.markup import escape
+
         console = _console()
-        console.print(f"{envelope.status}: {envelope.observed_revision}", soft_wrap=True)
+        console.print(escape(f"{envelope.status}: {envelope.observed_revision}"), soft_wrap=True)
         for key in ("stage", "failedStep", "rev", "published"):
             if envelope.data.get(key):
-                console.print(f"  {key}: {envelope.data[key]}", soft_wrap=True)
+                console.print(escape(f"  {key}: {envelope.data[key]}"), soft_wrap=True)
         _print_diagnostics(envelope.diagnostics)
     if envelope.status != "success":
         raise typer.Exit(1)

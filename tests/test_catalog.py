@@ -387,6 +387,20 @@ def test_cli_bad_inputs_get_codes_not_tracebacks(tmp_path, aira_home) -> None:
     assert str(aira_home) not in out.stderr
 
 
+def test_cli_verify_refuses_an_integer_beyond_the_digit_limit(tmp_path, aira_home) -> None:
+    """Python will not convert a 5000-digit integer: a parse code, not INTERNAL_ERROR."""
+    pkg = write_package(tmp_path / "pkg", manifest(), VENDOR)
+    text = (pkg / "manifest.json").read_text()
+    (pkg / "manifest.json").write_text(text.rstrip()[:-1] + ', "n": ' + "7" * 5000 + "}")
+    before = (pkg / "manifest.json").read_bytes()
+    for command in ("verify", "lint"):
+        out = aira("catalog", command, str(pkg), home=aira_home)
+        assert out.returncode == 1, out.stdout + out.stderr
+        assert "MANIFEST_NOT_CANONICAL" in out.stdout + out.stderr
+        assert "INTERNAL_ERROR" not in out.stderr and "Traceback" not in out.stderr
+    assert (pkg / "manifest.json").read_bytes() == before
+
+
 def test_cli_sign_refuses_a_package_with_lint_findings(tmp_path, aira_home) -> None:
     pkg = write_package(
         tmp_path / "pkg",
@@ -554,10 +568,9 @@ def test_cli_io_errors_get_codes_and_no_private_paths(tmp_path, aira_home) -> No
         assert "Traceback" not in out.stderr
 
 
-def test_cli_lists_admitted_and_quarantined_packages_in_the_documented_shape(
-    tmp_path: Path, aira_home: Path
-) -> None:
-    """End to end: an installed plugin ships two packages; one is admitted, one is not."""
+def install_vendor(tmp_path: Path) -> tuple[Path, dict[str, str]]:
+    """An installed plugin "vendor" that ships two packages, test.pkg (signed by VENDOR) and
+    unsigned.pkg; returns test.pkg's directory and the environment that loads the plugin."""
     from fakeplugins import install_fake_distribution
 
     good = write_package(tmp_path / "packages" / "good", manifest(), VENDOR)
@@ -591,7 +604,14 @@ def test_cli_lists_admitted_and_quarantined_packages_in_the_documented_shape(
             register(CapabilityPackageSource.from_directory(ROOT / "unsigned", impls))
     """,
     )
-    env = {"PYTHONPATH": str(site), "AIRA_PLUGINS": "vendor"}
+    return good, {"PYTHONPATH": str(site), "AIRA_PLUGINS": "vendor"}
+
+
+def test_cli_lists_admitted_and_quarantined_packages_in_the_documented_shape(
+    tmp_path: Path, aira_home: Path
+) -> None:
+    """End to end: an installed plugin ships two packages; one is admitted, one is not."""
+    good, env = install_vendor(tmp_path)
     aira("trust", "add", "test-vendor", VENDOR.public_b64, home=aira_home)
     out = aira("catalog", "list", "--json", "--quarantine", home=aira_home, **env)
     assert out.returncode == 0, out.stderr
@@ -639,6 +659,20 @@ def test_cli_lists_admitted_and_quarantined_packages_in_the_documented_shape(
         "ok": True,
         "findings": [],
     }
+
+
+def test_cli_search_prints_text_that_looks_like_markup_as_written(
+    tmp_path: Path, aira_home: Path
+) -> None:
+    """The user's words are not rich markup: "[/x]" would otherwise fail the table."""
+    _, env = install_vendor(tmp_path)
+    aira("trust", "add", "test-vendor", VENDOR.public_b64, home=aira_home)
+    query = "[/x] make a 20 mm cube [bold]"
+    out = aira("catalog", "search", query, home=aira_home, COLUMNS="300", **env)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "cap:test.box@1" in out.stdout  # the hits table was printed
+    assert query in out.stdout
+    assert "INTERNAL_ERROR" not in out.stderr
 
 
 def test_a_passed_conformance_report_is_reused_for_the_same_implementations(

@@ -618,6 +618,11 @@ def _raw_with_nan() -> bytes:
             "MANIFEST_NOT_CANONICAL",
             id="integer-beyond-double",
         ),
+        pytest.param(
+            b'{"name": "test.pkg", "n": ' + b"9" * 5000 + b"}",
+            "MANIFEST_NOT_CANONICAL",
+            id="integer-beyond-python-digit-limit",
+        ),
     ],
 )
 def test_manifest_bytes_refused(raw: bytes, code: str) -> None:
@@ -710,6 +715,15 @@ def test_cli_lint_broken_package(tmp_path: Path) -> None:
     }.items() <= report["findings"][0].items()
 
 
+def test_cli_lint_prints_a_file_name_as_written(tmp_path: Path) -> None:
+    """A package's name comes from its file: "[bold]" in it is text, not rich markup."""
+    for m in (manifest(), mutate(manifest(), put(*D0, "inputExamples", 0, "input", "length", -5))):
+        path = tmp_path / "[bold]pkg.json"
+        path.write_text(json.dumps(m))
+        result = _aira(tmp_path, "catalog", "lint", str(path))
+        assert "[bold]pkg" in result.stdout, result.stdout + result.stderr
+
+
 @pytest.mark.parametrize(
     ("raw", "code"),
     [
@@ -717,6 +731,11 @@ def test_cli_lint_broken_package(tmp_path: Path) -> None:
         pytest.param(_raw_with_duplicate_key(), "MANIFEST_DUPLICATE_KEY", id="duplicate-key"),
         pytest.param(_raw_with_nan(), "MANIFEST_NOT_JSON", id="nan"),
         pytest.param(_raw_with_overflow(), "MANIFEST_NOT_JSON", id="overflow"),
+        pytest.param(
+            b'{"name": "test.pkg", "n": -' + b"1" * 5000 + b"}",
+            "MANIFEST_NOT_CANONICAL",
+            id="5000-digit-integer",
+        ),
     ],
 )
 def test_cli_lint_refuses_bad_json(tmp_path: Path, raw: bytes, code: str) -> None:

@@ -9,13 +9,13 @@ import sys
 from pathlib import Path
 
 
-def aira(*args: str, home: Path) -> subprocess.CompletedProcess[str]:
+def aira(*args: str, home: Path, **env: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "aira_core.cli", *args],
         capture_output=True,
         text=True,
         timeout=60,
-        env={**os.environ, "AIRA_HOME": str(home)},
+        env={**os.environ, "AIRA_HOME": str(home), **env},
     )
 
 
@@ -199,3 +199,25 @@ def test_init_from_a_document_checks_operations_and_creates_nothing_when_refused
     )
     assert ok_json("model", "init", "--from", str(params), home=aira_home)["rev"]
     assert ok_json("model", "show", home=aira_home)["aliases"] == {"p:w": "p1"}
+
+
+def test_text_that_looks_like_markup_is_printed_as_written(tmp_path, aira_home) -> None:
+    """Commit messages are the user's text, not rich markup: "[/x]" must not fail the table."""
+    ok_json("model", "init", home=aira_home)
+    add = write(
+        tmp_path / "add.json",
+        {
+            "ops": [
+                {
+                    "op": "parameter.add",
+                    "parameter": {"id": "p1", "label": "w", "type": "Length", "value": 2},
+                }
+            ]
+        },
+    )
+    message = "[/x] widen [bold red]now"
+    out = aira("model", "patch", str(add), "--message", message, home=aira_home)
+    assert out.returncode == 0, out.stderr
+    log = aira("model", "log", home=aira_home, COLUMNS="300")  # wide: no cell wraps
+    assert log.returncode == 0, log.stderr
+    assert message in log.stdout

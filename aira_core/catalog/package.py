@@ -47,6 +47,16 @@ def _no_constant(name: str) -> Any:
     raise _StrictJSONError(MANIFEST_NOT_JSON, f"{name} is not valid JSON")
 
 
+def _exact_int(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:  # beyond Python's digit limit, far beyond what a double holds exactly
+        digits = len(text.lstrip("-"))
+        raise _StrictJSONError(
+            MANIFEST_NOT_CANONICAL, f"an integer of {digits} digits has no exact JSON value"
+        ) from None
+
+
 def _finite_float(text: str) -> float:
     value = float(text)
     if not math.isfinite(value):  # 1e999 overflows to Infinity, which JSON does not have
@@ -64,6 +74,7 @@ def loads_strict(data: bytes) -> tuple[Any, Canonical]:
             object_pairs_hook=_no_duplicates,
             parse_constant=_no_constant,
             parse_float=_finite_float,
+            parse_int=_exact_int,
         )
         return value, canonical_bytes(value)
     except CanonicalJSONError as exc:

@@ -32,7 +32,8 @@ Rules:
   a plan's step arguments or acceptance assertions, or in inspect arguments is an alias of the
   *current revision* and must be one of the legal aliases given for this step
   (``STEP_DECISION_ALIAS_UNKNOWN`` otherwise), or, inside a plan, the alias an earlier
-  step of the same plan creates (``b:<label>``, ``p:<name>``; plan.check resolves those).
+  step of the same plan creates (``b:<label>``, ``p:<name>``, with an alias-safe label;
+  plan.check resolves those).
   Inside argument values, ``{"param": …}`` takes a parameter alias or id and
   ``{"body": …}`` a body alias or id.
 - A read path is ``[block]`` or ``[block, alias-or-id]`` with block one of parameters, nodes,
@@ -42,7 +43,8 @@ Rules:
 :class:`DecisionRejected` with a stable code, never anything else. :func:`decision_schema` is
 the per-step JSON Schema (draft 2020-12) in which the legal aliases of the current revision
 are enums (RFC-0002 §13.2.1: the schema only narrows; passing it is no evidence of semantic
-validity). Every decision :func:`parse_decision` accepts validates against it.
+validity); inside a plan, an alias of the plan's own making is allowed by its shape beside
+them. Every decision :func:`parse_decision` accepts validates against it.
 """
 
 from __future__ import annotations
@@ -70,6 +72,7 @@ from aira_core.contracts.amir import ENTITY_ID_PATTERN
 from aira_core.contracts.base import WireModel
 from aira_core.contracts.plan import AcceptanceAssertion, Plan, PlanBindings, PlanStep
 from aira_core.diagnostics import AiraError, json_pointer
+from aira_core.model.aliases import LABEL_PATTERN, label_alias_safe
 from aira_core.model.blocks import BLOCKS, MAX_SELECT_LIMIT, MAX_SELECT_OFFSET
 from aira_core.step.tiers import DEFAULT_BUDGETS, TaskBudgets, Tier, host_tokens
 
@@ -228,6 +231,13 @@ Args = Annotated[
     WithJsonSchema({"type": "object", "additionalProperties": {_LATER: "ArgValue"}}),
 ]
 ArgString = Annotated[str, WithJsonSchema({_LATER: "ArgString"})]
+PlanArgs = Annotated[
+    dict[str, Any],
+    AfterValidator(_check_args),
+    WithJsonSchema({"type": "object", "additionalProperties": {_LATER: "PlanArgValue"}}),
+]
+"""Arguments inside a plan: they may also name what an earlier step of the plan creates."""
+PlanArgString = Annotated[str, WithJsonSchema({_LATER: "PlanArgString"})]
 NonEmpty = Annotated[str, Field(min_length=1)]
 
 
@@ -242,7 +252,7 @@ class StepDraft(PlanStep):
 
     model_config = ConfigDict(strict=True, populate_by_name=False)
 
-    args: Args = Field(default_factory=dict)
+    args: PlanArgs = Field(default_factory=dict)
 
 
 class AssertionDraft(AcceptanceAssertion):
@@ -250,8 +260,8 @@ class AssertionDraft(AcceptanceAssertion):
 
     model_config = ConfigDict(strict=True, populate_by_name=False)
 
-    target: ArgString
-    args: Args = Field(default_factory=dict)
+    target: PlanArgString
+    args: PlanArgs = Field(default_factory=dict)
 
 
 class PlanDraft(_Grammar):
@@ -874,6 +884,8 @@ def _known(
 def _plan_local(alias: str, steps: Sequence[Mapping[str, Any]]) -> str | None:
     """The id of the plan step whose result ``alias`` would name once committed."""
     name = alias[2:]
+    if not label_alias_safe(name):
+        return None  # such a label never becomes an alias (and the schema's pattern says so)
     for step in steps:
         args = step.get("args") or {}
         if alias[0] == "b" and name in (step.get("label"), step.get("id")):
@@ -936,6 +948,40 @@ def _clip(message: str, limit: int = 4 * MESSAGE_VALUE_CHARS) -> str:
 _NOT_ALIAS_PATTERN = r"^(?:[^abnp]|[abnp](?:[^:]|$)|$)"
 """A string that does not start with an alias prefix (``b:``, ``n:``, ``p:``, ``a:``); no
 look-ahead, so every regex dialect providers use can run it."""
+_PLAN_LOCAL_DEFS = {
+    "bodies": "PlanBodyAlias",
+    "nodes": "PlanNodeAlias",
+    "parameters": "PlanParameterAlias",
+}
+"""The kinds a plan step can name for later steps (``b:<label>``, ``n:<label>``,
+``p:<name>``; see :func:`_plan_local`): in a plan, by pattern, beside the enums."""
+
+
+def _arg_value(string: str, body: list[str], param: list[str], itself: str) -> dict[str, Any]:
+    """The schema of an argument value whose strings are ``string``, whose ``{"body": …}``
+    takes one of ``body`` and whose ``{"param": …}`` one of ``param`` (def names)."""
+
+    def refs(names: list[str]) -> dict[str, Any]:
+        return {"anyOf": [{"$ref": f"#/$defs/{n}"} for n in [*names, "PlainString"]]}
+
+    return {
+        "description": (
+            'a number, a string, {"value","unit"}, {"param": parameter}, '
+            '{"body": body, "select": …}, {"step": "<id>"} or a list'
+        ),
+        "anyOf": [
+            {"type": "number"},
+            {"type": "boolean"},
+            {"type": "null"},
+            {"$ref": f"#/$defs/{string}"},
+            {"type": "array", "items": {"$ref": f"#/$defs/{itself}"}},
+            {
+                "type": "object",
+                "properties": {"param": refs(param), "body": refs(body)},
+                "additionalProperties": {"$ref": f"#/$defs/{itself}"},
+            },
+        ],
+    }
 
 
 def decision_schema(
@@ -949,7 +995,10 @@ def decision_schema(
     The legal aliases of each kind given in ``aliases`` (``bodies``, ``nodes``,
     ``parameters``, optionally ``assertions``; or an alias table) become an enum in
     ``$defs/BodyAlias`` etc. when there are at most ``budgets.enum_limit`` of them, and a
-    plain prefixed string (checked by the host) beyond that or for a kind not given. A batch
+    plain prefixed string (checked by the host) beyond that or for a kind not given. In a
+    plan's arguments and assertion targets, an alias-shaped name an earlier step of the plan
+    may create (``b:<label>``, ``n:<label>``, ``p:<name>``) is allowed by pattern too: no
+    enum of this revision can list it, and the host checks it. A batch
     holds at most ``budgets.batch_acts`` acts; with ``tier``, notes carry a length bound.
     Same input, same schema (same bytes under canonical JSON).
     """
@@ -1048,37 +1097,32 @@ def _base_schema() -> dict[str, Any]:
                 "anyOf": [{"$ref": f"#/$defs/{name}"} for name in _ALIAS_DEFS.values()]
                 + [{"$ref": "#/$defs/PlainString"}],
             },
-            "ArgValue": {
-                "description": (
-                    'a number, a string, {"value","unit"}, {"param": parameter}, '
-                    '{"body": body, "select": …}, {"step": "<id>"} or a list'
-                ),
-                "anyOf": [
-                    {"type": "number"},
-                    {"type": "boolean"},
-                    {"type": "null"},
-                    {"$ref": "#/$defs/ArgString"},
-                    {"type": "array", "items": {"$ref": "#/$defs/ArgValue"}},
-                    {
-                        "type": "object",
-                        "properties": {
-                            "param": {
-                                "anyOf": [
-                                    {"$ref": "#/$defs/ParameterAlias"},
-                                    {"$ref": "#/$defs/PlainString"},
-                                ]
-                            },
-                            "body": {
-                                "anyOf": [
-                                    {"$ref": "#/$defs/BodyAlias"},
-                                    {"$ref": "#/$defs/PlainString"},
-                                ]
-                            },
-                        },
-                        "additionalProperties": {"$ref": "#/$defs/ArgValue"},
-                    },
-                ],
+            "ArgValue": _arg_value("ArgString", ["BodyAlias"], ["ParameterAlias"], "ArgValue"),
+            # A plan may name what its own earlier steps create, which no enum of this
+            # revision lists: those names are allowed by shape, and the host checks them.
+            **{
+                name: {
+                    "type": "string",
+                    "pattern": f"^{_KIND_PREFIX[kind]}:{LABEL_PATTERN.pattern[1:]}",
+                    "description": (
+                        f"a {_KIND_WORD[kind]} alias an earlier step of this plan creates "
+                        f"({_KIND_PREFIX[kind]}:<{'name' if kind == 'parameters' else 'label'}>)"
+                    ),
+                }
+                for kind, name in _PLAN_LOCAL_DEFS.items()
             },
+            "PlanArgString": {
+                "anyOf": [
+                    {"$ref": "#/$defs/ArgString"},
+                    *({"$ref": f"#/$defs/{name}"} for name in _PLAN_LOCAL_DEFS.values()),
+                ]
+            },
+            "PlanArgValue": _arg_value(
+                "PlanArgString",
+                ["BodyAlias", "PlanBodyAlias"],
+                ["ParameterAlias", "PlanParameterAlias"],
+                "PlanArgValue",
+            ),
         }
     )
     for name in _ALIAS_DEFS.values():

@@ -4,7 +4,9 @@ A **trajectory** is JSONL, one record per step (``aira.trajectory/1``): ``step``
 ``capsuleHash``, ``capsuleBytes``, ``logBytes``, ``decision``, ``result`` (a summary),
 ``usage``, ``model``, ``timings``, the runtime ``state`` and the task branch ``head``; a last
 record ``{"end": …}`` carries the terminal state. Records are flushed and fsynced one by one,
-so a killed process loses at most the step it was in.
+so a killed process loses at most the step it was in. :func:`read_trajectory` checks every
+record's shape (:class:`StepRecord`, :class:`EndRecord`), so what it returns can be used
+without further checks; anything else is ``TRAJECTORY_INVALID``.
 
 A **decision script** (``aira.decision-script/1``, schema: ``aira schema decision-script``)
 is an intent, a tier, an optional starting document and a list of decisions. The
@@ -18,10 +20,11 @@ import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import Annotated, Any, Literal, Protocol
 
-from pydantic import Field, ValidationError
+from pydantic import ConfigDict, Field, ValidationError
 
+from aira_core.canonical import CanonicalJSONError, canonical_bytes
 from aira_core.contracts.base import WireModel
 from aira_core.contracts.plan import IntentFrame
 from aira_core.diagnostics import AiraError
@@ -30,6 +33,7 @@ SCRIPT_FORMAT = "aira.decision-script/1"
 TRAJECTORY_FORMAT = "aira.trajectory/1"
 SCRIPT_INVALID = "SCRIPT_INVALID"
 TRAJECTORY_INVALID = "TRAJECTORY_INVALID"
+TRAJECTORY_EXISTS = "TRAJECTORY_EXISTS"
 
 
 class DecisionScript(WireModel):
@@ -47,21 +51,46 @@ class DecisionScript(WireModel):
     may hold a deliberately wrong one)."""
 
 
+def _first_error(exc: ValidationError, prefix: tuple[str | int, ...] = ()) -> str:
+    first = exc.errors(include_url=False)[0]
+    where = "/".join(str(p) for p in (*prefix, *first["loc"]))
+    return f"{first['msg']} at /{where} ({exc.error_count()} errors)"
+
+
 def load_script(path: Path) -> DecisionScript:
+    """The script at ``path``, its starting document checked as an AMIR document, or
+    ``SCRIPT_INVALID`` (nothing is created for a script that is refused)."""
+    from aira_core.contracts.amir import AmirDocument
+
     try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
+        raw = json.loads(path.read_bytes().decode("utf-8"))
     except OSError as exc:
         raise AiraError(SCRIPT_INVALID, f"cannot read {path.name}: {exc.strerror}") from None
+    except UnicodeDecodeError as exc:
+        raise AiraError(
+            SCRIPT_INVALID, f"{path.name} is not UTF-8 text (invalid byte at offset {exc.start})"
+        ) from None
+    except RecursionError:
+        raise AiraError(SCRIPT_INVALID, f"{path.name} nests too deeply") from None
     except ValueError as exc:
         raise AiraError(SCRIPT_INVALID, f"{path.name} is not JSON: {exc}") from None
     try:
-        return DecisionScript.model_validate(raw, by_name=False)
+        # The task id hashes the script: NaN, inexact integers or lone surrogates have no
+        # stable bytes (a lone surrogate cannot even be written to the trajectory), and the
+        # depth bound keeps the validators below far from Python's recursion limit.
+        canonical_bytes(raw)
+    except CanonicalJSONError as exc:
+        raise AiraError(SCRIPT_INVALID, f"{path.name} is not plain JSON: {exc}") from None
+    try:
+        script = DecisionScript.model_validate(raw, by_name=False)
+        if script.document is not None:
+            # The runner builds the document after it has made the run's directory: one
+            # that is not an AMIR document is refused here, before anything exists.
+            AmirDocument.model_validate(script.document, by_name=False)
     except ValidationError as exc:
-        first = exc.errors(include_url=False)[0]
-        where = "/".join(str(p) for p in first["loc"])
-        raise AiraError(
-            SCRIPT_INVALID, f"{path.name}: {first['msg']} at /{where} ({exc.error_count()} errors)"
-        ) from None
+        within = ("document",) if exc.title == AmirDocument.__name__ else ()
+        raise AiraError(SCRIPT_INVALID, f"{path.name}: {_first_error(exc, within)}") from None
+    return script
 
 
 @dataclass(frozen=True)
@@ -119,16 +148,232 @@ class ScriptedSource:
         )
 
 
-class TrajectoryWriter:
-    """Appends records to a JSONL file, durably (one fsync per record)."""
+# -- trajectories ----------------------------------------------------------------------------
 
-    def __init__(self, path: Path, header: dict[str, Any]) -> None:
+
+class _Record(WireModel):
+    # Strict, so a record reads back exactly as written ("3" is no step number); unknown
+    # fields are kept, so a reader of /1 still reads records a newer host annotates.
+    model_config = ConfigDict(strict=True, extra="allow")
+
+
+Count = Annotated[int, Field(ge=0)]
+
+
+class TrajectoryHeader(_Record):
+    """The first line of a trajectory."""
+
+    format: Literal["aira.trajectory/1"]
+    script: str | None = None
+    tier: str | None = None
+    task_id: str | None = None
+
+
+class DecisionRecord(_Record):
+    """The decision of a step: its wire form, or ``raw`` text the host refused."""
+
+    act: str | None = None
+    raw: str | None = None
+
+
+class ResultSummary(_Record):
+    """What a trajectory keeps of a step's result."""
+
+    status: str
+    act: str | None = None
+    code: str | None = None
+    message: str | None = None
+    rev: str | None = None
+    failed_step: str | None = None
+    terminal: str | None = None
+    bytes: Count | None = None
+
+
+class StepRecord(_Record):
+    """One step of a trajectory."""
+
+    step: Count
+    round: Count
+    capsule_hash: str | None = None
+    capsule_bytes: Count
+    log_bytes: Count
+    prompt_tokens: Count
+    budget_tokens: Count
+    decision: DecisionRecord
+    result: ResultSummary
+    usage: dict[str, Any] = Field(default_factory=dict)
+    model: str | None = None
+    timings: dict[str, Any] = Field(default_factory=dict)
+    state: str | None = None
+    terminal: str | None = None
+    head: str | None = None
+
+
+class EndRecord(_Record):
+    """The last record: how the task ended."""
+
+    end: Literal[True]
+    terminal: str | None
+    reason: str | None
+    head: str
+    steps: Count | None = None
+    rounds: Count | None = None
+    max_prompt_tokens: Count | None = None
+    input_tokens: Count | None = None
+    output_tokens: Count | None = None
+
+
+def _lines(data: bytes) -> list[tuple[int, bytes]]:
+    """(offset, line) of every line of ``data``. Split on ``\\n`` only: a record's text may
+    hold U+2028 or U+0085, which ``str.splitlines`` would also break at."""
+    out, start = [], 0
+    while start < len(data):
+        end = data.find(b"\n", start)
+        end = len(data) if end < 0 else end
+        out.append((start, data[start:end]))
+        start = end + 1
+    return out
+
+
+def _parse(line: bytes) -> Any:
+    """A line's JSON value; ValueError (not UTF-8, not JSON, too deep) otherwise."""
+    try:
+        return json.loads(line.decode("utf-8"))
+    except RecursionError:
+        raise ValueError("nested too deeply") from None
+
+
+def _torn(lines: list[tuple[int, bytes]]) -> bool:
+    """Whether the last line is the record a killed process was writing."""
+    if not lines:
+        return False
+    try:
+        _parse(lines[-1][1])
+    except ValueError:
+        return True
+    return False
+
+
+def read_trajectory(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The header and the step records of a trajectory, each checked against its model
+    (a torn last line, from a killed process, is ignored); ``TRAJECTORY_INVALID`` for a
+    file that is not one, naming the line."""
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise AiraError(TRAJECTORY_INVALID, f"cannot read {path.name}: {exc.strerror}") from None
+    entries = _lines(data)
+    if _torn(entries):
+        entries.pop()  # the step a killed process was writing
+    lines = [line for _, line in entries]
+    try:
+        header = _parse(lines[0]) if lines else None
+    except ValueError:
+        header = None
+    if not isinstance(header, dict) or header.get("format") != TRAJECTORY_FORMAT:
+        raise AiraError(TRAJECTORY_INVALID, f"{path.name} is not an {TRAJECTORY_FORMAT} file")
+    _check(TrajectoryHeader, header, path, 1)
+    records: list[dict[str, Any]] = []
+    steps = 0
+    for n, line in enumerate(lines[1:], start=2):
+        if records and "end" in records[-1]:
+            raise AiraError(TRAJECTORY_INVALID, f"{path.name}: line {n} follows the end record")
+        try:
+            value = _parse(line)
+        except ValueError as exc:
+            raise AiraError(
+                TRAJECTORY_INVALID, f"{path.name}: line {n} is not JSON ({_reason(exc)})"
+            ) from None
+        if not isinstance(value, dict) or not ("end" in value or "step" in value):
+            raise AiraError(
+                TRAJECTORY_INVALID,
+                f"{path.name}: line {n} is neither a step record nor the end record",
+            )
+        if "end" in value:
+            _check(EndRecord, value, path, n)
+        else:
+            _check(StepRecord, value, path, n)
+            if value["step"] != steps:  # resume numbers on from the last step it read
+                raise AiraError(
+                    TRAJECTORY_INVALID,
+                    f"{path.name}: line {n} is step {value['step']}; step {steps} comes next",
+                )
+            steps += 1
+        records.append(value)
+    return header, records
+
+
+def _reason(exc: ValueError) -> str:
+    if isinstance(exc, UnicodeDecodeError):
+        return f"not UTF-8 at byte {exc.start}"
+    if isinstance(exc, json.JSONDecodeError):
+        return f"{exc.msg} at column {exc.colno}"
+    return str(exc)[:120]
+
+
+def _check(model: type[_Record], value: dict[str, Any], path: Path, n: int) -> None:
+    try:
+        canonical_bytes(value)  # no NaN, no inexact integer, no lone surrogate, bounded depth
+        model.model_validate(value, by_name=False)
+    except CanonicalJSONError as exc:
+        raise AiraError(TRAJECTORY_INVALID, f"{path.name}: line {n}: {exc}") from None
+    except ValidationError as exc:
+        raise AiraError(TRAJECTORY_INVALID, f"{path.name}: line {n}: {_first_error(exc)}") from None
+
+
+def ensure_new_trajectory(path: Path) -> None:
+    """``TRAJECTORY_EXISTS`` unless ``path`` can start a new trajectory (it does not exist,
+    or is empty): a run never writes into another file, nor into another run's trajectory."""
+    try:
+        size = path.stat().st_size
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise AiraError(TRAJECTORY_EXISTS, f"cannot use {path.name}: {exc.strerror}") from None
+    if size:
+        raise AiraError(
+            TRAJECTORY_EXISTS,
+            f"{path.name} exists and is not empty; a new run writes a new trajectory "
+            "(choose another path, or --resume the run it belongs to)",
+        )
+
+
+class TrajectoryWriter:
+    """Appends records to a JSONL file, durably (one fsync per record).
+
+    With a ``header``, a new trajectory starts: the file must not exist or be empty
+    (``TRAJECTORY_EXISTS`` otherwise). Without one (``None`` or ``{}``, as a resumed run
+    opens it), the records continue the trajectory at ``path``, which must be one; a torn
+    last line a killed process left is dropped first, so the next record starts a line.
+    """
+
+    def __init__(self, path: Path, header: dict[str, Any] | None = None) -> None:
         self.path = path
+        if header:
+            ensure_new_trajectory(path)
+        elif path.exists() and path.stat().st_size:
+            read_trajectory(path)  # refuses a file that is not a trajectory
+            self._drop_torn_tail(path)
         path.parent.mkdir(parents=True, exist_ok=True)
         fresh = not path.exists() or path.stat().st_size == 0
         self._file = path.open("a", encoding="utf-8")
         if fresh:
-            self.write({"format": TRAJECTORY_FORMAT, **header})
+            self.write({"format": TRAJECTORY_FORMAT, **(header or {})})
+
+    @staticmethod
+    def _drop_torn_tail(path: Path) -> None:
+        data = path.read_bytes()
+        lines = _lines(data)
+        if _torn(lines):
+            with path.open("r+b") as file:
+                file.truncate(lines[-1][0])
+                file.flush()
+                os.fsync(file.fileno())
+        elif not data.endswith(b"\n"):  # a whole record whose newline was not written
+            with path.open("ab") as file:
+                file.write(b"\n")
+                file.flush()
+                os.fsync(file.fileno())
 
     def write(self, record: dict[str, Any]) -> None:
         self._file.write(json.dumps(record, ensure_ascii=False, sort_keys=True) + "\n")
@@ -137,23 +382,3 @@ class TrajectoryWriter:
 
     def close(self) -> None:
         self._file.close()
-
-
-def read_trajectory(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """The header and the step records of a trajectory (a torn last line, from a killed
-    process, is ignored)."""
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except OSError as exc:
-        raise AiraError(TRAJECTORY_INVALID, f"cannot read {path.name}: {exc.strerror}") from None
-    records: list[dict[str, Any]] = []
-    for n, line in enumerate(lines):
-        try:
-            records.append(json.loads(line))
-        except ValueError:
-            if n == len(lines) - 1:
-                break  # the step a killed process was writing
-            raise AiraError(TRAJECTORY_INVALID, f"{path.name}: line {n + 1} is not JSON") from None
-    if not records or records[0].get("format") != TRAJECTORY_FORMAT:
-        raise AiraError(TRAJECTORY_INVALID, f"{path.name} is not an {TRAJECTORY_FORMAT} file")
-    return records[0], records[1:]
