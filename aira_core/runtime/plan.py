@@ -567,21 +567,21 @@ def _normalise_args(
 
 
 def _schema_errors(
-    entry: CapabilityEntry, normal: dict[str, Any], i: int, step: PlanStep, found: _Findings
+    schema: Mapping[str, Any],
+    value: Any,
+    subject: str,
+    found: _Findings,
+    *where: str | int,
+    step: str | None = None,
 ) -> bool:
+    """``PLAN_ARGS_INVALID`` for each way ``value`` breaks ``schema`` (pointers below
+    ``where``); True when it breaks it."""
     errors = sorted(
-        Draft202012Validator(entry.input_schema).iter_errors(normal),
-        key=lambda e: [str(p) for p in e.path],
+        Draft202012Validator(schema).iter_errors(value), key=lambda e: [str(p) for p in e.path]
     )
     for err in errors:
         found.add(
-            "PLAN_ARGS_INVALID",
-            f"{entry.descriptor.capability_id}: {_clip(err.message)}",
-            "steps",
-            i,
-            "args",
-            *err.path,
-            step=step.id,
+            "PLAN_ARGS_INVALID", f"{subject}: {_clip(err.message)}", *where, *err.path, step=step
         )
     return bool(errors)
 
@@ -944,18 +944,16 @@ def check_plan(plan: Plan, ctx: PlanContext) -> tuple[CheckReport, Lowered | Non
             )
 
         if d.patch_template_ref is not None:
-            errors = list(Draft202012Validator(entry.input_schema).iter_errors(step.args))
-            for err in errors:
-                found.add(
-                    "PLAN_ARGS_INVALID",
-                    f"{d.capability_id}: {_clip(err.message)}",
-                    "steps",
-                    i,
-                    "args",
-                    *err.path,
-                    step=step.id,
-                )
-            if not errors:
+            if not _schema_errors(
+                entry.input_schema,
+                step.args,
+                d.capability_id,
+                found,
+                "steps",
+                i,
+                "args",
+                step=step.id,
+            ):
                 lowered.ops.extend(
                     _template_ops(entry, step, i, scope, plan_id, found, lowered.param_of_step)
                 )
@@ -965,7 +963,9 @@ def check_plan(plan: Plan, ctx: PlanContext) -> tuple[CheckReport, Lowered | Non
         if args is None:
             continue
         normal = {n: a.normal for n, a in args.items()}
-        if _schema_errors(entry, normal, i, step, found):
+        if _schema_errors(
+            entry.input_schema, normal, d.capability_id, found, "steps", i, "args", step=step.id
+        ):
             continue
         _preconditions(entry, normal, i, step, found)
 
@@ -1030,23 +1030,15 @@ def check_plan(plan: Plan, ctx: PlanContext) -> tuple[CheckReport, Lowered | Non
             continue
         # the validator's own input schema, as for a step: bad arguments are found here, not
         # after the plan was previewed and ran into them at validation
-        schema = validators[assertion.validator_ref].input_schema
-        errors = sorted(
-            Draft202012Validator(schema).iter_errors(
-                {**assertion.args, "target": assertion.target}
-            ),
-            key=lambda e: [str(p) for p in e.path],
-        )
-        for err in errors:
-            found.add(
-                "PLAN_ARGS_INVALID",
-                f"{assertion.validator_ref}: {_clip(err.message)}",
-                "acceptanceAssertions",
-                k,
-                "args",
-                *err.path,
-            )
-        if errors:
+        if _schema_errors(
+            validators[assertion.validator_ref].input_schema,
+            {**assertion.args, "target": assertion.target},
+            assertion.validator_ref,
+            found,
+            "acceptanceAssertions",
+            k,
+            "args",
+        ):
             continue
         aid = _entity_id("a", plan_id, f"acceptance:{k}")
         lowered.ops.append(

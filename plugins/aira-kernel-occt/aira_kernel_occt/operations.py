@@ -209,6 +209,13 @@ PLANES = ("XY", "YZ", "ZX", "XZ", "YX", "ZY")
 view names (top, front …) are Y-up, so they are not offered."""
 
 _POINT = {"type": "array", "items": {"type": "number"}, "minItems": 2, "maxItems": 2}
+_COPIES = Input(
+    "count",
+    COUNT,
+    f"How many copies, the body included (2 to {MAX_COPIES}).",
+    minimum=2,
+    maximum=MAX_COPIES,
+)
 _PLANE_INPUTS = (
     Input(
         "plane",
@@ -1635,13 +1642,7 @@ OPERATIONS: tuple[Operation, ...] = (
         ),
         inputs=(
             _TARGET,
-            Input(
-                "count",
-                COUNT,
-                f"How many copies, the body included (2 to {MAX_COPIES}).",
-                minimum=2,
-                maximum=MAX_COPIES,
-            ),
+            _COPIES,
             _length("spacing", "Distance between neighbouring copies (mm)."),
             Input("direction", STRING, "The axis the copies step along.", choices=("X", "Y", "Z")),
         ),
@@ -1702,13 +1703,7 @@ OPERATIONS: tuple[Operation, ...] = (
         ),
         inputs=(
             _TARGET,
-            Input(
-                "count",
-                COUNT,
-                f"How many copies, the body included (2 to {MAX_COPIES}).",
-                minimum=2,
-                maximum=MAX_COPIES,
-            ),
+            _COPIES,
             Input(
                 "angle",
                 ANGLE,

@@ -181,34 +181,33 @@ def test_a_length_parameter_cannot_feed_a_count() -> None:
 # -- one bad node costs only itself --------------------------------------------------------
 
 
-@pytest.mark.parametrize("count", [math.nan, math.inf])
-def test_a_non_finite_count_fails_its_node_and_keeps_the_others(count: float) -> None:
-    document = {
-        "nodes": [
-            box(),
+@pytest.mark.parametrize(
+    ("nid", "user"),
+    [
+        (
+            "row",
             node(
                 "row",
                 LINEAR,
                 target={"node": "box"},
-                count=v(count),
+                count=v(math.nan),
                 spacing=v(50),
                 direction=v("X"),
             ),
-        ],
-        "bodies": [
-            {"id": "b", "label": "b", "tip": "row"},
-            {"id": "k", "label": "k", "tip": "box"},
-        ],
-    }
-    out = evaluate(document)
-    assert codes(out) == [("KERNEL_INPUT_INVALID", "row")]
-    assert out["bodies"]["k"]["valid"] is True
-
-
-def test_non_finite_hole_points_fail_their_node() -> None:
-    document = {
-        "nodes": [
-            box(),
+        ),
+        (
+            "row",
+            node(
+                "row",
+                LINEAR,
+                target={"node": "box"},
+                count=v(math.inf),
+                spacing=v(50),
+                direction=v("X"),
+            ),
+        ),
+        (
+            "drill",
             node(
                 "drill",
                 HOLE,
@@ -217,14 +216,20 @@ def test_non_finite_hole_points_fail_their_node() -> None:
                 points=v([[math.nan, 0]]),
                 diameter=v(3),
             ),
-        ],
-        "bodies": [
-            {"id": "b", "label": "b", "tip": "drill"},
-            {"id": "k", "label": "k", "tip": "box"},
-        ],
+        ),
+    ],
+    ids=["nan-count", "inf-count", "nan-point"],
+)
+def test_a_non_finite_argument_fails_its_node_and_keeps_the_others(
+    nid: str, user: dict[str, Any]
+) -> None:
+    # an unchecked document (the host's check refuses these before they reach a kernel)
+    document = {
+        "nodes": [box(), user],
+        "bodies": [{"id": "b", "label": "b", "tip": nid}, {"id": "k", "label": "k", "tip": "box"}],
     }
     out = evaluate(document)
-    assert codes(out) == [("KERNEL_INPUT_INVALID", "drill")]
+    assert codes(out) == [("KERNEL_INPUT_INVALID", nid)]
     assert out["bodies"]["k"]["valid"] is True
 
 
