@@ -250,6 +250,45 @@ class Killed(Exception):
     """Stands for the process being killed (raised from inside the decision source)."""
 
 
+def run_killed(ctx: Any, kernel: Any, source: Any, writer: TrajectoryWriter, **kw: Any) -> Any:
+    """Task ``t1`` run until its source or trajectory writer raises :class:`Killed`."""
+    first = StepHost(
+        ctx,
+        kernel,
+        source,
+        task_id="t1",
+        tier=TIERS["T128"],
+        trajectory=writer,
+        **{"intent": INTENT, **kw},
+    )
+    with pytest.raises(Killed):
+        first.run()
+    writer.close()
+    return first
+
+
+def resume_from(ctx: Any, kernel: Any, path: Path, ran: DecisionScript, **kw: Any) -> Any:
+    """Task ``t1`` resumed from its trajectory at ``path`` with the script ``ran``, as
+    ``aira run --resume`` does; the outcome."""
+    _, records = read_trajectory(path)
+    source = ScriptedSource(ran)
+    writer = TrajectoryWriter(path, {})
+    second = StepHost(
+        ctx,
+        kernel,
+        source,
+        task_id="t1",
+        tier=TIERS["T128"],
+        trajectory=writer,
+        **{"intent": INTENT, **kw},
+    )
+    source.seek(second.resume(records))
+    try:
+        return second.run()
+    finally:
+        writer.close()
+
+
 def test_an_interrupted_task_resumes_without_repeating_committed_work(tmp_path: Path) -> None:
     decisions = [*discovery(), plan_decision(), {"act": "read"}, {"act": "done", "summary": "d"}]
     plan_at = len(discovery())
@@ -263,30 +302,11 @@ def test_an_interrupted_task_resumes_without_repeating_committed_work(tmp_path: 
     ctx, kernel, _repo = make_runtime(tmp_path)
     path = tmp_path / "trajectory.jsonl"
     writer = TrajectoryWriter(path, {"script": "plate"})
-    first = StepHost(
-        ctx,
-        kernel,
-        DiesAfterThePlan(script(decisions)),
-        task_id="t1",
-        intent=INTENT,
-        tier=TIERS["T128"],
-        trajectory=writer,
-    )
-    with pytest.raises(Killed):
-        first.run()
-    writer.close()
+    first = run_killed(ctx, kernel, DiesAfterThePlan(script(decisions)), writer)
     committed = first.task.head
     evaluations = kernel.calls.get("evaluate", 0) if isinstance(kernel.calls, dict) else None
 
-    _, records = read_trajectory(path)
-    source = ScriptedSource(script(decisions))
-    writer = TrajectoryWriter(path, {})
-    second = StepHost(
-        ctx, kernel, source, task_id="t1", intent=INTENT, tier=TIERS["T128"], trajectory=writer
-    )
-    source.seek(second.resume(records))
-    outcome = second.run()
-    writer.close()
+    outcome = resume_from(ctx, kernel, path, script(decisions))
     assert outcome.terminal is TerminalState.COMPLETED, codes(outcome)
     assert outcome.head == committed  # the plan was adopted, not committed again
     if evaluations is not None:
@@ -309,31 +329,13 @@ def test_a_commit_whose_record_was_lost_is_adopted_not_committed_again(tmp_path:
     ctx, kernel, repo = make_runtime(tmp_path)
     path = tmp_path / "trajectory.jsonl"
     writer = DiesWritingTheCommit(path, {"script": "plate"})
-    first = StepHost(
-        ctx,
-        kernel,
-        ScriptedSource(script(decisions)),
-        task_id="t1",
-        intent=INTENT,
-        tier=TIERS["T128"],
-        trajectory=writer,
-    )
-    with pytest.raises(Killed):
-        first.run()
-    writer.close()
+    first = run_killed(ctx, kernel, ScriptedSource(script(decisions)), writer)
     committed = first.task.head
     evaluations = kernel.calls["evaluate"]
 
     _, records = read_trajectory(path)
     assert [r["step"] for r in records] == list(range(plan_at))  # the commit is unrecorded
-    source = ScriptedSource(script(decisions))
-    writer = TrajectoryWriter(path, {})
-    second = StepHost(
-        ctx, kernel, source, task_id="t1", intent=INTENT, tier=TIERS["T128"], trajectory=writer
-    )
-    source.seek(second.resume(records))
-    outcome = second.run()
-    writer.close()
+    outcome = resume_from(ctx, kernel, path, script(decisions))
     assert outcome.terminal is TerminalState.COMPLETED, codes(outcome)
     assert outcome.head == committed
     commits = [r for r in repo.store.log(ctx.branch, limit=None) if r.kind == "commit"]
@@ -357,15 +359,7 @@ def test_a_lost_end_record_after_an_accepted_done_ends_the_resumed_task(tmp_path
     path.write_text("".join(lines[:-1]))  # the process died before the end record
     evaluations = h.kernel.calls["evaluate"]
 
-    _, records = read_trajectory(path)
-    source = ScriptedSource(script(GOOD))
-    writer = TrajectoryWriter(path, {})
-    again = StepHost(
-        h.ctx, h.kernel, source, task_id="t1", intent=INTENT, tier=TIERS["T128"], trajectory=writer
-    )
-    source.seek(again.resume(records))
-    outcome = again.run()
-    writer.close()
+    outcome = resume_from(h.ctx, h.kernel, path, script(GOOD))
     assert outcome.terminal is TerminalState.COMPLETED and outcome.records == []
     assert outcome.steps == len(GOOD)
     assert h.kernel.calls["evaluate"] == evaluations

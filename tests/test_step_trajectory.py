@@ -14,13 +14,12 @@ from typing import Any
 
 import pytest
 from runtime_factory import make_runtime
+from test_step_loop import Killed, resume_from, run_killed
 
 from aira_core.contracts.plan import IntentFrame
 from aira_core.diagnostics import AiraError
 from aira_core.runtime.contract import TerminalState
-from aira_core.step.loop import StepHost
 from aira_core.step.runner import resume_script
-from aira_core.step.tiers import TIERS
 from aira_core.step.trajectory import (
     SCRIPT_INVALID,
     TRAJECTORY_EXISTS,
@@ -186,10 +185,6 @@ def test_continuing_ends_a_whole_last_record_before_the_next(tmp_path: Path) -> 
     assert [r["step"] for r in read_trajectory(path)[1]] == [0, 1]
 
 
-class Killed(Exception):
-    """Stands for the process being killed."""
-
-
 def test_a_task_killed_mid_record_resumes_into_a_readable_trajectory(tmp_path: Path) -> None:
     decisions: list[dict[str, Any]] = [
         {"act": "read"},
@@ -218,29 +213,10 @@ def test_a_task_killed_mid_record_resumes_into_a_readable_trajectory(tmp_path: P
 
     ctx, kernel, _ = make_runtime(tmp_path)
     path = tmp_path / "trajectory.jsonl"
-    writer = TornWriter(path, {"script": "plate"})
-    first = StepHost(
-        ctx,
-        kernel,
-        ScriptedSource(script),
-        task_id="t1",
-        intent=INTENT,
-        tier=TIERS["T128"],
-        trajectory=writer,
+    run_killed(
+        ctx, kernel, ScriptedSource(script), TornWriter(path, {"script": "plate"}), intent=INTENT
     )
-    with pytest.raises(Killed):
-        first.run()
-    writer.close()
-
-    _, records = read_trajectory(path)
-    source = ScriptedSource(script)
-    writer = TrajectoryWriter(path, {})
-    second = StepHost(
-        ctx, kernel, source, task_id="t1", intent=INTENT, tier=TIERS["T128"], trajectory=writer
-    )
-    source.seek(second.resume(records))
-    outcome = second.run()
-    writer.close()
+    outcome = resume_from(ctx, kernel, path, script, intent=INTENT)
     assert outcome.terminal is TerminalState.CANNOT_PROCEED
     _, records = read_trajectory(path)
     assert [r.get("step", "end") for r in records] == [0, 1, 2, 3, "end"]
