@@ -305,13 +305,6 @@ def _fillet(a: Mapping[str, Any]) -> cq.Shape:
         ) from None
     if out is None or out.isNull():
         raise Failure(FILLET_RADIUS_TOO_LARGE, f"a fillet of radius {radius:g} mm left nothing")
-    problem = solid_problem(out)
-    if problem is not None:  # OpenCASCADE built something, but not a solid: the radius
-        raise Failure(
-            FILLET_RADIUS_TOO_LARGE,
-            f"rounding the selected edges with radius {radius:g} mm gives no valid solid "
-            f"({problem}); the radius does not fit the faces next to an edge",
-        )
     return out
 
 
@@ -327,13 +320,6 @@ def _chamfer(a: Mapping[str, Any]) -> cq.Shape:
         ) from None
     if out is None or out.isNull():
         raise Failure(CHAMFER_TOO_LARGE, f"a chamfer of {length:g} mm left nothing")
-    problem = solid_problem(out)
-    if problem is not None:
-        raise Failure(
-            CHAMFER_TOO_LARGE,
-            f"bevelling the selected edges by {length:g} mm gives no valid solid ({problem}); "
-            "the distance does not fit the faces next to an edge",
-        )
     return out
 
 
@@ -817,8 +803,22 @@ def build(ref: str, inputs: Mapping[str, Any]) -> cq.Shape:
         return shape
     problem = solid_problem(shape)
     if problem is not None:
-        raise Failure(SOLID_INVALID, f"{ref} did not produce a valid solid: {problem}")
+        code, why = _INVALID_RESULT.get(ref, (SOLID_INVALID, ""))
+        raise Failure(code, f"{ref} did not produce a valid solid: {problem}{why}")
     return shape
+
+
+_INVALID_RESULT = {
+    # OpenCASCADE built something, but no valid solid: for these, that is the size
+    "exact.fillet@1.0.0": (
+        FILLET_RADIUS_TOO_LARGE,
+        "; the radius does not fit the faces next to an edge",
+    ),
+    "exact.chamfer@1.0.0": (
+        CHAMFER_TOO_LARGE,
+        "; the distance does not fit the faces next to an edge",
+    ),
+}
 
 
 RIGID_MOTIONS = frozenset({"exact.translate@1.0.0", "exact.rotate@1.0.0", "exact.mirror@1.0.0"})
