@@ -11,8 +11,6 @@ import json
 import os
 import re
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
 from typing import Annotated, Any
@@ -42,8 +40,58 @@ app.add_typer(bench_app, name="bench")
 JsonFlag = Annotated[bool, typer.Option("--json", help="Machine-readable output (stable).")]
 
 
+def _json_text(obj: Any) -> str:
+    """``obj`` as JSON text for stdout. NaN, Infinity, a lone surrogate or a value nested too
+    deeply to write is ``OUTPUT_NOT_JSON``: what aira prints as JSON always parses."""
+    try:
+        text = json.dumps(obj, indent=2, ensure_ascii=False, allow_nan=False)
+        text.encode("utf-8")  # a lone surrogate would fail on the way out, half printed
+        return text
+    except (ValueError, RecursionError) as exc:
+        from aira_core.diagnostics import AiraError
+
+        reason = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)[:200]
+        raise AiraError(
+            "OUTPUT_NOT_JSON", f"the result cannot be printed as JSON: {reason}"
+        ) from None
+
+
 def _print_json(obj: Any) -> None:
-    typer.echo(json.dumps(obj, indent=2, ensure_ascii=False))
+    typer.echo(_json_text(obj))
+
+
+def _loads(data: bytes | str, name: str, code: str) -> Any:
+    """The one reader of the JSON a user gives the command line, files and arguments alike:
+    as strict as a manifest (``loads_strict``: no duplicate key, NaN/Infinity, inexact
+    integer, bad UTF-8 or nesting beyond ``canonical.MAX_DEPTH``). Refused as ``code``, the
+    message naming the input as ``name``."""
+    from aira_core.catalog.package import loads_strict
+    from aira_core.diagnostics import AiraError
+
+    if isinstance(data, str):
+        try:
+            # argv keeps bytes that are not UTF-8 as lone surrogates: give them back, so
+            # loads_strict refuses them as it refuses them in a file.
+            data = data.encode("utf-8", "surrogateescape")
+        except UnicodeEncodeError:
+            raise AiraError(code, f"{name} is not UTF-8 text") from None
+    try:
+        return loads_strict(data, name)[0]
+    except AiraError as exc:
+        raise AiraError(code, exc.diagnostic.message) from None
+
+
+def _read_json_file(
+    path: Path, what: str, code: str = "INPUT_NOT_JSON", unreadable: str = "INPUT_UNREADABLE"
+) -> Any:
+    """The JSON in the file at ``path`` (a ``what``, e.g. "patch"), read by :func:`_loads`."""
+    from aira_core.diagnostics import AiraError
+
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise AiraError(unreadable, f"cannot read {what} {path.name!r}: {exc.strerror}") from None
+    return _loads(data, f"{what} {path.name!r}", code)
 
 
 def _console() -> Any:
@@ -265,31 +313,37 @@ def catalog_verify(
     """Verify a package's signature against the trust store; exit 1 if it does not verify."""
     from aira_core.catalog.package import parse_package, source_from_path
     from aira_core.catalog.trust import TrustPolicy
-    from aira_core.diagnostics import Diagnostic
+    from aira_core.diagnostics import AiraError, Diagnostic
 
-    source = source_from_path(path)
-    parsed = parse_package(source)
-    if parsed.raw is None or not isinstance(parsed.raw, dict):
-        result: Any = (
-            parsed.diagnostics[0]
-            if parsed.diagnostics
-            else Diagnostic(code="MANIFEST_NOT_JSON", message="manifest.json is not a JSON object")
-        )
+    result: Any
+    try:
+        source = source_from_path(path)
+    except AiraError as exc:  # not a package: the documented failure form, as a bad manifest
+        package, result = path.name or str(path), exc.diagnostic
     else:
-        publisher = parsed.raw.get("publisher")
-        result = TrustPolicy.load().verify(parsed.canonical, str(publisher), source.signature)
+        package = source.name
+        parsed = parse_package(source)
+        if parsed.raw is None or not isinstance(parsed.raw, dict):
+            result = (
+                parsed.diagnostics[0]
+                if parsed.diagnostics
+                else Diagnostic(
+                    code="MANIFEST_NOT_JSON", message="manifest.json is not a JSON object"
+                )
+            )
+        else:
+            publisher = parsed.raw.get("publisher")
+            result = TrustPolicy.load().verify(parsed.canonical, str(publisher), source.signature)
     ok = not isinstance(result, Diagnostic)
     if as_json:
-        body: dict[str, Any] = {"format": "aira.verify/1", "package": source.name, "ok": ok}
+        body: dict[str, Any] = {"format": "aira.verify/1", "package": package, "ok": ok}
         if ok:
             body.update(publisher=result.publisher, keyId=result.key_id)
         else:
             body["error"] = result.model_dump(mode="json", exclude_none=True)
         _print_json(body)
     elif ok:
-        typer.echo(
-            f"{source.name}: signature OK (publisher {result.publisher}, key {result.key_id})"
-        )
+        typer.echo(f"{package}: signature OK (publisher {result.publisher}, key {result.key_id})")
     else:
         typer.echo(f"error: {result.code}: {result.message}", err=True)
     if not ok:
@@ -424,7 +478,7 @@ def catalog_describe(
     typer.echo("  " + signature(capability, contract["inputSchema"], kind=contract["kind"]))
     for key in ("guidance", "applicability"):
         if key in answer:
-            typer.echo(json.dumps(answer[key], indent=2, ensure_ascii=False))
+            typer.echo(_json_text(answer[key]))
 
 
 @catalog_app.command("manifest")
@@ -439,7 +493,7 @@ def catalog_manifest(as_json: JsonFlag = False) -> None:
         _print_json(manifest)
         return
     shown = {k: v for k, v in manifest.items() if k != "contracts"}
-    typer.echo(json.dumps(shown, indent=2, ensure_ascii=False))
+    typer.echo(_json_text(shown))
     if manifest.get("contracts"):
         typer.echo(f"small catalog: {len(manifest['contracts'])} contracts inlined (see --json)")
 
@@ -477,6 +531,8 @@ def bench_discovery(
     from aira_core.catalog.catalog import build_catalog
     from aira_core.diagnostics import AiraError
 
+    # The strict reader first (depth, NaN, UTF-8), then load_queries checks the shape.
+    _read_json_file(queries, "query set", "BENCH_QUERIES_INVALID", "BENCH_QUERIES_INVALID")
     name, items = evaluation.load_queries(queries)
     catalog = build_catalog()
     package = catalog.packages.get(name)
@@ -594,6 +650,9 @@ def run_cmd(
     from aira_core.step.runner import resume_script
     from aira_core.step.trajectory import ensure_new_trajectory, load_script
 
+    # The strict reader first, as for every JSON input (duplicate keys too); load_script then
+    # checks the script's shape.
+    _read_json_file(script, "script", "SCRIPT_INVALID", "SCRIPT_INVALID")
     loaded = load_script(script)
     if resume is None and trajectory is not None:
         # Before the run's directory and store exist: a refused run leaves nothing behind.
@@ -849,42 +908,9 @@ def _repository(store: Path | None) -> Any:
     return ModelRepository.open(store)
 
 
-@contextmanager
-def _every_problem() -> Iterator[None]:
-    """A refused document or patch prints every problem found (``error: CODE: …`` each),
-    not only the first, and exits 1."""
-    from aira_core.diagnostics import redact
-    from aira_core.model.patch import PatchRejected
-
-    try:
-        yield
-    except PatchRejected as exc:
-        for d in exc.diagnostics:
-            typer.echo(f"error: {redact(str(d))}", err=True)
-        raise typer.Exit(1) from None
-
-
 def _rev(repo: Any, ref: str) -> str:
     """A revision id, or a branch name standing for its head."""
     return repo.head(ref) if not ref.startswith("rev:") else ref
-
-
-def _read_json_file(path: Path, what: str) -> Any:
-    from aira_core.catalog.package import loads_strict
-    from aira_core.diagnostics import AiraError
-
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise AiraError(
-            "INPUT_UNREADABLE", f"cannot read {what} {path.name!r}: {exc.strerror}"
-        ) from None
-    try:
-        return loads_strict(data)[0]
-    except AiraError as exc:
-        raise AiraError(
-            "INPUT_NOT_JSON", f"{what} {path.name!r}: {exc.diagnostic.message}"
-        ) from None
 
 
 @model_app.command("init")
@@ -892,20 +918,25 @@ def model_init(
     document: Annotated[
         Path | None, typer.Option("--from", help="Start from this AMIR document (JSON).")
     ] = None,
+    kernel: KernelOption = None,
     store: StoreOption = None,
     as_json: JsonFlag = False,
 ) -> None:
     """Create the store and its main branch (empty, or from a document).
 
     A document's node inputs are checked against the operations of the admitted catalog,
-    as `aira model patch` checks them; a refused document creates nothing.
+    as `aira model patch` checks them; if it has assertions, it is evaluated and each
+    assertion validated on the installed kernel (the only one, or --kernel NAME), as at
+    every commit. A refused document creates nothing.
     """
     from pydantic import ValidationError
 
     from aira_core.contracts.amir import AmirDocument
     from aira_core.diagnostics import AiraError
+    from aira_core.model.patch import PatchRejected, validate_document
     from aira_core.model.repository import ModelRepository
 
+    chosen = _kernel(kernel, "--kernel") if kernel is not None else None
     doc = None
     if document is not None:
         try:
@@ -919,12 +950,23 @@ def model_init(
                 + f" ({exc.error_count()} errors)",
             ) from None
     signatures = _catalog_signatures() if doc is not None else None
-    with ModelRepository.open(store, signatures) as repo, _every_problem():
+    if doc is not None and doc.assertions:
+        # Stored with failing assertions, the document would refuse every later patch (each
+        # commit re-checks them): checked as a commit is, operations first, then the kernel.
+        problems = validate_document(doc, signatures)
+        if problems:
+            raise PatchRejected(problems)
+        needed = (
+            f"the document has {len(doc.assertions)} assertion(s), "
+            "checked on a kernel before it is stored"
+        )
+        _check_assertions(chosen or _kernel(None, needed), AmirDocument(), doc)
+    with ModelRepository.open(store, signatures) as repo:
         revision = repo.init(doc)
-        if as_json:
-            _print_json({"format": "aira.model.init/1", "branch": "main", "rev": revision.rev})
-        else:
-            typer.echo(f"initialised main at {revision.rev}")
+    if as_json:
+        _print_json({"format": "aira.model.init/1", "branch": "main", "rev": revision.rev})
+    else:
+        typer.echo(f"initialised main at {revision.rev}")
 
 
 @model_app.command("log")
@@ -993,15 +1035,8 @@ def model_read(
     as_json: JsonFlag = False,
 ) -> None:
     """A bounded page of a revision: a block, or one entity by alias or id."""
-    from aira_core.diagnostics import AiraError
-
     if select.lstrip().startswith("["):
-        try:
-            path = json.loads(select)
-        except ValueError:
-            raise AiraError(
-                "SELECT_PATH_INVALID", f"--select {select!r} is not a JSON array"
-            ) from None
+        path = _loads(select, "--select", "SELECT_PATH_INVALID")
     else:
         path = [part for part in select.split("/") if part]
     with _repository(store) as repo:
@@ -1010,7 +1045,7 @@ def model_read(
     if as_json:
         _print_json(body)
         return
-    typer.echo(json.dumps(body, indent=2, ensure_ascii=False))
+    typer.echo(_json_text(body))
 
 
 @model_app.command("diff")
@@ -1136,14 +1171,13 @@ def model_patch(
         head = expect or repo.head(branch)
         before = repo.document(head)
         chosen = _kernel(kernel, "--kernel") if kernel is not None else None
-        with _every_problem():
-            document = apply_patch(before, ops, repo.signatures)
-            if document.assertions:
-                needed = (
-                    f"the patched document has {len(document.assertions)} assertion(s), "
-                    "re-checked on a kernel at every commit"
-                )
-                _check_assertions(chosen or _kernel(None, needed), before, document)
+        document = apply_patch(before, ops, repo.signatures)
+        if document.assertions:
+            needed = (
+                f"the patched document has {len(document.assertions)} assertion(s), "
+                "re-checked on a kernel at every commit"
+            )
+            _check_assertions(chosen or _kernel(None, needed), before, document)
         revision = repo.commit(branch, head, document, message or f"patch {patch.name}")
     if as_json:
         _print_json(
@@ -1459,10 +1493,7 @@ def query_cmd(
     from aira_core.contracts.capability import CapabilityKind, find_capability
     from aira_core.diagnostics import AiraError
 
-    try:
-        arguments = json.loads(args)
-    except ValueError:
-        raise AiraError("ARGS_INVALID", "--args is not JSON") from None
+    arguments = _loads(args, "--args", "ARGS_INVALID")
     if not isinstance(arguments, dict):
         raise AiraError("ARGS_INVALID", "--args must be a JSON object")
     descriptors = build_catalog().capabilities()
@@ -1488,7 +1519,7 @@ def query_cmd(
     if as_json:
         _print_json(body)
     else:
-        typer.echo(json.dumps(body["data"], indent=2, ensure_ascii=False))
+        typer.echo(_json_text(body["data"]))
         _print_diagnostics(list(result.diagnostics))
     if result.diagnostics:
         raise typer.Exit(1)
@@ -1510,29 +1541,95 @@ def schema_cmd(
     _print_json(json_schema(name))
 
 
-def main() -> None:
-    """Console-script entry point: expected errors get a code and a message, no traceback."""
-    try:
-        app()
-    except Exception as exc:
-        # Imported here, not at the top: pydantic would cost `aira --help` ~70 ms.
-        from aira_core.diagnostics import AiraError, redact
+USAGE_INVALID = "USAGE_INVALID"
+"""A command line typer/click cannot parse (unknown option, bad value, missing argument);
+exit code 2, as click's own usage errors."""
 
-        if isinstance(exc, AiraError):
-            typer.echo(f"error: {redact(str(exc.diagnostic))}", err=True)
-            sys.exit(1)
-        if isinstance(exc, OSError):  # a path the user gave us: name the file, not the path
-            name = os.path.basename(str(exc.filename or "")) or "a file"
-            typer.echo(f"error: IO_ERROR: {exc.strerror or exc} ({name})", err=True)
-            sys.exit(1)
-        if os.environ.get("AIRA_DEBUG") == "1":
-            raise
-        typer.echo(
-            f"error: INTERNAL_ERROR: {type(exc).__name__}: {redact(str(exc))} "
-            "(this is a bug in aira; AIRA_DEBUG=1 shows the traceback)",
-            err=True,
-        )
-        sys.exit(2)
+
+def _json_requested(args: list[str]) -> bool:
+    """Whether the command line asks for --json (before a ``--``): then a failure is printed
+    as JSON on stdout too, even one typer reports before the command runs."""
+    for arg in args:
+        if arg == "--":
+            return False
+        if arg == "--json":
+            return True
+    return False
+
+
+def _failure(exc: Exception) -> tuple[list[Any], int]:
+    """The diagnostics and exit status of a command that raised ``exc``."""
+    # Imported here, not at the top: pydantic would cost `aira --help` ~70 ms.
+    from aira_core.diagnostics import AiraError, Diagnostic, redact
+
+    if isinstance(exc, AiraError):  # a refused patch or document lists every problem
+        return list(getattr(exc, "diagnostics", None) or [exc.diagnostic]), 1
+    if _is_click_error(exc):
+        where = getattr(getattr(exc, "ctx", None), "command_path", None) or "aira"
+        message = redact(f"{exc.format_message()} (`{where} --help` shows the usage)")
+        return [Diagnostic(code=USAGE_INVALID, message=message)], int(exc.exit_code)
+    if isinstance(exc, typer.Abort):
+        return [Diagnostic(code="ABORTED", message="aborted")], 1
+    if isinstance(exc, OSError):  # a path the user gave us: name the file, not the path
+        name = os.path.basename(str(exc.filename or "")) or "a file"
+        return [Diagnostic(code="IO_ERROR", message=f"{exc.strerror or exc} ({name})")], 1
+    if os.environ.get("AIRA_DEBUG") == "1":
+        raise exc  # the traceback, for whoever debugs the bug
+    message = (
+        f"{type(exc).__name__}: {redact(str(exc))} "
+        "(this is a bug in aira; AIRA_DEBUG=1 shows the traceback)"
+    )
+    return [Diagnostic(code="INTERNAL_ERROR", message=message)], 2
+
+
+def _is_click_error(exc: Exception) -> bool:
+    """A usage error from typer's parser: click's ClickException, which typer >= 0.2x
+    vendors under its own TyperException."""
+    bases = [getattr(typer, "TyperException", None)]
+    try:
+        import click
+
+        bases.append(click.ClickException)
+    except ImportError:
+        pass
+    return isinstance(exc, tuple(b for b in bases if b is not None))
+
+
+def _error_json(diagnostics: list[Any]) -> str:
+    """``{"error": Diagnostic}`` (with ``"errors"``: all of them, when there are several)."""
+    from aira_core.diagnostics import AiraError
+
+    wire = [d.model_dump(mode="json", exclude_none=True) for d in diagnostics]
+    try:
+        return _json_text({"error": wire[0], **({"errors": wire} if len(wire) > 1 else {})})
+    except AiraError:  # a kernel's expected/actual JSON cannot hold: code and message still can
+        return _json_text({"error": {k: wire[0][k] for k in ("code", "message", "severity")}})
+
+
+def main() -> None:
+    """Console-script entry point: expected errors get a code and a message, no traceback.
+
+    Every failure prints ``error: CODE: message`` on stderr (one line per problem) and, when
+    --json was asked for, ``{"error": Diagnostic}`` on stdout (``"errors"`` too, when there
+    are several). Exit 1 for a refused input, 2 for a usage error (or a bug).
+    """
+    args = sys.argv[1:]
+    try:
+        # Not standalone: typer's usage errors reach us instead of a Rich box without a code.
+        status = app(args=args, prog_name="aira", standalone_mode=False)
+    except Exception as exc:
+        if type(exc).__name__ == "NoArgsIsHelpError":  # a bare group: its help, as typer does
+            if exc.format_message():  # typer's Rich help printed itself already
+                exc.show()
+            sys.exit(exc.exit_code)
+        diagnostics, status = _failure(exc)
+        from aira_core.diagnostics import redact
+
+        for d in diagnostics:
+            typer.echo(f"error: {redact(str(d))}", err=True)
+        if _json_requested(args):
+            typer.echo(_error_json(diagnostics))
+    sys.exit(status if isinstance(status, int) else 0)
 
 
 if __name__ == "__main__":

@@ -387,6 +387,26 @@ def test_cli_bad_inputs_get_codes_not_tracebacks(tmp_path, aira_home) -> None:
     assert str(aira_home) not in out.stderr
 
 
+def test_cli_json_failures_of_verify_and_lint_are_json(tmp_path, aira_home) -> None:
+    """A path that is no package: verify prints its documented failure form, lint the
+    common ``{"error": Diagnostic}``; both say the code on stderr too."""
+    nowhere = str(tmp_path / "nowhere")
+    out = aira("catalog", "verify", nowhere, "--json", home=aira_home)
+    assert out.returncode == 1
+    body = json.loads(out.stdout)
+    assert {k: body[k] for k in ("format", "package", "ok")} == {
+        "format": "aira.verify/1",
+        "package": "nowhere",
+        "ok": False,
+    }
+    assert body["error"]["code"] == "PACKAGE_PATH_INVALID"
+    out = aira("catalog", "lint", nowhere, "--json", home=aira_home)
+    assert out.returncode == 1
+    assert json.loads(out.stdout)["error"]["code"] == "PACKAGE_PATH_INVALID"
+    assert out.stderr.startswith("error: PACKAGE_PATH_INVALID: ")
+    assert str(tmp_path) not in out.stdout + out.stderr
+
+
 def test_cli_verify_refuses_an_integer_beyond_the_digit_limit(tmp_path, aira_home) -> None:
     """Python will not convert a 5000-digit integer: a parse code, not INTERNAL_ERROR."""
     pkg = write_package(tmp_path / "pkg", manifest(), VENDOR)

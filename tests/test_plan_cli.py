@@ -56,6 +56,23 @@ CRASHING_PLUGIN = PLUGIN.replace(
 )
 
 
+# The kernel measures NaN: a kernel bug, which --json must report, not print as "NaN".
+NAN_PLUGIN = PLUGIN.replace(
+    "register(FakeGeometryKernel(",
+    "register(type('NaNKernel', (FakeGeometryKernel,), {{'query': _nan}})(",
+).replace(
+    "@hookimpl\ndef aira_register_kernels",
+    "def _nan(*a):\n    from aira_core.extensions import QueryResult\n"
+    "    return QueryResult({{'volume': float('nan')}})\n\n"
+    "@hookimpl\ndef aira_register_kernels",
+)
+
+
+@pytest.fixture
+def nan_kernel(tmp_path: Path, aira_home: Path):  # type: ignore[no-untyped-def]
+    yield from _install(tmp_path, aira_home, "aira-fake-nan", NAN_PLUGIN)
+
+
 @pytest.fixture
 def installed(tmp_path: Path, aira_home: Path):  # type: ignore[no-untyped-def]
     yield from _install(tmp_path, aira_home, "aira-fake-kernel", PLUGIN)
@@ -322,3 +339,73 @@ def test_model_patch_refuses_when_the_kernel_crashes(crashing, tmp_path: Path) -
     assert "KERNEL_FAILED" in out.stderr and "boom" in out.stderr
     assert "Traceback" not in out.stderr
     assert head(aira) == before
+
+
+def plate_document(volume_max: float = 20_000.0) -> dict[str, Any]:
+    """:func:`plate_ops` as a whole AMIR document."""
+    ops = plate_ops(volume_max)
+    return {
+        "parameters": [ops[0]["parameter"]],
+        "nodes": [ops[1]["node"]],
+        "bodies": [ops[2]["body"]],
+        "assertions": [ops[3]["assertion"]],
+    }
+
+
+def test_model_init_from_a_document_checks_its_assertions(installed, tmp_path: Path) -> None:
+    """As every commit does: a document whose assertions fail is not stored (every later
+    patch would be refused for them)."""
+    aira = installed
+    store = tmp_path / "s" / "store.sqlite3"
+    failing = write_json(tmp_path / "failing.json", plate_document(volume_max=100.0))
+    out = aira("model", "init", "--from", str(failing), "--store", str(store))
+    assert out.returncode == 1, out.stdout
+    assert f"error: {VOLUME_OUT_OF_RANGE}" in out.stderr and "avol" in out.stderr
+    assert "Traceback" not in out.stderr
+    assert not store.exists() and not store.parent.exists()
+    out = aira("model", "init", "--from", str(failing), "--store", str(store), "--kernel", "no")
+    assert out.returncode == 1 and "KERNEL_UNAVAILABLE" in out.stderr
+    passing = write_json(tmp_path / "passing.json", plate_document())
+    out = aira("model", "init", "--from", str(passing), "--store", str(store), "--json")
+    assert out.returncode == 0, out.stderr
+    # The stored document takes patches that keep its assertion passing.
+    shorter = {"ops": [{"op": "parameter.setValue", "id": "pl", "value": 50}]}
+    out = aira(
+        "model", "patch", str(write_json(tmp_path / "p.json", shorter)), "--store", str(store)
+    )
+    assert out.returncode == 0, out.stderr
+
+
+def test_model_init_with_assertions_needs_a_kernel(package_only, tmp_path: Path) -> None:
+    aira = package_only
+    store = tmp_path / "store.sqlite3"
+    document = write_json(tmp_path / "doc.json", plate_document())
+    out = aira("model", "init", "--from", str(document), "--store", str(store))
+    assert out.returncode == 1
+    assert "KERNEL_UNAVAILABLE" in out.stderr and "no kernel is installed" in out.stderr
+    assert not store.exists()
+
+
+def test_plan_files_are_named_in_parse_errors(installed, tmp_path: Path) -> None:
+    aira = installed
+    aira("model", "init")
+    empty = write_json(tmp_path / "empty.json", {})
+    empty.write_bytes(b"")
+    for args in (["plan", "check", str(empty)], ["plan", "apply", str(empty)]):
+        out = aira(*args)
+        assert out.returncode == 1
+        assert "INPUT_NOT_JSON: plan 'empty.json' is not JSON" in out.stderr, out.stderr
+        assert "manifest.json" not in out.stderr
+
+
+def test_a_query_result_json_cannot_hold_is_an_error(nan_kernel, tmp_path: Path) -> None:
+    aira = nan_kernel
+    document = write_json(tmp_path / "doc.json", plate_document())
+    assert aira("model", "init", "--from", str(document)).returncode == 0
+    for extra in ([], ["--json"]):
+        out = aira("query", "massProperties", "--args", '{"target": "b:plate"}', *extra)
+        assert out.returncode == 1, out.stdout
+        assert out.stderr.startswith("error: OUTPUT_NOT_JSON: "), out.stderr
+        assert "NaN" not in out.stdout
+        if extra:
+            assert json.loads(out.stdout)["error"]["code"] == "OUTPUT_NOT_JSON"

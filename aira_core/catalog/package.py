@@ -15,7 +15,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from aira_core.canonical import Canonical, CanonicalJSONError, canonical_bytes
+from aira_core.canonical import MAX_DEPTH, Canonical, CanonicalJSONError, canonical_bytes
 from aira_core.catalog.lint import validation_diagnostics
 from aira_core.contracts.package import PackageManifest
 from aira_core.diagnostics import AiraError, Diagnostic
@@ -64,10 +64,11 @@ def _finite_float(text: str) -> float:
     return value
 
 
-def loads_strict(data: bytes) -> tuple[Any, Canonical]:
-    """``json.loads`` that refuses duplicate keys, NaN/Infinity and values without an
+def loads_strict(data: bytes, name: str = MANIFEST_FILE) -> tuple[Any, Canonical]:
+    """``json.loads`` that refuses duplicate keys, NaN/Infinity, nesting deeper than
+    :data:`~aira_core.canonical.MAX_DEPTH`, text that is not UTF-8 and values without an
     RFC 8785 form (e.g. integers a double cannot hold). Returns the value and its canonical
-    bytes, which signature checks and hashes reuse."""
+    bytes, which signature checks and hashes reuse. Messages name the input as ``name``."""
     try:
         value = json.loads(
             data,
@@ -78,17 +79,19 @@ def loads_strict(data: bytes) -> tuple[Any, Canonical]:
         )
         return value, canonical_bytes(value)
     except CanonicalJSONError as exc:
-        raise AiraError(MANIFEST_NOT_CANONICAL, f"manifest.json: {exc}") from None
+        raise AiraError(MANIFEST_NOT_CANONICAL, f"{name}: {exc}") from None
     except _StrictJSONError as exc:
-        raise AiraError(exc.code, f"manifest.json: {exc}") from None
+        raise AiraError(exc.code, f"{name}: {exc}") from None
     except RecursionError:
-        raise AiraError(MANIFEST_NOT_JSON, "manifest.json is nested too deeply") from None
+        raise AiraError(
+            MANIFEST_NOT_JSON, f"{name} is nested deeper than {MAX_DEPTH} levels"
+        ) from None
     except UnicodeDecodeError as exc:
-        raise AiraError(MANIFEST_NOT_JSON, f"manifest.json is not UTF-8: {exc.reason}") from None
+        raise AiraError(MANIFEST_NOT_JSON, f"{name} is not UTF-8: {exc.reason}") from None
     except json.JSONDecodeError as exc:
         raise AiraError(
             MANIFEST_NOT_JSON,
-            f"manifest.json is not JSON: {exc.msg} at line {exc.lineno} column {exc.colno}",
+            f"{name} is not JSON: {exc.msg} at line {exc.lineno} column {exc.colno}",
         ) from None
 
 

@@ -17,7 +17,13 @@ from typing import Any
 from aira_core.diagnostics import AiraError
 from aira_core.step.loop import Outcome, StepHost
 from aira_core.step.tiers import TaskBudgets, tier
-from aira_core.step.trajectory import DecisionScript, ScriptedSource, TrajectoryWriter, load_script
+from aira_core.step.trajectory import (
+    DecisionScript,
+    ScriptedSource,
+    TrajectoryWriter,
+    ensure_new_trajectory,
+    load_script,
+)
 
 BUNDLED = ("bracket", "flanged_shaft", "parametric_edit")
 RUN_SCRIPT_MISMATCH = "RUN_SCRIPT_MISMATCH"
@@ -55,20 +61,25 @@ def run_script(
     outputs: Path | None = None,
     on_step: Callable[[dict[str, Any]], None] | None = None,
 ) -> Run:
-    """Replay ``script`` on a fresh store at ``store`` (it must not exist yet)."""
+    """Replay ``script`` on a fresh store at ``store`` (it must not exist yet).
+
+    A run that is refused before it starts (a tier, a document the catalog refuses, an
+    existing trajectory) leaves nothing behind: the store, and with it the run's directory,
+    is only created by ``repository.init`` once the document passed its checks.
+    """
     from aira_core.contracts.amir import AmirDocument
 
     if store.exists():
         raise AiraError("RUN_STORE_EXISTS", f"{store.name} exists; a run starts from a new store")
     chosen = tier(tier_name or script.tier)
-    store.parent.mkdir(parents=True, exist_ok=True)
+    document = (
+        AmirDocument.model_validate(script.document, by_name=False)
+        if script.document is not None
+        else None
+    )
+    ensure_new_trajectory(trajectory)  # before the store: TrajectoryWriter would refuse it after
     repository, ctx = _open(store)
     try:
-        document = (
-            AmirDocument.model_validate(script.document, by_name=False)
-            if script.document is not None
-            else None
-        )
         repository.init(document)
         writer = TrajectoryWriter(
             trajectory,
@@ -129,7 +140,7 @@ def resume_script(
     repository, ctx = _open(store)
     try:
         source = ScriptedSource(script)
-        writer = TrajectoryWriter(trajectory, {})
+        writer = TrajectoryWriter(trajectory, None)  # no header: continue the file
         try:
             host = StepHost(
                 ctx,
