@@ -7,6 +7,9 @@ one of them sorted keys, formatted a float or escaped a string slightly
 differently. Nothing else in the code base should import ``hashlib`` or call
 ``json.dumps`` to produce bytes that get hashed.
 
+Untrusted JSON is read with :func:`loads_strict`, which refuses what this serialiser
+could not write back (duplicate keys, NaN, inexact integers, over-deep nesting).
+
 The serialiser follows RFC 8785: keys sorted by UTF-16 code units, no
 insignificant whitespace, strings and numbers formatted exactly as
 ECMAScript's ``JSON.stringify`` does, UTF-8 output. Inputs that JCS cannot
@@ -26,7 +29,9 @@ from typing import Any
 __all__ = [
     "MAX_DEPTH",
     "CanonicalJSONError",
+    "StrictJSONError",
     "canonical_bytes",
+    "loads_strict",
     "sha256_bytes_hex",
     "sha256_hex",
     "sha256_id",
@@ -355,3 +360,80 @@ def sha256_id(prefix: str, obj: Any) -> str:
 def sha256_bytes_hex(data: bytes) -> str:
     """Return the hex SHA-256 of raw ``data`` (for non-JSON inputs)."""
     return hashlib.sha256(data).hexdigest()
+
+
+# -- reading ----------------------------------------------------------------------------------
+
+
+class StrictJSONError(CanonicalJSONError):
+    """Input that :func:`loads_strict` refuses. ``kind`` says why, for callers that give each
+    reason its own code: ``"syntax"`` (not JSON, not UTF-8, NaN/Infinity, too deep),
+    ``"duplicate-key"`` or ``"not-canonical"`` (a value without an RFC 8785 form)."""
+
+    def __init__(self, message: str, kind: str) -> None:
+        super().__init__(message)
+        self.kind = kind
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    obj: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in obj:
+            raise StrictJSONError(f"duplicate key {key!r}", "duplicate-key")
+        obj[key] = value
+    return obj
+
+
+def _no_constant(name: str) -> Any:
+    raise StrictJSONError(f"{name} is not valid JSON", "syntax")
+
+
+def _exact_int(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:  # beyond Python's digit limit, far beyond what a double holds exactly
+        digits = len(text.lstrip("-"))
+        raise StrictJSONError(
+            f"an integer of {digits} digits has no exact JSON value", "not-canonical"
+        ) from None
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if value in (float("inf"), float("-inf")):  # 1e999 overflows; JSON has no Infinity
+        raise StrictJSONError(f"number {text} is out of range", "syntax")
+    return value
+
+
+def loads_strict(data: bytes | str, name: str = "the input") -> tuple[Any, Canonical]:
+    """Untrusted JSON read as strictly as it will be written: ``json.loads`` that refuses
+    duplicate keys (two readers could see two different values), NaN/Infinity, nesting
+    deeper than :data:`MAX_DEPTH`, text that is not UTF-8 and values without an RFC 8785
+    form (e.g. integers a double cannot hold). Returns the value and its canonical bytes,
+    which hashes and signature checks reuse; :class:`StrictJSONError` otherwise, its message
+    naming the input as ``name``."""
+    try:
+        # UTF-8 only (RFC 8259 §8.1): json.loads would also guess UTF-16 and UTF-32 from bytes
+        text = data.decode("utf-8") if isinstance(data, bytes | bytearray) else data
+        value = json.loads(
+            text,
+            object_pairs_hook=_no_duplicates,
+            parse_constant=_no_constant,
+            parse_float=_finite_float,
+            parse_int=_exact_int,
+        )
+        return value, canonical_bytes(value)
+    except StrictJSONError as exc:
+        raise StrictJSONError(f"{name}: {exc}", exc.kind) from None
+    except CanonicalJSONError as exc:
+        raise StrictJSONError(f"{name}: {exc}", "not-canonical") from None
+    except RecursionError:
+        raise StrictJSONError(
+            f"{name} is nested deeper than {MAX_DEPTH} levels", "syntax"
+        ) from None
+    except UnicodeDecodeError as exc:
+        raise StrictJSONError(f"{name} is not UTF-8: {exc.reason}", "syntax") from None
+    except json.JSONDecodeError as exc:
+        raise StrictJSONError(
+            f"{name} is not JSON: {exc.msg} at line {exc.lineno} column {exc.colno}", "syntax"
+        ) from None

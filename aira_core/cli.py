@@ -62,10 +62,10 @@ def _print_json(obj: Any) -> None:
 
 def _loads(data: bytes | str, name: str, code: str) -> Any:
     """The one reader of the JSON a user gives the command line, files and arguments alike:
-    as strict as a manifest (``loads_strict``: no duplicate key, NaN/Infinity, inexact
-    integer, bad UTF-8 or nesting beyond ``canonical.MAX_DEPTH``). Refused as ``code``, the
-    message naming the input as ``name``."""
-    from aira_core.catalog.package import loads_strict
+    as strict as a manifest (``canonical.loads_strict``: no duplicate key, NaN/Infinity,
+    inexact integer, bad UTF-8 or nesting beyond ``canonical.MAX_DEPTH``). Refused as
+    ``code``, the message naming the input as ``name``."""
+    from aira_core.canonical import StrictJSONError, loads_strict
     from aira_core.diagnostics import AiraError
 
     if isinstance(data, str):
@@ -77,8 +77,8 @@ def _loads(data: bytes | str, name: str, code: str) -> Any:
             raise AiraError(code, f"{name} is not UTF-8 text") from None
     try:
         return loads_strict(data, name)[0]
-    except AiraError as exc:
-        raise AiraError(code, exc.diagnostic.message) from None
+    except StrictJSONError as exc:
+        raise AiraError(code, str(exc)) from None
 
 
 def _read_json_file(
@@ -531,8 +531,6 @@ def bench_discovery(
     from aira_core.catalog.catalog import build_catalog
     from aira_core.diagnostics import AiraError
 
-    # The strict reader first (depth, NaN, UTF-8), then load_queries checks the shape.
-    _read_json_file(queries, "query set", "BENCH_QUERIES_INVALID", "BENCH_QUERIES_INVALID")
     name, items = evaluation.load_queries(queries)
     catalog = build_catalog()
     package = catalog.packages.get(name)
@@ -650,9 +648,6 @@ def run_cmd(
     from aira_core.step.runner import resume_script
     from aira_core.step.trajectory import ensure_new_trajectory, load_script
 
-    # The strict reader first, as for every JSON input (duplicate keys too); load_script then
-    # checks the script's shape.
-    _read_json_file(script, "script", "SCRIPT_INVALID", "SCRIPT_INVALID")
     loaded = load_script(script)
     if resume is None and trajectory is not None:
         # Before the run's directory and store exist: a refused run leaves nothing behind.

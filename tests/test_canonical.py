@@ -16,7 +16,9 @@ from hypothesis import strategies as st
 from aira_core.canonical import (
     MAX_DEPTH,
     CanonicalJSONError,
+    StrictJSONError,
     canonical_bytes,
+    loads_strict,
     sha256_bytes_hex,
     sha256_hex,
     sha256_id,
@@ -387,3 +389,31 @@ def test_fast_path_declines_what_it_cannot_print_exactly() -> None:
     for value in ({"\U0001f600": 1, "\ufb33": 2}, [1e-5], [1e16 + 2.5], [2**53 + 1], {1: 2}):
         assert _canonical._fast_path(value) is None
     assert _canonical._fast_path({"a": [20.0, 0.5, -0.0]}) == b'{"a":[20,0.5,0]}'
+
+
+@pytest.mark.parametrize(
+    ("data", "kind"),
+    [
+        (b'{"a": 1, "a": 2}', "duplicate-key"),
+        (b'{"a": NaN}', "syntax"),
+        (b'{"a": 1e999}', "syntax"),
+        (b'{"a": ' + b"1" * 5000 + b"}", "not-canonical"),
+        (b'{"a": 9007199254740993}', "not-canonical"),
+        (b'"\\ud800"', "not-canonical"),
+        (b"[" * (MAX_DEPTH + 1) + b"]" * (MAX_DEPTH + 1), "not-canonical"),
+        (b"[" * 100_000, "syntax"),
+        (b"\xff\xfe{\x00}\x00", "syntax"),  # UTF-16 with a BOM: JSON text is UTF-8
+        (b"{", "syntax"),
+    ],
+)
+def test_the_strict_reader_refuses_what_has_no_canonical_form(data: bytes, kind: str) -> None:
+    with pytest.raises(StrictJSONError) as caught:
+        loads_strict(data, "thing.json")
+    assert caught.value.kind == kind
+    assert "thing.json" in str(caught.value)
+
+
+def test_the_strict_reader_returns_the_value_and_its_canonical_bytes() -> None:
+    value, canonical = loads_strict(b'{"b": 1.0, "a": [true, null]}')
+    assert value == {"b": 1.0, "a": [True, None]}
+    assert canonical == b'{"a":[true,null],"b":1}'

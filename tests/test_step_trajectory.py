@@ -257,7 +257,7 @@ SCRIPT = {
 @pytest.mark.parametrize(
     ("data", "says"),
     [
-        (b'{"format": "aira.decision-script/1", "x": ' + b"[" * 100_000, "nests too deeply"),
+        (b'{"format": "aira.decision-script/1", "x": ' + b"[" * 100_000, "nested deeper"),
         (b'{"decisions": ' + b"[" * 500 + b"]" * 500 + b"}", "nested deeper"),
         (b"\xff\xfe{}", "not UTF-8"),
         (json.dumps({**SCRIPT, "document": {"foo": 1}}).encode(), "/document/foo"),

@@ -18,13 +18,13 @@ Queries carry a numeric id; odd ids are the half the ranking weights were fitted
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from aira_core.canonical import loads_strict
 from aira_core.catalog.search import BM25_ONLY, HYBRID, SearchIndex
 from aira_core.diagnostics import AiraError
 
@@ -50,7 +50,7 @@ def load_queries(path: Path) -> tuple[str, list[Query]]:
     """The catalog name and queries of a benchmark file; ``BENCH_QUERIES_INVALID`` if it is
     not one."""
     try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
+        doc = loads_strict(path.read_bytes(), f"query set {path.name!r}")[0]
         if doc.get("format") != BENCHMARK_FORMAT:
             raise ValueError(f"format is not {BENCHMARK_FORMAT}")
         queries = [

@@ -7,15 +7,14 @@ one signature). Model errors become lint diagnostics with stable codes and JSON 
 
 from __future__ import annotations
 
-import json
-import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
-from aira_core.canonical import MAX_DEPTH, Canonical, CanonicalJSONError, canonical_bytes
+from aira_core import canonical
+from aira_core.canonical import Canonical
 from aira_core.catalog.lint import validation_diagnostics
 from aira_core.contracts.package import PackageManifest
 from aira_core.diagnostics import AiraError, Diagnostic
@@ -28,71 +27,20 @@ MANIFEST_NOT_CANONICAL = "MANIFEST_NOT_CANONICAL"
 PACKAGE_PATH_INVALID = "PACKAGE_PATH_INVALID"
 
 
-class _StrictJSONError(ValueError):
-    def __init__(self, code: str, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-
-
-def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    obj: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in obj:
-            raise _StrictJSONError(MANIFEST_DUPLICATE_KEY, f"duplicate key {key!r}")
-        obj[key] = value
-    return obj
-
-
-def _no_constant(name: str) -> Any:
-    raise _StrictJSONError(MANIFEST_NOT_JSON, f"{name} is not valid JSON")
-
-
-def _exact_int(text: str) -> int:
-    try:
-        return int(text)
-    except ValueError:  # beyond Python's digit limit, far beyond what a double holds exactly
-        digits = len(text.lstrip("-"))
-        raise _StrictJSONError(
-            MANIFEST_NOT_CANONICAL, f"an integer of {digits} digits has no exact JSON value"
-        ) from None
-
-
-def _finite_float(text: str) -> float:
-    value = float(text)
-    if not math.isfinite(value):  # 1e999 overflows to Infinity, which JSON does not have
-        raise _StrictJSONError(MANIFEST_NOT_JSON, f"number {text} is out of range")
-    return value
+_CODES = {
+    "syntax": MANIFEST_NOT_JSON,
+    "duplicate-key": MANIFEST_DUPLICATE_KEY,
+    "not-canonical": MANIFEST_NOT_CANONICAL,
+}
 
 
 def loads_strict(data: bytes, name: str = MANIFEST_FILE) -> tuple[Any, Canonical]:
-    """``json.loads`` that refuses duplicate keys, NaN/Infinity, nesting deeper than
-    :data:`~aira_core.canonical.MAX_DEPTH`, text that is not UTF-8 and values without an
-    RFC 8785 form (e.g. integers a double cannot hold). Returns the value and its canonical
-    bytes, which signature checks and hashes reuse. Messages name the input as ``name``."""
+    """:func:`aira_core.canonical.loads_strict` with the manifest's codes
+    (``MANIFEST_NOT_JSON``, ``MANIFEST_DUPLICATE_KEY``, ``MANIFEST_NOT_CANONICAL``)."""
     try:
-        value = json.loads(
-            data,
-            object_pairs_hook=_no_duplicates,
-            parse_constant=_no_constant,
-            parse_float=_finite_float,
-            parse_int=_exact_int,
-        )
-        return value, canonical_bytes(value)
-    except CanonicalJSONError as exc:
-        raise AiraError(MANIFEST_NOT_CANONICAL, f"{name}: {exc}") from None
-    except _StrictJSONError as exc:
-        raise AiraError(exc.code, f"{name}: {exc}") from None
-    except RecursionError:
-        raise AiraError(
-            MANIFEST_NOT_JSON, f"{name} is nested deeper than {MAX_DEPTH} levels"
-        ) from None
-    except UnicodeDecodeError as exc:
-        raise AiraError(MANIFEST_NOT_JSON, f"{name} is not UTF-8: {exc.reason}") from None
-    except json.JSONDecodeError as exc:
-        raise AiraError(
-            MANIFEST_NOT_JSON,
-            f"{name} is not JSON: {exc.msg} at line {exc.lineno} column {exc.colno}",
-        ) from None
+        return canonical.loads_strict(data, name)
+    except canonical.StrictJSONError as exc:
+        raise AiraError(_CODES[exc.kind], str(exc)) from None
 
 
 @dataclass

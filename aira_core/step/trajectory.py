@@ -24,7 +24,12 @@ from typing import Annotated, Any, Literal, Protocol
 
 from pydantic import ConfigDict, Field, ValidationError
 
-from aira_core.canonical import CanonicalJSONError, canonical_bytes
+from aira_core.canonical import (
+    CanonicalJSONError,
+    StrictJSONError,
+    canonical_bytes,
+    loads_strict,
+)
 from aira_core.contracts.base import WireModel
 from aira_core.contracts.plan import IntentFrame
 from aira_core.diagnostics import AiraError
@@ -63,24 +68,13 @@ def load_script(path: Path) -> DecisionScript:
     from aira_core.contracts.amir import AmirDocument
 
     try:
-        raw = json.loads(path.read_bytes().decode("utf-8"))
+        # strict: the task id hashes the script, so it needs canonical bytes (no NaN,
+        # inexact integer, lone surrogate, duplicate key or nesting beyond the bound)
+        raw = loads_strict(path.read_bytes(), f"script {path.name!r}")[0]
     except OSError as exc:
         raise AiraError(SCRIPT_INVALID, f"cannot read {path.name}: {exc.strerror}") from None
-    except UnicodeDecodeError as exc:
-        raise AiraError(
-            SCRIPT_INVALID, f"{path.name} is not UTF-8 text (invalid byte at offset {exc.start})"
-        ) from None
-    except RecursionError:
-        raise AiraError(SCRIPT_INVALID, f"{path.name} nests too deeply") from None
-    except ValueError as exc:
-        raise AiraError(SCRIPT_INVALID, f"{path.name} is not JSON: {exc}") from None
-    try:
-        # The task id hashes the script: NaN, inexact integers or lone surrogates have no
-        # stable bytes (a lone surrogate cannot even be written to the trajectory), and the
-        # depth bound keeps the validators below far from Python's recursion limit.
-        canonical_bytes(raw)
-    except CanonicalJSONError as exc:
-        raise AiraError(SCRIPT_INVALID, f"{path.name} is not plain JSON: {exc}") from None
+    except StrictJSONError as exc:
+        raise AiraError(SCRIPT_INVALID, str(exc)) from None
     try:
         script = DecisionScript.model_validate(raw, by_name=False)
         if script.document is not None:
@@ -236,11 +230,8 @@ def _lines(data: bytes) -> list[tuple[int, bytes]]:
 
 
 def _parse(line: bytes) -> Any:
-    """A line's JSON value; ValueError (not UTF-8, not JSON, too deep) otherwise."""
-    try:
-        return json.loads(line.decode("utf-8"))
-    except RecursionError:
-        raise ValueError("nested too deeply") from None
+    """A line's JSON value; ValueError (not UTF-8, not JSON, too deep...) otherwise."""
+    return loads_strict(line, "the line")[0]
 
 
 def _torn(lines: list[tuple[int, bytes]]) -> bool:
