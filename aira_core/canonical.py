@@ -80,6 +80,14 @@ def _error(message: str, path: _Path) -> CanonicalJSONError:
     return CanonicalJSONError(f"{message} (at {where})")
 
 
+class _TooDeepError(CanonicalJSONError):
+    """Nesting beyond :data:`MAX_DEPTH` (a reader tells it from a value without a form)."""
+
+
+def _too_deep(path: _Path) -> CanonicalJSONError:
+    return _TooDeepError(f"nested deeper than {MAX_DEPTH} levels (at {_pointer(path) or 'root'})")
+
+
 def _format_number(value: float, path: _Path) -> str:
     """Serialise a double as ECMAScript Number.prototype.toString does."""
     if value != value:
@@ -289,7 +297,7 @@ def _serialise(obj: Any) -> Canonical:
             if oid in ancestors:
                 raise _error("circular reference detected", path)
             if len(ancestors) >= MAX_DEPTH:  # the containers on the current path
-                raise _error(f"nested deeper than {MAX_DEPTH} levels", path)
+                raise _too_deep(path)
             keys = list(value)
             for key in keys:
                 if not isinstance(key, str):
@@ -315,7 +323,7 @@ def _serialise(obj: Any) -> Canonical:
             if oid in ancestors:
                 raise _error("circular reference detected", path)
             if len(ancestors) >= MAX_DEPTH:
-                raise _error(f"nested deeper than {MAX_DEPTH} levels", path)
+                raise _too_deep(path)
             ancestors.add(oid)
             push(oid)
             push("]")
@@ -415,6 +423,9 @@ def loads_strict(data: bytes | str, name: str = "the input") -> tuple[Any, Canon
     try:
         # UTF-8 only (RFC 8259 §8.1): json.loads would also guess UTF-16 and UTF-32 from bytes
         text = data.decode("utf-8") if isinstance(data, bytes | bytearray) else data
+        text = text.removeprefix(
+            "\ufeff"
+        )  # a BOM some editors write: RFC 8259 lets readers skip it
         value = json.loads(
             text,
             object_pairs_hook=_no_duplicates,
@@ -425,6 +436,10 @@ def loads_strict(data: bytes | str, name: str = "the input") -> tuple[Any, Canon
         return value, canonical_bytes(value)
     except StrictJSONError as exc:
         raise StrictJSONError(f"{name}: {exc}", exc.kind) from None
+    except _TooDeepError:  # however deep: json.loads itself gives up at about 1,000 levels
+        raise StrictJSONError(
+            f"{name} is nested deeper than {MAX_DEPTH} levels", "syntax"
+        ) from None
     except CanonicalJSONError as exc:
         raise StrictJSONError(f"{name}: {exc}", "not-canonical") from None
     except RecursionError:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import sys
@@ -89,8 +90,10 @@ def _private_prefixes() -> list[tuple[str, str]]:
 
 
 # Credentials as they show up in exception texts: an Authorization header or bearer token,
-# provider API keys (sk-..., sk-ant-...), and the value of a key=, token=, secret=,
-# password= or signature= pair (query strings of signed URLs included).
+# provider API keys (sk-...), and the value of a key=, token=, secret=, password= or
+# signature= pair (query strings of signed URLs included). A pair's value must mix letters
+# and digits, as keys and signatures do: "budgetTokens: 32000" or "signature:
+# SIGNATURE_INVALID" are no credentials.
 _SECRET_PATTERNS = (
     (
         re.compile(r"(?i)\b(authorization\s*[:=]\s*)(?:bearer\s+|basic\s+)?[^\s,;'\"]+"),
@@ -101,18 +104,25 @@ _SECRET_PATTERNS = (
     (
         re.compile(
             r"(?i)\b([\w.-]*(?:api[_-]?key|access[_-]?key|token|secret|password|passwd"
-            r"|signature|credential)[\w.-]*\s*[=:]\s*)(?!<redacted>)[^\s&,;'\"]{8,}"
+            r"|signature|credential)\s*[=:]\s*)(?!<redacted>)"
+            r"(?=[^\s&,;'\"]*[a-z])(?=[^\s&,;'\"]*\d)[^\s&,;'\"]{8,}"
         ),
         r"\1<redacted>",
     ),
 )
 _SECRET_ENV = re.compile(r"(?i)(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL)")
+_secret_names: tuple[frozenset[str], list[str]] = (frozenset(), [])
 
 
 def _secret_values() -> list[str]:
     """Values of environment variables named like credentials (``DEEPSEEK_API_KEY``...),
-    longest first: they are scrubbed wherever they appear, whatever their shape."""
-    found = {v for k, v in os.environ.items() if _SECRET_ENV.search(k) and len(v) >= 8}
+    longest first: they are scrubbed wherever they appear, whatever their shape. The names
+    are matched again only when the environment's names change."""
+    global _secret_names
+    names = os.environ.keys()
+    if len(names) != len(_secret_names[0]) or not _secret_names[0].issuperset(names):
+        _secret_names = (frozenset(names), [k for k in names if _SECRET_ENV.search(k)])
+    found = {os.environ[k] for k in _secret_names[1] if len(os.environ.get(k, "")) >= 8}
     return sorted(found, key=len, reverse=True)
 
 
@@ -124,6 +134,13 @@ def redact(text: str) -> str:
         text = text.replace(value, "<redacted>")
     for pattern, repl in _SECRET_PATTERNS:
         text = pattern.sub(repl, text)
-    for prefix, repl in _private_prefixes():
-        text = re.sub(re.escape(prefix) + r"(?=[/\\]|\b|$)", repl, text)
-    return text
+    pattern, names = _prefix_pattern(tuple(_private_prefixes()))
+    return pattern.sub(lambda m: names[m.group(0)], text)
+
+
+@functools.lru_cache(maxsize=8)
+def _prefix_pattern(pairs: tuple[tuple[str, str], ...]) -> tuple[re.Pattern[str], dict[str, str]]:
+    """One alternation for all prefixes (longest first, as ``pairs`` come), compiled once
+    per set of prefixes."""
+    alternation = "|".join(re.escape(prefix) for prefix, _ in pairs) or r"(?!)"
+    return re.compile(f"(?:{alternation})" + r"(?=[/\\]|\b|$)"), dict(pairs)

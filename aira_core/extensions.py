@@ -8,7 +8,6 @@ ever imports from here.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -90,8 +89,10 @@ class CapabilityPackageSource:
         sig_path = path / SIGNATURE_FILE
         signature = sig_path.read_bytes() if sig_path.is_file() else None
         if name is None:
-            try:
-                name = str(json.loads(manifest)["name"])
+            from aira_core.canonical import loads_strict
+
+            try:  # untrusted bytes: the one strict reader (a StrictJSONError is a ValueError)
+                name = str(loads_strict(manifest, MANIFEST_FILE)[0]["name"])
             except (ValueError, KeyError, TypeError):
                 name = path.name
         return cls(

@@ -42,6 +42,8 @@ def test_the_value_of_a_credential_variable_is_removed_whatever_its_shape(
         "max_tokens=4096",
         "capsule 29049 > 24000 host tokens: trimmed",
         "monkey=banana",
+        "budgetTokens: 32000/200000",
+        "signature: SIGNATURE_INVALID",
         "FILLET_RADIUS_TOO_LARGE: radius 6 mm does not fit",
     ],
 )

@@ -164,7 +164,12 @@ def test_calls_with_malformed_names_are_refused_with_an_envelope(
 def test_batch_and_adopt_refuse_malformed_input(tmp_path: Path) -> None:
     t, _, _ = task(tmp_path)
     assert [codes(e) for e in t.batch(None)] == [["ARGS_INVALID"]]  # type: ignore[arg-type]
+    assert [codes(e) for e in t.batch([5])] == [["ARGS_INVALID"]]
     assert codes(t.adopt(["rev"])) == ["ARGS_INVALID"]  # type: ignore[arg-type]
+    assert codes(t.call("model.read", 7)) == ["ARGS_INVALID"]
+    # the placeholders those refusals carry are no request ids a client used
+    for rid in ("batch", "batch:0", "<invalid>"):
+        assert "DUPLICATE_REQUEST_ID" not in codes(t.call("interface.manifest", rid))
 
 
 @pytest.mark.parametrize(

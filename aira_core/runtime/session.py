@@ -198,8 +198,13 @@ class Task:
         message: str,
         next_operation: MetaOperation | None = None,
         status: str = "blocked",
+        *,
+        remember: bool = True,
     ) -> ObservationEnvelope:
-        self._seen.add(request_id)
+        """A refusal, traced; ``remember``: the request id is used up (not for the
+        placeholders a call without a usable id is refused under)."""
+        if remember:
+            self._seen.add(request_id)
         self.trace.append(
             TraceRecord(
                 request_id=request_id,
@@ -249,14 +254,13 @@ class Task:
         if not isinstance(request_id, str) or not request_id:
             # Nothing to refuse it under: the envelope and the trace carry a placeholder, and
             # no request id is used up.
-            envelope = self._refuse(
+            return self._refuse(
                 INVALID_REQUEST_ID,
                 operation if isinstance(operation, str) else "?",
                 ARGS_INVALID,
                 "a request id is a non-empty string",
+                remember=False,
             )
-            self._seen.discard(INVALID_REQUEST_ID)
-            return envelope
         if not isinstance(operation, str):
             return self._refuse(
                 request_id, "?", UNKNOWN_OPERATION, "the operation is the name of a meta-operation"
@@ -357,7 +361,11 @@ class Task:
         if not isinstance(calls, list | tuple):
             return [
                 self._refuse(
-                    "batch", "batch", ARGS_INVALID, "a batch is a JSON array of call objects"
+                    "batch",
+                    "batch",
+                    ARGS_INVALID,
+                    "a batch is a JSON array of call objects",
+                    remember=False,
                 )
             ]
         for n, call in enumerate(calls):
@@ -383,6 +391,7 @@ class Task:
                         "batch",
                         ARGS_INVALID,
                         f"call {n} of the batch is malformed: {exc}",
+                        remember=False,
                     )
                 )
         decision = mc.reduce_batch(parsed, self._seen)
