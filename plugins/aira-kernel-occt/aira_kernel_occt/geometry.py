@@ -887,9 +887,11 @@ def _check_json(spec: Input, value: Any) -> None:
     """A structured literal against its input's JSON Schema (array sizes included: they
     bound the work a node can ask for) and as plain JSON (it is hashed into cache keys)."""
     try:
-        canonical_bytes(value)
+        seen = (id(spec), canonical_bytes(value))
     except CanonicalJSONError as exc:
         raise Failure(KERNEL_INPUT_INVALID, f"{spec.name}: {exc}") from None
+    if seen in _VALID_JSON:  # a schema check costs ms for a long point list: once per value
+        return
     error = next(iter(_json_validator(spec).iter_errors(value)), None)
     if error is not None:
         where = "".join(f"[{p!r}]" for p in error.absolute_path)
@@ -897,6 +899,13 @@ def _check_json(spec: Input, value: Any) -> None:
             PARAMETER_OUT_OF_RANGE if error.validator in _RANGE_KEYWORDS else KERNEL_INPUT_INVALID
         )
         raise Failure(code, f"{spec.name}{where}: {error.message[:200]}")
+    if len(_VALID_JSON) >= CACHE_LIMIT:
+        _VALID_JSON.clear()
+    _VALID_JSON.add(seen)
+
+
+_VALID_JSON: set[tuple[int, bytes]] = set()
+"""(input, canonical bytes) of structured literals that passed their schema."""
 
 
 _RANGE_KEYWORDS = frozenset({"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"})
