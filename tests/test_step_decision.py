@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
 from aira_core.canonical import canonical_bytes
+from aira_core.contracts.base import MAX_VALUE_DEPTH
 from aira_core.contracts.plan import Plan
 from aira_core.diagnostics import AiraError
 from aira_core.model.aliases import AliasTable
@@ -870,3 +871,15 @@ def test_odd_but_legal_text_is_accepted() -> None:
     text = '{"act":"stage","name":"a.step","mediaType":"model/step","content":"' + content + '"}'
     staged = parse_decision(text, ALIASES)
     assert staged.content == "\x00" * 1000 + "中😀"  # type: ignore[union-attr]
+
+
+def test_plan_arguments_obey_the_rules_of_free_json_values() -> None:
+    # PlanStep refuses arguments nested deeper than MAX_VALUE_DEPTH: the parser says so
+    # first, pointing at the arguments, instead of the runtime at proposePatch.
+    deep: Any = 1
+    for _ in range(MAX_VALUE_DEPTH + 1):
+        deep = [deep]
+    plan = {"steps": [{"id": "s1", "capability": "cap:exact.box@1", "args": {"length": deep}}]}
+    error = rejected({"act": "plan", "summary": "s", "plan": plan}, "STEP_DECISION_FIELD_INVALID")
+    assert "nested deeper than" in str(error)
+    assert error.diagnostic.pointer == "/plan/steps/0/args"

@@ -69,7 +69,7 @@ from pydantic import (
 from pydantic_core import PydanticCustomError
 
 from aira_core.contracts.amir import ENTITY_ID_PATTERN
-from aira_core.contracts.base import WireModel
+from aira_core.contracts.base import WireModel, json_value
 from aira_core.contracts.plan import AcceptanceAssertion, Plan, PlanBindings, PlanStep
 from aira_core.diagnostics import AiraError, json_pointer
 from aira_core.model.aliases import LABEL_PATTERN, label_alias_safe
@@ -197,7 +197,9 @@ def _check_path(path: list[str]) -> list[str]:
 
 
 def _check_args(args: dict[str, Any]) -> dict[str, Any]:
-    """Inside argument values, ``{"param": …}`` names a parameter, ``{"body": …}`` a body."""
+    """Free JSON values as a plan step's arguments must be (``json_value``: depth, canonical
+    bytes), and inside them ``{"param": …}`` names a parameter, ``{"body": …}`` a body."""
+    json_value(args)  # what PlanStep will require: refused here, with the model's pointer
     for parts, value in _walk(args):
         if not parts or not isinstance(value, dict):
             continue
