@@ -281,6 +281,8 @@ def test_damaged_kept_views_are_computed_again(path: Path, fresh: Any, damage: s
     assert repo.summary(r0) == direct_summary(r0, document)
     assert repo.block_hashes(r0) == blocks.block_hashes(document)
     assert repo.diff(r0, r0) == []
+    # and the damaged rows were replaced: a third reader finds them kept
+    assert repo.store.derived(r0, SUMMARY_KEY) == direct_summary(r0, document).to_wire()
 
 
 # -- refusals change nothing -----------------------------------------------------------------

@@ -748,8 +748,10 @@ class ModelStore:
         """Keep values derived from ``rev``'s document alone (e.g. its summary), by name,
         in one transaction.
 
-        The first value kept under a name stays: it is a function of an immutable
-        document, so a second computation can only agree with it. Values are stored as
+        A value kept again replaces the one before: it is a function of an immutable
+        document, so a second computation can only agree with it, unless the stored one was
+        damaged, which this repairs (the repository recomputes a view it cannot read).
+        Values are stored as
         JSON in their own key order (not canonical: they are never hashed, and a summary's
         order is part of what it says).
         """
@@ -767,7 +769,7 @@ class ModelStore:
         with self._tx() as db:
             if not self._rev_exists(db, rev):
                 raise self._unknown_rev(rev)
-            db.executemany("INSERT OR IGNORE INTO derived VALUES (?, ?, ?)", rows)
+            db.executemany("INSERT OR REPLACE INTO derived VALUES (?, ?, ?)", rows)
 
     # -- writing ---------------------------------------------------------------------------
 
