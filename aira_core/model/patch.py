@@ -248,9 +248,10 @@ def _check_value(
     return float(value)
 
 
-def param_fits(param: Parameter, spec_type: str) -> str | None:
-    """Why a parameter cannot feed an input of ``spec_type``, with its code, or None."""
-    ptype = param.type.value
+def param_fits(ptype: str, spec_type: str) -> str | None:
+    """Why a parameter of type ``ptype`` cannot feed an input of ``spec_type``, as its code
+    (``UNIT_MISMATCH`` between Length and Angle, else ``AMIR_TYPE_MISMATCH``), or None. The
+    one rule: the host's checks and the kernels apply it alike."""
     if ptype == spec_type or (spec_type == ParamType.REAL.value and ptype == ParamType.COUNT.value):
         return None
     dims = {ParamType.LENGTH.value, ParamType.ANGLE.value}
@@ -312,7 +313,7 @@ def _check_inputs(
             param = params.get(value.param)
             if param is None:
                 continue  # reported as a dangling reference
-            why = param_fits(param, spec.type)
+            why = param_fits(param.type.value, spec.type)
             if why is not None:
                 out.append(
                     _problem(

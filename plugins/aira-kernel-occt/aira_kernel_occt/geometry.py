@@ -34,6 +34,7 @@ from OCP.TopTools import TopTools_ListOfShape
 from aira_core.canonical import CanonicalJSONError, canonical_bytes, sha256_hex
 from aira_core.contracts.amir import ParamType
 from aira_core.diagnostics import AiraError
+from aira_core.model.patch import param_fits
 from aira_core.model.units import to_base
 from aira_kernel_occt.operations import (
     ANGLE,
@@ -942,12 +943,12 @@ def resolve_scalar(
                     PARAMETER_OUT_OF_RANGE,
                     f"parameter {param['id']!r} is {value:g}, outside [{low}, {high}]",
                 )
+            why = param_fits(str(ptype), spec.type)  # the host's rule, for unchecked documents
+            if why is not None:
+                raise Failure(
+                    why, f"{spec.name} takes a {spec.type}; parameter {param['id']!r} is a {ptype}"
+                )
             if ptype in (LENGTH, ANGLE) and _is_number(value):
-                if spec.type != ptype:  # a Length is no Angle, and no plain number either
-                    raise Failure(
-                        "UNIT_MISMATCH",
-                        f"{spec.name} is a {spec.type}; parameter {param['id']!r} is an {ptype}",
-                    )
                 value = to_base(float(value), param.get("unit"), ParamType(ptype))
         elif "value" in raw:
             value, unit = raw["value"], raw.get("unit")

@@ -167,6 +167,8 @@ class Operation:
             extra += ["SELECTION_EMPTY", "SELECTION_INVALID"]
         if any(i.type in (LENGTH, ANGLE, REAL, COUNT) for i in self.inputs):
             extra += ["UNIT_MISMATCH", "UNIT_UNKNOWN", "PARAMETER_OUT_OF_RANGE"]
+        if any(i.type in (LENGTH, ANGLE, REAL, COUNT, BOOL, STRING) for i in self.inputs):
+            extra += ["AMIR_TYPE_MISMATCH"]  # a parameter of another type fed to a scalar
         if self.target in ("queryRef", "validatorRef", "ioRef"):
             extra += ["QUERY_TARGET_UNKNOWN"]
         if self.target == "ioRef":

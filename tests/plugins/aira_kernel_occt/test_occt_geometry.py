@@ -326,7 +326,7 @@ def test_validators_report_what_they_measured() -> None:
         cache,
     )
     assert [(d["code"], d["subject"]) for d in mismatched["diagnostics"]] == [
-        ("UNIT_MISMATCH", "a3")
+        ("AMIR_TYPE_MISMATCH", "a3")
     ]
     assert too_big["measured"]["volume"] == pytest.approx(bracket_volume(), rel=1e-6)
 

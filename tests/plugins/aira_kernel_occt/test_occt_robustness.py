@@ -175,7 +175,8 @@ def test_a_length_parameter_cannot_feed_a_count() -> None:
         {"b": "row"},
         parameters=[{"id": "n", "label": "n", "type": "Length", "unit": "cm", "value": 0.3}],
     )
-    assert codes(evaluate(document)) == [("UNIT_MISMATCH", "row")]
+    # the host's rule (param_fits): a Length is no count
+    assert codes(evaluate(document)) == [("AMIR_TYPE_MISMATCH", "row")]
 
 
 # -- one bad node costs only itself --------------------------------------------------------

@@ -4,5 +4,5 @@
   "context": "aira.capability-package.v1",
   "publisher": "aira-first-party",
   "keyId": "e81c20c98175665f",
-  "signature": "i3C90Y5HsDE0BkzUDF4Ox1iVrgCV5heygaje4ytoqIaGza340wiReStKE3oUORhNzRiyaR68G+7yIvB6KcfqDQ=="
+  "signature": "lqxs9ke9V8Ltz+5TckG2EkHbwwTvTD+K3Cm/TF8TLhBe0d3Yu8mSSMz9o+kuP6u6v8zor84yDjuDYw/tBKu8Cw=="
 }
