@@ -435,6 +435,16 @@ class Task:
         self._decide(cancelled=True)
         return self._envelope(request_id, "success")
 
+    def own_commits(self) -> list[Any]:
+        """The commits this task made on its branch, oldest first (what :meth:`adopt`
+        accepts after an interruption)."""
+        log = self.ctx.repository.store.log(self.ctx.branch, limit=None)
+        return [
+            r
+            for r in reversed(log)
+            if r.kind == "commit" and (r.meta or {}).get("task") == self.task_id
+        ]
+
     def adopt(self, rev: str, request_id: str = "adopt") -> ObservationEnvelope:
         """Resume: a commit this task made before its process was interrupted, found on its
         branch, counts as committed work without being proposed, previewed or committed
@@ -442,12 +452,7 @@ class Task:
         progress is adopted."""
         if not isinstance(rev, str):
             return self._refuse(request_id, "adopt", ARGS_INVALID, "a revision id is a string")
-        commits = {
-            r.rev: r
-            for r in self.ctx.repository.store.log(self.ctx.branch, limit=None)
-            if r.kind == "commit" and (r.meta or {}).get("task") == self.task_id
-        }
-        record = commits.get(rev)
+        record = {r.rev: r for r in self.own_commits()}.get(rev)
         done = {c for c, _ in self._commits}
         if record is None or rev in done:
             return self._refuse(

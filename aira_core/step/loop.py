@@ -179,7 +179,7 @@ class StepHost:
 
         Returns the step the task continues from; one decision per step, so it is also where
         a scripted source resumes."""
-        unadopted = deque(self._task_commits())
+        unadopted = deque(self.task.own_commits())
         last_round: int | None = None
         for record in records:
             if record.get("end"):
@@ -251,15 +251,6 @@ class StepHost:
             return grammar.parse_decision(json.dumps(wire), None, budgets=self.budgets)
         except grammar.DecisionRejected:
             return None
-
-    def _task_commits(self) -> list[Any]:
-        """This task's commits on its branch, oldest first (the ones Task.adopt accepts)."""
-        log = self.ctx.repository.store.log(self.ctx.branch, limit=None)
-        return [
-            r
-            for r in reversed(log)
-            if r.kind == "commit" and (r.meta or {}).get("task") == self.task.task_id
-        ]
 
     def _adopt(self, unadopted: deque[Any], rev: str, step: int, summary: str | None) -> None:
         """Adopt ``rev``, which must be the task's next commit on its branch (commits are
