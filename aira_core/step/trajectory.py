@@ -25,9 +25,7 @@ from typing import Annotated, Any, Literal, Protocol
 from pydantic import ConfigDict, Field, ValidationError
 
 from aira_core.canonical import (
-    CanonicalJSONError,
     StrictJSONError,
-    canonical_bytes,
     loads_strict,
 )
 from aira_core.contracts.base import WireModel
@@ -230,8 +228,9 @@ def _lines(data: bytes) -> list[tuple[int, bytes]]:
 
 
 def _parse(line: bytes) -> Any:
-    """A line's JSON value; ValueError (not UTF-8, not JSON, too deep...) otherwise."""
-    return loads_strict(line, "the line")[0]
+    """A line's JSON value (strict: canonical bytes exist, so no NaN, inexact integer, lone
+    surrogate or over-deep nesting); :class:`StrictJSONError` (a ValueError) otherwise."""
+    return loads_strict(line, "it")[0]
 
 
 def _torn(lines: list[tuple[int, bytes]]) -> bool:
@@ -271,10 +270,8 @@ def read_trajectory(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
             raise AiraError(TRAJECTORY_INVALID, f"{path.name}: line {n} follows the end record")
         try:
             value = _parse(line)
-        except ValueError as exc:
-            raise AiraError(
-                TRAJECTORY_INVALID, f"{path.name}: line {n} is not JSON ({_reason(exc)})"
-            ) from None
+        except StrictJSONError as exc:
+            raise AiraError(TRAJECTORY_INVALID, f"{path.name}: line {n}: {exc}") from None
         if not isinstance(value, dict) or not ("end" in value or "step" in value):
             raise AiraError(
                 TRAJECTORY_INVALID,
@@ -294,20 +291,10 @@ def read_trajectory(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     return header, records
 
 
-def _reason(exc: ValueError) -> str:
-    if isinstance(exc, UnicodeDecodeError):
-        return f"not UTF-8 at byte {exc.start}"
-    if isinstance(exc, json.JSONDecodeError):
-        return f"{exc.msg} at column {exc.colno}"
-    return str(exc)[:120]
-
-
 def _check(model: type[_Record], value: dict[str, Any], path: Path, n: int) -> None:
+    """``value`` (read by :func:`_parse`, so plain JSON already) against its record model."""
     try:
-        canonical_bytes(value)  # no NaN, no inexact integer, no lone surrogate, bounded depth
         model.model_validate(value, by_name=False)
-    except CanonicalJSONError as exc:
-        raise AiraError(TRAJECTORY_INVALID, f"{path.name}: line {n}: {exc}") from None
     except ValidationError as exc:
         raise AiraError(TRAJECTORY_INVALID, f"{path.name}: line {n}: {_first_error(exc)}") from None
 
