@@ -7,11 +7,12 @@ from __future__ import annotations
 import io
 import math
 import re
-import time
 import zipfile
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from occt_docs import assertion, body, codes, doc, evaluate, node, v
 
 pytest.importorskip("cadquery")
@@ -52,10 +53,8 @@ def test_a_pattern_beyond_its_maximum_count_is_refused_at_once(count: float) -> 
         ],
         "bodies": [{"id": "b", "label": "b", "tip": "row"}],
     }
-    start = time.perf_counter()
-    out = evaluate(document)
-    assert time.perf_counter() - start < 5
-    assert codes(out) == [("KERNEL_INPUT_INVALID", "row")]
+    # refused by the declared maximum: before, 1e6 copies ran into the worker's timeout
+    assert codes(evaluate(document)) == [("KERNEL_INPUT_INVALID", "row")]
 
 
 def test_too_many_hole_points_and_polyline_corners_are_refused() -> None:
@@ -76,9 +75,7 @@ def test_too_many_hole_points_and_polyline_corners_are_refused() -> None:
     assert codes(evaluate(drilled)) == [("KERNEL_INPUT_INVALID", "drill")]
     ring = [[10 * math.cos(t / 100), 10 * math.sin(t / 100)] for t in range(600)]
     outline = doc([node("p", POLYLINE, plane=v("XY"), points=v([*ring, ring[0]]))], {})
-    start = time.perf_counter()
     assert codes(evaluate(outline)) == [("KERNEL_INPUT_INVALID", "p")]
-    assert time.perf_counter() - start < 5
 
 
 # -- wrong geometry is refused ------------------------------------------------------------
@@ -297,3 +294,43 @@ def test_3mf_object_ids_are_positive() -> None:
     refs = [int(i) for i in re.findall(r'\bobjectid="(\d+)"', text)]
     assert ids and min(ids) >= 1
     assert refs and set(refs) <= set(ids)
+
+
+def _every_crossing_pair(segments: list[tuple[tuple, tuple]]) -> tuple[int, int] | None:
+    """The reference: every pair of non-neighbouring segments, in order."""
+    n = len(segments)
+    for i in range(n):
+        for j in range(i + 2, n):
+            if (i, j) != (0, n - 1) and geometry._segment_gap(
+                *segments[i], *segments[j]
+            ) <= geometry.CLOSE_TOLERANCE:
+                return (i, j)
+    return None
+
+
+# coordinates on a coarse grid too, so that touching, collinear and shared points occur
+_COORD = st.one_of(st.integers(-3, 3).map(float), st.floats(-5, 5, allow_nan=False))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(_COORD, _COORD), min_size=3, max_size=12))
+def test_the_crossing_sweep_finds_what_comparing_every_pair_finds(corners: list) -> None:
+    segments = [(corners[i], corners[(i + 1) % len(corners)]) for i in range(len(corners))]
+    assert geometry._first_crossing(segments) == _every_crossing_pair(segments)
+
+
+def test_a_polyline_at_its_size_limit_is_built() -> None:
+    ring = [
+        [10 * math.cos(t * 2 * math.pi / 499), 10 * math.sin(t * 2 * math.pi / 499)]
+        for t in range(499)
+    ]
+    document = doc(
+        [
+            node("p", POLYLINE, plane=v("XY"), points=v([*ring, ring[0]])),
+            node("e", "exact.extrude@1.0.0", profile={"node": "p"}, distance=v(5)),
+        ],
+        {"b": "e"},
+    )
+    assert body(evaluate(document))["volume"] == pytest.approx(
+        5 * 0.5 * 499 * 100 * math.sin(2 * math.pi / 499), rel=1e-9
+    )
