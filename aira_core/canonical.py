@@ -84,8 +84,8 @@ class _TooDeepError(CanonicalJSONError):
     """Nesting beyond :data:`MAX_DEPTH` (a reader tells it from a value without a form)."""
 
 
-def _too_deep(path: _Path) -> CanonicalJSONError:
-    return _TooDeepError(f"nested deeper than {MAX_DEPTH} levels (at {_pointer(path) or 'root'})")
+def _too_deep(path: _Path, limit: int) -> CanonicalJSONError:
+    return _TooDeepError(f"nested deeper than {limit} levels (at {_pointer(path) or 'root'})")
 
 
 def _format_number(value: float, path: _Path) -> str:
@@ -164,8 +164,11 @@ class Canonical(bytes):
     signed."""
 
 
-def canonical_bytes(obj: Any) -> Canonical:
+def canonical_bytes(obj: Any, *, max_depth: int = MAX_DEPTH) -> Canonical:
     """Return the RFC 8785 canonical JSON encoding of ``obj`` as UTF-8 bytes.
+
+    Arrays and objects nest at most ``max_depth`` levels (a caller may ask for less, as
+    free values in wire models do).
 
     Accepts dict (str keys), list, tuple, str, int, float, bool, None,
     pydantic v2 models (serialised via their JSON-mode, by-alias,
@@ -176,10 +179,10 @@ def canonical_bytes(obj: Any) -> Canonical:
         return obj
     if type(obj) not in _PLAIN_TYPES and _is_model(obj):
         obj = obj.model_dump(mode="json", by_alias=True, exclude_none=True)
-    fast = _fast_path(obj)
+    fast = _fast_path(obj, max_depth)
     if fast is not None:
         return fast
-    return _serialise(obj)
+    return _serialise(obj, max_depth)
 
 
 _MAX_EXACT_INT = 2**53
@@ -192,7 +195,7 @@ def _is_model(obj: Any) -> bool:
     return isinstance(obj, pydantic.BaseModel)
 
 
-def _plain(obj: Any, depth: int = 0) -> Any:
+def _plain(obj: Any, limit: int, depth: int = 0) -> Any:
     """``obj`` with integral floats as ints (copy on write), or ``_SLOW`` when some value
     would print differently from ECMAScript in ``json.dumps`` (other floats outside
     [1e-4, 1e16), ints a double cannot hold, non-str or astral keys, other types)."""
@@ -207,7 +210,7 @@ def _plain(obj: Any, depth: int = 0) -> Any:
         magnitude = obj if obj > 0 else -obj
         # Python's repr and ES agree on shortest digits in fixed notation here; NaN fails.
         return obj if 1e-4 <= magnitude < 1e16 else _SLOW
-    if (t is dict or t is list or t is tuple) and depth >= MAX_DEPTH:
+    if (t is dict or t is list or t is tuple) and depth >= limit:
         return _SLOW
     if t is dict:
         out = None
@@ -215,7 +218,7 @@ def _plain(obj: Any, depth: int = 0) -> Any:
             # Code-point order (sort_keys) equals UTF-16 order unless a key is astral.
             if type(key) is not str or not (key.isascii() or max(key) <= "\uffff"):
                 return _SLOW
-            new = _plain(value, depth + 1)
+            new = _plain(value, limit, depth + 1)
             if new is _SLOW:
                 return _SLOW
             if new is not value:
@@ -226,7 +229,7 @@ def _plain(obj: Any, depth: int = 0) -> Any:
     if t is list or t is tuple:
         items = None
         for i, value in enumerate(obj):
-            new = _plain(value, depth + 1)
+            new = _plain(value, limit, depth + 1)
             if new is _SLOW:
                 return _SLOW
             if new is not value:
@@ -240,7 +243,7 @@ def _plain(obj: Any, depth: int = 0) -> Any:
 _SLOW = object()
 
 
-def _fast_path(obj: Any) -> Canonical | None:
+def _fast_path(obj: Any, limit: int = MAX_DEPTH) -> Canonical | None:
     """The C json encoder's output when it is already canonical; None otherwise.
 
     About four times faster than :func:`_serialise` on model documents, and exact: every
@@ -248,7 +251,7 @@ def _fast_path(obj: Any) -> Canonical | None:
     including every error case, goes to :func:`_serialise` for its precise message.
     """
     try:
-        plain = _plain(obj)
+        plain = _plain(obj, limit)
         if plain is _SLOW:
             return None
         text = json.dumps(
@@ -259,7 +262,7 @@ def _fast_path(obj: Any) -> Canonical | None:
         return None
 
 
-def _serialise(obj: Any) -> Canonical:
+def _serialise(obj: Any, limit: int = MAX_DEPTH) -> Canonical:
     """The general RFC 8785 serialiser (iterative; precise errors)."""
     parts: list[str] = []
     # Iterative to survive deep nesting. Stack items: str -> emit verbatim;
@@ -296,8 +299,8 @@ def _serialise(obj: Any) -> Canonical:
             oid = id(value)
             if oid in ancestors:
                 raise _error("circular reference detected", path)
-            if len(ancestors) >= MAX_DEPTH:  # the containers on the current path
-                raise _too_deep(path)
+            if len(ancestors) >= limit:  # the containers on the current path
+                raise _too_deep(path, limit)
             keys = list(value)
             for key in keys:
                 if not isinstance(key, str):
@@ -322,8 +325,8 @@ def _serialise(obj: Any) -> Canonical:
             oid = id(value)
             if oid in ancestors:
                 raise _error("circular reference detected", path)
-            if len(ancestors) >= MAX_DEPTH:
-                raise _too_deep(path)
+            if len(ancestors) >= limit:
+                raise _too_deep(path, limit)
             ancestors.add(oid)
             push(oid)
             push("]")
@@ -423,9 +426,8 @@ def loads_strict(data: bytes | str, name: str = "the input") -> tuple[Any, Canon
     try:
         # UTF-8 only (RFC 8259 §8.1): json.loads would also guess UTF-16 and UTF-32 from bytes
         text = data.decode("utf-8") if isinstance(data, bytes | bytearray) else data
-        text = text.removeprefix(
-            "\ufeff"
-        )  # a BOM some editors write: RFC 8259 lets readers skip it
+        # a BOM some editors write: RFC 8259 lets readers skip it
+        text = text.removeprefix("\ufeff")
         value = json.loads(
             text,
             object_pairs_hook=_no_duplicates,

@@ -36,22 +36,8 @@ def json_value(value: Any) -> Any:
     """``value`` if it is plain JSON that canonicalises exactly (what every hash and every
     stored record needs): no NaN or infinity, no integer a double cannot hold, no lone
     surrogate, no other Python type, at most :data:`MAX_VALUE_DEPTH` levels deep."""
-    todo, depth = [value], 0
-    while todo:
-        depth += 1
-        if depth > MAX_VALUE_DEPTH:
-            raise PydanticCustomError(
-                "json_too_deep", "nested deeper than {limit} levels", {"limit": MAX_VALUE_DEPTH}
-            )
-        todo = [
-            item
-            for container in todo
-            if isinstance(container, dict | list | tuple)
-            for item in (container.values() if isinstance(container, dict) else container)
-            if isinstance(item, dict | list | tuple)
-        ]
     try:
-        canonical_bytes(value)
+        canonical_bytes(value, max_depth=MAX_VALUE_DEPTH)
     except CanonicalJSONError as exc:
         raise PydanticCustomError(
             "json_value", "not plain JSON: {reason}", {"reason": str(exc)}

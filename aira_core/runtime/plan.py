@@ -390,9 +390,8 @@ def _number_arg(
                 step=step,
             )
             return None
-        why = param_fits(
-            param.type.value, spec_type
-        )  # an Angle into a Length, a String into a Count
+        # an Angle into a Length, a String into a Count
+        why = param_fits(param.type.value, spec_type)
         if why is not None:
             found.add(
                 why,
