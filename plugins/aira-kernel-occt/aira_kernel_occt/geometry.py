@@ -156,6 +156,14 @@ def boolean(kind: str, target: cq.Shape, *tools: cq.Shape) -> cq.Shape:
     return cq.Shape.cast(op.Shape())
 
 
+def _cleaned(shape: cq.Shape) -> cq.Shape:
+    """A boolean's result with coplanar faces merged; if OpenCASCADE cannot merge them the
+    result stands as it is (cleaning only tidies, it never changes the volume)."""
+    with contextlib.suppress(Exception):
+        return shape.clean()
+    return shape
+
+
 def _solid_or_compound(shape: cq.Shape) -> cq.Shape:
     """A compound of exactly one solid (what booleans return) as that solid. Looks at the
     compound's direct children only: listing every solid and shell of a large result (as
@@ -489,11 +497,7 @@ def _drill(
             "union", tool, cq.Solid.makeCylinder(bore_d / 2, bore_depth, cq.Vector(), down)
         )
     tools = located.eachpoint(lambda at: tool.moved(at), useLocalCoordinates=True).vals()
-    out = boolean("cut", target, *tools)
-    # clean only merges coplanar faces; if it fails the uncleaned result stands
-    with contextlib.suppress(Exception):
-        out = out.clean()
-    return out
+    return _cleaned(boolean("cut", target, *tools))
 
 
 _EMPTY_BECAUSE = {
@@ -512,10 +516,7 @@ def _boolean(kind: str) -> Builder:
             raise Failure(
                 BOOLEAN_EMPTY_RESULT, f"the {kind} leaves no solid" + _EMPTY_BECAUSE.get(kind, "")
             )
-        # clean only merges coplanar faces; if it fails the uncleaned result stands
-        with contextlib.suppress(Exception):
-            out = out.clean()
-        return _solid_or_compound(out)
+        return _solid_or_compound(_cleaned(out))
 
     return build
 
@@ -539,11 +540,7 @@ def _mirror(a: Mapping[str, Any]) -> cq.Shape:
 
 def _fused(copies: list[cq.Shape]) -> cq.Shape:
     """The copies fused into one body (disjoint copies stay separate solids of it)."""
-    out = boolean("union", copies[0], *copies[1:])
-    # clean only merges coplanar faces; if it fails the uncleaned result stands
-    with contextlib.suppress(Exception):
-        out = out.clean()
-    return _solid_or_compound(out)
+    return _solid_or_compound(_cleaned(boolean("union", copies[0], *copies[1:])))
 
 
 def _linear_pattern(a: Mapping[str, Any]) -> cq.Shape:
