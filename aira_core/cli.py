@@ -1101,7 +1101,7 @@ def _kernel(name: str | None, needed_for: str) -> Any:
 def _check_assertions(kernel: Any, before: Any, document: Any) -> None:
     """Evaluate ``document`` on ``kernel`` and validate every assertion; raise
     :class:`PatchRejected` with the diagnostics of what failed."""
-    from aira_core.diagnostics import AiraError, Diagnostic, redact
+    from aira_core.diagnostics import AiraError, Diagnostic
     from aira_core.model.patch import PatchRejected, changed_nodes
 
     try:
@@ -1112,7 +1112,7 @@ def _check_assertions(kernel: Any, before: Any, document: Any) -> None:
     except Exception as exc:  # a kernel bug: a code, not a traceback
         raise AiraError(
             "KERNEL_FAILED",
-            redact(f"the kernel {kernel.name!r} raised {type(exc).__name__}: {exc}"),
+            f"the kernel {kernel.name!r} raised {type(exc).__name__}: {exc}",
         ) from None
     if not evaluation.ok:
         raise PatchRejected(
@@ -1555,13 +1555,13 @@ def _json_requested(args: list[str]) -> bool:
 def _failure(exc: Exception) -> tuple[list[Any], int]:
     """The diagnostics and exit status of a command that raised ``exc``."""
     # Imported here, not at the top: pydantic would cost `aira --help` ~70 ms.
-    from aira_core.diagnostics import AiraError, Diagnostic, redact
+    from aira_core.diagnostics import AiraError, Diagnostic
 
     if isinstance(exc, AiraError):  # a refused patch or document lists every problem
         return list(getattr(exc, "diagnostics", None) or [exc.diagnostic]), 1
     if _is_click_error(exc):
         where = getattr(getattr(exc, "ctx", None), "command_path", None) or "aira"
-        message = redact(f"{exc.format_message()} (`{where} --help` shows the usage)")
+        message = f"{exc.format_message()} (`{where} --help` shows the usage)"
         return [Diagnostic(code=USAGE_INVALID, message=message)], int(exc.exit_code)
     if isinstance(exc, typer.Abort):
         return [Diagnostic(code="ABORTED", message="aborted")], 1
@@ -1571,8 +1571,7 @@ def _failure(exc: Exception) -> tuple[list[Any], int]:
     if os.environ.get("AIRA_DEBUG") == "1":
         raise exc  # the traceback, for whoever debugs the bug
     message = (
-        f"{type(exc).__name__}: {redact(str(exc))} "
-        "(this is a bug in aira; AIRA_DEBUG=1 shows the traceback)"
+        f"{type(exc).__name__}: {exc} (this is a bug in aira; AIRA_DEBUG=1 shows the traceback)"
     )
     return [Diagnostic(code="INTERNAL_ERROR", message=message)], 2
 

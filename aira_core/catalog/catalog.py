@@ -27,7 +27,7 @@ from aira_core.catalog.trust import TrustPolicy, VerifiedSignature
 from aira_core.contracts.base import semver_key
 from aira_core.contracts.capability import CapabilityDescriptor, TrustInfo
 from aira_core.contracts.package import ConformanceReport, PackageManifest
-from aira_core.diagnostics import Diagnostic, redact
+from aira_core.diagnostics import Diagnostic
 from aira_core.plugins import Registry, get_registry
 
 CATALOG_ROLLBACK = "CATALOG_ROLLBACK"
@@ -180,7 +180,7 @@ def _implementation_index(registry: Registry) -> tuple[ImplementationIndex, list
                 Diagnostic(
                     code=CATALOG_IMPLEMENTATIONS_FAILED,
                     subject=entry.plugin,
-                    message=redact(
+                    message=(
                         f"kernel {entry.obj.name!r} ({entry.distribution}) failed to "
                         f"list its implementations: {type(exc).__name__}: {exc}"
                     ),
@@ -217,7 +217,7 @@ def _crash(cand: _Candidate, stage: str, exc: Exception) -> None:
         Diagnostic(
             code=CATALOG_CHECK_CRASHED,
             subject=cand.parsed.source.name,
-            message=redact(
+            message=(
                 f"{stage} crashed on this package: {type(exc).__name__}: {exc} "
                 "(a bug in aira; the package stays in quarantine)"
             ),

@@ -49,7 +49,7 @@ from aira_core.canonical import (
     sha256_id,
 )
 from aira_core.config import aira_home
-from aira_core.diagnostics import AiraError, redact
+from aira_core.diagnostics import AiraError
 
 __all__ = [
     "CRASH_ENV",
@@ -401,9 +401,7 @@ class ModelStore:
 
     def _error(self, code: str, what: str) -> AiraError:
         # The file name only: the directory may be private (home, AIRA_HOME).
-        return AiraError(
-            code, redact(f"model store {self.path.name}: {what}"), subject=self.path.name
-        )
+        return AiraError(code, f"model store {self.path.name}: {what}", subject=self.path.name)
 
     def _sqlite_error(self, exc: sqlite3.Error, doing: str) -> AiraError:
         if self._db is not None and doing != "open":
@@ -421,7 +419,7 @@ class ModelStore:
         name = self.path.name
         return AiraError(
             STORE_UNAVAILABLE,
-            redact(f"no store at {name}; run `aira model init` to create one"),
+            f"no store at {name}; run `aira model init` to create one",
             subject=name,
         )
 

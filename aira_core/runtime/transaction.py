@@ -32,7 +32,7 @@ from aira_core.contracts.plan import (
     ObservationEnvelope,
     Plan,
 )
-from aira_core.diagnostics import AiraError, Diagnostic, redact
+from aira_core.diagnostics import AiraError, Diagnostic
 from aira_core.extensions import BodyResult, Evaluation, Kernel, ValidationOutcome
 from aira_core.model.patch import PatchRejected, apply_patch, changed_nodes
 from aira_core.model.store import MAIN, StaleRevision
@@ -271,7 +271,7 @@ class Transaction:
                     Diagnostic(
                         code=KERNEL_FAILED,
                         cause="kernel",
-                        message=redact(
+                        message=(
                             f"the kernel {self.kernel.name!r} raised {type(exc).__name__}: {exc}"
                         ),
                     )
@@ -334,7 +334,7 @@ class Transaction:
                         phase="query",
                         subject=step,
                         cause="kernel",
-                        message=redact(f"the kernel raised {type(exc).__name__}: {exc}"),
+                        message=f"the kernel raised {type(exc).__name__}: {exc}",
                     )
                 )
                 continue
