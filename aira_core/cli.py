@@ -858,7 +858,6 @@ def trust_add(
     ] = None,
 ) -> None:
     """Trust a publisher's public key."""
-    import re
     from datetime import UTC
 
     from aira_core.catalog.trust import add_key
@@ -926,9 +925,9 @@ def model_init(
     """
     from pydantic import ValidationError
 
+    from aira_core.catalog.catalog import Catalog
     from aira_core.contracts.amir import AmirDocument
     from aira_core.diagnostics import AiraError
-    from aira_core.model.patch import PatchRejected, validate_document
     from aira_core.model.repository import ModelRepository
 
     chosen = _kernel(kernel, "--kernel") if kernel is not None else None
@@ -944,24 +943,15 @@ def model_init(
                 + "/".join(str(p) for p in first["loc"])
                 + f" ({exc.error_count()} errors)",
             ) from None
-    signatures = _catalog_signatures() if doc is not None else None
-    if doc is not None and doc.assertions:
-        # Stored with failing assertions, the document would refuse every later patch (each
-        # commit re-checks them): checked as a commit is, operations first, then the kernel.
-        problems = validate_document(doc, signatures)
-        if problems:
-            raise PatchRejected(problems)
-        needed = (
-            f"the document has {len(doc.assertions)} assertion(s), "
-            "checked on a kernel before it is stored"
-        )
-        _check_assertions(chosen or _kernel(None, needed), AmirDocument(), doc)
-    with ModelRepository.open(store, signatures) as repo:
-        revision = repo.init(doc)
+    with ModelRepository.open(store) as repo:
+        # An empty document needs no catalog (nothing to check its nodes against).
+        ctx = _context(repo, catalog=None if doc is not None else Catalog())
+        envelope = _write(ctx, chosen).init(doc, "init")
+        _refused_unless_success(envelope)
     if as_json:
-        _print_json({"format": "aira.model.init/1", "branch": "main", "rev": revision.rev})
+        _print_json({"format": "aira.model.init/1", "branch": "main", "rev": envelope.data["rev"]})
     else:
-        typer.echo(f"initialised main at {revision.rev}")
+        typer.echo(f"initialised main at {envelope.data['rev']}")
 
 
 @model_app.command("log")
@@ -1060,17 +1050,6 @@ def model_diff(
     typer.echo("\n".join(changed) if changed else "no block changed")
 
 
-def _catalog_signatures() -> Any:
-    """Operation signatures of the admitted production catalog."""
-    from aira_core.catalog.catalog import build_catalog
-    from aira_core.model.operations import signatures_from_descriptors
-
-    catalog = build_catalog()
-    return signatures_from_descriptors(
-        (d, p.manifest.schemas) for p in catalog.packages.values() for d in p.manifest.descriptors
-    )
-
-
 KernelOption = Annotated[
     str | None, typer.Option("--kernel", help="Kernel name (default: the only one installed).")
 ]
@@ -1098,43 +1077,42 @@ def _kernel(name: str | None, needed_for: str) -> Any:
     return kernels[name] if name is not None else next(iter(kernels.values()))
 
 
-def _check_assertions(kernel: Any, before: Any, document: Any) -> None:
-    """Evaluate ``document`` on ``kernel`` and validate every assertion; raise
-    :class:`PatchRejected` with the diagnostics of what failed."""
-    from aira_core.diagnostics import AiraError, Diagnostic
-    from aira_core.model.patch import PatchRejected, changed_nodes
+def _context(repo: Any, catalog: Any = None, grant: Any = None, intent: Any = None) -> Any:
+    """What the library checks a write against: the admitted catalog (built here unless
+    given), the repository and the grant (default: the local user's)."""
+    from aira_core.catalog.catalog import build_catalog
+    from aira_core.runtime.plan import LOCAL_GRANT, PlanContext
 
-    try:
-        evaluation = kernel.evaluate(document, changed_nodes(before, document))
-        outcomes = (
-            [kernel.validate(document, a) for a in document.assertions] if evaluation.ok else []
-        )
-    except Exception as exc:  # a kernel bug: a code, not a traceback
-        raise AiraError(
-            "KERNEL_FAILED",
-            f"the kernel {kernel.name!r} raised {type(exc).__name__}: {exc}",
-        ) from None
-    if not evaluation.ok:
-        raise PatchRejected(
-            [d.model_copy(update={"phase": "preview"}) for d in evaluation.diagnostics]
-        )
-    failing = [
-        d.model_copy(update={"phase": "validate"})
-        for o in outcomes
-        if not o.passed
-        for d in (
-            o.diagnostics
-            or [
-                Diagnostic(
-                    code="ASSERTION_FAILED",
-                    subject=o.assertion,
-                    message=f"assertion {o.assertion} failed: {dict(o.measured)}",
-                )
-            ]
-        )
-    ]
-    if failing:
-        raise PatchRejected(failing)
+    return PlanContext(
+        catalog=catalog if catalog is not None else build_catalog(),
+        repository=repo,
+        grant=grant or LOCAL_GRANT,
+        intent=intent,
+    )
+
+
+def _write(ctx: Any, chosen: Any) -> Any:
+    """The one write path; the kernel is ``chosen``, or the only one installed (``None``
+    when there is none or several: a write that needs one is then KERNEL_UNAVAILABLE)."""
+    from aira_core.plugins import get_registry
+    from aira_core.runtime.write import WritePath
+
+    if chosen is None:
+        kernels = get_registry().named("kernels")
+        chosen = next(iter(kernels.values())) if len(kernels) == 1 else None
+    return WritePath(ctx, chosen)
+
+
+def _refused_unless_success(envelope: Any) -> None:
+    """A write's failed envelope as the command's error (every diagnostic, exit 1); a
+    missing kernel names the installed ones, as --kernel would."""
+    from aira_core.model.patch import PatchRejected
+
+    if envelope.status == "success":
+        return
+    if [d.code for d in envelope.diagnostics] == ["KERNEL_UNAVAILABLE"]:
+        _kernel(None, envelope.diagnostics[0].message)  # raises with the installed kernels
+    raise PatchRejected(list(envelope.diagnostics))
 
 
 @model_app.command("patch")
@@ -1158,28 +1136,23 @@ def model_patch(
     refuses the commit with its diagnostics. A document with assertions cannot be
     committed without a kernel: KERNEL_UNAVAILABLE.
     """
-    from aira_core.model.patch import apply_patch
-    from aira_core.model.repository import ModelRepository
-
     ops = _read_json_file(patch, "patch")
-    with ModelRepository.open(store, _catalog_signatures()) as repo:
-        head = expect or repo.head(branch)
-        before = repo.document(head)
-        chosen = _kernel(kernel, "--kernel") if kernel is not None else None
-        document = apply_patch(before, ops, repo.signatures)
-        if document.assertions:
-            needed = (
-                f"the patched document has {len(document.assertions)} assertion(s), "
-                "re-checked on a kernel at every commit"
-            )
-            _check_assertions(chosen or _kernel(None, needed), before, document)
-        revision = repo.commit(branch, head, document, message or f"patch {patch.name}")
-    if as_json:
-        _print_json(
-            {"format": "aira.model.patch/1", "branch": branch, "from": head, "rev": revision.rev}
+    chosen = _kernel(kernel, "--kernel") if kernel is not None else None
+    with _repository(store) as repo:
+        write = _write(_context(repo), chosen)
+        envelope = write.apply_patch(
+            ops,
+            "patch",
+            branch=branch,
+            expected_head=expect,
+            message=message or f"patch {patch.name}",
         )
+        _refused_unless_success(envelope)
+    head, rev = envelope.data["from"], envelope.data["rev"]
+    if as_json:
+        _print_json({"format": "aira.model.patch/1", "branch": branch, "from": head, "rev": rev})
         return
-    typer.echo(f"{branch}: {head} -> {revision.rev}")
+    typer.echo(f"{branch}: {head} -> {rev}")
 
 
 @model_app.command("export")
@@ -1231,10 +1204,6 @@ def model_export(
         typer.echo(f"wrote {len(data)} bytes of {file_format.lower()} to {out.name}")
 
 
-IMPORT_MAX_BYTES = 8 * 1024 * 1024
-"""An imported file's content is stored in every later revision: keep it bounded."""
-
-
 @model_app.command("import")
 def model_import(
     file: Annotated[Path, typer.Argument(help="The file to import.")],
@@ -1251,88 +1220,40 @@ def model_import(
 ) -> None:
     """Import a file as a new body through an admitted importer (e.g. cap:io.importStep@1);
     the file's content goes into the revision, so the model does not depend on the file."""
-    from aira_core.catalog.catalog import build_catalog
-    from aira_core.contracts.capability import CapabilityKind, short_name
-    from aira_core.contracts.plan import Plan
-    from aira_core.diagnostics import AiraError
-    from aira_core.model.aliases import label_alias_safe
+    from aira_core.runtime.imports import import_file
 
-    kind = (file_format or file.suffix.lstrip(".")).lower()
-    kind = {"stp": "step"}.get(kind, kind)
-    importers = {
-        short_name(cap).lower(): cap
-        for cap, d in build_catalog().capabilities().items()
-        if d.kind is CapabilityKind.IMPORTER
-    }
-    capability = importers.get(f"import{kind}")
-    if capability is None:
-        known = sorted(
-            name.removeprefix("import") for name in importers if name.startswith("import")
+    chosen = _kernel(kernel, "--kernel") if kernel is not None else None
+    with _repository(store) as repo:
+        write = _write(_context(repo), chosen)
+        label_used, envelope = import_file(
+            write, file, "import", kind=file_format, label=label, branch=branch
         )
-        raise AiraError(
-            "IMPORT_UNSUPPORTED",
-            f"no admitted importer reads {kind or 'this file'!r}; known: "
-            + (", ".join(known) or "none"),
-        )
-    try:
-        size = file.stat().st_size
-        if size > IMPORT_MAX_BYTES:
-            raise AiraError(
-                "IMPORT_FAILED", f"{file.name!r} is {size} bytes; at most {IMPORT_MAX_BYTES}"
-            )
-        text = file.read_text(encoding="utf-8", errors="strict")
-    except UnicodeDecodeError:
-        raise AiraError("IMPORT_FAILED", f"{file.name!r} is not a text file") from None
-    except OSError as exc:
-        raise AiraError("IMPORT_FAILED", f"cannot read {file.name!r}: {exc.strerror}") from None
-    if label is not None and not label_alias_safe(label):
-        raise AiraError(
-            "LABEL_INVALID",
-            f"--label {label[:60]!r} cannot be an alias: a letter, then up to 47 letters, digits, "
-            "'_' or '-', and not shaped like a short id",
-        )
-    chosen = _kernel(kernel, f"importing {kind}")
-    ctx = _plan_context(store, branch, None, None)
-    try:
-        head = ctx.repository.head(branch)
-        aliases = ctx.repository.aliases(head)
-    except Exception:
-        ctx.repository.close()
-        raise
-    if label is None:  # the file's name, made alias-safe and free ('plate v2.step' -> plate_v2)
-        stem = re.sub(r"[^A-Za-z0-9_-]+", "_", file.stem).strip("_-")[:40] or "import"
-        base = stem if label_alias_safe(stem) else f"import_{stem}"[:47]
-        label = base
-        n = 2
-        while f"b:{label}" in aliases:
-            label, n = f"{base}_{n}", n + 1
-    elif f"b:{label}" in aliases:
-        ctx.repository.close()
-        raise AiraError("LABEL_TAKEN", f"b:{label} already names a body; choose another --label")
-    step = {"id": "import", "capability": capability, "label": label, "args": {"data": text}}
-    the_plan = Plan.model_validate({"baseRevision": head, "steps": [step]}, by_name=False)
     if not as_json:
-        typer.echo(f"importing {file.name} as b:{label}")
-    _apply_and_report(ctx, chosen, the_plan, publish=False, approve=False, as_json=as_json)
+        typer.echo(f"importing {file.name} as b:{label_used}")
+    _report_envelope(envelope, as_json=as_json)
 
 
 @model_app.command("revert")
 def model_revert(
     rev: Annotated[str, typer.Argument(help="The revision to restore.")],
     branch: BranchOption = "main",
+    kernel: KernelOption = None,
     store: StoreOption = None,
     as_json: JsonFlag = False,
 ) -> None:
-    """Restore an earlier revision as a new history record (history is never rewritten)."""
+    """Restore an earlier revision as a new history record (history is never rewritten).
+
+    The restored document is checked as every write is: its node inputs against the admitted
+    catalog's operations and, if it has assertions, each one on the kernel."""
+    chosen = _kernel(kernel, "--kernel") if kernel is not None else None
     with _repository(store) as repo:
-        head = repo.head(branch)
-        revision = repo.revert(branch, head, rev, f"revert to {rev}")
+        envelope = _write(_context(repo), chosen).revert(_rev(repo, rev), "revert", branch=branch)
+        _refused_unless_success(envelope)
+    head, new = envelope.data["from"], envelope.data["rev"]
     if as_json:
-        _print_json(
-            {"format": "aira.model.revert/1", "branch": branch, "from": head, "rev": revision.rev}
-        )
+        _print_json({"format": "aira.model.revert/1", "branch": branch, "from": head, "rev": new})
         return
-    typer.echo(f"{branch}: {head} -> {revision.rev}")
+    typer.echo(f"{branch}: {head} -> {new}")
 
 
 # -- plan ----------------------------------------------------------------------------------
@@ -1354,21 +1275,13 @@ def _load_model(path: Path, model: Any, what: str) -> Any:
         ) from None
 
 
-def _plan_context(store: Path | None, branch: str, grant: Path | None, intent: Path | None) -> Any:
-    from aira_core.catalog.catalog import build_catalog
+def _plan_context(store: Path | None, grant: Path | None, intent: Path | None) -> Any:
     from aira_core.contracts.capability import SessionGrant
     from aira_core.contracts.plan import IntentFrame
-    from aira_core.runtime.plan import LOCAL_GRANT, PlanContext
 
-    catalog = build_catalog()
-    repo = _repository(store)
-    return PlanContext(
-        catalog=catalog,
-        repository=repo,
-        branch=branch,
-        grant=_load_model(grant, SessionGrant, "grant") if grant else LOCAL_GRANT,
-        intent=_load_model(intent, IntentFrame, "intent frame") if intent else None,
-    )
+    the_grant = _load_model(grant, SessionGrant, "grant") if grant else None
+    the_intent = _load_model(intent, IntentFrame, "intent frame") if intent else None
+    return _context(_repository(store), grant=the_grant, intent=the_intent)
 
 
 GrantOption = Annotated[
@@ -1391,9 +1304,9 @@ def plan_check(
     from aira_core.runtime.plan import check_plan
 
     the_plan = _load_model(plan, Plan, "plan")
-    ctx = _plan_context(store, branch, grant, intent)
+    ctx = _plan_context(store, grant, intent)
     try:
-        report, _ = check_plan(the_plan, ctx)
+        report, _ = check_plan(the_plan, ctx, branch=branch)
     finally:
         ctx.repository.close()
     if as_json:
@@ -1441,24 +1354,19 @@ def plan_apply(
 
     the_plan = _load_model(plan, Plan, "plan")
     chosen = _kernel(kernel, "a plan is previewed and validated on a kernel")
-    ctx = _plan_context(store, branch, grant, intent)
-    _apply_and_report(ctx, chosen, the_plan, publish=publish, approve=approve, as_json=as_json)
-
-
-def _apply_and_report(
-    ctx: Any, kernel: Any, the_plan: Any, *, publish: bool, approve: bool, as_json: bool
-) -> None:
-    """Run a plan through the transaction and print its envelope (the repository is closed
-    afterwards); exit 1 unless it succeeded."""
-    from aira_core.runtime.transaction import Transaction
-
+    ctx = _plan_context(store, grant, intent)
     try:
         request_id = f"req:{the_plan.plan_id().split(':')[-1][:16]}"
-        envelope = Transaction(ctx, kernel).apply(
-            the_plan, request_id, publish=publish, approved=approve
+        envelope = _write(ctx, chosen).apply(
+            the_plan, request_id, branch=branch, publish=publish, approved=approve
         )
     finally:
         ctx.repository.close()
+    _report_envelope(envelope, as_json=as_json)
+
+
+def _report_envelope(envelope: Any, *, as_json: bool) -> None:
+    """Print a write's envelope; exit 1 unless it succeeded."""
     if as_json:
         _print_json(envelope.to_wire())
     else:
@@ -1483,40 +1391,37 @@ def query_cmd(
     store: StoreOption = None,
     as_json: JsonFlag = False,
 ) -> None:
-    """Run an admitted query capability on a revision (the head of main by default)."""
-    from aira_core.catalog.catalog import build_catalog
-    from aira_core.contracts.capability import CapabilityKind, find_capability
+    """Run an admitted query capability on a revision (the head of main by default).
+
+    It runs as every query does: admitted by the task runtime, checked against the grant
+    and traced, on the installed kernel (the only one, or --kernel NAME)."""
     from aira_core.diagnostics import AiraError
+    from aira_core.runtime.session import read_query
 
     arguments = _loads(args, "--args", "ARGS_INVALID")
     if not isinstance(arguments, dict):
         raise AiraError("ARGS_INVALID", "--args must be a JSON object")
-    descriptors = build_catalog().capabilities()
-    cap, known = find_capability(descriptors, name, CapabilityKind.MODEL_QUERY)
-    if cap is None:
-        raise AiraError(
-            "QUERY_UNKNOWN", f"no admitted query {name!r}; known: " + (", ".join(known) or "none")
-        )
-    ref = descriptors[cap].target[1]
-    chosen = _kernel(kernel, f"running {cap}")
+    chosen = _kernel(kernel, f"running {name}")
     with _repository(store) as repo:
-        at = _rev(repo, rev)
-        aliases = repo.aliases(at)
-        # Body references are aliases to the model; the kernel takes ids.
-        result = chosen.query(repo.document(at), ref, aliases.resolve_values(arguments))
+        envelope = read_query(_context(repo), chosen, name, arguments, rev=_rev(repo, rev))
+    if envelope.status == "blocked" or any(d.code == "KERNEL_FAILED" for d in envelope.diagnostics):
+        # refused before the kernel, or a kernel that failed: the command's error, not a result
+        first = envelope.diagnostics[0]
+        raise AiraError(first.code, first.message)
+    data = envelope.data
     body = {
         "format": "aira.query/1",
-        "capability": cap,
-        "rev": at,
-        "data": dict(result.data),
-        "diagnostics": [d.model_dump(mode="json", exclude_none=True) for d in result.diagnostics],
+        "capability": data["query"],
+        "rev": data["rev"],
+        "data": data["result"],
+        "diagnostics": [d.model_dump(mode="json", exclude_none=True) for d in envelope.diagnostics],
     }
     if as_json:
         _print_json(body)
     else:
         typer.echo(_json_text(body["data"]))
-        _print_diagnostics(list(result.diagnostics))
-    if result.diagnostics:
+        _print_diagnostics(list(envelope.diagnostics))
+    if envelope.diagnostics:
         raise typer.Exit(1)
 
 

@@ -70,7 +70,7 @@ from aira_core.canonical import canonical_bytes, sha256_id
 from aira_core.contracts.amir import AmirDocument
 from aira_core.model import blocks
 from aira_core.model.aliases import AliasTable
-from aira_core.model.patch import validate_document
+from aira_core.model.patch import apply_patch, validate_document
 from aira_core.model.repository import SUMMARY_KEY, ModelRepository
 from aira_core.model.samples import sample_document
 from aira_core.model.store import ModelStore
@@ -229,7 +229,8 @@ def measure_store(path: Path, base: dict[str, Any], commits: int, reads: int) ->
 
 
 def measure_repository(path: Path, base: AmirDocument, commits: int, reads: int) -> dict[str, Any]:
-    """``ModelRepository.apply`` commits, then head summary reads on a fresh repository."""
+    """Store commits (the write path's last stage: a patched document committed by
+    compare-and-swap, its views kept), then head summary reads on a fresh repository."""
     values = {p.id: float(p.value) for p in base.parameters}
     ids = list(values)
     upper = min(p.max for p in base.parameters if p.max is not None)
@@ -246,7 +247,8 @@ def measure_repository(path: Path, base: AmirDocument, commits: int, reads: int)
             values[param] = values[param] + 0.5 if values[param] + 0.5 <= upper else 1.0
             patch = {"ops": [{"op": "parameter.setValue", "id": param, "value": values[param]}]}
             start = time.perf_counter()
-            head = repo.apply("main", head, patch, message=f"set {param}").rev
+            document = apply_patch(repo.document(head), patch)
+            head = repo.commit("main", head, document, message=f"set {param}").rev
             if i >= WARMUP:
                 latencies.append(time.perf_counter() - start)
         elapsed = time.perf_counter() - start_all

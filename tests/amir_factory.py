@@ -81,3 +81,19 @@ def grow(
     return extend(
         document, parameters=parameters, nodes=nodes, bodies=bodies, assertions=assertions
     )
+
+
+def commit_patch(
+    repository: Any,
+    branch: str,
+    head: str,
+    patch: Any,
+    message: str = "",
+    meta: Any = None,
+) -> Any:
+    """Apply ``patch`` to ``head`` and commit it with the store's compare-and-swap, below
+    the write path (no kernel: for tests of the store and its views, and for seeding)."""
+    from aira_core.model.patch import apply_patch
+
+    document = apply_patch(repository.document(head), patch, repository.signatures)
+    return repository.commit(branch, head, document, message, meta)

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from amir_factory import commit_patch
 from factory import Signer, accept_all, package_source, trust_policy
 
 from aira_core.catalog.catalog import Catalog, build_catalog
@@ -705,10 +706,9 @@ def make_runtime(
     *,
     grant: SessionGrant = LOCAL_GRANT,
     intent: IntentFrame | None = None,
-    branch: str = "main",
 ) -> tuple[PlanContext, FakeGeometryKernel, ModelRepository]:
     """Admit the test package, open a store at ``tmp_path/"store.sqlite3"`` initialised with
-    an empty document, and build a :class:`PlanContext` on ``branch`` (main by default)."""
+    an empty document, and build a :class:`PlanContext` for it."""
     kernel = FakeGeometryKernel(runtime_implementations(runtime_manifest()))
     runtime = admit(tmp_path, kernel=kernel)
     index = capability_index(runtime.catalog)
@@ -718,7 +718,6 @@ def make_runtime(
     ctx = PlanContext(
         catalog=runtime.catalog,
         repository=repository,
-        branch=branch,
         grant=grant,
         intent=intent,
         capabilities=index,
@@ -828,7 +827,7 @@ def seed(repository: ModelRepository, *labels: str, length: float = PLATE["lengt
         ops.append(
             {"op": "body.add", "body": {"id": f"b{label}", "label": label, "tip": f"n{label}"}}
         )
-    return repository.apply("main", repository.head(), {"ops": ops}, message="seed").rev
+    return commit_patch(repository, "main", repository.head(), {"ops": ops}, message="seed").rev
 
 
 def input_schema(capability: str) -> dict[str, Any]:

@@ -4,7 +4,7 @@ Everything here runs against the signed test package and the FAKE kernel of
 ``runtime_factory`` (a test fake, not a CAD kernel). A refused plan names its stable code, a
 JSON pointer into the plan, the first failing step and that step's full input schema; it
 changes nothing in the store and never reaches the kernel, also when it goes through
-``Transaction.apply``.
+``WritePath.apply``.
 
 Known production bugs are marked ``xfail(strict=True)`` with the reason (``bug(...)``).
 """
@@ -64,7 +64,7 @@ from aira_core.contracts.package import PackageManifest
 from aira_core.contracts.plan import IntentFrame, PlanStep
 from aira_core.model.store import MAIN
 from aira_core.runtime.plan import LOCAL_GRANT, check_plan
-from aira_core.runtime.transaction import Transaction
+from aira_core.runtime.write import WritePath
 
 # -- known production bugs -------------------------------------------------------------------
 
@@ -619,7 +619,7 @@ def test_refused_before_any_kernel_call(tmp_path: Path, case: Bad) -> None:
         assert ("PLAN_CLASS_DENIED", "/steps/1/capability") in codes_at(report.diagnostics)
 
     # The same plan through the write path: refused at check, nothing reaches the kernel.
-    envelope = Transaction(ctx, kernel).apply(p, "req:bad")
+    envelope = WritePath(ctx, kernel).apply(p, "req:bad")
     assert envelope.status == ("stale" if case.stale else "blocked")
     assert (case.code, case.pointer) in codes_at(envelope.diagnostics)
     assert envelope.observed_revision == repository.head()
@@ -743,7 +743,7 @@ def test_plan_local_labels_never_shadow_existing_aliases(tmp_path: Path) -> None
     authoring = plan(head, *steps[:4])
     lowered = check_plan(authoring, ctx)[1]
     assert lowered is not None
-    envelope = Transaction(ctx, kernel).apply(authoring, "req:dup")
+    envelope = WritePath(ctx, kernel).apply(authoring, "req:dup")
     assert envelope.status == "success", envelope.diagnostics
     after = repository.aliases(repository.head())
     assert after.resolve("b:plate") == "bplate"

@@ -116,7 +116,6 @@ def ctx(tmp_path: Path):
     context = PlanContext(
         catalog=runtime.catalog,
         repository=repository,
-        branch="main",
         grant=LOCAL_GRANT,
         capabilities=index,
     )

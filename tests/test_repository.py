@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 import pytest
-from amir_factory import grow, make_document
+from amir_factory import commit_patch, grow, make_document
 
 from aira_core.canonical import canonical_bytes, sha256_id
 from aira_core.contracts.amir import AmirDocument
@@ -199,7 +199,7 @@ def test_commit_and_apply_keep_summaries_a_fresh_repository_reads(
     assert repo.store.derived(r1.rev, SUMMARY_KEY) is not None
 
     param = doc1.parameters[4]
-    r2 = repo.apply(MAIN, r1.rev, set_value(param.id, 77.5), message="deeper")
+    r2 = commit_patch(repo, MAIN, r1.rev, set_value(param.id, 77.5), message="deeper")
     assert (r2.kind, r2.parent) == ("commit", r1.rev)
     doc2 = repo.document(r2.rev)
     assert doc2.parameters[4].value == 77.5
@@ -320,7 +320,7 @@ def test_a_rejected_patch_changes_nothing(
     before = snapshot(repo.store, [r0])
 
     with pytest.raises(PatchRejected) as exc:
-        repo.apply(MAIN, r0, {"ops": ops})
+        commit_patch(repo, MAIN, r0, {"ops": ops})
     assert exc.value.code == code
     assert exc.value.diagnostics[0].pointer == pointer
 
@@ -354,7 +354,7 @@ def test_a_literal_without_canonical_json_is_refused_and_nothing_is_written(
     before = snapshot(repo.store, [r0])
     node = {"id": "n1", "op": "exact.box@1.0.0", "inputs": {"v": {"value": value}}}
     with pytest.raises(PatchRejected) as exc:
-        repo.apply(MAIN, r0, {"ops": [{"op": "node.add", "node": node}]})
+        commit_patch(repo, MAIN, r0, {"ops": [{"op": "node.add", "node": node}]})
     assert exc.value.code == "PATCH_INVALID"
     assert snapshot(repo.store, [r0]) == before
     assert fresh().document(repo.head()) == AmirDocument()
@@ -364,7 +364,7 @@ def test_a_literal_nested_to_the_limit_round_trips(fresh: Any) -> None:
     repo = fresh()
     r0 = repo.init().rev
     node = {"id": "n1", "op": "exact.box@1.0.0", "inputs": {"v": {"value": _nested(32)}}}
-    r1 = repo.apply(MAIN, r0, {"ops": [{"op": "node.add", "node": node}]}).rev
+    r1 = commit_patch(repo, MAIN, r0, {"ops": [{"op": "node.add", "node": node}]}).rev
     assert fresh().document(r1).nodes[0].inputs["v"].value == _nested(32)
 
 
@@ -397,7 +397,7 @@ def test_a_commit_is_checked_against_the_signatures(fresh: Any) -> None:
 
     # The same through a patch, and at init; without signatures only structure is checked.
     with pytest.raises(PatchRejected) as exc:
-        repo.apply(MAIN, r0, {"ops": [{"op": "node.add", "node": wire["nodes"][-1]}]})
+        commit_patch(repo, MAIN, r0, {"ops": [{"op": "node.add", "node": wire["nodes"][-1]}]})
     assert exc.value.code == AMIR_OPERATION_UNKNOWN
     assert snapshot(repo.store, [r0]) == before
     unchecked = fresh()
@@ -438,7 +438,7 @@ def test_committing_on_an_old_head_is_stale_and_writes_nothing(
     r0 = repo.init(document).rev
     param = document.parameters[0].id
     # Another writer (another repository on the same file) moves the head first.
-    r1 = fresh().apply(MAIN, r0, set_value(param, 11)).rev
+    r1 = commit_patch(fresh(), MAIN, r0, set_value(param, 11)).rev
     before = snapshot(repo.store, [r0, r1])
 
     late = repo.document(r0).to_wire()
@@ -448,7 +448,7 @@ def test_committing_on_an_old_head_is_stale_and_writes_nothing(
         if how == "commit":
             repo.commit(MAIN, r0, late_doc)
         else:
-            repo.apply(MAIN, r0, set_value(param, 12))
+            commit_patch(repo, MAIN, r0, set_value(param, 12))
     assert exc.value.code == STEP_STALE_REVISION
     assert exc.value.head == r1 and exc.value.expected == r0 and exc.value.branch == MAIN
 
@@ -456,7 +456,7 @@ def test_committing_on_an_old_head_is_stale_and_writes_nothing(
     assert repo.head() == r1
     assert_not_stored(repo.store, sha256_id("rev", late_doc))
     # Redone on the new head, it goes through.
-    r2 = repo.apply(MAIN, exc.value.head, set_value(param, 12))
+    r2 = commit_patch(repo, MAIN, exc.value.head, set_value(param, 12))
     assert r2.parent == r1
 
 
@@ -469,9 +469,9 @@ def test_diff_names_exactly_the_changed_blocks_from_kept_hashes(
     document = make_document()
     r0 = repo.init(document).rev
     param = document.parameters[2].id
-    r_value = repo.apply(MAIN, r0, set_value(param, 42.5)).rev
-    r_node = repo.apply(
-        MAIN, r_value, {"ops": [{"op": "node.add", "node": box_node("nod.x", param)}]}
+    r_value = commit_patch(repo, MAIN, r0, set_value(param, 42.5)).rev
+    r_node = commit_patch(
+        repo, MAIN, r_value, {"ops": [{"op": "node.add", "node": box_node("nod.x", param)}]}
     ).rev
     body = document.bodies[3]
     feature = feature_ops(
@@ -492,9 +492,12 @@ def test_diff_names_exactly_the_changed_blocks_from_kept_hashes(
             }
         ).nodes[0],
     )
-    r_feature = repo.apply(MAIN, r_node, {"ops": [op.to_wire() for op in feature]}).rev
-    r_material = repo.apply(
-        MAIN, r_feature, {"ops": [{"op": "body.setMaterial", "id": body.id, "material": "PEEK"}]}
+    r_feature = commit_patch(repo, MAIN, r_node, {"ops": [op.to_wire() for op in feature]}).rev
+    r_material = commit_patch(
+        repo,
+        MAIN,
+        r_feature,
+        {"ops": [{"op": "body.setMaterial", "id": body.id, "material": "PEEK"}]},
     ).rev
     check = {
         "id": "asr.new",
@@ -502,8 +505,8 @@ def test_diff_names_exactly_the_changed_blocks_from_kept_hashes(
         "target": body.id,
         "args": {"max": {"value": 1e6}},
     }
-    r_check = repo.apply(
-        MAIN, r_material, {"ops": [{"op": "assertion.add", "assertion": check}]}
+    r_check = commit_patch(
+        repo, MAIN, r_material, {"ops": [{"op": "assertion.add", "assertion": check}]}
     ).rev
 
     other = fresh()
@@ -563,7 +566,9 @@ def test_select_resolves_aliases_in_the_revisions_own_table(repo: ModelRepositor
     assert page.items[0]["id"] == box.id and page.items[0]["alias"] == "n:plate_1_box"
     assert repo.select(r0, ["nodes", box.id]).items == page.items  # a full id works too
 
-    r1 = repo.apply(MAIN, r0, {"ops": [{"op": "label.set", "id": box.id, "label": "base"}]}).rev
+    r1 = commit_patch(
+        repo, MAIN, r0, {"ops": [{"op": "label.set", "id": box.id, "label": "base"}]}
+    ).rev
     assert repo.select(r1, ["nodes", "n:base"]).items[0]["id"] == box.id
     # The old alias is gone in the new revision but still names the node in the old one.
     with pytest.raises(AiraError) as exc:
@@ -604,7 +609,7 @@ def test_a_stored_document_that_is_not_amir_is_a_clean_error(path: Path, fresh: 
     assert repo.store.derived(bad, SUMMARY_KEY) is None  # nothing is kept for it
     assert repo.summary(good).rev == good
     with pytest.raises(AiraError) as exc:
-        repo.apply(MAIN, bad, set_value("par.x", 1))
+        commit_patch(repo, MAIN, bad, set_value("par.x", 1))
     assert exc.value.code == AMIR_DOCUMENT_INVALID
     assert repo.head() == bad
 
@@ -618,8 +623,10 @@ def test_revert_makes_the_target_summary_the_head_summary(
     document = make_document()
     r0 = repo.init(document).rev
     param = document.parameters[0].id
-    r1 = repo.apply(MAIN, r0, set_value(param, 60)).rev
-    r2 = repo.apply(MAIN, r1, {"ops": [{"op": "node.add", "node": box_node("nod.x", param)}]}).rev
+    r1 = commit_patch(repo, MAIN, r0, set_value(param, 60)).rev
+    r2 = commit_patch(
+        repo, MAIN, r1, {"ops": [{"op": "node.add", "node": box_node("nod.x", param)}]}
+    ).rev
     target = repo.summary(r1)
 
     with pytest.raises(StaleRevision):

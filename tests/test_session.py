@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from amir_factory import commit_patch
 from runtime_factory import (
     BOX_CAP,
     DEFINE_CAP,
@@ -183,7 +184,6 @@ def test_a_refused_task_id_leaves_the_context_as_it_was(
     with pytest.raises(AiraError) as exc:
         Task(ctx, kernel, task_id=task_id)
     assert exc.value.code == code
-    assert ctx.branch == "main"
     assert repo.store.branches() == branches
 
 
@@ -252,8 +252,9 @@ def test_a_head_change_makes_the_open_plan_stale(tmp_path: Path) -> None:
     t.call("model.proposePatch", "p", plan_args(t))
     t.call("model.preview", "v")
     t.call("model.validate", "w")
-    other = repo.apply(
-        t.ctx.branch,
+    other = commit_patch(
+        repo,
+        t.branch,
         t.head,
         {
             "ops": [
@@ -367,14 +368,14 @@ def test_every_illegal_cell_is_refused_without_kernel_or_store_work(
 ) -> None:
     t, kernel, repo = task(tmp_path)
     _drive(t, state)
-    calls, head, log = kernel.total_calls, t.head, len(repo.store.log(t.ctx.branch, None))
+    calls, head, log = kernel.total_calls, t.head, len(repo.store.log(t.branch, None))
     args = plan_args(t) if op == "model.proposePatch" else {}
     out = t.call(op, "illegal", args)
     assert out.status == "blocked"
     assert codes(out) == [code]
     assert out.data["nextOperation"] is not None or code == "NOTHING_TO_REVERT"
     assert kernel.total_calls == calls, "no kernel call for a refused operation"
-    assert (t.head, len(repo.store.log(t.ctx.branch, None))) == (head, log)
+    assert (t.head, len(repo.store.log(t.branch, None))) == (head, log)
     assert t.state.value == state
 
 
@@ -400,35 +401,28 @@ def _validated(t: Task) -> None:
 
 
 def test_the_caller_cannot_approve_its_own_publish(tmp_path: Path) -> None:
+    # One publish policy for every write: an unapproved publish is refused before anything
+    # is committed, and the candidate stays open for a commit without publish.
     t, _, repo = task(tmp_path)
     t.ctx.grant = t.ctx.grant.model_copy(update={"confirmation_required": ["publish"]})
-    main = repo.head("main")
+    main, branch_head = repo.head("main"), t.head
     _validated(t)
     out = t.call("model.commit", "c", {"publish": True, "approved": True})
-    assert out.status == "partial" and codes(out) == ["PLAN_APPROVAL_REQUIRED"]
-    assert repo.head("main") == main and t.state.value == "committed"
-    assert "commit:task/t1" in out.effects_observed
+    assert out.status == "blocked" and codes(out) == ["PLAN_APPROVAL_REQUIRED"]
+    assert repo.head("main") == main and t.head == branch_head
+    assert t.state.value == "validated" and out.effects_observed == []
     t.approve("publish")  # the host records the user's approval; the model cannot
-    depth = {
-        "id": "depth",
-        "capability": "cap:parameter.define@1",
-        "args": {"name": "depth", "value": 5, "unit": "mm", "type": "Length"},
-    }
-    second = {"baseRevision": t.head, "steps": [depth]}
-    for rid, op, args in [
-        ("p2", "model.proposePatch", {"plan": second}),
-        ("v2", "model.preview", {}),
-        ("w2", "model.validate", {}),
-    ]:
-        assert t.call(op, rid, args).status == "success"
     published = t.call("model.commit", "c2", {"publish": True})
-    assert published.status == "success" and repo.head("main") == t.head
+    assert published.status == "success", published.diagnostics
+    assert published.effects_observed == ["commit:task/t1", "publish:main"]
+    assert repo.head("main") == t.head == published.data["published"]
 
 
 def test_a_refused_publish_still_reports_the_commit(tmp_path: Path) -> None:
     t, _, repo = task(tmp_path)
     _validated(t)
-    repo.apply(
+    commit_patch(
+        repo,
         "main",
         repo.head("main"),
         {
@@ -588,3 +582,85 @@ def test_the_shared_corpus_replays_through_the_task(tmp_path: Path, monkeypatch)
         assert all(o.status == "success" for o in outs[: expected["refusedAt"]]), case["name"]
         replayed += 1
     assert replayed >= 6
+
+
+# -- the one read path: kernel queries are admitted, grant-checked and traced --------------------
+
+
+def _committed(t: Task) -> None:
+    _validated(t)
+    assert t.call("model.commit", "c", {}).status == "success"
+
+
+def test_a_query_runs_through_the_task_and_is_traced(tmp_path: Path) -> None:
+    t, kernel, _ = task(tmp_path)
+    _committed(t)
+    before = kernel.calls["query"]
+    out = t.call("model.read", "q1", {"query": "massProperties", "args": {"target": "b:plate"}})
+    assert out.status == "success", out.diagnostics
+    assert out.data["query"] == "cap:query.massProperties@1" and out.data["rev"] == t.head
+    assert out.data["result"]["volume"] > 0
+    assert kernel.calls["query"] == before + 1
+    record = t.trace[-1]
+    assert (record.request_id, record.operation, record.status) == ("q1", "model.read", "success")
+    # a query of the committed head is a read-back: the runtime may decide completion on it
+    assert t.terminal is not None and t.terminal.value == "completed"
+
+
+def test_a_query_the_grant_does_not_allow_never_reaches_the_kernel(tmp_path: Path) -> None:
+    t, kernel, _ = task(tmp_path)
+    _committed(t)
+    t.ctx.grant = t.ctx.grant.model_copy(update={"query_classes": []})
+    before = kernel.calls["query"]
+    out = t.call("model.read", "q", {"query": "massProperties", "args": {"target": "b:plate"}})
+    assert out.status == "blocked" and codes(out) == ["PLAN_CLASS_DENIED"]
+    assert kernel.calls["query"] == before
+    assert t.trace[-1].codes == ["PLAN_CLASS_DENIED"]
+
+
+@pytest.mark.parametrize(
+    ("args", "code"),
+    [
+        ({"query": "noSuchQuery"}, "QUERY_UNKNOWN"),
+        ({"query": 7}, "ARGS_INVALID"),
+        ({"query": "massProperties", "args": [1]}, "ARGS_INVALID"),
+        ({"query": "massProperties", "rev": 5}, "ARGS_INVALID"),
+    ],
+)
+def test_a_bad_query_is_refused_with_a_code(tmp_path: Path, args: Any, code: str) -> None:
+    t, kernel, _ = task(tmp_path)
+    before = kernel.total_calls
+    out = t.call("model.read", "q", args)
+    assert out.status == "blocked" and codes(out) == [code]
+    assert kernel.total_calls == before
+
+
+def test_a_kernel_raising_in_a_query_is_kernel_failed_not_an_exception(tmp_path: Path) -> None:
+    t, kernel, _ = task(tmp_path)
+    _committed(t)
+
+    def boom(document, ref, args):  # type: ignore[no-untyped-def]
+        raise RuntimeError("query exploded")
+
+    kernel.query = boom  # type: ignore[method-assign]
+    out = t.call("model.read", "q", {"query": "massProperties", "args": {"target": "b:plate"}})
+    assert out.status == "failed" and codes(out) == ["KERNEL_FAILED"]
+    assert "query exploded" in out.diagnostics[0].message
+    assert t.trace[-1].codes == ["KERNEL_FAILED"]
+
+
+def test_a_terminated_task_runs_no_query(tmp_path: Path) -> None:
+    t, kernel, _ = task(tmp_path)
+    t.cancel()
+    before = kernel.total_calls
+    out = t.call("model.read", "q", {"query": "massProperties", "args": {}})
+    assert codes(out) == ["TASK_TERMINATED"] and kernel.total_calls == before
+
+
+def test_a_reader_on_main_creates_no_branch(tmp_path: Path) -> None:
+    ctx, kernel, repo = make_runtime(tmp_path)
+    branches = repo.store.branches()
+    reader = Task(ctx, kernel, task_id="reader", branch="main")
+    assert reader.head == repo.head("main")
+    assert reader.call("model.read", "r").status == "success"
+    assert repo.store.branches() == branches

@@ -190,7 +190,7 @@ def test_a_plan_on_a_head_that_moved_is_stale(tmp_path: Path) -> None:
                 seed(repo_for_task, "intruder")
             return super().decide(step, prompt, schema)
 
-    repo_for_task = _BranchWriter(repo, h.task.ctx.branch)
+    repo_for_task = _BranchWriter(repo, h.task.branch)
     h.source = Meddler(h.source.script)
     outcome = h.run()
     w.close()
@@ -209,8 +209,8 @@ class _BranchWriter:
     def head(self, branch: str = "main") -> str:
         return self.repo.head(self.branch)
 
-    def apply(self, branch: str, *args: Any, **kw: Any) -> Any:
-        return self.repo.apply(self.branch, *args, **kw)
+    def commit(self, branch: str, *args: Any, **kw: Any) -> Any:
+        return self.repo.commit(self.branch, *args, **kw)
 
 
 @pytest.mark.parametrize("tier", ["T32", "T128", "T200"])
@@ -338,7 +338,7 @@ def test_a_commit_whose_record_was_lost_is_adopted_not_committed_again(tmp_path:
     outcome = resume_from(ctx, kernel, path, script(decisions))
     assert outcome.terminal is TerminalState.COMPLETED, codes(outcome)
     assert outcome.head == committed
-    commits = [r for r in repo.store.log(ctx.branch, limit=None) if r.kind == "commit"]
+    commits = [r for r in repo.store.log(first.task.branch, limit=None) if r.kind == "commit"]
     assert [c.rev for c in commits] == [committed]  # the plan was not committed twice
     assert kernel.calls["evaluate"] == evaluations
     _, records = read_trajectory(path)

@@ -14,12 +14,12 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from aira_core.contracts.amir import AmirDocument, Patch
+from aira_core.contracts.amir import AmirDocument
 from aira_core.diagnostics import AiraError
 from aira_core.model import blocks
 from aira_core.model.aliases import AliasTable
 from aira_core.model.operations import OperationSignature
-from aira_core.model.patch import PatchRejected, apply_patch, validate_document
+from aira_core.model.patch import PatchRejected, validate_document
 from aira_core.model.store import MAIN, STORE_CORRUPT, ModelStore, Revision
 
 AMIR_DOCUMENT_INVALID = "AMIR_DOCUMENT_INVALID"
@@ -49,6 +49,10 @@ class _LRU(OrderedDict[str, Any]):
 
 class ModelRepository:
     """The model layer: validated AMIR documents in, revisions and their views out.
+
+    :meth:`init`, :meth:`commit` and :meth:`revert` are the store primitives under the one
+    write path (:class:`aira_core.runtime.write.WritePath`), which previews the document and
+    re-checks its assertions on a kernel first; write through that, not around it.
 
     ``signatures`` (operation ref → signature, e.g. from the admitted catalog) make every
     commit check node inputs against the operations; without them only the document's own
@@ -121,19 +125,6 @@ class ModelRepository:
         revision = self.store.commit(
             branch, expected_head, document, message, meta, create_branch=create_branch
         )
-        return self._kept(revision, document)
-
-    def apply(
-        self,
-        branch: str,
-        expected_head: str,
-        patch: Patch | Mapping[str, Any],
-        message: str = "",
-        meta: Mapping[str, Any] | None = None,
-    ) -> Revision:
-        """Apply a patch to the document of ``expected_head`` and commit the result (CAS)."""
-        document = apply_patch(self.document(expected_head), patch, self.signatures)
-        revision = self.store.commit(branch, expected_head, document, message, meta)
         return self._kept(revision, document)
 
     def revert(self, branch: str, expected_head: str, to_rev: str, message: str = "") -> Revision:

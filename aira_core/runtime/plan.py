@@ -89,6 +89,7 @@ from aira_core.model.operations import (
 )
 from aira_core.model.patch import PatchRejected, apply_patch, param_fits, validate_document
 from aira_core.model.repository import ModelRepository
+from aira_core.model.store import MAIN
 from aira_core.model.units import BASE_UNIT, to_base
 
 # Seconds of kernel time a step of each cost class may take, for the budget upper bound.
@@ -155,13 +156,10 @@ class PlanContext:
 
     catalog: Catalog
     repository: ModelRepository
-    branch: str = "main"
     grant: SessionGrant = LOCAL_GRANT
     intent: IntentFrame | None = None
     now: datetime = field(default_factory=lambda: datetime.now(UTC))
     capabilities: dict[str, CapabilityEntry] = field(default_factory=dict)
-    approved: bool = False
-    """The user approved this plan's risk: ``PLAN_APPROVAL_REQUIRED`` no longer blocks."""
 
     def __post_init__(self) -> None:
         if not self.capabilities:
@@ -296,23 +294,28 @@ def grant_problems(grant: SessionGrant, now: datetime) -> list[tuple[str, str]]:
     return problems
 
 
-def _check_grant(ctx: PlanContext, plan: Plan, found: _Findings) -> None:
+def _check_grant(ctx: PlanContext, branch: str, found: _Findings) -> None:
     grant = ctx.grant
     for code, message in grant_problems(grant, ctx.now):
         found.add(code, message, "bindings", "grantId")
     readable = grant.readable.branches
-    if readable and "*" not in readable and ctx.branch not in readable:
+    if readable and "*" not in readable and branch not in readable:
         found.add(
             "PLAN_SCOPE_DENIED",
-            f"grant {grant.grant_id} does not cover branch {ctx.branch}",
+            f"grant {grant.grant_id} does not cover branch {branch}",
             "baseRevision",
         )
 
 
 def _check_capability_grant(
-    ctx: PlanContext, d: CapabilityDescriptor, i: int, step: PlanStep, found: _Findings
+    ctx: PlanContext,
+    d: CapabilityDescriptor,
+    i: int,
+    step: PlanStep,
+    found: _Findings,
+    approved: bool,
 ) -> None:
-    _, reasons = authorize(ctx.grant, d, approved=ctx.approved)
+    _, reasons = authorize(ctx.grant, d, approved=approved)
     for code, message in reasons:
         found.add(code, message, "steps", i, "capability", step=step.id)
 
@@ -827,33 +830,37 @@ def _representation(
 # -- check_plan ----------------------------------------------------------------------------------
 
 
-def branch_head(ctx: PlanContext, plan: Plan) -> str:
+def branch_head(ctx: PlanContext, plan: Plan, branch: str = MAIN) -> str:
     """The head a plan must be bound to: the branch's head, or for a task branch that does
     not exist yet the plan's own base (the branch is created there on commit)."""
     heads = ctx.repository.store.branches()
-    if ctx.branch in heads:
-        return heads[ctx.branch]
-    if ctx.branch.startswith("task/"):
+    if branch in heads:
+        return heads[branch]
+    if branch.startswith("task/"):
         ctx.repository.document(plan.base_revision)  # STORE_REVISION_UNKNOWN if it is not
         return plan.base_revision
-    return ctx.repository.head(ctx.branch)  # raises STORE_BRANCH_UNKNOWN / _INVALID
+    return ctx.repository.head(branch)  # raises STORE_BRANCH_UNKNOWN / _INVALID
 
 
-def check_plan(plan: Plan, ctx: PlanContext) -> tuple[CheckReport, Lowered | None]:
-    """Run the static checks on ``plan``; lower it if they pass.
+def check_plan(
+    plan: Plan, ctx: PlanContext, *, branch: str = MAIN, approved: bool = False
+) -> tuple[CheckReport, Lowered | None]:
+    """Run the static checks on ``plan`` for a write on ``branch``; lower it if they pass.
+    ``approved``: the user approved this plan's risk (``PLAN_APPROVAL_REQUIRED`` no longer
+    blocks).
 
     Never calls a kernel. The report's diagnostics carry JSON pointers into the plan;
     ``failedStep`` and ``stepSchema`` name the first failing step and its input schema.
     """
     found = _Findings()
     plan_id = plan.plan_id()
-    head = branch_head(ctx, plan)
+    head = branch_head(ctx, plan, branch)
     if plan.base_revision != head:
         summary = ctx.repository.summary(head)
         found.add(
             "STEP_STALE_REVISION",
             f"the plan is bound to {plan.base_revision} but the "
-            f"head of {ctx.branch} is {head}; re-plan on the new summary "
+            f"head of {branch} is {head}; re-plan on the new summary "
             f"({summary.counts})",
             "baseRevision",
             expected=plan.base_revision,
@@ -884,7 +891,7 @@ def check_plan(plan: Plan, ctx: PlanContext) -> tuple[CheckReport, Lowered | Non
         )
 
     _step_graph(plan, found)
-    _check_grant(ctx, plan, found)
+    _check_grant(ctx, branch, found)
 
     document = ctx.repository.document(head)
     scope = _Scope(document, ctx.repository.aliases(head))
@@ -930,7 +937,7 @@ def check_plan(plan: Plan, ctx: PlanContext) -> tuple[CheckReport, Lowered | Non
                 step=step.id,
             )
             continue
-        _check_capability_grant(ctx, d, i, step, found)
+        _check_capability_grant(ctx, d, i, step, found, approved)
         seconds += COST_CLASS_SECONDS[d.execution.cost_class]
         if RISK_RANK[d.risk.level] > RISK_RANK[risk]:
             risk = d.risk.level

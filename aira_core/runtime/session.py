@@ -26,13 +26,19 @@ from pydantic import Field, ValidationError
 
 from aira_core.canonical import sha256_id
 from aira_core.catalog.disclosure import LEVELS, Disclosure
+from aira_core.catalog.policy import authorize
 from aira_core.contracts.base import WireModel
-from aira_core.contracts.capability import RelationType
+from aira_core.contracts.capability import (
+    Authorization,
+    CapabilityKind,
+    RelationType,
+    find_capability,
+)
 from aira_core.contracts.plan import NextAction, ObservationEnvelope, Plan
 from aira_core.contracts.search import SearchRequest
 from aira_core.diagnostics import AiraError, Diagnostic
 from aira_core.extensions import Kernel
-from aira_core.model.store import MAIN, StaleRevision
+from aira_core.model.store import MAIN
 from aira_core.runtime import contract as mc
 from aira_core.runtime.contract import (
     REPAIR_CAP,
@@ -44,10 +50,7 @@ from aira_core.runtime.contract import (
     TerminalState,
 )
 from aira_core.runtime.plan import PlanContext, grant_problems, revision_types
-from aira_core.runtime.transaction import Candidate, Rejected, Transaction, body_wire
-
-"""Small-catalog mode (§7.1): when every admitted contract (L1 + L2) fits in this many
-bytes, ``interface.manifest`` inlines them all and search becomes optional."""
+from aira_core.runtime.write import Candidate, Rejected, WritePath, body_wire
 
 O = MetaOperation  # noqa: E741 - as in the contract module: short names keep dispatch readable
 S = RuntimeState
@@ -58,6 +61,7 @@ ARGS_INVALID = "ARGS_INVALID"
 INVALID_REQUEST_ID = "<invalid>"
 """What the envelope of a call whose request id is no string carries instead."""
 DESCRIBE_NOT_VISIBLE = "DESCRIBE_NOT_VISIBLE"
+QUERY_UNKNOWN = "QUERY_UNKNOWN"
 BATCH_DEFERRED = "BATCH_DEFERRED"
 
 
@@ -81,7 +85,11 @@ class TraceRecord(WireModel):
 
 
 class Task:
-    """One task on its own branch ``task/<id>``, with one kernel and one grant."""
+    """One task on its own branch ``task/<id>``, with one kernel and one grant.
+
+    ``branch`` names another branch to work on instead (e.g. ``main`` for a reader that only
+    queries); it must exist, and no branch is created for it.
+    """
 
     def __init__(
         self,
@@ -92,15 +100,19 @@ class Task:
         protocol: TaskProtocol | None = None,
         capsule_contracts: Iterable[str] = (),
         repair_cap: int = REPAIR_CAP,
+        branch: str | None = None,
     ) -> None:
         if not isinstance(task_id, str):
             raise AiraError(ARGS_INVALID, "a task id is a string")
-        branch = f"task/{task_id}"
-        if branch not in ctx.repository.store.branches():
-            # checks the name too: a task id the store refuses leaves ctx as it was
-            ctx.repository.store.branch(branch, ctx.repository.head(MAIN))
+        if branch is not None:
+            ctx.repository.head(branch)  # STORE_BRANCH_UNKNOWN / _INVALID
+        else:
+            branch = f"task/{task_id}"
+            if branch not in ctx.repository.store.branches():
+                # checks the name too: a task id the store refuses creates nothing
+                ctx.repository.store.branch(branch, ctx.repository.head(MAIN))
         self.ctx = ctx
-        self.ctx.branch = branch
+        self.branch = branch
         self.task_id = task_id
         self.protocol = protocol or TaskProtocol()
         self.repair_cap = repair_cap
@@ -116,7 +128,7 @@ class Task:
         self._candidate: Candidate | None = None
         self._seconds = 0.0
         self.repair_rounds = 0
-        self._transaction = Transaction(ctx, kernel)
+        self._write = WritePath(ctx, kernel)
         self._kernel = kernel
         self._disclosure: Disclosure | None = None
         # This task's commits on its branch, oldest first: (revision, the head it replaced).
@@ -133,11 +145,11 @@ class Task:
     # -- helpers -----------------------------------------------------------------------------
 
     def _branch_exists(self) -> bool:
-        return self.ctx.branch in self.ctx.repository.store.branches()
+        return self.branch in self.ctx.repository.store.branches()
 
     @property
     def head(self) -> str:
-        return self.ctx.repository.head(self.ctx.branch)
+        return self.ctx.repository.head(self.branch)
 
     def _lock(self, capabilities: Iterable[str]) -> None:
         current = self.ctx.catalog.discovery_catalog_hash()
@@ -242,8 +254,6 @@ class Task:
         """The user (through the host, never the model) approves an action for this task:
         ``"publish"``, or ``"risk"`` for capabilities above the grant's auto-commit risk."""
         self._approved.add(action)
-        if action == "risk":
-            self.ctx.approved = True
 
     # -- the entry point ---------------------------------------------------------------------
 
@@ -438,7 +448,7 @@ class Task:
     def own_commits(self) -> list[Any]:
         """The commits this task made on its branch, oldest first (what :meth:`adopt`
         accepts after an interruption)."""
-        log = self.ctx.repository.store.log(self.ctx.branch, limit=None)
+        log = self.ctx.repository.store.log(self.branch, limit=None)
         return [
             r
             for r in reversed(log)
@@ -611,8 +621,12 @@ class Task:
         return self._envelope(rid, "success", data=data)
 
     def _read(self, op: MetaOperation, rid: str, args: dict[str, Any]) -> ObservationEnvelope:
+        """The head's summary, a bounded page (``select``), or a query capability run on the
+        kernel (``query`` + ``args``): the one read path every kernel query takes."""
         repo = self.ctx.repository
         head = self.head
+        if "query" in args:
+            return self._query(op, rid, head, args)
         if "select" in args:
             limit, offset = args.get("limit", 50), args.get("offset", 0)
             if not isinstance(limit, int) or not isinstance(offset, int):
@@ -623,6 +637,40 @@ class Task:
             data = {"summary": repo.summary(head).to_wire()}
         self._advance(op)
         return self._envelope(rid, "success", data=data)
+
+    def _query(
+        self, op: MetaOperation, rid: str, head: str, args: dict[str, Any]
+    ) -> ObservationEnvelope:
+        name, arguments = args.get("query"), args.get("args", {})
+        rev = args.get("rev", head)
+        if not isinstance(name, str) or not isinstance(arguments, Mapping):
+            return self._refuse(
+                rid, op.value, ARGS_INVALID, "model.read query takes a name and an args object"
+            )
+        if not isinstance(rev, str):
+            return self._refuse(rid, op.value, ARGS_INVALID, "rev is a revision id")
+        descriptors = {cap: e.descriptor for cap, e in self.ctx.capabilities.items()}
+        cap, known = find_capability(descriptors, name, CapabilityKind.MODEL_QUERY)
+        if cap is None:
+            return self._refuse(
+                rid,
+                op.value,
+                QUERY_UNKNOWN,
+                f"no admitted query {name[:80]!r}; known: " + (", ".join(known) or "none"),
+                O.CATALOG_SEARCH,
+            )
+        decision, reasons = authorize(self.ctx.grant, descriptors[cap])
+        if decision is Authorization.DENIED:
+            return self._refuse(rid, op.value, *reasons[0])
+        result = self._write.query(rev, self.ctx.capabilities[cap].ref, arguments)
+        self._advance(op)
+        diagnostics = [d.model_copy(update={"phase": "query"}) for d in result.diagnostics]
+        return self._envelope(
+            rid,
+            "failed" if diagnostics else "success",
+            data={"query": cap, "rev": rev, "result": dict(result.data)},
+            diagnostics=diagnostics,
+        )
 
     def _propose(self, op: MetaOperation, rid: str, args: dict[str, Any]) -> ObservationEnvelope:
         try:
@@ -645,7 +693,9 @@ class Task:
                 O.CATALOG_DESCRIBE,
             )
         try:
-            candidate = self._transaction.propose(plan, rid)
+            candidate = self._write.propose(
+                plan, rid, branch=self.branch, approved="risk" in self._approved
+            )
         except Rejected as exc:
             return exc.envelope.model_copy(
                 update={"data": {**exc.envelope.data, "state": self.state.value}}
@@ -678,7 +728,7 @@ class Task:
     def _preview(self, op: MetaOperation, rid: str, args: dict[str, Any]) -> ObservationEnvelope:
         assert self._candidate is not None  # the matrix admits preview only with a candidate
         try:
-            evaluation, seconds = self._transaction.preview(self._candidate, rid)
+            evaluation, seconds = self._write.preview(self._candidate, rid)
         except Rejected as exc:
             self._seconds += exc.envelope.budgets.consumed.get("kernelSeconds", 0.0)
             return self._failed(op, exc)
@@ -696,7 +746,7 @@ class Task:
     def _validate(self, op: MetaOperation, rid: str, args: dict[str, Any]) -> ObservationEnvelope:
         assert self._candidate is not None
         try:
-            outcomes, seconds = self._transaction.validate(self._candidate, rid, 0.0)
+            outcomes, seconds = self._write.validate(self._candidate, rid, 0.0)
         except Rejected as exc:
             self._seconds += exc.envelope.budgets.consumed.get("kernelSeconds", 0.0)
             return self._failed(op, exc)
@@ -718,62 +768,34 @@ class Task:
     def _commit(self, op: MetaOperation, rid: str, args: dict[str, Any]) -> ObservationEnvelope:
         candidate = self._candidate
         assert candidate is not None
-        publish = bool(args.get("publish", False))
-        repo = self.ctx.repository
         try:
-            revision = repo.commit(
-                self.ctx.branch,
-                candidate.plan.base_revision,
-                candidate.document,
-                message=f"plan {candidate.report.plan_id}",
-                meta={"planId": candidate.report.plan_id, "task": self.task_id},
-            )
-        except StaleRevision as exc:
-            # A head change makes the open plan stale until it is rebased and re-checked.
-            return self._envelope(
+            rev, published, problems = self._write.commit(
+                candidate,
                 rid,
-                "stale",
-                diagnostics=[exc.diagnostic],
-                data={"summary": repo.summary(exc.head).to_wire()},
+                branch=self.branch,
+                message=f"plan {candidate.plan_id}",
+                meta={"planId": candidate.plan_id, "task": self.task_id},
+                publish=bool(args.get("publish", False)),
+                approved="publish" in self._approved,  # the host's record, never the caller's
+                publish_message=f"publish task {self.task_id}",
             )
-        # The commit landed: whatever happens to the publish, the task is now committed.
-        self._commits.append((revision.rev, candidate.plan.base_revision))
+        except Rejected as exc:  # nothing was written: the candidate stays open
+            refused = exc.envelope
+            return self._envelope(
+                rid, refused.status, diagnostics=refused.diagnostics, data=refused.data
+            )
+        self._commits.append((rev, candidate.base_revision or ""))
         self._candidate = None
         self._advance(op)
-        effects = [f"commit:{self.ctx.branch}"]
-        data: dict[str, Any] = {"rev": revision.rev}
-        if not publish:
-            return self._envelope(rid, "success", effects=effects, data=data)
-        if "publish" in self.ctx.grant.confirmation_required and "publish" not in self._approved:
-            return self._envelope(
-                rid,
-                "partial",
-                effects=effects,
-                data=data,
-                diagnostics=[
-                    Diagnostic(
-                        code="PLAN_APPROVAL_REQUIRED",
-                        phase="publish",
-                        approval=True,
-                        message=f"grant {self.ctx.grant.grant_id} requires the user's "
-                        "approval to publish; the commit on the task branch stands",
-                    )
-                ],
-            )
-        try:
-            data["published"] = repo.store.publish(
-                self.ctx.branch, repo.head(MAIN), f"publish task {self.task_id}"
-            ).rev
-        except AiraError as exc:
-            return self._envelope(
-                rid,
-                "partial",
-                effects=effects,
-                data=data,
-                diagnostics=[exc.diagnostic.model_copy(update={"phase": "publish"})],
-            )
-        effects.append("publish:main")
-        return self._envelope(rid, "success", effects=effects, data=data)
+        effects = [f"commit:{self.branch}"] + (["publish:main"] if published else [])
+        data: dict[str, Any] = {"rev": rev, **({"published": published} if published else {})}
+        return self._envelope(
+            rid,
+            "partial" if problems else "success",
+            effects=effects,
+            data=data,
+            diagnostics=problems,
+        )
 
     def _revert(self, op: MetaOperation, rid: str, args: dict[str, Any]) -> ObservationEnvelope:
         head = self.head
@@ -784,9 +806,37 @@ class Task:
                 RejectionCode.NOTHING_TO_REVERT,
                 "the head of the task branch is not a commit of this task",
             )
-        committed, before = self._commits.pop()
-        revision = self.ctx.repository.revert(self.ctx.branch, head, before, f"revert {committed}")
+        committed, before = self._commits[-1]
+        envelope = self._write.revert(
+            before, rid, branch=self.branch, expected_head=head, message=f"revert {committed}"
+        )
+        if envelope.status != "success":
+            return self._envelope(
+                rid, envelope.status, diagnostics=envelope.diagnostics, data=envelope.data
+            )
+        self._commits.pop()
         self._advance(op)
         return self._envelope(
-            rid, "success", effects=[f"revert:{self.ctx.branch}"], data={"rev": revision.rev}
+            rid, "success", effects=envelope.effects_observed, data={"rev": envelope.data["rev"]}
         )
+
+
+def read_query(
+    ctx: PlanContext,
+    kernel: Kernel,
+    name: str,
+    args: Mapping[str, Any],
+    *,
+    rev: str | None = None,
+    branch: str = MAIN,
+    request_id: str = "query",
+) -> ObservationEnvelope:
+    """One query capability run on ``rev`` (default: the head of ``branch``) by a reader
+    task on ``branch``: the same admission, grant check and trace as a task's own queries,
+    and no branch is created."""
+    reader = Task(ctx, kernel, task_id="reader", branch=branch)
+    return reader.call(
+        O.MODEL_READ.value,
+        request_id,
+        {"query": name, "args": dict(args), **({"rev": rev} if rev is not None else {})},
+    )

@@ -32,16 +32,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from aira_core.canonical import CanonicalJSONError, canonical_bytes
 from aira_core.catalog.signatures import LEGEND, catalog_signatures
-from aira_core.contracts.capability import CapabilityKind, find_capability
 from aira_core.contracts.plan import IntentFrame
-from aira_core.diagnostics import AiraError, Diagnostic, redact
-from aira_core.extensions import Kernel, QueryResult
+from aira_core.diagnostics import AiraError
+from aira_core.extensions import Kernel
 from aira_core.runtime.contract import CompletionAuthority, TerminalState
 from aira_core.runtime.plan import PlanContext
 from aira_core.runtime.session import Task, TaskProtocol
-from aira_core.runtime.transaction import KERNEL_FAILED
 from aira_core.step import decision as grammar
 from aira_core.step.capsule import Capsule, CapsuleOverBudget, build_capsule
 from aira_core.step.ledger import Ledger, to_text, utf8_size
@@ -605,31 +602,22 @@ class StepHost:
         return self._envelope_result("lookup", envelope)
 
     def _act_inspect(self, d: Any) -> dict[str, Any]:
-        descriptors = {cap: e.descriptor for cap, e in self.ctx.capabilities.items()}
-        cap, known = find_capability(descriptors, d.query, CapabilityKind.MODEL_QUERY)
-        if cap is None:
+        # The one read path: the task admits the query, checks the grant and traces it.
+        envelope = self.task.call(
+            "model.read", self._request("inspect"), {"query": d.query, "args": d.args or {}}
+        )
+        if envelope.status != "success":
+            first = envelope.diagnostics[0] if envelope.diagnostics else None
             return self._rejection(
-                "INSPECT_QUERY_UNKNOWN", f"no admitted query {d.query!r}; known: {', '.join(known)}"
+                first.code if first else envelope.status.upper(),
+                first.message if first else envelope.status,
             )
-        head = self.task.head
-        document = self.ctx.repository.document(head)
-        args = self.ctx.repository.aliases(head).resolve_values(d.args or {})
-        kernel = getattr(self.kernel, "name", "?")
-        try:
-            answer = self.kernel.query(document, self.ctx.capabilities[cap].ref, args)
-        except Exception as exc:  # a kernel bug is the act's result, as in preview and validate
-            return self._rejection(
-                KERNEL_FAILED, redact(f"the kernel {kernel!r} raised {type(exc).__name__}: {exc}")
-            )
-        problem = _answer_problem(answer)
-        if problem is not None:
-            return self._rejection(
-                KERNEL_FAILED, redact(f"the kernel {kernel!r} answered {cap} with {problem}")
-            )
-        if answer.diagnostics:
-            first = answer.diagnostics[0]
-            return self._rejection(first.code, first.message)
-        return {"status": "ok", "act": "inspect", "query": cap, "data": dict(answer.data)}
+        return {
+            "status": "ok",
+            "act": "inspect",
+            "query": envelope.data["query"],
+            "data": envelope.data["result"],
+        }
 
     def _act_stage(self, d: Any) -> dict[str, Any]:
         self.staged[d.name] = d.content
@@ -655,23 +643,20 @@ class StepHost:
         return value
 
     def _act_plan(self, d: Any) -> dict[str, Any]:
-        head = self.task.head
-        if head != self.seen_head:  # someone else moved the branch since the model looked
-            self.seen_head = head
-            result = self._rejection(
-                "STEP_STALE_REVISION",
-                f"the task's head moved to {head} since this plan was written; re-plan on the "
-                "new summary",
-            )
-            result["summary"] = self.ctx.repository.summary(head).to_wire()
-            return result
-        plan = {**self._unstage(dict(d.plan)), "baseRevision": head}
+        # Bound to the head the model saw: plan.check and the store's compare-and-swap refuse
+        # it (STEP_STALE_REVISION, with the new head's summary) if the branch moved since.
+        plan = {**self._unstage(dict(d.plan)), "baseRevision": self.seen_head}
         for op in ("model.proposePatch", "model.preview", "model.validate", "model.commit"):
             args = {"plan": plan} if op == "model.proposePatch" else {}
             envelope = self.task.call(op, self._request(op.split(".")[1]), args)
             if envelope.status != "success":
                 self.pending = _capabilities_of(plan)
                 result = self._envelope_result("plan", envelope)
+                if envelope.status == "stale":
+                    self.seen_head = self.task.head
+                    summary = envelope.data.get("summary")
+                    if summary is not None:
+                        result["summary"] = summary
                 failed = (envelope.data or {}).get("failedStep")
                 if failed:
                     result["failedStep"] = failed
@@ -728,23 +713,6 @@ def _capabilities_of(plan: Mapping[str, Any]) -> set[str]:
         for step in (steps if isinstance(steps, list) else [])
         if isinstance(step, dict)
     }
-
-
-def _answer_problem(answer: Any) -> str | None:
-    """What is wrong with a kernel's answer to a query, if anything: it must be a
-    QueryResult with Diagnostics and data a prompt and a trajectory can carry (canonical
-    JSON: no NaN, no foreign types)."""
-    if not isinstance(answer, QueryResult):
-        return f"a {type(answer).__name__}, not a QueryResult"
-    if not isinstance(answer.data, Mapping):
-        return f"data that is a {type(answer.data).__name__}, not an object"
-    if not all(isinstance(d, Diagnostic) for d in answer.diagnostics):
-        return "diagnostics that are not Diagnostics"
-    try:
-        canonical_bytes(dict(answer.data))
-    except CanonicalJSONError as exc:
-        return f"data that is not JSON: {exc}"
-    return None
 
 
 def _summary(result: dict[str, Any], limit: int = 600) -> dict[str, Any]:

@@ -15,6 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from aira_core.diagnostics import AiraError
+from aira_core.model.patch import PatchRejected
+from aira_core.runtime.write import WritePath
 from aira_core.step.loop import Outcome, StepHost
 from aira_core.step.tiers import TaskBudgets, tier
 from aira_core.step.trajectory import (
@@ -65,7 +67,7 @@ def run_script(
 
     A run that is refused before it starts (a tier, a document the catalog refuses, an
     existing trajectory) leaves nothing behind: the store, and with it the run's directory,
-    is only created by ``repository.init`` once the document passed its checks.
+    is only created once the document passed the write path's checks.
     """
     from aira_core.contracts.amir import AmirDocument
 
@@ -80,7 +82,11 @@ def run_script(
     ensure_new_trajectory(trajectory)  # before the store: TrajectoryWriter would refuse it after
     repository, ctx = _open(store)
     try:
-        repository.init(document)
+        # The starting document is written as every document is: checked, its assertions on
+        # the kernel (a document the catalog or the kernel refuses starts no run).
+        started = WritePath(ctx, kernel).init(document, "init")
+        if started.status != "success":
+            raise PatchRejected(list(started.diagnostics))
         writer = TrajectoryWriter(
             trajectory,
             {"script": script.name, "tier": chosen.name, "taskId": task_id(script)},
@@ -167,7 +173,7 @@ def resume_script(
 
 def _open(store: Path) -> tuple[Any, Any]:
     """The store at ``store`` and a plan context on it: the production catalog, the local
-    user's grant, branch main."""
+    user's grant."""
     from aira_core.catalog.catalog import build_catalog
     from aira_core.model.repository import ModelRepository
     from aira_core.runtime.plan import LOCAL_GRANT, PlanContext, capability_index, node_signatures
@@ -176,7 +182,7 @@ def _open(store: Path) -> tuple[Any, Any]:
     index = capability_index(catalog)
     repository = ModelRepository.open(store, node_signatures(index))
     ctx = PlanContext(
-        catalog=catalog, repository=repository, branch="main", grant=LOCAL_GRANT, capabilities=index
+        catalog=catalog, repository=repository, grant=LOCAL_GRANT, capabilities=index
     )
     return repository, ctx
 

@@ -1,4 +1,4 @@
-"""``Transaction.apply``: check → propose → preview → validate → commit, end to end.
+"""``WritePath.apply``: check → propose → preview → validate → commit, end to end.
 
 Runs on the signed test package and the FAKE analytic kernel of ``runtime_factory`` (a test
 fake: boxes and vertical-edge fillets computed in closed form, no CAD). What a caller relies
@@ -43,12 +43,12 @@ from aira_core.contracts.amir import AmirDocument
 from aira_core.contracts.capability import GrantBudgets
 from aira_core.contracts.plan import ObservationEnvelope
 from aira_core.diagnostics import Diagnostic
-from aira_core.extensions import Kernel, QueryResult
+from aira_core.extensions import Kernel, QueryResult, ValidationOutcome
 from aira_core.model.repository import ModelRepository
 from aira_core.model.store import MAIN
 from aira_core.runtime.contract import MetaOperation
 from aira_core.runtime.plan import LOCAL_GRANT, PlanContext
-from aira_core.runtime.transaction import Transaction
+from aira_core.runtime.write import WritePath
 
 REGISTERED_OPERATIONS = {op.value for op in MetaOperation}
 
@@ -150,7 +150,7 @@ def test_composite_plan_commits_with_a_full_success_envelope(tmp_path: Path) -> 
     init = repository.head()
     log_before = repository.store.log(MAIN, limit=None)
 
-    envelope = Transaction(ctx, kernel).apply(plan(init, *composite_steps()), "req:1")
+    envelope = WritePath(ctx, kernel).apply(plan(init, *composite_steps()), "req:1")
 
     assert envelope.status == "success", envelope.diagnostics
     assert envelope.request_id == "req:1"
@@ -195,7 +195,7 @@ def test_composite_plan_commits_with_a_full_success_envelope(tmp_path: Path) -> 
 
 def test_query_step_data_is_in_the_envelope(tmp_path: Path) -> None:
     ctx, kernel, repository = make_runtime(tmp_path)
-    envelope = Transaction(ctx, kernel).apply(plan(repository.head(), *composite_steps()), "q")
+    envelope = WritePath(ctx, kernel).apply(plan(repository.head(), *composite_steps()), "q")
     assert envelope.status == "success"
     mass = envelope.data["queries"]["mass"]
     assert mass["volume"] == pytest.approx(plate_volume(), rel=1e-9)
@@ -210,7 +210,7 @@ def test_query_diagnostics_are_reported(tmp_path: Path) -> None:
         return QueryResult({}, [Diagnostic(code="QUERY_FAILED", message="fake failure")])
 
     kernel.query = failing_query  # type: ignore[method-assign]
-    envelope = Transaction(ctx, kernel).apply(plan(repository.head(), *composite_steps()), "q")
+    envelope = WritePath(ctx, kernel).apply(plan(repository.head(), *composite_steps()), "q")
     assert kernel.calls["query"] == 1
     assert "QUERY_FAILED" in codes(envelope)
 
@@ -220,7 +220,7 @@ def test_query_diagnostics_are_reported(tmp_path: Path) -> None:
 
 def test_parameter_change_reevaluates_only_downstream_nodes(tmp_path: Path) -> None:
     ctx, kernel, repository = make_runtime(tmp_path)
-    tx = Transaction(ctx, kernel)
+    tx = WritePath(ctx, kernel)
     assert tx.apply(plan(repository.head(), *composite_steps()), "a").status == "success"
     post = tx.apply(plan(repository.head(), post_step()), "b")
     assert post.status == "success"
@@ -248,7 +248,7 @@ def test_parameter_change_reevaluates_only_downstream_nodes(tmp_path: Path) -> N
 
 def test_changed_nodes_include_consumers_of_a_changed_parameter(tmp_path: Path) -> None:
     ctx, kernel, repository = make_runtime(tmp_path)
-    tx = Transaction(ctx, kernel)
+    tx = WritePath(ctx, kernel)
     assert tx.apply(plan(repository.head(), *composite_steps()), "a").status == "success"
     document = repository.document(repository.head())
     (plate,) = document.bodies
@@ -271,7 +271,7 @@ def test_fillet_too_large_fails_at_preview(tmp_path: Path, radius: Any) -> None:
     before = snapshot(repository)
     p = plan(repository.head(), *composite_steps(radius=radius))
 
-    envelope = Transaction(ctx, kernel).apply(p, "req:big")
+    envelope = WritePath(ctx, kernel).apply(p, "req:big")
 
     assert envelope.status == "failed"
     assert envelope.observed_revision == repository.head()
@@ -295,7 +295,7 @@ def test_unknown_selector_fails_at_preview(tmp_path: Path) -> None:
     steps[2] = steps[2].model_copy(
         update={"args": {**steps[2].args, "edges": {"body": "b:plate", "select": ">Z"}}}
     )
-    envelope = Transaction(ctx, kernel).apply(plan(repository.head(), *steps), "req:sel")
+    envelope = WritePath(ctx, kernel).apply(plan(repository.head(), *steps), "req:sel")
     assert envelope.status == "failed" and envelope.data["stage"] == "preview"
     assert codes(envelope) == [SELECTION_EMPTY]
     assert envelope.data["failedStep"] == "round"
@@ -307,7 +307,7 @@ def test_assertion_failing_fails_at_validate(tmp_path: Path) -> None:
     before = snapshot(repository)
     p = plan(repository.head(), *composite_steps(vmin=1000, vmax=10_000))
 
-    envelope = Transaction(ctx, kernel).apply(p, "req:tight")
+    envelope = WritePath(ctx, kernel).apply(p, "req:tight")
 
     assert envelope.status == "failed"
     assert envelope.data["stage"] == "validate"
@@ -322,7 +322,7 @@ def test_assertion_failing_fails_at_validate(tmp_path: Path) -> None:
 
 def test_earlier_assertion_is_rechecked_on_a_later_commit(tmp_path: Path) -> None:
     ctx, kernel, repository = make_runtime(tmp_path)
-    tx = Transaction(ctx, kernel)
+    tx = WritePath(ctx, kernel)
     assert tx.apply(plan(repository.head(), *composite_steps()), "a").status == "success"
     (assertion,) = repository.document(repository.head()).assertions
     before = snapshot(repository)
@@ -342,7 +342,7 @@ def test_earlier_assertion_is_rechecked_on_a_later_commit(tmp_path: Path) -> Non
 
 def test_parameter_out_of_range_names_its_step(tmp_path: Path) -> None:
     ctx, kernel, repository = make_runtime(tmp_path)
-    tx = Transaction(ctx, kernel)
+    tx = WritePath(ctx, kernel)
     assert tx.apply(plan(repository.head(), *composite_steps()), "a").status == "success"
     envelope = tx.apply(
         plan(repository.head(), step("set", SET_CAP, parameter="p:width", value=1000)), "b"
@@ -355,7 +355,7 @@ def test_parameter_out_of_range_names_its_step(tmp_path: Path) -> None:
 
 def test_a_plan_that_changes_nothing_is_bound_to_the_head(tmp_path: Path) -> None:
     ctx, kernel, repository = make_runtime(tmp_path)
-    tx = Transaction(ctx, kernel)
+    tx = WritePath(ctx, kernel)
     assert tx.apply(plan(repository.head(), *composite_steps()), "a").status == "success"
     head = repository.head()
     same = step("set", SET_CAP, parameter="p:width", value=PLATE["length"])
@@ -369,16 +369,18 @@ def test_a_refused_first_commit_leaves_no_task_branch(tmp_path: Path) -> None:
     # The task branch is created with its first commit, in one store transaction: a plan
     # whose commit is refused (here: it changes nothing) must not leave the branch behind,
     # since branches are never deleted.
-    ctx, kernel, repository = make_runtime(tmp_path, branch="task/x")
+    ctx, kernel, repository = make_runtime(tmp_path)
     head = seed(repository, "plate")
     same = step("set", SET_CAP, parameter="p:width", value=PLATE["length"])
-    envelope = Transaction(ctx, kernel).apply(plan(head, same), "a")
+    envelope = WritePath(ctx, kernel).apply(plan(head, same), "a", branch="task/x")
     assert envelope.status == "failed"
     assert codes(envelope) == ["STORE_NO_CHANGE"]
     assert repository.store.branches() == {"main": head}
 
     change = step("set", SET_CAP, parameter="p:width", value=PLATE["length"] + 1)
-    assert Transaction(ctx, kernel).apply(plan(head, change), "b").status == "success"
+    assert WritePath(ctx, kernel).apply(plan(head, change), "b", branch="task/x").status == (
+        "success"
+    )
     assert set(repository.store.branches()) == {"main", "task/x"}
     assert repository.head("task/x") != head
 
@@ -389,7 +391,7 @@ def test_a_refused_first_commit_leaves_no_task_branch(tmp_path: Path) -> None:
 def test_two_writers_on_one_head_one_wins_the_other_is_stale(tmp_path: Path) -> None:
     ctx, kernel, repository = make_runtime(tmp_path)
     base = repository.head()
-    tx = Transaction(ctx, kernel)
+    tx = WritePath(ctx, kernel)
 
     first = tx.apply(plan(base, *composite_steps()), "w1")
     calls = kernel.total_calls
@@ -419,12 +421,12 @@ def test_writer_overtaken_between_check_and_commit_gets_stale(tmp_path: Path) ->
     def overtake(document: Any) -> None:
         kernel.on_evaluate = None
         winner.append(
-            Transaction(other_ctx, FakeGeometryKernel()).apply(plan(base, post_step()), "w2")
+            WritePath(other_ctx, FakeGeometryKernel()).apply(plan(base, post_step()), "w2")
         )
 
     kernel.on_evaluate = overtake
     try:
-        envelope = Transaction(ctx, kernel).apply(plan(base, *composite_steps()), "w1")
+        envelope = WritePath(ctx, kernel).apply(plan(base, *composite_steps()), "w1")
     finally:
         other.close()
 
@@ -442,6 +444,8 @@ def test_writer_overtaken_between_check_and_commit_gets_stale(tmp_path: Path) ->
 
 # -- task branches and publish -----------------------------------------------------------------
 
+T1 = "task/t1"
+
 
 def _task(ctx: PlanContext, name: str, **grant: Any) -> PlanContext:
     head = ctx.repository.store.branch(name, ctx.repository.head(MAIN))
@@ -449,7 +453,6 @@ def _task(ctx: PlanContext, name: str, **grant: Any) -> PlanContext:
     return PlanContext(
         ctx.catalog,
         ctx.repository,
-        branch=name,
         grant=LOCAL_GRANT.model_copy(update=grant),
         capabilities=ctx.capabilities,
     )
@@ -458,16 +461,18 @@ def _task(ctx: PlanContext, name: str, **grant: Any) -> PlanContext:
 def test_plan_on_a_task_branch_then_publish_moves_main(tmp_path: Path) -> None:
     ctx, kernel, repository = make_runtime(tmp_path)
     task = _task(ctx, "task/t1")
-    tx = Transaction(task, kernel)
+    tx = WritePath(task, kernel)
     main_before = repository.head(MAIN)
 
-    on_task = tx.apply(plan(repository.head("task/t1"), *composite_steps()), "t1")
+    on_task = tx.apply(plan(repository.head("task/t1"), *composite_steps()), "t1", branch=T1)
     assert on_task.status == "success"
     assert on_task.effects_observed == ["commit:task/t1"]
     assert repository.head("task/t1") == on_task.observed_revision
     assert repository.head(MAIN) == main_before
 
-    published = tx.apply(plan(repository.head("task/t1"), post_step()), "t2", publish=True)
+    published = tx.apply(
+        plan(repository.head("task/t1"), post_step()), "t2", branch=T1, publish=True
+    )
     assert published.status == "success"
     assert published.effects_observed == ["commit:task/t1", "publish:main"]
     assert repository.head(MAIN) == repository.head("task/t1") == published.data["rev"]
@@ -479,11 +484,11 @@ def test_plan_on_a_task_branch_then_publish_moves_main(tmp_path: Path) -> None:
 def test_publish_needs_approval_when_the_grant_says_so(tmp_path: Path) -> None:
     ctx, kernel, repository = make_runtime(tmp_path)
     task = _task(ctx, "task/t1", confirmation_required=["publish"])
-    tx = Transaction(task, kernel)
+    tx = WritePath(task, kernel)
     before = snapshot(repository)
     p = plan(repository.head("task/t1"), *composite_steps())
 
-    blocked = tx.apply(p, "p1", publish=True)
+    blocked = tx.apply(p, "p1", branch=T1, publish=True)
 
     assert blocked.status == "blocked"
     assert codes(blocked) == ["PLAN_APPROVAL_REQUIRED"]
@@ -491,7 +496,7 @@ def test_publish_needs_approval_when_the_grant_says_so(tmp_path: Path) -> None:
     assert {a.operation for a in blocked.next_actions} <= REGISTERED_OPERATIONS
     assert snapshot(repository) == before
 
-    approved = tx.apply(p, "p2", publish=True, approved=True)
+    approved = tx.apply(p, "p2", branch=T1, publish=True, approved=True)
     assert approved.status == "success"
     assert repository.head(MAIN) == repository.head("task/t1") == approved.data["published"]
 
@@ -500,9 +505,11 @@ def test_refused_publish_still_reports_the_task_commit(tmp_path: Path) -> None:
     ctx, kernel, repository = make_runtime(tmp_path)
     task = _task(ctx, "task/t2")
     base = repository.head("task/t2")
-    assert Transaction(ctx, kernel).apply(plan(base, post_step()), "m").status == "success"
+    assert WritePath(ctx, kernel).apply(plan(base, post_step()), "m").status == "success"
 
-    envelope = Transaction(task, kernel).apply(plan(base, *composite_steps()), "t", publish=True)
+    envelope = WritePath(task, kernel).apply(
+        plan(base, *composite_steps()), "t", branch="task/t2", publish=True
+    )
 
     assert repository.head("task/t2") != base  # the commit on the task branch happened
     assert envelope.observed_revision == repository.head("task/t2")
@@ -517,7 +524,7 @@ def test_revoked_grant_is_blocked_before_the_kernel(tmp_path: Path) -> None:
     revoked = LOCAL_GRANT.model_copy(update={"revoked": True})
     ctx, kernel, repository = make_runtime(tmp_path, grant=revoked)
     before = snapshot(repository)
-    envelope = Transaction(ctx, kernel).apply(plan(repository.head(), *composite_steps()), "r")
+    envelope = WritePath(ctx, kernel).apply(plan(repository.head(), *composite_steps()), "r")
     assert envelope.status == "blocked"
     assert "GRANT_REVOKED" in codes(envelope)
     assert kernel.total_calls == 0
@@ -526,7 +533,7 @@ def test_revoked_grant_is_blocked_before_the_kernel(tmp_path: Path) -> None:
 
 def test_grant_revoked_mid_task_blocks_the_next_plan(tmp_path: Path) -> None:
     ctx, kernel, repository = make_runtime(tmp_path)
-    tx = Transaction(ctx, kernel)
+    tx = WritePath(ctx, kernel)
     assert tx.apply(plan(repository.head(), *composite_steps()), "a").status == "success"
     calls = kernel.total_calls
     before = snapshot(repository)
@@ -545,7 +552,7 @@ def test_seeded_store_is_usable_by_plans(tmp_path: Path) -> None:
     ctx, kernel, repository = make_runtime(tmp_path)
     seed(repository, "plate")
     steps = [composite_steps()[2]]
-    envelope = Transaction(ctx, kernel).apply(plan(repository.head(), *steps), "s")
+    envelope = WritePath(ctx, kernel).apply(plan(repository.head(), *steps), "s")
     assert envelope.status == "success", envelope.diagnostics
     volume = envelope.data["bodies"]["bplate"]["volume"]
     assert volume == pytest.approx(plate_volume(), rel=1e-9)
@@ -555,7 +562,7 @@ def test_a_plan_of_queries_only_reads_without_committing(tmp_path: Path) -> None
     from runtime_factory import MASS_PROPERTIES_CAP
 
     ctx, kernel, repository = make_runtime(tmp_path)
-    tx = Transaction(ctx, kernel)
+    tx = WritePath(ctx, kernel)
     assert tx.apply(plan(repository.head(), *composite_steps()), "a").status == "success"
     head = repository.head()
     envelope = tx.apply(plan(head, step("mass", MASS_PROPERTIES_CAP, target="b:plate")), "q")
@@ -571,8 +578,116 @@ def test_a_kernel_raising_in_a_query_after_the_commit_is_reported(tmp_path: Path
         raise RuntimeError("query exploded")
 
     kernel.query = boom  # type: ignore[method-assign]
-    envelope = Transaction(ctx, kernel).apply(plan(repository.head(), *composite_steps()), "a")
+    envelope = WritePath(ctx, kernel).apply(plan(repository.head(), *composite_steps()), "a")
     assert envelope.status == "partial"
     assert [d.code for d in envelope.diagnostics] == ["KERNEL_FAILED"]
     assert envelope.observed_revision == repository.head()
     assert envelope.effects_observed == ["commit:main"]
+
+
+# -- every write goes through the same stages ---------------------------------------------------
+
+
+def _with_assertion(tmp_path: Path) -> tuple[PlanContext, Any, ModelRepository, str]:
+    ctx, kernel, repository = make_runtime(tmp_path)
+    envelope = WritePath(ctx, kernel).apply(plan(repository.head(), *composite_steps()), "a")
+    assert envelope.status == "success", envelope.diagnostics
+    width = repository.aliases(repository.head()).resolve("p:width")
+    return ctx, kernel, repository, width
+
+
+def _set(param: str, value: float) -> dict[str, Any]:
+    return {"ops": [{"op": "parameter.setValue", "id": param, "value": value}]}
+
+
+def test_a_patch_re_checks_every_assertion_on_the_kernel(tmp_path: Path) -> None:
+    ctx, kernel, repository, width = _with_assertion(tmp_path)
+    write = WritePath(ctx, kernel)
+    validations = kernel.calls["validate"]
+    ok = write.apply_patch(_set(width, 45.0), "p1", message="wider")
+    assert ok.status == "success", ok.diagnostics
+    assert kernel.calls["validate"] == validations + 1
+    assert ok.data["rev"] == repository.head() and ok.data["assertions"] == {
+        a.id: True for a in repository.document(repository.head()).assertions
+    }
+
+    before = snapshot(repository)
+    refused = write.apply_patch(_set(width, 450.0), "p2")  # 450 mm: out of the volume range
+    assert refused.status == "failed" and refused.data["stage"] == "validate"
+    assert refused.diagnostics and all(d.phase == "validate" for d in refused.diagnostics)
+    assert snapshot(repository) == before
+
+
+def test_a_patch_with_assertions_and_no_kernel_is_refused(tmp_path: Path) -> None:
+    ctx, _kernel, repository, width = _with_assertion(tmp_path)
+    before = snapshot(repository)
+    refused = WritePath(ctx, None).apply_patch(_set(width, 45.0), "p")
+    assert refused.status == "failed" and codes(refused) == ["KERNEL_UNAVAILABLE"]
+    assert snapshot(repository) == before
+
+
+def test_a_patch_without_assertions_needs_no_kernel(tmp_path: Path) -> None:
+    ctx, _kernel, repository = make_runtime(tmp_path)
+    head = seed(repository, "plate")
+    width = repository.aliases(head).resolve("p:width")
+    envelope = WritePath(ctx, None).apply_patch(_set(width, 50.0), "p")
+    assert envelope.status == "success", envelope.diagnostics
+    assert repository.head() == envelope.data["rev"] != head
+
+
+def test_a_stale_patch_is_refused_by_the_store_with_the_new_head(tmp_path: Path) -> None:
+    ctx, kernel, repository, _width = _with_assertion(tmp_path)
+    old = repository.store.log(MAIN, limit=None)[-1].rev  # the empty initial document
+    before = snapshot(repository)
+    envelope = WritePath(ctx, kernel).apply_patch(
+        {
+            "ops": [
+                {
+                    "op": "parameter.add",
+                    "parameter": {"id": "pq", "label": "q", "type": "Length", "value": 1},
+                }
+            ]
+        },
+        "p",
+        expected_head=old,
+    )
+    assert envelope.status == "stale" and codes(envelope) == ["STEP_STALE_REVISION"]
+    assert envelope.observed_revision == repository.head()
+    assert envelope.data["summary"]["rev"] == repository.head()
+    assert snapshot(repository) == before
+
+
+def test_a_refused_first_document_creates_no_store_history(tmp_path: Path) -> None:
+    ctx, kernel, repository, _ = _with_assertion(tmp_path)
+    document = repository.document(repository.head())
+    broken = document.model_copy(update={"parameters": []})  # nodes now name a missing param
+    fresh = ModelRepository.open(tmp_path / "fresh.sqlite3", create=True)
+    fresh_ctx = PlanContext(ctx.catalog, fresh, capabilities=ctx.capabilities)
+    refused = WritePath(fresh_ctx, kernel).init(broken, "i")
+    assert refused.status == "failed" and refused.data["stage"] == "propose"
+    assert fresh.store.branches() == {}
+    created = WritePath(fresh_ctx, kernel).init(document, "i2")
+    assert created.status == "success", created.diagnostics
+    assert fresh.head(MAIN) == repository.head()  # content-addressed: the same revision
+    fresh.close()
+
+
+def test_a_revert_re_checks_the_restored_documents_assertions(tmp_path: Path) -> None:
+    ctx, kernel, repository, width = _with_assertion(tmp_path)
+    good = repository.head()
+    write = WritePath(ctx, kernel)
+    assert write.apply_patch(_set(width, 45.0), "p").status == "success"
+
+    real_validate = kernel.validate
+    kernel.validate = lambda document, assertion: ValidationOutcome(  # type: ignore[method-assign]
+        assertion=assertion.id, passed=False, measured={"volume": 0}
+    )
+    before = snapshot(repository)
+    refused = write.revert(good, "r")
+    assert refused.status == "failed" and codes(refused) == ["ASSERTION_FAILED"]
+    assert snapshot(repository) == before
+
+    kernel.validate = real_validate  # type: ignore[method-assign]
+    reverted = write.revert(good, "r2")
+    assert reverted.status == "success", reverted.diagnostics
+    assert repository.head() == good and reverted.effects_observed == ["revert:main"]

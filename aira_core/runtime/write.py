@@ -1,0 +1,797 @@
+"""The one write path: check → propose (a plan or a patch) → preview → validate → commit.
+
+Everything that writes a model store goes through :class:`WritePath`: the task runtime, the
+``aira plan apply`` and ``aira model patch | init --from | import | revert`` commands, and
+anything built later on the same runtime. Each stage refuses before the next runs: a plan
+that fails ``plan.check`` never reaches the kernel, a candidate whose preview has
+diagnostics is never validated, and a candidate that fails any assertion (its own or an
+earlier one: every write re-checks all of the document's assertions on the kernel) is never
+committed. A commit is one compare-and-swap of the whole document on the branch head (the
+store's CAS is the one authority on staleness; ``plan.check`` refuses a plan bound to an old
+head before any work), so a write lands all or nothing.
+
+One publish policy: publishing a branch to ``main`` when the grant asks for confirmation
+and the user has not approved it is refused *before* anything is committed (``blocked``,
+``PLAN_APPROVAL_REQUIRED``): a refusal changes nothing. A publish that the store refuses
+after the commit (``main`` moved) leaves the commit standing: ``partial``.
+
+Branch and approval are arguments of each call, never state of a shared context. Every
+outcome is an observation envelope (RFC-0002 §11.2); a failure names ``failedStep`` and,
+for a targeted repair, that step's full input schema.
+
+The same object owns the one read path's kernel work: :meth:`WritePath.query` runs a query
+capability with one ``KERNEL_FAILED`` rule; the task runtime admits and traces it.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from aira_core.canonical import CanonicalJSONError, canonical_bytes
+from aira_core.catalog.signatures import signature
+from aira_core.contracts.amir import (
+    AmirDocument,
+    AssertionAdd,
+    BodyAdd,
+    NodeAdd,
+    ParameterAdd,
+    Patch,
+)
+from aira_core.contracts.plan import (
+    Budgets,
+    CheckReport,
+    NextAction,
+    ObservationEnvelope,
+    Plan,
+)
+from aira_core.diagnostics import AiraError, Diagnostic
+from aira_core.extensions import BodyResult, Evaluation, Kernel, QueryResult, ValidationOutcome
+from aira_core.model.patch import PatchRejected, apply_patch, changed_nodes, validate_document
+from aira_core.model.store import MAIN, StaleRevision
+from aira_core.runtime.plan import (
+    Lowered,
+    PlanContext,
+    check_plan,
+    node_signatures,
+)
+
+PUBLISH_ACTION = "publish"
+KERNEL_FAILED = "KERNEL_FAILED"
+KERNEL_UNAVAILABLE = "KERNEL_UNAVAILABLE"
+ASSERTION_FAILED = "ASSERTION_FAILED"
+PLAN_APPROVAL_REQUIRED = "PLAN_APPROVAL_REQUIRED"
+T = TypeVar("T")
+
+
+@dataclass
+class Candidate:
+    """A proposed document, not yet committed: a checked plan lowered and applied to its
+    base, or a raw patch (or whole document) applied to it (then ``plan`` is ``None``)."""
+
+    base_revision: str | None
+    """The revision the candidate was made on (``None``: a store's first document)."""
+    base: AmirDocument
+    document: AmirDocument
+    lowered: Lowered
+    plan: Plan | None = None
+    report: CheckReport | None = None
+
+    @property
+    def plan_id(self) -> str | None:
+        return self.report.plan_id if self.report is not None else None
+
+
+class Rejected(Exception):
+    """A stage refused; ``envelope`` says why. The stages raise it, :meth:`WritePath.apply`
+    and the task runtime turn it into their answer."""
+
+    def __init__(self, envelope: ObservationEnvelope) -> None:
+        super().__init__(envelope.status)
+        self.envelope = envelope
+
+    @property
+    def diagnostics(self) -> list[Diagnostic]:
+        return list(self.envelope.diagnostics)
+
+
+def _entity_order(base: AmirDocument, lowered: Lowered) -> dict[str, list[str]]:
+    """Entity ids of the patched document by block, in order (patches only append)."""
+    added: dict[str, list[str]] = {"parameters": [], "nodes": [], "bodies": [], "assertions": []}
+    for op in lowered.ops:
+        if isinstance(op, ParameterAdd):
+            added["parameters"].append(op.parameter.id)
+        elif isinstance(op, NodeAdd):
+            added["nodes"].append(op.node.id)
+        elif isinstance(op, BodyAdd):
+            added["bodies"].append(op.body.id)
+        elif isinstance(op, AssertionAdd):
+            added["assertions"].append(op.assertion.id)
+    return {block: [e.id for e in getattr(base, block)] + ids for block, ids in added.items()}
+
+
+def _step_of_pointer(
+    pointer: str | None, order: Mapping[str, list[str]], lowered: Lowered
+) -> str | None:
+    parts = (pointer or "").strip("/").split("/")
+    if len(parts) >= 2 and parts[0] in order and parts[1].isdigit():
+        ids = order[parts[0]]
+        index = int(parts[1])
+        if index < len(ids):
+            return lowered.step_of(ids[index])
+    return None
+
+
+def kernel_failure(kernel: Any, exc: BaseException, **fields: Any) -> Diagnostic:
+    """A kernel that raised (a kernel bug) as the one ``KERNEL_FAILED`` diagnostic."""
+    name = getattr(kernel, "name", "?")
+    return Diagnostic(
+        code=KERNEL_FAILED,
+        cause="kernel",
+        message=f"the kernel {name!r} raised {type(exc).__name__}: {exc}",
+        **fields,
+    )
+
+
+def answer_problem(answer: Any) -> str | None:
+    """What is wrong with a kernel's answer to a query, if anything: it must be a
+    QueryResult with Diagnostics and data a prompt and a trajectory can carry (canonical
+    JSON: no NaN, no foreign types)."""
+    if not isinstance(answer, QueryResult):
+        return f"a {type(answer).__name__}, not a QueryResult"
+    if not isinstance(answer.data, Mapping):
+        return f"data that is a {type(answer.data).__name__}, not an object"
+    if not all(isinstance(d, Diagnostic) for d in answer.diagnostics):
+        return "diagnostics that are not Diagnostics"
+    try:
+        canonical_bytes(dict(answer.data))
+    except CanonicalJSONError as exc:
+        return f"data that is not JSON: {exc}"
+    return None
+
+
+class WritePath:
+    """The write path for one repository (through ``ctx``) with one kernel.
+
+    ``kernel`` may be ``None`` for writes that need none: a document without assertions
+    written by a patch, an import-free init. A write whose document has assertions and no
+    kernel to check them on is refused with ``KERNEL_UNAVAILABLE``.
+    """
+
+    def __init__(self, ctx: PlanContext, kernel: Kernel | None = None) -> None:
+        self.ctx = ctx
+        self.kernel = kernel
+        self._signatures = node_signatures(ctx.capabilities)
+
+    @property
+    def repository(self) -> Any:
+        return self.ctx.repository
+
+    # -- envelopes ---------------------------------------------------------------------------
+
+    def envelope(
+        self,
+        request_id: str,
+        status: str,
+        *,
+        revision: str | None,
+        data: dict[str, Any] | None = None,
+        diagnostics: Sequence[Diagnostic] = (),
+        effects: Sequence[str] = (),
+        seconds: float = 0.0,
+        next_actions: Sequence[NextAction] = (),
+    ) -> ObservationEnvelope:
+        budget = self.ctx.grant.budgets.compute_seconds
+        remaining = {"kernelSeconds": max(0.0, budget - seconds)} if budget is not None else {}
+        return ObservationEnvelope(
+            request_id=request_id,
+            observed_revision=revision,
+            status=status,  # type: ignore[arg-type]
+            data=data or {},
+            diagnostics=list(diagnostics),
+            effects_observed=list(effects),
+            budgets=Budgets(consumed={"kernelSeconds": round(seconds, 6)}, remaining=remaining),
+            next_actions=list(next_actions),
+        )
+
+    def _repair(
+        self,
+        request_id: str,
+        candidate: Candidate,
+        diagnostics: Sequence[Diagnostic],
+        failed_step: str | None,
+        stage: str,
+        seconds: float = 0.0,
+    ) -> Rejected:
+        schema = signature_line = None
+        plan = candidate.plan
+        if failed_step is not None and plan is not None:
+            step = next((s for s in plan.steps if s.id == failed_step), None)
+            entry = self.ctx.capabilities.get(step.capability) if step else None
+            if entry is not None:
+                schema = entry.input_schema
+                signature_line = signature(
+                    entry.descriptor.capability_id,
+                    entry.input_schema,
+                    kind=entry.descriptor.kind.value,
+                    defaults=entry.descriptor.defaults,
+                )
+        diagnostics = [d if d.phase else d.model_copy(update={"phase": stage}) for d in diagnostics]
+        return Rejected(
+            self.envelope(
+                request_id,
+                "failed",
+                revision=candidate.base_revision,
+                seconds=seconds,
+                data={
+                    "stage": stage,
+                    "planId": candidate.plan_id,
+                    "failedStep": failed_step,
+                    "stepSignature": signature_line,
+                    "stepSchema": schema,
+                },
+                diagnostics=diagnostics,
+                next_actions=[
+                    NextAction(
+                        operation="model.proposePatch",
+                        reason=(
+                            f"repair step {failed_step!r} and propose again"
+                            if failed_step
+                            else "repair the plan and propose again"
+                        ),
+                    )
+                ],
+            )
+        )
+
+    # -- propose -----------------------------------------------------------------------------
+
+    def propose(
+        self, plan: Plan, request_id: str, *, branch: str = MAIN, approved: bool = False
+    ) -> Candidate:
+        """``plan.check`` (on ``branch``, with the user's ``approved`` risk), then the lowered
+        patch applied to the plan's base: a candidate, or :class:`Rejected`."""
+        report, lowered = check_plan(plan, self.ctx, branch=branch, approved=approved)
+        if not report.ok or lowered is None:
+            stale = any(d.code == "STEP_STALE_REVISION" for d in report.diagnostics)
+            data: dict[str, Any] = {"stage": "check", **report.to_wire()}
+            head = next(
+                (d.actual for d in report.diagnostics if d.code == "STEP_STALE_REVISION"),
+                plan.base_revision,
+            )
+            raise Rejected(
+                self.envelope(
+                    request_id,
+                    "stale" if stale else "blocked",
+                    revision=head if isinstance(head, str) else plan.base_revision,
+                    data=data,
+                    diagnostics=report.diagnostics,
+                    next_actions=[
+                        NextAction(
+                            operation="model.read" if stale else "model.proposePatch",
+                            reason="re-plan against the new head"
+                            if stale
+                            else f"repair step {report.failed_step!r}",
+                        )
+                    ],
+                )
+            )
+        base = self.repository.document(plan.base_revision)
+        candidate = Candidate(plan.base_revision, base, base, lowered, plan, report)
+        if not lowered.ops:  # a plan of queries only: nothing to apply or commit
+            return candidate
+        try:
+            candidate.document = apply_patch(base, Patch(ops=lowered.ops), self._signatures)
+        except PatchRejected as exc:
+            order = _entity_order(base, lowered)
+            failed = next(
+                (s for d in exc.diagnostics if (s := _step_of_pointer(d.pointer, order, lowered))),
+                None,
+            )
+            raise self._repair(request_id, candidate, exc.diagnostics, failed, "propose") from None
+        return candidate
+
+    def propose_patch(
+        self, patch: Patch | Mapping[str, Any], base_revision: str, request_id: str
+    ) -> Candidate:
+        """A raw AMIR patch applied to ``base_revision`` (node inputs checked against the
+        catalog's operations): a candidate, or :class:`Rejected` with every problem."""
+        base = self.repository.document(base_revision)
+        candidate = Candidate(base_revision, base, base, Lowered())
+        try:
+            candidate.document = apply_patch(base, patch, self._signatures)
+        except PatchRejected as exc:
+            raise self._repair(request_id, candidate, exc.diagnostics, None, "propose") from None
+        return candidate
+
+    def propose_document(
+        self, document: AmirDocument, base_revision: str | None, request_id: str
+    ) -> Candidate:
+        """A whole document (a store's first one, or one restored by a revert), checked as a
+        patch result is: structure and node inputs against the catalog's operations."""
+        base = AmirDocument() if base_revision is None else self.repository.document(base_revision)
+        candidate = Candidate(base_revision, base, document, Lowered())
+        problems = validate_document(document, self._signatures)
+        if problems:
+            raise self._repair(request_id, candidate, problems, None, "propose")
+        return candidate
+
+    # -- preview and validate ----------------------------------------------------------------
+
+    def _kernel_for(self, candidate: Candidate, request_id: str, stage: str) -> Kernel:
+        if self.kernel is None:
+            raise self._repair(
+                request_id,
+                candidate,
+                [
+                    Diagnostic(
+                        code=KERNEL_UNAVAILABLE,
+                        message=f"the document has {len(candidate.document.assertions)} "
+                        "assertion(s), re-checked on a kernel at every write, and no kernel "
+                        "was given",
+                    )
+                ],
+                None,
+                stage,
+            )
+        return self.kernel
+
+    def needs_kernel(self, candidate: Candidate) -> bool:
+        """Whether writing ``candidate`` needs the kernel: a plan is always previewed; any
+        other write when the document has assertions (they are re-checked at every write)."""
+        return candidate.plan is not None or bool(candidate.document.assertions)
+
+    def _kernel_call(
+        self,
+        request_id: str,
+        candidate: Candidate,
+        stage: str,
+        started: float,
+        call: Callable[[], T],
+    ) -> T:
+        """A kernel call whose exception (a kernel bug) becomes ``KERNEL_FAILED``."""
+        try:
+            return call()
+        except Exception as exc:
+            raise self._repair(
+                request_id,
+                candidate,
+                [kernel_failure(self.kernel, exc)],
+                None,
+                stage,
+                time.perf_counter() - started,
+            ) from None
+
+    def preview(self, candidate: Candidate, request_id: str) -> tuple[Evaluation, float]:
+        """Evaluate the candidate on the kernel (only the nodes the change touched)."""
+        kernel = self._kernel_for(candidate, request_id, "preview")
+        started = time.perf_counter()
+        changed = changed_nodes(candidate.base, candidate.document)
+        evaluation = self._kernel_call(
+            request_id,
+            candidate,
+            "preview",
+            started,
+            lambda: kernel.evaluate(candidate.document, changed),
+        )
+        seconds = time.perf_counter() - started
+        if not evaluation.ok:
+            failed = next(
+                (
+                    s
+                    for d in evaluation.diagnostics
+                    if d.subject and (s := candidate.lowered.step_of(d.subject))
+                ),
+                None,
+            )
+            raise self._repair(
+                request_id, candidate, list(evaluation.diagnostics), failed, "preview", seconds
+            )
+        return evaluation, seconds
+
+    def validate(
+        self, candidate: Candidate, request_id: str, seconds: float = 0.0
+    ) -> tuple[list[ValidationOutcome], float]:
+        """Every assertion of the candidate (its own and earlier ones) on the kernel."""
+        if not candidate.document.assertions:
+            return [], seconds
+        kernel = self._kernel_for(candidate, request_id, "validate")
+        started = time.perf_counter()
+        outcomes = self._kernel_call(
+            request_id,
+            candidate,
+            "validate",
+            started,
+            lambda: [kernel.validate(candidate.document, a) for a in candidate.document.assertions],
+        )
+        seconds += time.perf_counter() - started
+        failing = [o for o in outcomes if not o.passed]
+        if failing:
+            diagnostics = [d for o in failing for d in o.diagnostics] or [
+                Diagnostic(
+                    code=ASSERTION_FAILED,
+                    subject=o.assertion,
+                    message=f"assertion {o.assertion} failed: {dict(o.measured)}",
+                )
+                for o in failing
+            ]
+            failed = next(
+                (s for o in failing if (s := candidate.lowered.step_of(o.assertion))), None
+            )
+            raise self._repair(request_id, candidate, diagnostics, failed, "validate", seconds)
+        return outcomes, seconds
+
+    def check_candidate(
+        self, candidate: Candidate, request_id: str
+    ) -> tuple[Evaluation | None, list[ValidationOutcome], float]:
+        """Preview and validate, when the write needs the kernel (see :meth:`needs_kernel`)."""
+        if not self.needs_kernel(candidate):
+            return None, [], 0.0
+        evaluation, seconds = self.preview(candidate, request_id)
+        outcomes, seconds = self.validate(candidate, request_id, seconds)
+        return evaluation, outcomes, seconds
+
+    # -- commit ------------------------------------------------------------------------------
+
+    def publish_refusal(self, branch: str, *, publish: bool, approved: bool) -> Diagnostic | None:
+        """The one publish policy: why publishing ``branch`` may not even start."""
+        if (
+            publish
+            and branch != MAIN
+            and not approved
+            and PUBLISH_ACTION in self.ctx.grant.confirmation_required
+        ):
+            return Diagnostic(
+                code=PLAN_APPROVAL_REQUIRED,
+                phase="commit",
+                approval=True,
+                message=f"grant {self.ctx.grant.grant_id} requires the user's approval to "
+                "publish; nothing was committed",
+            )
+        return None
+
+    def commit(
+        self,
+        candidate: Candidate,
+        request_id: str,
+        *,
+        branch: str,
+        message: str,
+        meta: Mapping[str, Any] | None = None,
+        publish: bool = False,
+        approved: bool = False,
+        seconds: float = 0.0,
+        publish_message: str | None = None,
+    ) -> tuple[str, str | None, list[Diagnostic]]:
+        """Commit a checked candidate on ``branch`` (compare-and-swap on its base) and publish
+        it to ``main`` when asked: ``(revision, published revision, publish diagnostics)``.
+
+        Refused before anything is written: an unapproved publish (``blocked``), a head that
+        moved (``stale``, with the new head's summary): :class:`Rejected`."""
+        refusal = self.publish_refusal(branch, publish=publish, approved=approved)
+        if refusal is not None:
+            raise Rejected(
+                self.envelope(
+                    request_id,
+                    "blocked",
+                    revision=candidate.base_revision,
+                    seconds=seconds,
+                    diagnostics=[refusal],
+                    next_actions=[
+                        NextAction(operation="model.commit", reason="approve the publish")
+                    ],
+                )
+            )
+        repo = self.repository
+        try:
+            if candidate.base_revision is None:
+                revision = repo.init(candidate.document, message)
+            else:
+                revision = repo.commit(
+                    branch,
+                    candidate.base_revision,
+                    candidate.document,
+                    message=message,
+                    meta=meta,
+                    # a task branch starts with its first commit, or not at all
+                    create_branch=branch not in repo.store.branches(),
+                )
+        except StaleRevision as exc:
+            raise Rejected(
+                self.envelope(
+                    request_id,
+                    "stale",
+                    revision=exc.head,
+                    seconds=seconds,
+                    diagnostics=[exc.diagnostic],
+                    data={"stage": "commit", "summary": repo.summary(exc.head).to_wire()},
+                    next_actions=[
+                        NextAction(operation="model.read", reason="re-plan against the new head")
+                    ],
+                )
+            ) from None
+        published = None
+        diagnostics: list[Diagnostic] = []
+        if publish and branch != MAIN:
+            try:
+                published = repo.store.publish(
+                    branch, repo.head(MAIN), publish_message or f"publish {message}".strip()
+                ).rev
+            except AiraError as exc:  # the branch moved; main did not
+                diagnostics.append(exc.diagnostic.model_copy(update={"phase": "publish"}))
+        return revision.rev, published, diagnostics
+
+    # -- the whole path ----------------------------------------------------------------------
+
+    def _written(
+        self,
+        request_id: str,
+        candidate: Candidate,
+        *,
+        branch: str,
+        message: str,
+        meta: Mapping[str, Any] | None,
+        publish: bool,
+        approved: bool,
+        data: Callable[[str, str | None, list[Diagnostic]], dict[str, Any]] | None = None,
+    ) -> ObservationEnvelope:
+        """Preview, validate and commit a candidate; its envelope (never raises a refusal)."""
+        seconds = 0.0
+        try:
+            evaluation, outcomes, seconds = self.check_candidate(candidate, request_id)
+            rev, published, diagnostics = self.commit(
+                candidate,
+                request_id,
+                branch=branch,
+                message=message,
+                meta=meta,
+                publish=publish,
+                approved=approved,
+                seconds=seconds,
+            )
+        except Rejected as exc:
+            return exc.envelope
+        except AiraError as exc:  # an authority refused (store, kernel): what we know so far
+            return self.envelope(
+                request_id,
+                "failed",
+                revision=candidate.base_revision,
+                seconds=seconds,
+                diagnostics=[exc.diagnostic],
+            )
+        effects = [f"commit:{branch}"] + (["publish:main"] if published else [])
+        body: dict[str, Any] = {
+            "branch": branch,
+            "from": candidate.base_revision,
+            "rev": rev,
+            "published": published,
+            "bodies": {b: body_wire(r) for b, r in evaluation.bodies.items()} if evaluation else {},
+            "evaluatedNodes": list(evaluation.evaluated_nodes) if evaluation else [],
+            "assertions": {o.assertion: o.passed for o in outcomes},
+        }
+        if data is not None:
+            body.update(data(rev, published, diagnostics))
+        body["summary"] = self.repository.summary(rev).to_wire()
+        return self.envelope(
+            request_id,
+            "partial" if diagnostics else "success",
+            revision=rev,
+            effects=effects,
+            seconds=seconds,
+            diagnostics=diagnostics,
+            data=body,
+            next_actions=[NextAction(operation="model.read")],
+        )
+
+    def apply(
+        self,
+        plan: Plan,
+        request_id: str,
+        *,
+        branch: str = MAIN,
+        publish: bool = False,
+        approved: bool = False,
+    ) -> ObservationEnvelope:
+        """Check, propose, preview, validate and commit ``plan`` on ``branch``; publish to
+        ``main`` too when asked and the grant allows. ``approved`` is the user's approval of
+        the plan's risk and of publishing. Never raises for a refused plan."""
+        try:
+            candidate = self.propose(plan, request_id, branch=branch, approved=approved)
+            if not candidate.lowered.ops:
+                _, seconds = self.preview(candidate, request_id)
+                _, seconds = self.validate(candidate, request_id, seconds)
+                return self.envelope(
+                    request_id,
+                    "success",
+                    revision=candidate.base_revision,
+                    seconds=seconds,
+                    data={
+                        "planId": candidate.plan_id,
+                        "queries": self._queries(candidate, []),
+                    },
+                    next_actions=[NextAction(operation="model.read")],
+                )
+        except Rejected as exc:
+            return exc.envelope
+        except AiraError as exc:
+            return self.envelope(
+                request_id, "failed", revision=plan.base_revision, diagnostics=[exc.diagnostic]
+            )
+
+        def plan_data(rev: str, published: str | None, diagnostics: list[Diagnostic]) -> dict:
+            # Query steps read the committed document; their problems are reported, not raised.
+            return {
+                "planId": candidate.plan_id,
+                "createdBodies": dict(candidate.lowered.body_of_step),
+                "queries": self._queries(candidate, diagnostics),
+            }
+
+        return self._written(
+            request_id,
+            candidate,
+            branch=branch,
+            message=f"plan {candidate.plan_id}",
+            meta={"planId": candidate.plan_id, "steps": [s.id for s in plan.steps]},
+            publish=publish,
+            approved=approved,
+            data=plan_data,
+        )
+
+    def apply_patch(
+        self,
+        patch: Patch | Mapping[str, Any],
+        request_id: str,
+        *,
+        branch: str = MAIN,
+        expected_head: str | None = None,
+        message: str = "",
+        meta: Mapping[str, Any] | None = None,
+    ) -> ObservationEnvelope:
+        """A raw AMIR patch through the path: applied to ``expected_head`` (default: the
+        branch's head), assertions re-checked on the kernel, committed by CAS."""
+        try:
+            base = expected_head or self.repository.head(branch)
+            candidate = self.propose_patch(patch, base, request_id)
+        except Rejected as exc:
+            return exc.envelope
+        except AiraError as exc:
+            return self.envelope(
+                request_id, "failed", revision=expected_head, diagnostics=[exc.diagnostic]
+            )
+        return self._written(
+            request_id,
+            candidate,
+            branch=branch,
+            message=message,
+            meta=meta,
+            publish=False,
+            approved=False,
+        )
+
+    def init(
+        self, document: AmirDocument | None, request_id: str, message: str = "init"
+    ) -> ObservationEnvelope:
+        """Create the store's ``main`` at ``document`` (default: an empty one), checked as
+        every write is; a refused document creates nothing."""
+        try:
+            candidate = self.propose_document(document or AmirDocument(), None, request_id)
+        except Rejected as exc:
+            return exc.envelope
+        return self._written(
+            request_id,
+            candidate,
+            branch=MAIN,
+            message=message,
+            meta=None,
+            publish=False,
+            approved=False,
+        )
+
+    def revert(
+        self,
+        to_rev: str,
+        request_id: str,
+        *,
+        branch: str = MAIN,
+        expected_head: str | None = None,
+        message: str = "",
+    ) -> ObservationEnvelope:
+        """Restore ``to_rev``'s document on ``branch`` as a new history record, its assertions
+        re-checked on the kernel like any other write."""
+        repo = self.repository
+        try:
+            head = expected_head or repo.head(branch)
+            candidate = self.propose_document(repo.document(to_rev), head, request_id)
+            _evaluation, outcomes, seconds = self.check_candidate(candidate, request_id)
+            revision = repo.revert(branch, head, to_rev, message or f"revert to {to_rev}")
+        except Rejected as exc:
+            return exc.envelope
+        except StaleRevision as exc:
+            return self.envelope(
+                request_id,
+                "stale",
+                revision=exc.head,
+                diagnostics=[exc.diagnostic],
+                data={"stage": "commit", "summary": repo.summary(exc.head).to_wire()},
+            )
+        except AiraError as exc:
+            return self.envelope(
+                request_id, "failed", revision=expected_head, diagnostics=[exc.diagnostic]
+            )
+        return self.envelope(
+            request_id,
+            "success",
+            revision=revision.rev,
+            effects=[f"revert:{branch}"],
+            seconds=seconds,
+            data={
+                "branch": branch,
+                "from": head,
+                "rev": revision.rev,
+                "assertions": {o.assertion: o.passed for o in outcomes},
+            },
+            next_actions=[NextAction(operation="model.read")],
+        )
+
+    # -- the read path's kernel work ---------------------------------------------------------
+
+    def query(self, rev: str, ref: str, args: Mapping[str, Any]) -> QueryResult:
+        """Run the query ``ref`` on revision ``rev`` (aliases in ``args`` resolved to ids, as
+        kernels take them). A kernel that raises or answers with something that is not a
+        QueryResult of JSON data is ``KERNEL_FAILED`` in the result, never an exception."""
+        document = self.repository.document(rev)
+        resolved = self.repository.aliases(rev).resolve_values(args)
+        if self.kernel is None:
+            return QueryResult(
+                data={},
+                diagnostics=[
+                    Diagnostic(code=KERNEL_UNAVAILABLE, message=f"a query ({ref}) runs on a kernel")
+                ],
+            )
+        try:
+            answer = self.kernel.query(document, ref, resolved)
+        except Exception as exc:
+            return QueryResult(data={}, diagnostics=[kernel_failure(self.kernel, exc)])
+        problem = answer_problem(answer)
+        if problem is not None:
+            name = getattr(self.kernel, "name", "?")
+            return QueryResult(
+                data={},
+                diagnostics=[
+                    Diagnostic(
+                        code=KERNEL_FAILED,
+                        cause="kernel",
+                        message=f"the kernel {name!r} answered {ref} with {problem}",
+                    )
+                ],
+            )
+        return answer
+
+    def _queries(self, candidate: Candidate, diagnostics: list[Diagnostic]) -> dict[str, Any]:
+        """Run the plan's query steps (read-only) on the candidate document; their
+        diagnostics, and a kernel that raises, are reported, never raised."""
+        out: dict[str, Any] = {}
+        for step, ref, args in candidate.lowered.queries:
+            try:
+                result = self.kernel.query(candidate.document, ref, args)  # type: ignore[union-attr]
+            except Exception as exc:
+                diagnostics.append(kernel_failure(self.kernel, exc, phase="query", subject=step))
+                continue
+            out[step] = dict(result.data)
+            diagnostics += [
+                d.model_copy(update={"phase": "query", "subject": d.subject or step})
+                for d in result.diagnostics
+            ]
+        return out
+
+
+def body_wire(result: BodyResult) -> dict[str, Any]:
+    """A kernel's body result as the envelope shows it (camelCase, like the wire)."""
+    return {
+        "valid": result.valid,
+        "volume": result.volume,
+        "area": result.area,
+        "boundingBox": list(result.bounding_box) if result.bounding_box else None,
+    }
