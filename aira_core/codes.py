@@ -80,7 +80,7 @@ _CODES = (
         ("QUERY_UNKNOWN", "`aira query` names no admitted query capability"),
         (
             "CAPABILITY_UNKNOWN",
-            "a capability id given on the command line is not in the production catalog",
+            "`aira catalog signatures` names a capability that is not in the production catalog",
         ),
         (
             "SEARCH_REQUEST_INVALID",
@@ -347,7 +347,7 @@ _CODES = (
         ("PATCH_STILL_REFERENCED", "removing an entity other entities still refer to"),
         (
             "AMIR_DOCUMENT_INVALID",
-            "a whole document (`aira model init --from`, a stored head) "
+            "a whole document (`aira model init --from`, a stored revision) "
             "is not a valid AMIR document",
         ),
         ("AMIR_DUPLICATE_ID", "an entity id is used twice in a document"),
@@ -442,7 +442,7 @@ _CODES = (
         ("TASK_TERMINATED", "The task reached a terminal state; start a new task."),
         ("DUPLICATE_REQUEST_ID", "The request id was already used in this task or this batch."),
         ("UNKNOWN_OPERATION", "not one of the nine meta-operations"),
-        ("UNKNOWN_STATE", "not one of the runtime states (contract tables and corpus)"),
+        ("UNKNOWN_STATE", "not one of the nine runtime states"),
         ("REPAIR_REQUIRES_DIAGNOSTIC", "a repair round is entered without a Diagnostic"),
         ("CORPUS_NOT_FOUND", "no shared contract corpus file of that name"),
         (

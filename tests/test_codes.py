@@ -8,11 +8,13 @@ The codes are found by reading the source (``ast``), the ways this code base mak
   docstrings, ``__all__`` and environment-variable names: constants
   (``STORE_CORRUPT = "STORE_CORRUPT"``), arguments, tables, returns, comparisons;
 - the code argument of a callable that takes one: ``Diagnostic(code=...)``, ``AiraError(...)``
-  and every function or class of the scanned modules with a parameter or field named
-  ``code`` (``_diag``, ``add``, ``Failure``, ``PluginError`` …), resolving names bound to
-  string constants and enum members, and catching one-word codes (``ABORTED``) there;
-- f-strings and concatenations in that code position (``f"{what}_INVALID"``): a template
-  must be listed in :data:`TEMPLATES` with the codes it makes.
+  and every function or class of aira_core or the scanned modules with a parameter or field
+  named ``code`` (``_diag``, ``add``, ``Failure``, ``PluginError`` …), resolving names bound
+  to string constants and enum members, and catching one-word codes (``ABORTED``) there; the
+  same for the value of a ``"code"`` key in a dict, the default of a ``code`` parameter and
+  the values of a ``*_CODE`` / ``*_CODES`` constant;
+- f-strings and concatenations in a code position (``f"{what}_INVALID"``): a template must
+  be listed in :data:`TEMPLATES` with the codes it makes.
 """
 
 from __future__ import annotations
@@ -54,8 +56,8 @@ TEMPLATES = {"{}_INVALID": {"GRANT_INVALID", "INTENT_FRAME_INVALID", "PLAN_INVAL
 grant or an intent frame file that is not a valid document)."""
 
 OCCT_UNDECLARED = {
-    "KERNEL_METHOD_UNKNOWN": "the worker's answer to an RPC method it lacks: only a kernel "
-    "and worker of different versions send one, no capability can raise it",
+    "KERNEL_METHOD_UNKNOWN": "the worker's reply to an RPC method it does not have; the "
+    "kernel only sends methods the worker has, so no capability raises it (a bug if seen)",
 }
 """Codes the OCCT plugin raises that no capability declares, with the reason."""
 
@@ -239,6 +241,23 @@ def _module_sites(
             args += [k.value for k in node.keywords if k.arg in where]
             for arg in args:
                 yield from _argument(path, arg, consts)
+        elif isinstance(node, ast.Dict):  # {"code": ...}: a failure reply, a model_copy update
+            for key, value in zip(node.keys, node.values, strict=True):
+                if isinstance(key, ast.Constant) and key.value == "code":
+                    yield from _argument(path, value, consts)
+        elif isinstance(node, ast.Assign) and any(
+            isinstance(t, ast.Name) and t.id.endswith(("_CODE", "_CODES")) for t in node.targets
+        ):  # KERNEL_CODES = (...): one-word values too
+            for value in ast.walk(node.value):
+                yield from _argument(path, value, consts)
+        elif isinstance(node, ast.arguments):  # def f(code="..."): the default is a code
+            positional = [*node.posonlyargs, *node.args]
+            pairs = zip(
+                positional[len(positional) - len(node.defaults) :], node.defaults, strict=True
+            )
+            for param, default in [*pairs, *zip(node.kwonlyargs, node.kw_defaults, strict=True)]:
+                if param.arg == "code" and default is not None:
+                    yield from _argument(path, default, consts)
         elif (
             isinstance(node, ast.Constant)
             and isinstance(node.value, str)
@@ -391,6 +410,13 @@ def _problem(code, message):
     return Diagnostic(code=code, message=message)
 
 
+def _refuse(message, code="REFUSED"):
+    return {"code": "SNAPPED", "message": message, "again": {"code": code}}
+
+
+LAST_RESORT_CODE = "SURRENDERED"
+
+
 def run(kind: str) -> None:
     if os.environ.get("AIRA_WIDGET_MODE"):
         raise AiraError(WIDGET_BROKEN, "broken")
@@ -409,13 +435,17 @@ def test_the_checker_reports_unregistered_codes_however_they_are_made() -> None:
         "WIDGET_CRACKED",  # in a table
         "WIDGETED",  # one word, but the code argument of a function taking `code`
         "WIDGET_BENT",  # a dict entry
+        "SNAPPED",  # one word, a dict's "code"
+        "REFUSED",  # one word, the default of a `code` parameter
+        "SURRENDERED",  # one word, a *_CODE constant
         "template '{}_WIDGET_FAILED' (list it in TEMPLATES)",
     } <= codes
     # Docstrings, __all__ and environment variable names are no codes.
     assert not any(w in " ".join(found) for w in ("NOT_A_CODE", "CONSTANT_NAME", "AIRA_WIDGET"))
-    assert unregistered(
-        sites, {*CODES, "WIDGET_BROKEN", "WIDGET_CRACKED", "WIDGETED", "WIDGET_BENT"}
-    ) == ["synthetic.py:21: template '{}_WIDGET_FAILED' (list it in TEMPLATES)"]
+    found = {"WIDGET_BROKEN", "WIDGET_CRACKED", "WIDGETED", "WIDGET_BENT", "SNAPPED", "REFUSED"}
+    assert unregistered(sites, {*CODES, *found, "SURRENDERED"}) == [
+        "synthetic.py:28: template '{}_WIDGET_FAILED' (list it in TEMPLATES)"
+    ]
 
 
 def test_a_registered_code_nothing_raises_is_reported() -> None:
