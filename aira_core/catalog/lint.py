@@ -21,6 +21,7 @@ from referencing.jsonschema import DRAFT202012
 
 from aira_core.canonical import canonical_bytes
 from aira_core.catalog.predicates import PREDICATES, referenced_inputs
+from aira_core.codes import meanings
 from aira_core.contracts.base import DIAGNOSTIC_CODE_PATTERN
 from aira_core.contracts.capability import (
     CAPABILITY_ID_PATTERN,
@@ -57,53 +58,9 @@ _SCHEMA_REF_TARGET = re.compile(r"^amir://[a-z]+/(?P<name>[^/]+)/(?P<version>[^/
 _CAP_ID = re.compile(CAPABILITY_ID_PATTERN)
 _DIAG_CODE = re.compile(DIAGNOSTIC_CODE_PATTERN)
 
-# The rule codes, documented in docs/catalog.md.
-RULES: dict[str, str] = {
-    "LINT_FIELD_MISSING": "a required field is missing",
-    "LINT_FIELD_UNKNOWN": "a field the contract does not define (likely a typo)",
-    "LINT_FIELD_INVALID": "a field has the wrong type or value",
-    "LINT_CAPABILITY_ID_INVALID": "capability ids have the form cap:<dotted.name>@<major>",
-    "LINT_CAPABILITY_DUPLICATE": "the same capability id twice in one package",
-    "LINT_KIND_UNKNOWN": "kind is not one of the seven kinds",
-    "LINT_TARGET_NOT_EXACTLY_ONE": "exactly one execution target must be declared",
-    "LINT_TARGET_REF_INVALID": "execution targets are <dotted.name>@<MAJOR.MINOR.PATCH>",
-    "LINT_TARGET_KIND_MISMATCH": "the execution target does not fit the kind",
-    "LINT_TAXONOMY_UNKNOWN": "taxonomy.primary is not a path of the taxonomy",
-    "LINT_VERSION_INVALID": "versions are exact MAJOR.MINOR.PATCH",
-    "LINT_SCHEMA_INVALID": "a schema is not a valid Draft 2020-12 JSON Schema",
-    "LINT_SCHEMA_REF_UNRESOLVED": "a schemaRef names no schema of the package",
-    "LINT_SCHEMA_REF_TARGET_MISMATCH": "an amir:// schemaRef belongs to another target",
-    "LINT_INPUT_SCHEMA_NOT_OBJECT": "an input schema must describe an object",
-    "LINT_DEFAULT_UNKNOWN_INPUT": "a canonical default for an input the schema lacks",
-    "LINT_DEFAULT_ON_REQUIRED": "canonical defaults are for optional inputs",
-    "LINT_DEFAULT_INVALID": "a canonical default fails its input schema",
-    "LINT_DEFAULT_SCHEMA_MISMATCH": "the schema's own default differs from the canonical default",
-    "LINT_DEFAULT_BINDING_NOT_REQUIRED": "defaultBinding is for required inputs of the schema",
-    "LINT_DEFAULT_BINDING_INVALID": "a defaultBinding value fails its input schema",
-    "LINT_DEFAULT_BINDING_CONFLICT": "defaultBinding disagrees with defaults, the schema's "
-    "default or the shape an input example uses",
-    "LINT_EXAMPLE_SCHEMA_INVALID": "an input example fails the canonical input schema",
-    "LINT_INPUT_EXAMPLE_MISSING": "required inputs but no complete, copyable input example",
-    "LINT_INTENT_EXAMPLES_MISSING": "a profile needs at least one intent example",
-    "LINT_SUMMARY_TOO_LONG": f"summaries are short (at most {SUMMARY_MAX_CHARS} characters)",
-    "LINT_ALIAS_DUPLICATE": "the same alias twice in one profile",
-    "LINT_PREDICATE_UNREGISTERED": "predicates must be registered predicate ids",
-    "LINT_PREDICATE_ARGS_INVALID": "predicate arguments fail the predicate's schema",
-    "LINT_PREDICATE_INPUT_UNKNOWN": "a predicate refers to an input the schema lacks",
-    "LINT_EFFECTS_MISSING": "effects must be declared",
-    "LINT_EFFECTS_CONFLICT": "readOnly cannot be combined with other effects",
-    "LINT_EFFECTS_KIND_MISMATCH": "effects contradict the kind",
-    "LINT_RISK_INCONSISTENT": "risk contradicts the declared effects",
-    "LINT_PURITY_INCONSISTENT": "a pure capability cannot have external side effects",
-    "LINT_DIAGNOSTIC_CODE_INVALID": "diagnostic codes are UPPER_SNAKE_CASE",
-    "LINT_DIAGNOSTIC_DUPLICATE": "the same diagnostic code twice",
-    "LINT_FAILURE_MODE_UNDECLARED": "guidance explains an undeclared diagnostic",
-    "LINT_RELATION_UNKNOWN": "relation names are the nine relations of §5.3",
-    "LINT_UNKNOWN_RELATION_TARGET": "a relation names a capability that is not in the catalog",
-    "LINT_RELATION_TARGET_INVALID": "a relation target has the wrong form",
-    "LINT_RELATION_SELF": "a capability relates to itself",
-    "LINT_TRUST_SELF_ASSERTED": "trust is filled in by the catalog, never by the manifest",
-}
+# The rule codes (documented in docs/catalog.md and docs/codes.md): the lint phase of the
+# code registry, which holds their meanings.
+RULES: dict[str, str] = meanings("lint")
 
 
 # -- pydantic errors of the descriptor contract, as lint findings ---------------------------

@@ -20,6 +20,7 @@ from typing import Any, Literal, NamedTuple
 
 from pydantic import Field, model_validator
 
+from aira_core.codes import CODES
 from aira_core.contracts.base import DiagnosticCode, WireModel
 from aira_core.diagnostics import AiraError, Diagnostic, Severity
 
@@ -161,16 +162,8 @@ TERMINAL_SUMMARIES: dict[TerminalState, str] = {
     T.FAILED: "An authority (kernel, store, grant) failed unrecoverably.",
 }
 
-REJECTION_SUMMARIES: dict[RejectionCode, str] = {
-    R.DISCOVERY_REQUIRED: "A write needs a full L2 contract in the trace first (§7.1, §9.4).",
-    R.CANDIDATE_REQUIRED: "No open candidate: propose a patch first.",
-    R.PREVIEW_REQUIRED: "The current candidate has not been previewed.",
-    R.VALIDATION_REQUIRED: "The current candidate has no validation token.",
-    R.NOTHING_TO_REVERT: "The task head is not a revision this task committed (or a candidate "
-    "is open on top of it).",
-    R.TASK_TERMINATED: "The task reached a terminal state; start a new task.",
-    R.DUPLICATE_REQUEST_ID: "The request id was already used in this task or this batch.",
-}
+# Their meanings in the code registry, one text for the contract and docs/codes.md.
+REJECTION_SUMMARIES: dict[RejectionCode, str] = {r: CODES[r.value].meaning for r in RejectionCode}
 
 
 # -- wire models ---------------------------------------------------------------------------

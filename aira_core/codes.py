@@ -1,0 +1,641 @@
+"""The registry of the core's stable diagnostic codes: each code, the phase that raises it and
+what it means. ``docs/codes.md`` is generated from it (``python -m aira_core.codes --markdown``),
+and tests/test_codes.py fails on a code the core raises that is not registered here, and on a
+registered code nothing raises any more.
+
+Plain data, cheap to import (no pydantic): the CLI and the docs generator read it as it is.
+A kernel's codes are the plugin's own: each of its capabilities declares the codes it can
+raise (``diagnostics`` in the package manifest, checked by conformance), and ``docs/codes.md``
+lists a first-party package's declared codes from its manifest.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, NamedTuple
+
+
+class Code(NamedTuple):
+    code: str
+    phase: str
+    meaning: str
+    reserved: str | None = None
+    """Why the code stays registered although nothing raises it now (None: something does)."""
+
+
+PHASES: dict[str, str] = {
+    "cli": "the command line: usage, the files and arguments a command reads, its output",
+    "plugin": "plugin discovery and loading (docs/plugins.md)",
+    "manifest": "reading a capability package (docs/catalog.md)",
+    "signature": "verifying a package's signature against the trust store",
+    "trust": "the trust store and publisher keys",
+    "lint": "the rules every capability descriptor keeps (docs/catalog.md, Lint codes)",
+    "conformance": "a descriptor checked against the kernel implementation of its target",
+    "catalog": "admitting packages into the production catalog",
+    "discovery": "catalog.search, catalog.describe and the discovery benchmark",
+    "store": "the model store: branches, revisions, compare-and-swap (docs/runtime.md)",
+    "patch": "a patch or a whole AMIR document checked against the model's rules",
+    "read": "reading a revision: aliases, pages, select paths",
+    "plan": "plan.check, before any kernel or store call (docs/runtime.md)",
+    "runtime": "the task runtime: meta-operation contract, transaction stages, grants",
+    "terminal": "why the runtime ends a task, or lets it continue (TerminalDecision.reason)",
+    "kernel": "kernel calls made by the core (a kernel's own codes: see its package)",
+    "step": "the step host: decisions, ledger, capsule, runs and trajectories (docs/step.md)",
+}
+"""The phases, in the order docs/codes.md lists them: the part of Aira that raises a code.
+(A :class:`~aira_core.diagnostics.Diagnostic` may also carry a ``phase`` field: the runtime
+stage it arose in, such as check, preview or commit.)"""
+
+
+def _phase(phase: str, *entries: tuple[str, str] | tuple[str, str, str]) -> list[Code]:
+    return [Code(e[0], phase, *e[1:]) for e in entries]
+
+
+_CODES = (
+    *_phase(
+        "cli",
+        (
+            "USAGE_INVALID",
+            "the command line cannot be parsed (unknown option, bad value, "
+            "missing argument); exit status 2",
+        ),
+        ("INPUT_NOT_JSON", "a file a command reads (patch, document …) is not strict JSON"),
+        ("INPUT_UNREADABLE", "a file a command reads cannot be read"),
+        (
+            "OUTPUT_NOT_JSON",
+            "a result cannot be printed as JSON (NaN, a lone surrogate, too "
+            "deep); nothing half-printed",
+        ),
+        (
+            "ARGS_INVALID",
+            "arguments are not a JSON object: `aira query --args`, a task "
+            "runtime call or batch, or a task id that is not a string",
+        ),
+        ("GRANT_INVALID", "the `--grant` file is not a valid Session Grant"),
+        ("INTENT_FRAME_INVALID", "the `--intent` file is not a valid Intent Frame"),
+        ("PLAN_INVALID", "the plan file is not a valid plan document"),
+        ("QUERY_UNKNOWN", "`aira query` names no admitted query capability"),
+        (
+            "CAPABILITY_UNKNOWN",
+            "`aira catalog signatures` names a capability that is not in the production catalog",
+        ),
+        (
+            "SEARCH_REQUEST_INVALID",
+            "the options of `aira catalog search` do not make a valid search request",
+        ),
+        ("KEY_EXISTS", "making a signing key refuses to overwrite an existing file"),
+        ("TRUST_PUBLISHER_INVALID", "a publisher name is not lowercase words joined by . or -"),
+        ("IMPORT_UNSUPPORTED", "no admitted importer reads the file's kind"),
+        ("IMPORT_FAILED", "the file to import is too large, not text, or cannot be read"),
+        ("LABEL_INVALID", "`--label` cannot be a body alias"),
+        ("LABEL_TAKEN", "`--label` already names a body of the head revision"),
+        (
+            "EXPORT_FAILED",
+            "the kernel wrote nothing for the format, or the output file cannot be written",
+        ),
+        ("IO_ERROR", "an operating-system error on a file a command uses"),
+        ("ABORTED", "the command was aborted (typer.Abort, e.g. Ctrl-C at a prompt)"),
+        (
+            "INTERNAL_ERROR",
+            "an unexpected exception: a bug in aira (AIRA_DEBUG=1 shows the "
+            "traceback); exit status 2",
+        ),
+    ),
+    *_phase(
+        "plugin",
+        ("PLUGIN_IMPORT_FAILED", "importing the entry-point module raised"),
+        ("PLUGIN_INVALID_HOOKIMPL", "a hook function has a wrong signature or names no known hook"),
+        ("PLUGIN_HOOK_FAILED", "a register hook raised"),
+        (
+            "PLUGIN_REGISTRATION_INVALID",
+            "`register` got an object of the wrong type or without a name",
+        ),
+        ("PLUGIN_DUPLICATE_NAME", "two plugins, or two objects of one type, share a name"),
+        ("PLUGIN_LOAD_FAILED", "AIRA_STRICT_PLUGINS=1 and at least one of the errors above"),
+    ),
+    *_phase(
+        "manifest",
+        ("MANIFEST_MISSING", "the package has no manifest.json"),
+        (
+            "MANIFEST_NOT_JSON",
+            "manifest.json is not strict JSON (syntax, NaN, Infinity, "
+            "numbers out of range, nesting too deep)",
+        ),
+        ("MANIFEST_DUPLICATE_KEY", "manifest.json repeats a key in an object"),
+        (
+            "MANIFEST_NOT_CANONICAL",
+            "manifest.json holds a value without an RFC 8785 form "
+            "(e.g. an integer a double cannot hold)",
+        ),
+        (
+            "PACKAGE_PATH_INVALID",
+            "a path given as a package is neither a package directory nor a manifest file",
+        ),
+        ("SCHEMA_NOT_FOUND", "`aira schema` names no contract or document schema"),
+    ),
+    *_phase(
+        "signature",
+        ("SIGNATURE_MISSING", "the package has no signature file (manifest.sig)"),
+        ("SIGNATURE_MALFORMED", "manifest.sig is not a valid aira.signature/1 document"),
+        ("SIGNATURE_UNKNOWN_KEY", "the signing key is not in the trust store"),
+        (
+            "SIGNATURE_PUBLISHER_MISMATCH",
+            "the signature, the manifest and the key do not name the same publisher",
+        ),
+        (
+            "SIGNATURE_INVALID",
+            "the signature does not verify: the manifest changed after "
+            "signing, or another key signed it",
+        ),
+    ),
+    *_phase(
+        "trust",
+        ("TRUST_KEY_EXPIRED", "the signing key is past its expiry"),
+        ("TRUST_KEY_REVOKED", "the signing key is revoked"),
+        (
+            "TRUST_KEY_INVALID",
+            "a trust-store key is not base64 of a raw Ed25519 key, or its "
+            "keyId is not the first 16 hex digits of sha256(publicKey)",
+        ),
+        ("TRUST_KEY_CONFLICT", "the key is already trusted for another publisher"),
+        ("TRUST_KEY_NOT_FOUND", "revoking a key id the trust store does not hold"),
+        ("TRUST_STORE_INVALID", "the trust store file is not a valid aira.trust-store/1 document"),
+        ("TRUST_STORE_UNAVAILABLE", "the trust store cannot be read or written"),
+        (
+            "KEY_INVALID",
+            "a key cannot be read or decoded (missing file, not a raw 32-byte Ed25519 key)",
+        ),
+    ),
+    *_phase(
+        "lint",
+        ("LINT_FIELD_MISSING", "a required field is missing"),
+        ("LINT_FIELD_UNKNOWN", "a field the contract does not define (likely a typo)"),
+        ("LINT_FIELD_INVALID", "a field has the wrong type or value"),
+        ("LINT_CAPABILITY_ID_INVALID", "capability ids have the form cap:<dotted.name>@<major>"),
+        ("LINT_CAPABILITY_DUPLICATE", "the same capability id twice in one package"),
+        ("LINT_KIND_UNKNOWN", "kind is not one of the seven kinds"),
+        ("LINT_TARGET_NOT_EXACTLY_ONE", "exactly one execution target must be declared"),
+        ("LINT_TARGET_REF_INVALID", "execution targets are <dotted.name>@<MAJOR.MINOR.PATCH>"),
+        ("LINT_TARGET_KIND_MISMATCH", "the execution target does not fit the kind"),
+        ("LINT_TAXONOMY_UNKNOWN", "taxonomy.primary is not a path of the taxonomy"),
+        ("LINT_VERSION_INVALID", "versions are exact MAJOR.MINOR.PATCH"),
+        ("LINT_SCHEMA_INVALID", "a schema is not a valid Draft 2020-12 JSON Schema"),
+        ("LINT_SCHEMA_REF_UNRESOLVED", "a schemaRef names no schema of the package"),
+        ("LINT_SCHEMA_REF_TARGET_MISMATCH", "an amir:// schemaRef belongs to another target"),
+        ("LINT_INPUT_SCHEMA_NOT_OBJECT", "an input schema must describe an object"),
+        ("LINT_DEFAULT_UNKNOWN_INPUT", "a canonical default for an input the schema lacks"),
+        ("LINT_DEFAULT_ON_REQUIRED", "canonical defaults are for optional inputs"),
+        ("LINT_DEFAULT_INVALID", "a canonical default fails its input schema"),
+        (
+            "LINT_DEFAULT_SCHEMA_MISMATCH",
+            "the schema's own default differs from the canonical default",
+        ),
+        (
+            "LINT_DEFAULT_BINDING_NOT_REQUIRED",
+            "defaultBinding is for required inputs of the schema",
+        ),
+        ("LINT_DEFAULT_BINDING_INVALID", "a defaultBinding value fails its input schema"),
+        (
+            "LINT_DEFAULT_BINDING_CONFLICT",
+            "defaultBinding disagrees with defaults, the schema's "
+            "default or the shape an input example uses",
+        ),
+        ("LINT_EXAMPLE_SCHEMA_INVALID", "an input example fails the canonical input schema"),
+        ("LINT_INPUT_EXAMPLE_MISSING", "required inputs but no complete, copyable input example"),
+        ("LINT_INTENT_EXAMPLES_MISSING", "a profile needs at least one intent example"),
+        ("LINT_SUMMARY_TOO_LONG", "summaries are short (at most 280 characters)"),
+        ("LINT_ALIAS_DUPLICATE", "the same alias twice in one profile"),
+        ("LINT_PREDICATE_UNREGISTERED", "predicates must be registered predicate ids"),
+        ("LINT_PREDICATE_ARGS_INVALID", "predicate arguments fail the predicate's schema"),
+        ("LINT_PREDICATE_INPUT_UNKNOWN", "a predicate refers to an input the schema lacks"),
+        ("LINT_EFFECTS_MISSING", "effects must be declared"),
+        ("LINT_EFFECTS_CONFLICT", "readOnly cannot be combined with other effects"),
+        ("LINT_EFFECTS_KIND_MISMATCH", "effects contradict the kind"),
+        ("LINT_RISK_INCONSISTENT", "risk contradicts the declared effects"),
+        ("LINT_PURITY_INCONSISTENT", "a pure capability cannot have external side effects"),
+        ("LINT_DIAGNOSTIC_CODE_INVALID", "diagnostic codes are UPPER_SNAKE_CASE"),
+        ("LINT_DIAGNOSTIC_DUPLICATE", "the same diagnostic code twice"),
+        ("LINT_FAILURE_MODE_UNDECLARED", "guidance explains an undeclared diagnostic"),
+        ("LINT_RELATION_UNKNOWN", "relation names are the nine relations of §5.3"),
+        (
+            "LINT_UNKNOWN_RELATION_TARGET",
+            "a relation names a capability that is not in the catalog",
+        ),
+        ("LINT_RELATION_TARGET_INVALID", "a relation target has the wrong form"),
+        ("LINT_RELATION_SELF", "a capability relates to itself"),
+        ("LINT_TRUST_SELF_ASSERTED", "trust is filled in by the catalog, never by the manifest"),
+    ),
+    *_phase(
+        "conformance",
+        ("CONFORMANCE_TARGET_UNRESOLVED", "no registered implementation provides the target"),
+        ("CONFORMANCE_VERSION_MISMATCH", "only other versions of the target are implemented"),
+        ("CONFORMANCE_EXAMPLE_REJECTED", "the implementation rejects an input example"),
+        ("CONFORMANCE_DEFAULT_BINDING_REJECTED", "the implementation rejects the defaultBinding"),
+        (
+            "CONFORMANCE_UNDECLARED_DIAGNOSTIC",
+            "the implementation can raise a code the descriptor does not declare",
+        ),
+        ("CONFORMANCE_CHECK_CRASHED", "the implementation's check raised instead of answering"),
+    ),
+    *_phase(
+        "catalog",
+        (
+            "CATALOG_PACKAGE_NAME_MISMATCH",
+            "a package registered under another name than its manifest's",
+        ),
+        (
+            "CATALOG_ROLLBACK",
+            "a package version older than the one admitted before from the same publisher",
+        ),
+        (
+            "CATALOG_VERSION_CONTENT_CHANGED",
+            "a version admitted before is back with other "
+            "content (a changed manifest needs a new version)",
+        ),
+        (
+            "CATALOG_LINT_FAILED",
+            "a package quarantined because lint found errors",
+            "only a constant in catalog/catalog.py: a quarantined package lists lint's own "
+            "findings; drop both when catalog.py is next changed",
+        ),
+        (
+            "CATALOG_CONFORMANCE_FAILED",
+            "a package quarantined because conformance failed",
+            "only a constant in catalog/catalog.py: a quarantined package lists the failed "
+            "checks' own diagnostics",
+        ),
+        (
+            "CATALOG_IMPLEMENTATIONS_FAILED",
+            "a kernel's implementations() raised; its targets count as unimplemented",
+        ),
+        (
+            "CATALOG_CHECK_CRASHED",
+            "checking a package raised (a bug in aira); only that package is quarantined",
+        ),
+        ("CATALOG_DUPLICATE_CAPABILITY", "a capability id declared by more than one package"),
+        (
+            "CATALOG_STATE_UNAVAILABLE",
+            "the catalog state in AIRA_HOME cannot be opened, or a newer aira wrote it",
+        ),
+    ),
+    *_phase(
+        "discovery",
+        (
+            "DESCRIBE_CAPABILITY_UNKNOWN",
+            "catalog.describe names a capability that is not in the production catalog",
+        ),
+        ("DESCRIBE_LEVEL_INVALID", "catalog.describe asks for a level it does not serve"),
+        (
+            "DESCRIBE_TOO_LARGE",
+            "a contract does not fit the describe size limit; refused, never cut",
+        ),
+        (
+            "BENCH_QUERIES_INVALID",
+            "a discovery benchmark file cannot be read or is not a benchmark",
+        ),
+        ("BENCH_CATALOG_MISSING", "the benchmark searches a package the production catalog lacks"),
+    ),
+    *_phase(
+        "store",
+        (
+            "STORE_UNAVAILABLE",
+            "no store at the path (run `aira model init`), or it cannot be "
+            "opened: locked, closed, written by a newer schema",
+        ),
+        (
+            "STORE_CORRUPT",
+            "the file is not a valid model store, or is damaged; it is left as it is",
+        ),
+        ("STORE_ALREADY_INITIALISED", "init on a store whose main branch exists"),
+        (
+            "STORE_BRANCH_INVALID",
+            "a branch name other than main or task/<id>, or branching to main",
+        ),
+        ("STORE_BRANCH_UNKNOWN", "the store has no branch of that name"),
+        ("STORE_BRANCH_EXISTS", "creating a branch that exists"),
+        ("STORE_REVISION_UNKNOWN", "the store has no revision of that id"),
+        ("STORE_REVISION_NOT_IN_BRANCH", "reverting to a revision outside the branch's history"),
+        (
+            "STORE_PUBLISH_NOT_FAST_FORWARD",
+            "publishing a task branch that does not descend "
+            "from main's head (branch again and redo the work)",
+        ),
+        (
+            "STORE_NO_CHANGE",
+            "a commit or revert that leaves the document as it is: history only records changes",
+        ),
+        ("STORE_DOCUMENT_INVALID", "a document to store is not a canonical JSON object"),
+        ("STORE_ARGUMENT_INVALID", "a commit message or meta of the wrong type"),
+        (
+            "STEP_STALE_REVISION",
+            "the branch head is not the revision the write was based on "
+            "(compare-and-swap); re-read and redo against the new head",
+        ),
+    ),
+    *_phase(
+        "patch",
+        (
+            "PATCH_INVALID",
+            "a patch that is not a list of valid operations, or a relabel that "
+            "drops or breaks a label",
+        ),
+        ("PATCH_DUPLICATE_ID", "adding an entity whose id exists"),
+        ("PATCH_ENTITY_UNKNOWN", "an operation names an entity that does not exist"),
+        ("PATCH_STILL_REFERENCED", "removing an entity other entities still refer to"),
+        (
+            "AMIR_DOCUMENT_INVALID",
+            "a whole document (`aira model init --from`, a stored revision) "
+            "is not a valid AMIR document",
+        ),
+        ("AMIR_DUPLICATE_ID", "an entity id is used twice in a document"),
+        (
+            "AMIR_DANGLING_REFERENCE",
+            "an entity refers to an id that is not in the block it points into",
+        ),
+        ("AMIR_CYCLE", "nodes depend on each other in a cycle"),
+        ("AMIR_OPERATION_UNKNOWN", "a node uses an operation no admitted capability provides"),
+        ("AMIR_INPUT_MISSING", "a node lacks a required input of its operation"),
+        ("AMIR_INPUT_UNKNOWN", "a node has an input its operation does not define"),
+        (
+            "AMIR_TYPE_MISMATCH",
+            "a value or parameter of the wrong type for its input or "
+            "parameter (a Bool or String given a unit)",
+        ),
+        ("UNIT_MISMATCH", "a unit of another dimension (e.g. deg for a Length)"),
+        ("UNIT_UNKNOWN", "a unit name the model does not know"),
+        ("PARAMETER_OUT_OF_RANGE", "a parameter value outside its bounds, or too large"),
+    ),
+    *_phase(
+        "read",
+        ("ALIAS_UNKNOWN", "neither an alias nor an entity id of the revision read"),
+        (
+            "SELECT_PATH_INVALID",
+            "a select path that is not a list of strings starting with a block name",
+        ),
+        ("SELECT_RANGE_INVALID", "a page offset, limit or byte limit out of range"),
+        ("PAGE_ITEM_TOO_LARGE", "one entity is larger than the page byte limit allows"),
+    ),
+    *_phase(
+        "plan",
+        ("PLAN_CAPABILITY_UNKNOWN", "a step's capability is not in the production catalog"),
+        (
+            "PLAN_CATALOG_STALE",
+            "the plan was made against another catalog; describe the capabilities again",
+        ),
+        ("PLAN_GRANT_MISMATCH", "the plan is bound to another Session Grant than the session's"),
+        (
+            "PLAN_STEP_KIND_UNSUPPORTED",
+            "a step whose kind is not run inside a plan, or a "
+            "patch template this runtime does not know",
+        ),
+        ("PLAN_ARGS_INVALID", "a step's arguments break its capability's input schema"),
+        (
+            "PLAN_REFERENCE_UNRESOLVED",
+            "an argument names no parameter, body or assertion of "
+            "the base revision or an earlier step",
+        ),
+        (
+            "PLAN_STEP_REFERENCE_INVALID",
+            'a {"step": id} argument that is not an earlier step making what the input takes',
+        ),
+        ("PLAN_PRECONDITION_UNMET", "a known precondition of a capability does not hold"),
+        ("PLAN_SCOPE_DENIED", "the grant does not cover the branch"),
+        ("GRANT_REVOKED", "the Session Grant is revoked"),
+        ("GRANT_EXPIRED", "the Session Grant has expired"),
+        ("PLAN_CLASS_DENIED", "the grant does not allow using or writing this taxonomy class"),
+        (
+            "GRANT_PERMISSION_DENIED",
+            "a destructive or exporting capability the grant does not permit",
+        ),
+        (
+            "PLAN_APPROVAL_REQUIRED",
+            "the risk is above what the grant commits without the user's approval",
+        ),
+        ("PLAN_STEP_DUPLICATE", "a step id used twice"),
+        ("PLAN_DEPENDENCY_UNKNOWN", "a step depends on an unknown step"),
+        ("PLAN_CYCLE", "steps depend on each other in a cycle"),
+        ("PLAN_BUDGET_EXCEEDED", "the plan may take more kernel time than the grant allows"),
+        (
+            "PLAN_CONVERSION_IMPLICIT",
+            "a capability needs a representation the target lacks; add an explicit conversion step",
+        ),
+        ("PLAN_EFFECT_PROHIBITED", "a step's effect is one the Intent Frame prohibits"),
+        ("PLAN_OUT_OF_SCOPE", "a step changes a body outside the Intent Frame's scope"),
+        ("PLAN_ASSERTION_UNSUPPORTED", "no admitted validator implements an acceptance assertion"),
+    ),
+    *_phase(
+        "runtime",
+        # The rejections of the Meta-operation Contract: runtime/contract.py's
+        # REJECTION_SUMMARIES are these meanings.
+        ("DISCOVERY_REQUIRED", "A write needs a full L2 contract in the trace first (§7.1, §9.4)."),
+        ("CANDIDATE_REQUIRED", "No open candidate: propose a patch first."),
+        ("PREVIEW_REQUIRED", "The current candidate has not been previewed."),
+        ("VALIDATION_REQUIRED", "The current candidate has no validation token."),
+        (
+            "NOTHING_TO_REVERT",
+            "The task head is not a revision this task committed (or a "
+            "candidate is open on top of it).",
+        ),
+        ("TASK_TERMINATED", "The task reached a terminal state; start a new task."),
+        ("DUPLICATE_REQUEST_ID", "The request id was already used in this task or this batch."),
+        ("UNKNOWN_OPERATION", "not one of the nine meta-operations"),
+        ("UNKNOWN_STATE", "not one of the nine runtime states"),
+        ("REPAIR_REQUIRES_DIAGNOSTIC", "a repair round is entered without a Diagnostic"),
+        ("CORPUS_NOT_FOUND", "no shared contract corpus file of that name"),
+        (
+            "DESCRIBE_NOT_VISIBLE",
+            "catalog.describe of a capability no search, capsule or "
+            "manifest of this task has shown",
+        ),
+        (
+            "BATCH_DEFERRED",
+            "at most one effect runs per turn: the call is deferred, its request id stays usable",
+        ),
+        (
+            "ASSERTION_FAILED",
+            "an assertion of the document fails on the kernel; the write is refused",
+        ),
+    ),
+    *_phase(
+        "terminal",
+        ("USER_CANCELLED", "the user cancelled the task (cancelled)"),
+        ("AUTHORITY_FAILED", "an authority (kernel, store, grant) failed unrecoverably (failed)"),
+        (
+            "COMPLETION_EVIDENCE_COMPLETE",
+            "committed and read back after the last effect (completed)",
+        ),
+        ("BUDGET_EXHAUSTED", "a budget of the Session Grant or task ran out (budgetExhausted)"),
+        ("REPAIR_CAP_REACHED", "the repair rounds are used up (cannotProceed)"),
+        ("NO_LEGAL_ACTION", "no legal meta-operation is left (cannotProceed)"),
+        (
+            "COMPLETION_EVIDENCE_MISSING",
+            "completion claimed without the runtime's evidence; the task continues",
+        ),
+        ("CONTINUE", "no terminal rule applies; the task continues"),
+    ),
+    *_phase(
+        "kernel",
+        (
+            "KERNEL_UNAVAILABLE",
+            "no kernel of that name is installed, or more than one and "
+            "none named (a kernel also answers it when its worker cannot start)",
+        ),
+        (
+            "KERNEL_FAILED",
+            "a kernel raised, or answered a query with something other than "
+            "JSON data (a kernel bug)",
+        ),
+    ),
+    *_phase(
+        "step",
+        ("STEP_DECISION_NOT_JSON", "a model's decision is not JSON text"),
+        ("STEP_DECISION_NOT_OBJECT", 'a decision is not one JSON object {"act": …}'),
+        (
+            "STEP_DECISION_ACT_UNKNOWN",
+            "an act the step host does not know, or one a batch cannot hold",
+        ),
+        (
+            "STEP_DECISION_FIELD_INVALID",
+            "a decision's fields break its act's schema (a JSON pointer names the act)",
+        ),
+        (
+            "STEP_DECISION_ALIAS_UNKNOWN",
+            "a decision names an alias that is not a legal alias "
+            "of the current revision, nor one an earlier step of its plan creates",
+        ),
+        ("STEP_PAGE_UNKNOWN", "pinning or dropping a page that is not in the working set"),
+        ("STEP_LEDGER_INVALID", "a stored step ledger is not one to_wire wrote"),
+        (
+            "STEP_CAPSULE_OVER_BUDGET",
+            "the capsule does not fit its token budget even with every unpinned page released",
+        ),
+        ("STEP_TIER_UNKNOWN", "no context tier of that name"),
+        ("INSPECT_QUERY_UNKNOWN", "an inspect act names no admitted query"),
+        (
+            "SCRIPT_INVALID",
+            "a decision script cannot be read or is not an aira.decision-script/1 document",
+        ),
+        (
+            "TRAJECTORY_EXISTS",
+            "the trajectory path is a non-empty file: a run never writes into another file",
+        ),
+        ("TRAJECTORY_INVALID", "a trajectory file cannot be read or is not a valid trajectory"),
+        ("RUN_STORE_EXISTS", "a new run needs a new store; the store file exists"),
+        ("RUN_STORE_MISSING", "resuming a run whose store does not exist"),
+        ("RUN_SCRIPT_MISMATCH", "the trajectory is a run of another script or task"),
+        ("RUN_ALREADY_ENDED", "resuming a run whose task already ended"),
+        ("RUN_RESUME_MISMATCH", "the trajectory has a step after the one that ended the task"),
+    ),
+)
+
+CODES: dict[str, Code] = {c.code: c for c in _CODES}
+"""Every stable code of the core, by code."""
+
+if len(CODES) != len(_CODES):  # a code registered twice would silently keep its last entry
+    raise AssertionError("a code is registered twice in aira_core.codes")
+
+
+def meanings(phase: str) -> dict[str, str]:
+    """``{code: meaning}`` of one phase, in registry order (e.g. lint's rule table)."""
+    return {c.code: c.meaning for c in _CODES if c.phase == phase}
+
+
+# -- docs/codes.md -----------------------------------------------------------------------
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def package_codes(manifest: Mapping[str, Any]) -> dict[str, tuple[list[str], list[str]]]:
+    """``{code: (capabilities declaring it, explanations)}`` from a capability package
+    manifest: the codes each descriptor declares in ``diagnostics``, explained by its
+    ``guidance.failureModes``."""
+    out: dict[str, tuple[list[str], list[str]]] = {}
+    for d in manifest.get("descriptors", []):
+        for code in d.get("diagnostics", []):
+            out.setdefault(code, ([], []))[0].append(d["capabilityId"])
+        for mode in d.get("guidance", {}).get("failureModes", []):
+            code, why = mode.get("diagnostic"), mode.get("explanation")
+            if code in out and why and why not in out[code][1]:
+                out[code][1].append(why)
+    return dict(sorted(out.items()))
+
+
+def markdown(packages: Sequence[tuple[str, Mapping[str, Any]]] = ()) -> str:
+    """docs/codes.md: the core registry by phase, then one table per capability package in
+    ``packages`` (``(where it lives, manifest)``) listing the codes it declares."""
+    lines = [
+        "# Diagnostic codes",
+        "",
+        "<!-- Generated by `python -m aira_core.codes --markdown "
+        + " ".join(f"--package {where}" for where, _ in packages)
+        + "`; edit aira_core/codes.py, not this file. -->",
+        "",
+        "Every failure Aira reports carries a stable `code` to match on (and a message for "
+        "people). The core's codes are registered in `aira_core/codes.py`, with the phase "
+        "that raises them; a test fails on a code the core raises that is not registered. "
+        "A kernel plugin's codes are its own: each capability declares the codes it can "
+        "raise in its descriptor's `diagnostics`, and conformance refuses an implementation "
+        "that raises an undeclared one.",
+        "",
+    ]
+    total = len(CODES)
+    lines += [f"## Core ({total} codes)", ""]
+    lines += ["| phase | what raises it |", "| --- | --- |"]
+    lines += [f"| [{p}](#{p}) | {_cell(what)} |" for p, what in PHASES.items()]
+    for phase, what in PHASES.items():
+        entries = [c for c in _CODES if c.phase == phase]
+        lines += ["", f"### {phase}", "", f"{what[0].upper()}{what[1:]}.", ""]
+        lines += ["| code | meaning |", "| --- | --- |"]
+        for c in entries:
+            note = f" (reserved: {c.reserved})" if c.reserved else ""
+            lines.append(f"| `{c.code}` | {_cell(c.meaning)}{note} |")
+    for where, manifest in packages:
+        declared = package_codes(manifest)
+        n = len(manifest.get("descriptors", []))
+        name = manifest.get("name", where)
+        lines += [
+            "",
+            f"## Package `{name}` ({len(declared)} codes)",
+            "",
+            f"The codes the {n} capabilities of `{where}` declare, explained by their "
+            "`guidance.failureModes` where they have one; a code that is also a core code "
+            "names its phase.",
+            "",
+            "| code | declared by | explanation |",
+            "| --- | --- | --- |",
+        ]
+        for code, (caps, why) in declared.items():
+            by = f"all {n}" if len(caps) == n else ", ".join(f"`{c}`" for c in caps[:3])
+            if 3 < len(caps) < n:
+                by += f" and {len(caps) - 3} more"
+            notes = ([f"core code ({CODES[code].phase})"] if code in CODES else []) + why
+            lines.append(f"| `{code}` | {by} | {_cell('; '.join(notes)) or '—'} |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: Iterable[str] | None = None) -> int:
+    """``python -m aira_core.codes --markdown [--package PATH ...]``: docs/codes.md on stdout
+    (PATH: a capability package directory or its manifest.json)."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    if not args or args[0] != "--markdown" or len(args) % 2 != 1:
+        print(main.__doc__, file=sys.stderr)
+        return 2
+    packages = []
+    for flag, where in zip(args[1::2], args[2::2], strict=True):
+        if flag != "--package":
+            print(main.__doc__, file=sys.stderr)
+            return 2
+        path = Path(where)
+        manifest = path / "manifest.json" if path.is_dir() else path
+        packages.append((where, json.loads(manifest.read_text(encoding="utf-8"))))
+    sys.stdout.write(markdown(packages))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
