@@ -209,6 +209,11 @@ def test_signed_package_copies_a_package_directory_before_signing(
     (source / "manifest.json").write_text(json.dumps(fake_kernel_manifest(name="my.pkg")))
     signed = signed_package(source)
     assert not (source / "manifest.sig").exists()  # the author's tree is left alone
+    again = signed_package(source, signer=ThrowawaySigner())
+    assert (
+        again != signed
+        and (again / "manifest.sig").read_bytes() != (signed / "manifest.sig").read_bytes()
+    )
     sig = json.loads((signed / "manifest.sig").read_text())
     assert (sig["publisher"], sig["keyId"]) == ("test-vendor", throwaway_signer.key_id)
     trust = trust_policy_for(throwaway_signer)
@@ -220,6 +225,55 @@ def test_signed_package_copies_a_package_directory_before_signing(
     assert trust.verify(m, "test-vendor", (signed / "manifest.sig").read_bytes()).code == (  # type: ignore[union-attr]
         "SIGNATURE_INVALID"
     )
+
+
+def test_the_fixtures_work_in_a_project_without_aira_conftest(pytester: pytest.Pytester) -> None:
+    """A plugin author's project has none of Aira's conftest: the pytest11 plugin alone
+    provides the fixtures (the docs/plugins.md example, with a document)."""
+    pytester.makepyfile("""
+        from types import SimpleNamespace
+
+        from aira_core import hookimpl
+        from aira_core.catalog.catalog import build_catalog
+        from aira_core.catalog.state import CatalogState
+        from aira_core.contracts.amir import AmirDocument
+        from aira_core.extensions import CapabilityPackageSource
+        from aira_core.testing import box_volume
+
+        CUBE = AmirDocument.model_validate({
+            "nodes": [{"id": "n", "op": "exact.box@1.0.0", "inputs": {
+                "length": {"value": 20}, "width": {"value": 20}, "height": {"value": 20}}}],
+            "bodies": [{"id": "cube", "label": "cube", "tip": "n"}],
+        })
+
+        def test_my_plugin_is_admitted(tmp_path, register_plugin, fake_kernel, signed_package,
+                                       throwaway_trust):
+            package = signed_package()
+
+            @hookimpl
+            def aira_register_kernels(register):
+                register(fake_kernel)
+
+            @hookimpl
+            def aira_register_capability_packages(register):
+                register(CapabilityPackageSource.from_directory(package))
+
+            registry = register_plugin(SimpleNamespace(
+                aira_register_kernels=aira_register_kernels,
+                aira_register_capability_packages=aira_register_capability_packages,
+            ), "my-plugin")
+            state = CatalogState(tmp_path / "catalog.sqlite3")
+            try:
+                catalog = build_catalog(registry, trust=throwaway_trust, state=state)
+            finally:
+                state.close()
+            assert catalog.quarantine == [] and "test.runtime" in catalog.packages
+            evaluation = fake_kernel.evaluate(CUBE)
+            assert evaluation.ok
+            assert evaluation.bodies["cube"].volume == box_volume(20, 20, 20) == 8000
+    """)
+    result = pytester.runpytest_inprocess("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1)
 
 
 def test_the_pytest_plugin_loads_no_fake_until_one_is_used() -> None:

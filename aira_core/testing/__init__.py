@@ -204,6 +204,12 @@ def signed_package(tmp_path: Path, throwaway_signer: ThrowawaySigner) -> SignPac
     from aira_core.testing.package import fake_kernel_manifest, write_package
 
     made = tmp_path / "signed-packages"
+    count = 0
+
+    def fresh(name: str) -> Path:
+        nonlocal count  # one directory per call: a test may sign the same package twice
+        count += 1
+        return made / str(count) / name
 
     def sign(
         package: Mapping[str, Any] | str | Path | None = None,
@@ -213,11 +219,11 @@ def signed_package(tmp_path: Path, throwaway_signer: ThrowawaySigner) -> SignPac
         signer = signer or throwaway_signer
         if isinstance(package, str | Path):
             source = Path(package)
-            target = made / source.name
+            target = fresh(source.name)
             shutil.copytree(source, target)
             signer.sign_package(target)
             return target
         manifest = package if package is not None else fake_kernel_manifest()
-        return write_package(made / str(manifest.get("name", "package")), manifest, signer)
+        return write_package(fresh(str(manifest.get("name", "package"))), manifest, signer)
 
     return sign
