@@ -77,7 +77,6 @@ _CODES = (
         ("GRANT_INVALID", "the `--grant` file is not a valid Session Grant"),
         ("INTENT_FRAME_INVALID", "the `--intent` file is not a valid Intent Frame"),
         ("PLAN_INVALID", "the plan file is not a valid plan document"),
-        ("QUERY_UNKNOWN", "`aira query` names no admitted query capability"),
         (
             "CAPABILITY_UNKNOWN",
             "`aira catalog signatures` names a capability that is not in the production catalog",
@@ -90,8 +89,8 @@ _CODES = (
         ("TRUST_PUBLISHER_INVALID", "a publisher name is not lowercase words joined by . or -"),
         ("IMPORT_UNSUPPORTED", "no admitted importer reads the file's kind"),
         ("IMPORT_FAILED", "the file to import is too large, not text, or cannot be read"),
-        ("LABEL_INVALID", "`--label` cannot be a body alias"),
-        ("LABEL_TAKEN", "`--label` already names a body of the head revision"),
+        ("LABEL_INVALID", "an import's label cannot be a body alias"),
+        ("LABEL_TAKEN", "an import's label already names a body of the head revision"),
         (
             "EXPORT_FAILED",
             "the kernel wrote nothing for the format, or the output file cannot be written",
@@ -428,6 +427,10 @@ _CODES = (
     ),
     *_phase(
         "runtime",
+        (
+            "QUERY_UNKNOWN",
+            "a query (model.read, an inspect act, `aira query`) names no admitted query capability",
+        ),
         # The rejections of the Meta-operation Contract: runtime/contract.py's
         # REJECTION_SUMMARIES are these meanings.
         ("DISCOVERY_REQUIRED", "A write needs a full L2 contract in the trace first (§7.1, §9.4)."),
@@ -480,8 +483,9 @@ _CODES = (
         "kernel",
         (
             "KERNEL_UNAVAILABLE",
-            "no kernel of that name is installed, or more than one and "
-            "none named (a kernel also answers it when its worker cannot start)",
+            "no kernel of that name is installed, or more than one and none named, or a "
+            "write whose document has assertions has no kernel to re-check them on (a kernel "
+            "also answers it when its worker cannot start)",
         ),
         (
             "KERNEL_FAILED",
@@ -513,7 +517,6 @@ _CODES = (
             "the capsule does not fit its token budget even with every unpinned page released",
         ),
         ("STEP_TIER_UNKNOWN", "no context tier of that name"),
-        ("INSPECT_QUERY_UNKNOWN", "an inspect act names no admitted query"),
         (
             "SCRIPT_INVALID",
             "a decision script cannot be read or is not an aira.decision-script/1 document",

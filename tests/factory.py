@@ -1,25 +1,24 @@
-"""Builders for test packages, signers and implementations.
+"""Builders for the catalog tests' toy packages (box, fillet, sketch).
 
-Everything here is a test fake: throwaway keys, toy descriptors, and implementations whose
-``check`` only looks at a few fields. Production code never imports this module.
+Everything here is a test fake. The throwaway signer, the trust store that trusts it and
+the accept-all implementations are the library's (:mod:`aira_core.testing`), re-exported
+under the names these tests use. Production code never imports this module.
 """
 
 from __future__ import annotations
 
 import copy
-import json
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
-from pathlib import Path
+from collections.abc import Callable, Mapping
 from typing import Any
 
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-
-from aira_core.catalog.signing import key_id, private_key_pem, public_key_b64, sign_manifest
-from aira_core.catalog.trust import TrustPolicy
-from aira_core.contracts.package import TrustedKey, TrustedPublisher, TrustStore
-from aira_core.diagnostics import Diagnostic
-from aira_core.extensions import CapabilityPackageSource, Implementation
+from aira_core.testing.package import (  # noqa: F401 (re-exported for the tests)
+    accept_all,
+    fake_implementations,
+    package_source,
+    write_package,
+)
+from aira_core.testing.signing import ThrowawaySigner as Signer  # noqa: F401
+from aira_core.testing.signing import trust_policy_for as trust_policy  # noqa: F401
 
 PLANE_BINDING = {"origin": [0, 0, 0], "normal": [0, 0, 1]}
 
@@ -179,99 +178,6 @@ def manifest(
             },
         },
     }
-
-
-def accept_all(inputs: Mapping[str, Any]) -> Sequence[Diagnostic]:
-    return []
-
-
-def fake_implementations(
-    m: Mapping[str, Any], check: Callable[[Mapping[str, Any]], Sequence[Diagnostic]] = accept_all
-) -> list[Implementation]:
-    """FAKE implementations for every target of a manifest, each declaring exactly the
-    descriptor's diagnostics and accepting whatever ``check`` accepts."""
-    targets = (
-        "operationRef",
-        "patchTemplateRef",
-        "queryRef",
-        "validatorRef",
-        "workflowRef",
-        "ioRef",
-    )
-    out = []
-    for d in m["descriptors"]:
-        for ref in (d[k] for k in targets if k in d):  # none for a target-less (broken) one
-            out.append(
-                Implementation(
-                    ref=ref, check_inputs=check, diagnostics=frozenset(d.get("diagnostics", []))
-                )
-            )
-    return out
-
-
-@dataclass
-class Signer:
-    """A throwaway Ed25519 key for one publisher."""
-
-    publisher: str = "test-vendor"
-
-    def __post_init__(self) -> None:
-        self.key = Ed25519PrivateKey.generate()
-
-    @property
-    def public_b64(self) -> str:
-        return public_key_b64(self.key.public_key())
-
-    @property
-    def key_id(self) -> str:
-        return key_id(self.key.public_key())
-
-    def sign(self, m: Mapping[str, Any]) -> bytes:
-        return json.dumps(sign_manifest(m, self.key, self.publisher).to_wire()).encode()
-
-    def write_pem(self, path: Path) -> Path:
-        path.write_bytes(private_key_pem(self.key))
-        return path
-
-    def trusted_key(self, **kw: Any) -> TrustedKey:
-        return TrustedKey(key_id=self.key_id, public_key=self.public_b64, **kw)
-
-
-def trust_policy(*signers: Signer, **key_kw: Any) -> TrustPolicy:
-    return TrustPolicy(
-        TrustStore(
-            publishers=[
-                TrustedPublisher(publisher=s.publisher, keys=[s.trusted_key(**key_kw)])
-                for s in signers
-            ]
-        )
-    )
-
-
-def package_source(
-    m: Mapping[str, Any],
-    signer: Signer | None,
-    implementations: Sequence[Implementation] | None = None,
-    *,
-    raw: bytes | None = None,
-) -> CapabilityPackageSource:
-    """A registered package: ``raw`` overrides the manifest bytes (to tamper after signing)."""
-    data = raw if raw is not None else json.dumps(m, indent=2).encode()
-    return CapabilityPackageSource(
-        name=str(m.get("name", "broken")),
-        manifest=data,
-        signature=signer.sign(m) if signer else None,
-        implementations=implementations if implementations is not None else fake_implementations(m),
-        origin="test",
-    )
-
-
-def write_package(directory: Path, m: Mapping[str, Any], signer: Signer | None = None) -> Path:
-    directory.mkdir(parents=True, exist_ok=True)
-    (directory / "manifest.json").write_text(json.dumps(m, indent=2, ensure_ascii=False))
-    if signer is not None:
-        (directory / "manifest.sig").write_bytes(signer.sign(m))
-    return directory
 
 
 def mutate(m: Mapping[str, Any], fn: Callable[[dict[str, Any]], Any]) -> dict[str, Any]:
