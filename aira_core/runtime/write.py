@@ -452,6 +452,22 @@ class WritePath:
             )
         return None
 
+    def _stale(self, request_id: str, exc: StaleRevision, seconds: float) -> Rejected:
+        """The store's compare-and-swap refused: the new head and its summary, to re-plan on."""
+        return Rejected(
+            self.envelope(
+                request_id,
+                "stale",
+                revision=exc.head,
+                seconds=seconds,
+                diagnostics=[exc.diagnostic],
+                data={"stage": "commit", "summary": self.repository.summary(exc.head).to_wire()},
+                next_actions=[
+                    NextAction(operation="model.read", reason="re-plan against the new head")
+                ],
+            )
+        )
+
     def commit(
         self,
         candidate: Candidate,
@@ -499,19 +515,7 @@ class WritePath:
                     create_branch=branch not in repo.store.branches(),
                 )
         except StaleRevision as exc:
-            raise Rejected(
-                self.envelope(
-                    request_id,
-                    "stale",
-                    revision=exc.head,
-                    seconds=seconds,
-                    diagnostics=[exc.diagnostic],
-                    data={"stage": "commit", "summary": repo.summary(exc.head).to_wire()},
-                    next_actions=[
-                        NextAction(operation="model.read", reason="re-plan against the new head")
-                    ],
-                )
-            ) from None
+            raise self._stale(request_id, exc, seconds) from None
         published = None
         diagnostics: list[Diagnostic] = []
         if publish and branch != MAIN:
@@ -701,6 +705,7 @@ class WritePath:
         """Restore ``to_rev``'s document on ``branch`` as a new history record, its assertions
         re-checked on the kernel like any other write."""
         repo = self.repository
+        seconds = 0.0
         try:
             head = expected_head or repo.head(branch)
             candidate = self.propose_document(repo.document(to_rev), head, request_id)
@@ -709,13 +714,7 @@ class WritePath:
         except Rejected as exc:
             return exc.envelope
         except StaleRevision as exc:
-            return self.envelope(
-                request_id,
-                "stale",
-                revision=exc.head,
-                diagnostics=[exc.diagnostic],
-                data={"stage": "commit", "summary": repo.summary(exc.head).to_wire()},
-            )
+            return self._stale(request_id, exc, seconds).envelope
         except AiraError as exc:
             return self.envelope(
                 request_id, "failed", revision=expected_head, diagnostics=[exc.diagnostic]

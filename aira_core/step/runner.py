@@ -181,9 +181,7 @@ def _open(store: Path) -> tuple[Any, Any]:
     catalog = build_catalog()
     index = capability_index(catalog)
     repository = ModelRepository.open(store, node_signatures(index))
-    ctx = PlanContext(
-        catalog=catalog, repository=repository, grant=LOCAL_GRANT, capabilities=index
-    )
+    ctx = PlanContext(catalog=catalog, repository=repository, grant=LOCAL_GRANT, capabilities=index)
     return repository, ctx
 
 
