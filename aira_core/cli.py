@@ -1062,13 +1062,10 @@ def model_diff(
 
 def _catalog_signatures() -> Any:
     """Operation signatures of the admitted production catalog."""
+    from aira_core.catalog.capabilities import capability_index, node_signatures
     from aira_core.catalog.catalog import build_catalog
-    from aira_core.model.operations import signatures_from_descriptors
 
-    catalog = build_catalog()
-    return signatures_from_descriptors(
-        (d, p.manifest.schemas) for p in catalog.packages.values() for d in p.manifest.descriptors
-    )
+    return node_signatures(capability_index(build_catalog()))
 
 
 KernelOption = Annotated[
@@ -1527,7 +1524,7 @@ def schema_cmd(
     ] = None,
 ) -> None:
     """Print the generated JSON Schema of a contract (e.g. capability-descriptor)."""
-    from aira_core.contracts import DOCUMENTS, SCHEMAS, json_schema
+    from aira_core.schemas import DOCUMENTS, SCHEMAS, json_schema
 
     if name is None:
         for n in sorted({*SCHEMAS, *DOCUMENTS}):

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from aira_core.contracts import DOCUMENTS, SCHEMAS, json_schema
+from aira_core.schemas import DOCUMENTS, SCHEMAS, json_schema
 from aira_core.diagnostics import AiraError, Diagnostic, Severity
 from aira_core.runtime.contract import (
     CONTRACT,

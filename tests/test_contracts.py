@@ -12,7 +12,7 @@ from factory import manifest
 from jsonschema import Draft202012Validator
 from pydantic import ValidationError
 
-from aira_core.contracts import DOCUMENTS, SCHEMAS, json_schema
+from aira_core.schemas import DOCUMENTS, SCHEMAS, json_schema
 from aira_core.contracts.capability import (
     CapabilityDescriptor,
     CapabilityKind,

@@ -37,7 +37,7 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from aira_core.runtime.plan import CapabilityEntry
+    from aira_core.catalog.capabilities import CapabilityEntry
 
 __all__ = ["LEGEND", "catalog_signatures", "signature", "signatures"]
 

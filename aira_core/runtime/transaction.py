@@ -17,14 +17,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from aira_core.catalog.signatures import signature
-from aira_core.contracts.amir import (
-    AmirDocument,
-    AssertionAdd,
-    BodyAdd,
-    NodeAdd,
-    ParameterAdd,
-    Patch,
-)
+from aira_core.contracts.amir import BLOCKS, AmirDocument, Patch
 from aira_core.contracts.plan import (
     Budgets,
     CheckReport,
@@ -34,7 +27,7 @@ from aira_core.contracts.plan import (
 )
 from aira_core.diagnostics import AiraError, Diagnostic
 from aira_core.extensions import BodyResult, Evaluation, Kernel, ValidationOutcome
-from aira_core.model.patch import PatchRejected, apply_patch, changed_nodes
+from aira_core.model.patch import PatchRejected, added_entity, apply_patch, changed_nodes
 from aira_core.model.store import MAIN, StaleRevision
 from aira_core.runtime.plan import (
     Lowered,
@@ -69,16 +62,10 @@ class Rejected(Exception):
 
 def _entity_order(base: AmirDocument, lowered: Lowered) -> dict[str, list[str]]:
     """Entity ids of the patched document by block, in order (patches only append)."""
-    added: dict[str, list[str]] = {"parameters": [], "nodes": [], "bodies": [], "assertions": []}
+    added: dict[str, list[str]] = {block: [] for block in BLOCKS}
     for op in lowered.ops:
-        if isinstance(op, ParameterAdd):
-            added["parameters"].append(op.parameter.id)
-        elif isinstance(op, NodeAdd):
-            added["nodes"].append(op.node.id)
-        elif isinstance(op, BodyAdd):
-            added["bodies"].append(op.body.id)
-        elif isinstance(op, AssertionAdd):
-            added["assertions"].append(op.assertion.id)
+        if (entry := added_entity(op)) is not None:
+            added[entry[0].name].append(entry[1].id)
     return {block: [e.id for e in getattr(base, block)] + ids for block, ids in added.items()}
 
 

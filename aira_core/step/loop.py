@@ -34,6 +34,7 @@ from typing import Any
 
 from aira_core.canonical import CanonicalJSONError, canonical_bytes
 from aira_core.catalog.signatures import LEGEND, catalog_signatures
+from aira_core.contracts.amir import BODIES, NODES, PARAMETERS
 from aira_core.contracts.capability import CapabilityKind, find_capability
 from aira_core.contracts.plan import IntentFrame
 from aira_core.diagnostics import AiraError, Diagnostic, redact
@@ -54,7 +55,8 @@ WINDOW_MARGIN = 2_000
 INTERFACE = "aira.step/1"
 RUN_ALREADY_ENDED = "RUN_ALREADY_ENDED"
 RUN_RESUME_MISMATCH = "RUN_RESUME_MISMATCH"
-ALIAS_KINDS = {"bodies": "bodies", "nodes": "nodes", "parameters": "parameters"}
+_ALIASED_BLOCKS = (BODIES.name, NODES.name, PARAMETERS.name)
+"""The blocks whose aliases a decision is checked against."""
 
 
 @dataclass
@@ -137,7 +139,7 @@ class StepHost:
 
     def _aliases(self) -> dict[str, list[str]]:
         table = self.ctx.repository.aliases(self.task.head)
-        return {name: [a for a, _ in table.entries(kind)] for name, kind in ALIAS_KINDS.items()}
+        return {kind: [a for a, _ in table.entries(kind)] for kind in _ALIASED_BLOCKS}
 
     def _index(self) -> str:
         lines = [f"{INTERFACE}; acts: " + grammar.GRAMMAR_SUMMARY]
