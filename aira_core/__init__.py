@@ -73,6 +73,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "sha256_id",
     ),
     "aira_core.contracts.amir": (
+        "AMIR_ACCEPTS_KEYWORD",
         "AMIR_TYPE_KEYWORD",
         "AMIR_TYPE_MISMATCH",
         "BASE_UNIT",

@@ -85,6 +85,9 @@ INPUT_TYPES = frozenset({*(t.value for t in ParamType), SHAPE, SELECTION, JSON})
 """Every type an operation's input may declare."""
 AMIR_TYPE_KEYWORD = "x-amir-type"
 """The JSON Schema keyword on an input's property that names its AMIR type."""
+AMIR_ACCEPTS_KEYWORD = "x-amir-accepts"
+"""The keyword on a Shape input's property that names the semantic type of the result it
+takes (``ExactSolid``, ``Profile``)."""
 PROFILE = "Profile"
 """The output type of a sketch: a closed planar profile for a sweep, not a body."""
 INTERMEDIATE_TYPES = frozenset({PROFILE})

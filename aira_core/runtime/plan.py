@@ -44,6 +44,7 @@ from aira_core.catalog.catalog import Catalog
 from aira_core.catalog.policy import RISK_RANK, authorize
 from aira_core.catalog.signatures import signature
 from aira_core.contracts.amir import (
+    AMIR_ACCEPTS_KEYWORD,
     BASE_UNIT,
     INTERMEDIATE_TYPES,
     JSON,
@@ -381,7 +382,7 @@ def _number_arg(
 def _accepts(entry: CapabilityEntry, name: str) -> str | None:
     """The semantic type a Shape input declares it takes (``x-amir-accepts``), if any."""
     prop = (entry.input_schema.get("properties") or {}).get(name)
-    accepts = prop.get("x-amir-accepts") if isinstance(prop, dict) else None
+    accepts = prop.get(AMIR_ACCEPTS_KEYWORD) if isinstance(prop, dict) else None
     return accepts if isinstance(accepts, str) else None
 
 

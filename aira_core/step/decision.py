@@ -949,7 +949,7 @@ def _clip(message: str, limit: int = 4 * MESSAGE_VALUE_CHARS) -> str:
 
 # -- the per-step schema -------------------------------------------------------------------------
 
-_NOT_ALIAS_PATTERN = "^(?:[^{p}]|[{p}](?:[^:]|$)|$)".format(p=_PREFIXES)
+_NOT_ALIAS_PATTERN = f"^(?:[^{_PREFIXES}]|[{_PREFIXES}](?:[^:]|$)|$)"
 """A string that does not start with an alias prefix (``b:``, ``n:``, ``p:``, ``a:``); no
 look-ahead, so every regex dialect providers use can run it."""
 _PLAN_LOCAL_DEFS = {b.name: f"Plan{_ALIAS_DEFS[b.name]}" for b in _ALIAS_ORDER if b.labelled}

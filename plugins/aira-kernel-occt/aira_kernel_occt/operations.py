@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from aira_core.contracts.amir import (
+    AMIR_ACCEPTS_KEYWORD,
     AMIR_TYPE_KEYWORD,
     JSON,
     PROFILE,
@@ -112,7 +113,7 @@ class Input:
                     },
                 ],
                 AMIR_TYPE_KEYWORD: SHAPE,
-                "x-amir-accepts": self.accepts,
+                AMIR_ACCEPTS_KEYWORD: self.accepts,
                 "description": self.description,
             }
         out: dict[str, Any] = {
