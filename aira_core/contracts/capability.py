@@ -51,6 +51,7 @@ class CapabilityKind(StrEnum):
 WRITING_KINDS = frozenset({CapabilityKind.AUTHORING_OPERATION, CapabilityKind.IMPORTER})
 """Kinds whose steps change the model: they add nodes (and bodies) and need a write grant."""
 
+
 class TaxonomyPath(StrEnum):
     """The taxonomy of §5.2 as dotted paths; every node is a legal primary path."""
 
