@@ -131,3 +131,58 @@ def test_the_walk_sees_type_checking_and_relative_imports() -> None:
         "pkg.f": ("import pkg.e\n", False),
     }
     assert cycles(import_graph(sources)) == [["pkg.a", "pkg.b"], ["pkg.c", "pkg.d"]]
+
+
+FLOORS = ("contracts", "model", "catalog", "runtime", "step")
+"""The packages of aira_core from the bottom up; above them only the CLI and the schema
+registry (``aira_core.cli``, ``aira_core.schemas``)."""
+TOP = ("cli", "schemas")
+
+
+def upward_imports(sources: Mapping[str, tuple[str, bool]]) -> list[str]:
+    """Imports, at any depth (function-local ones too), from a floor to a higher floor or
+    to the top, as ``module -> imported``."""
+
+    def floor(module: str) -> int | None:
+        parts = module.split(".")
+        if len(parts) < 2 or parts[0] != PACKAGE:
+            return None
+        if parts[1] in TOP:
+            return len(FLOORS)
+        return FLOORS.index(parts[1]) if parts[1] in FLOORS else None
+
+    found = []
+    for module, (source, is_package) in sorted(sources.items()):
+        mine = floor(module)
+        if mine is None or mine == len(FLOORS):
+            continue
+        for node in ast.walk(ast.parse(source)):
+            if isinstance(node, ast.Import):
+                targets = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                targets = [_resolve(node, module, is_package)]
+            else:
+                continue
+            for target in targets:
+                theirs = floor(target)
+                if theirs is not None and theirs > mine:
+                    found.append(f"{module} -> {target}")
+    return found
+
+
+def test_no_floor_imports_a_floor_above_it() -> None:
+    """contracts -> model -> catalog -> runtime -> step: nothing reaches up, not even lazily
+    inside a function (the way contracts once reached the runtime for its schemas)."""
+    assert upward_imports(package_sources()) == []
+
+
+def test_an_upward_import_inside_a_function_is_found() -> None:
+    sources = {
+        "aira_core.contracts.x": ("def f():\n    from aira_core.runtime import y\n", False),
+        "aira_core.catalog.z": ("from aira_core.model import w\n", False),
+        "aira_core.model.v": ("import aira_core.cli\n", False),
+    }
+    assert upward_imports(sources) == [
+        "aira_core.contracts.x -> aira_core.runtime",
+        "aira_core.model.v -> aira_core.cli",
+    ]
