@@ -516,9 +516,8 @@ def test_a_long_chain_of_nodes_needs_no_deep_recursion(reverse: bool) -> None:
 
 @pytest.mark.parametrize("unit", [["mm"], {"mm": 1}, 3])
 def test_a_unit_that_is_not_a_name_is_unknown(unit: object) -> None:
-    from aira_core.contracts.amir import ParamType
+    from aira_core.contracts.amir import ParamType, dimension_of, to_base
     from aira_core.diagnostics import AiraError
-    from aira_core.model.units import dimension_of, to_base
 
     with pytest.raises(AiraError) as exc:
         to_base(5.0, unit, ParamType.LENGTH)  # type: ignore[arg-type]
