@@ -11,7 +11,7 @@ out-of-range value) point into the resulting document.
 from __future__ import annotations
 
 import math
-from collections.abc import Hashable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, NoReturn
 
 from pydantic import ValidationError
@@ -328,7 +328,7 @@ def find_cycle(graph: Mapping[str, Iterable[str]]) -> list[str] | None:
 
     Iterative depth-first search: a chain of any length is no deeper for the Python stack.
     """
-    state: dict[Hashable, int] = {}  # 1 = on the current path, 2 = done
+    state: dict[str, int] = {}  # 1 = on the current path, 2 = done
     for root in graph:
         if root in state:
             continue
