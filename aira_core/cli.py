@@ -503,10 +503,10 @@ def catalog_signatures_cmd(
     capabilities: Annotated[list[str], typer.Argument(help="Capability ids.")],
 ) -> None:
     """Compact step signatures of capabilities (what a step capsule shows a model)."""
+    from aira_core.catalog.capabilities import capability_index
     from aira_core.catalog.catalog import build_catalog
     from aira_core.catalog.signatures import LEGEND, catalog_signatures
     from aira_core.diagnostics import AiraError
-    from aira_core.runtime.plan import capability_index
 
     index = capability_index(build_catalog())
     unknown = [c for c in capabilities if c not in index]
@@ -1432,7 +1432,7 @@ def schema_cmd(
     ] = None,
 ) -> None:
     """Print the generated JSON Schema of a contract (e.g. capability-descriptor)."""
-    from aira_core.contracts import DOCUMENTS, SCHEMAS, json_schema
+    from aira_core.schemas import DOCUMENTS, SCHEMAS, json_schema
 
     if name is None:
         for n in sorted({*SCHEMAS, *DOCUMENTS}):

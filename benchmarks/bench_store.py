@@ -67,7 +67,7 @@ from pathlib import Path
 from typing import Any
 
 from aira_core.canonical import canonical_bytes, sha256_id
-from aira_core.contracts.amir import AmirDocument
+from aira_core.contracts.amir import AmirDocument, value_tokens
 from aira_core.model import blocks
 from aira_core.model.aliases import AliasTable
 from aira_core.model.patch import apply_patch, validate_document
@@ -288,7 +288,7 @@ def measure_repository(path: Path, base: AmirDocument, commits: int, reads: int)
             "count": reads,
             "first_ms": first_s * 1000,
             "latency_ms": _latency([s * 1000 for s in read_samples]),
-            "host_tokens": blocks.host_tokens(got),
+            "host_tokens": value_tokens(got),
             "aliases_listed": len(got.aliases),
             "aliases_omitted": got.aliases_omitted,
         },

@@ -1,5 +1,4 @@
-"""Alias tables: label aliases, short forms, collision lengthening, stability, resolution,
-and the stale-revision refusal."""
+"""Alias tables: label aliases, short forms, collision lengthening, stability and resolution."""
 
 from __future__ import annotations
 
@@ -15,13 +14,9 @@ from aira_core.contracts.amir import AmirDocument
 from aira_core.diagnostics import AiraError
 from aira_core.model.aliases import (
     ALIAS_UNKNOWN,
-    STEP_STALE_REVISION,
     AliasTable,
-    StaleRevisionError,
-    check_fresh,
     label_alias_safe,
 )
-from aira_core.model.blocks import summary
 
 REV = "rev:sha256:" + "1" * 64
 HEAD = "rev:sha256:" + "2" * 64
@@ -336,32 +331,3 @@ def test_pages_list_parameters_and_bodies_first_and_cover_the_table() -> None:
     with pytest.raises(ValueError):
         table.page("widgets")
     assert table.page(limit=5).to_wire()["nextOffset"] == 5
-
-
-# -- freshness -----------------------------------------------------------------------------
-
-
-def test_check_fresh_passes_on_the_head() -> None:
-    document = make_document()
-    head = summary(HEAD, document, AliasTable.build(HEAD, document))
-    assert check_fresh(HEAD, HEAD, head) is None
-
-
-def test_stale_plan_is_refused_with_the_new_summary() -> None:
-    document = grow(make_document(), 2)
-    head = summary(HEAD, document, AliasTable.build(HEAD, document))
-    with pytest.raises(StaleRevisionError) as caught:
-        check_fresh(REV, HEAD, head)
-    error = caught.value
-    assert isinstance(error, AiraError)
-    assert error.code == STEP_STALE_REVISION
-    assert error.summary is head and error.summary.rev == HEAD
-    assert error.plan_rev == REV and error.head_rev == HEAD
-    assert REV in str(error) and HEAD in str(error)
-
-
-def test_check_fresh_wants_the_heads_summary() -> None:
-    document = make_document(bodies=1, parameters=1, assertions=0)
-    old = summary(REV, document, AliasTable.build(REV, document))
-    with pytest.raises(ValueError):
-        check_fresh(REV, HEAD, old)

@@ -9,7 +9,7 @@ import pytest
 from amir_factory import extend, grow, make_document
 
 from aira_core.canonical import canonical_bytes, sha256_id
-from aira_core.contracts.amir import AmirDocument, NodeInput
+from aira_core.contracts.amir import AmirDocument, NodeInput, value_tokens
 from aira_core.diagnostics import AiraError
 from aira_core.model.aliases import ALIAS_UNKNOWN, AliasTable
 from aira_core.model.blocks import (
@@ -21,7 +21,6 @@ from aira_core.model.blocks import (
     Page,
     block_hashes,
     diff,
-    host_tokens,
     select,
     summary,
 )
@@ -115,7 +114,7 @@ def test_summary_of_the_reference_document_is_within_2k_host_tokens() -> None:
     document = make_document(bodies=15, parameters=30, assertions=30, nodes=45)
     aliases = table(document)
     result = summary(REV, document, aliases)
-    assert host_tokens(result) <= 2000
+    assert value_tokens(result) <= 2000
     assert len(canonical_bytes(result)) <= 8000
     assert result.rev == REV
     assert result.counts == {"parameters": 30, "nodes": 45, "bodies": 15, "assertions": 30}
@@ -190,7 +189,7 @@ def test_summary_degrades_on_bigger_documents(
 def test_summary_respects_a_smaller_bound() -> None:
     document = make_document()
     result = summary(REV, document, table(document), max_tokens=600)
-    assert host_tokens(result) <= 600
+    assert value_tokens(result) <= 600
     assert result.aliases_omitted > 0
 
 

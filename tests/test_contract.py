@@ -12,7 +12,6 @@ from typing import Any
 
 import pytest
 
-from aira_core.contracts import DOCUMENTS, SCHEMAS, json_schema
 from aira_core.diagnostics import AiraError, Diagnostic, Severity
 from aira_core.runtime.contract import (
     CONTRACT,
@@ -43,6 +42,7 @@ from aira_core.runtime.contract import (
     reduce_batch,
     replay,
 )
+from aira_core.schemas import DOCUMENTS, SCHEMAS, json_schema
 
 O = MetaOperation  # noqa: E741 - the matrix reads better with short names
 S = RuntimeState

@@ -12,7 +12,6 @@ from factory import manifest
 from jsonschema import Draft202012Validator
 from pydantic import ValidationError
 
-from aira_core.contracts import DOCUMENTS, SCHEMAS, json_schema
 from aira_core.contracts.capability import (
     CapabilityDescriptor,
     CapabilityKind,
@@ -20,6 +19,7 @@ from aira_core.contracts.capability import (
     SessionGrant,
     TaxonomyPath,
 )
+from aira_core.schemas import DOCUMENTS, SCHEMAS, json_schema
 
 
 def test_enums_match_the_spec() -> None:

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from aira_core.catalog.capabilities import capability_entries, node_signatures
 from aira_core.contracts.amir import AmirDocument, Node
-from aira_core.model.operations import signature_from_schema, signatures_from_descriptors
+from aira_core.model.operations import signature_from_schema
 from aira_core.model.patch import PatchRejected, apply_patch, feature_ops, validate_document
 
 LENGTH = {"type": "number", "x-amir-type": "Length", "exclusiveMinimum": 0}
@@ -455,11 +456,25 @@ def test_signatures_come_from_admitted_descriptors() -> None:
     from aira_core.contracts.package import PackageManifest
 
     pm = PackageManifest.model_validate(manifest())
-    sigs = signatures_from_descriptors((d, pm.schemas) for d in pm.descriptors)
+    sigs = node_signatures(capability_entries((d, pm.schemas) for d in pm.descriptors))
     assert set(sigs) == {"test.box@1.0.0", "test.fillet@1.0.0", "test.sketch@1.0.0"}
     box = sigs["test.box@1.0.0"]
     assert box.inputs["length"].required and box.inputs["length"].type == "Real"
     assert box.inputs["centered"].type == "Bool" and not box.inputs["centered"].required
+
+
+def test_a_descriptor_without_its_input_schema_is_left_out_of_the_table() -> None:
+    from factory import manifest
+
+    from aira_core.contracts.package import PackageManifest
+
+    pm = PackageManifest.model_validate(manifest())
+    box = next(d for d in pm.descriptors if d.target[1] == "test.box@1.0.0")
+    schemas = {k: v for k, v in pm.schemas.items() if k != box.inputs.schema_ref}
+    table = capability_entries((d, schemas) for d in pm.descriptors)
+    assert box.capability_id not in table
+    assert "test.box@1.0.0" not in node_signatures(table)
+    assert "test.fillet@1.0.0" in node_signatures(table)
 
 
 def test_a_node_may_have_an_empty_label_but_not_a_malformed_document() -> None:
@@ -501,9 +516,8 @@ def test_a_long_chain_of_nodes_needs_no_deep_recursion(reverse: bool) -> None:
 
 @pytest.mark.parametrize("unit", [["mm"], {"mm": 1}, 3])
 def test_a_unit_that_is_not_a_name_is_unknown(unit: object) -> None:
-    from aira_core.contracts.amir import ParamType
+    from aira_core.contracts.amir import ParamType, dimension_of, to_base
     from aira_core.diagnostics import AiraError
-    from aira_core.model.units import dimension_of, to_base
 
     with pytest.raises(AiraError) as exc:
         to_base(5.0, unit, ParamType.LENGTH)  # type: ignore[arg-type]

@@ -21,10 +21,11 @@ from runtime_factory import (
     step,
 )
 
+from aira_core.catalog.capabilities import CapabilityEntry
 from aira_core.catalog.signatures import LEGEND, catalog_signatures, signature, signatures
 from aira_core.contracts.capability import CapabilityDescriptor
 from aira_core.model.operations import signature_from_schema
-from aira_core.runtime.plan import CapabilityEntry, check_plan
+from aira_core.runtime.plan import check_plan
 
 OCCT_MANIFEST = (
     Path(__file__).resolve().parents[1]

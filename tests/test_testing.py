@@ -14,13 +14,13 @@ from types import SimpleNamespace
 import pytest
 
 from aira_core import hookimpl
+from aira_core.catalog.capabilities import capability_index, node_signatures
 from aira_core.catalog.catalog import build_catalog
 from aira_core.catalog.state import CatalogState
 from aira_core.catalog.trust import TRUST_FILE, TrustPolicy, VerifiedSignature
 from aira_core.contracts.amir import AmirDocument
 from aira_core.extensions import CapabilityPackageSource
 from aira_core.model.patch import validate_document
-from aira_core.runtime.plan import capability_index, node_signatures
 from aira_core.testing import (
     FakeGeometryKernel,
     ThrowawaySigner,

@@ -36,8 +36,10 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from aira_core.contracts.amir import AMIR_TYPE_KEYWORD, SELECTION, SHAPE, ParamType
+
 if TYPE_CHECKING:
-    from aira_core.runtime.plan import CapabilityEntry
+    from aira_core.catalog.capabilities import CapabilityEntry
 
 __all__ = ["LEGEND", "catalog_signatures", "signature", "signatures"]
 
@@ -55,12 +57,12 @@ CAPABILITY_PREFIX = "cap:"
 # The authoring kind is the common case; only the other kinds are marked, to save bytes.
 _UNMARKED_KINDS = frozenset({"authoring.operation"})
 _AMIR_TYPES = {
-    "Length": "Len",
-    "Angle": "Ang",
-    "Count": "Count",
-    "Real": "num",
-    "Bool": "bool",
-    "String": "str",
+    ParamType.LENGTH.value: "Len",
+    ParamType.ANGLE.value: "Ang",
+    ParamType.COUNT.value: "Count",
+    ParamType.REAL.value: "num",
+    ParamType.BOOL.value: "bool",
+    ParamType.STRING.value: "str",
 }
 _JSON_TYPES = {
     "number": "num",
@@ -272,10 +274,10 @@ class _Renderer:
             return ANY
 
     def _type(self, schema: Mapping[str, Any], depth: int) -> str:
-        amir = schema.get("x-amir-type")
-        if amir == "Shape":
+        amir = schema.get(AMIR_TYPE_KEYWORD)
+        if amir == SHAPE:
             return "Shape"
-        if amir == "Selection":
+        if amir == SELECTION:
             return self._selection(schema)
         if amir in _AMIR_TYPES and "enum" not in schema and "const" not in schema:
             return self._bounded(_AMIR_TYPES[amir], schema)

@@ -1,4 +1,7 @@
-"""The AMIR model document: parameters, nodes (operations), bodies and assertions.
+"""The AMIR model document and its vocabulary: parameters, nodes (operations), bodies and
+assertions; the parameter and input types, units and dimensions, which parameter type may
+feed which input, and the host's token meter. The host and the kernels import this one
+module for all of these (never a copy).
 
 A document is plain data and immutable. A feature applied to body ``X`` appends a node whose
 input is ``X``'s current tip and moves the tip; the history stays in the document. Node
@@ -9,14 +12,17 @@ revision by the kernel). Lengths are in millimetres unless a unit says otherwise
 
 from __future__ import annotations
 
+import math
 from enum import StrEnum
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal, NamedTuple
 
 from pydantic import AfterValidator, Field, model_validator
 from pydantic_core import PydanticCustomError
 
+from aira_core.canonical import canonical_bytes
 from aira_core.contracts.base import JsonValue, WireModel, json_value
 from aira_core.contracts.capability import TARGET_REF_PATTERN, EntityKind
+from aira_core.diagnostics import AiraError
 
 AMIR_FORMAT = "aira.amir/1"
 ENTITY_ID_PATTERN = r"^[A-Za-z][A-Za-z0-9_.-]{0,63}$"
@@ -24,7 +30,42 @@ ENTITY_ID_PATTERN = r"^[A-Za-z][A-Za-z0-9_.-]{0,63}$"
 EntityId = Annotated[str, Field(pattern=ENTITY_ID_PATTERN)]
 OperationRef = Annotated[str, Field(pattern=TARGET_REF_PATTERN, examples=["exact.box@1.0.0"])]
 
+AMIR_TYPE_MISMATCH = "AMIR_TYPE_MISMATCH"
+UNIT_MISMATCH = "UNIT_MISMATCH"
+UNIT_UNKNOWN = "UNIT_UNKNOWN"
 
+# -- the four blocks ----------------------------------------------------------------------------
+
+
+class Block(NamedTuple):
+    """One top-level block of a document."""
+
+    name: str
+    """The document field, also the entity kind of an alias table: ``"bodies"``."""
+    prefix: str
+    """The alias prefix: ``b`` in ``b:plate``."""
+    singular: str
+    """One entity of the block, for messages; also the field of its ``*.add`` patch op."""
+    labelled: bool
+    """Whether an entity's label can become its alias (else it always gets a short form)."""
+
+
+PARAMETERS = Block("parameters", "p", "parameter", labelled=True)
+NODES = Block("nodes", "n", "node", labelled=True)
+BODIES = Block("bodies", "b", "body", labelled=True)
+ASSERTIONS = Block("assertions", "a", "assertion", labelled=False)
+
+BLOCK_BY_NAME: dict[str, Block] = {b.name: b for b in (PARAMETERS, NODES, BODIES, ASSERTIONS)}
+"""The blocks in document order, by name."""
+BLOCK_BY_PREFIX: dict[str, Block] = {b.prefix: b for b in BLOCK_BY_NAME.values()}
+BLOCKS: tuple[str, ...] = tuple(BLOCK_BY_NAME)
+"""The block names in document order: ``parameters``, ``nodes``, ``bodies``, ``assertions``."""
+
+# -- types --------------------------------------------------------------------------------------
+
+
+# The type of a parameter, and of a scalar input. (A comment, not a docstring: a docstring
+# would become the description of every schema that uses it.)
 class ParamType(StrEnum):
     LENGTH = "Length"
     ANGLE = "Angle"
@@ -32,6 +73,103 @@ class ParamType(StrEnum):
     REAL = "Real"
     BOOL = "Bool"
     STRING = "String"
+
+
+SHAPE = "Shape"
+"""An input that takes a node's result ``{node}`` (a body's shape)."""
+SELECTION = "Selection"
+"""An input that takes a semantic reference ``{body, select, entity?}``."""
+JSON = "Json"
+"""A structured literal (lists, objects), checked by its own JSON Schema."""
+INPUT_TYPES = frozenset({*(t.value for t in ParamType), SHAPE, SELECTION, JSON})
+"""Every type an operation's input may declare."""
+AMIR_TYPE_KEYWORD = "x-amir-type"
+"""The JSON Schema keyword on an input's property that names its AMIR type."""
+AMIR_ACCEPTS_KEYWORD = "x-amir-accepts"
+"""The keyword on a Shape input's property that names the semantic type of the result it
+takes (``ExactSolid``, ``Profile``)."""
+PROFILE = "Profile"
+"""The output type of a sketch: a closed planar profile for a sweep, not a body."""
+INTERMEDIATE_TYPES = frozenset({PROFILE})
+"""Output types that are the input of a later step, not a body of the model (a sketch
+profile): a step producing only these adds a node and no body."""
+
+
+def param_fits(ptype: str, spec_type: str) -> str | None:
+    """Why a parameter of type ``ptype`` cannot feed an input of ``spec_type``, as its code
+    (``UNIT_MISMATCH`` between Length and Angle, else ``AMIR_TYPE_MISMATCH``), or None. The
+    one rule: the host's checks and the kernels apply it alike."""
+    if ptype == spec_type or (spec_type == ParamType.REAL.value and ptype == ParamType.COUNT.value):
+        return None
+    dims = {ParamType.LENGTH.value, ParamType.ANGLE.value}
+    return UNIT_MISMATCH if {ptype, spec_type} <= dims else AMIR_TYPE_MISMATCH
+
+
+# -- units --------------------------------------------------------------------------------------
+# Lengths in millimetres and angles in degrees unless a unit says otherwise. A unit of another
+# dimension is UNIT_MISMATCH; an unknown one UNIT_UNKNOWN.
+
+UNITS: dict[ParamType, dict[str, float]] = {
+    ParamType.LENGTH: {"mm": 1.0, "cm": 10.0, "m": 1000.0, "um": 0.001, "in": 25.4, "ft": 304.8},
+    ParamType.ANGLE: {"deg": 1.0, "rad": 180.0 / math.pi, "turn": 360.0},
+}
+"""Factor to the base unit, per dimension."""
+BASE_UNIT = {ParamType.LENGTH: "mm", ParamType.ANGLE: "deg"}
+
+
+def dimension_of(unit: object) -> ParamType | None:
+    """The dimension (Length, Angle) a unit name measures, or None for an unknown name."""
+    if not isinstance(unit, str):
+        return None
+    return next((dim for dim, table in UNITS.items() if unit in table), None)
+
+
+def to_base(value: float, unit: str | None, expected: ParamType) -> float:
+    """``value`` in ``unit`` converted to the base unit of ``expected`` (mm, deg).
+
+    No unit means the base unit. Dimensionless types (Count, Real) take no unit.
+    """
+    if unit is None or unit == BASE_UNIT.get(expected):
+        return value
+    if not isinstance(unit, str):
+        raise AiraError(UNIT_UNKNOWN, f"a unit is a name such as 'mm', not {unit!r}")
+    dim = dimension_of(unit)
+    if dim is None:
+        raise AiraError(
+            UNIT_UNKNOWN,
+            f"unknown unit {unit!r}; known: "
+            + ", ".join(u for table in UNITS.values() for u in table),
+        )
+    if dim != expected:
+        raise AiraError(
+            UNIT_MISMATCH, f"a {expected.value} cannot be given in {unit!r}, a unit of {dim.value}"
+        )
+    return value * UNITS[dim][unit]
+
+
+# -- the host's token meter ---------------------------------------------------------------------
+
+HOST_BYTES_PER_TOKEN = 4
+"""The host's meter: one token per 4 UTF-8 bytes; no provider tokenizer is consulted."""
+
+
+def host_tokens(data: str | bytes) -> int:
+    """Host-metered tokens of a text or a byte string: UTF-8 bytes / 4, rounded up.
+
+    A string that cannot be encoded as UTF-8 (a lone surrogate) is metered with each such
+    code point replaced by ``?``, so the meter never raises.
+    """
+    if isinstance(data, str):
+        data = data.encode("utf-8", "replace")
+    return -(-len(data) // HOST_BYTES_PER_TOKEN)
+
+
+def value_tokens(value: Any) -> int:
+    """Host tokens of a JSON value or wire model: its canonical JSON bytes, metered."""
+    return host_tokens(canonical_bytes(value))
+
+
+# -- the document -------------------------------------------------------------------------------
 
 
 Scalar = Annotated[bool | int | float | str, AfterValidator(json_value)]

@@ -51,10 +51,6 @@ class CapabilityKind(StrEnum):
 WRITING_KINDS = frozenset({CapabilityKind.AUTHORING_OPERATION, CapabilityKind.IMPORTER})
 """Kinds whose steps change the model: they add nodes (and bodies) and need a write grant."""
 
-INTERMEDIATE_TYPES = frozenset({"Profile"})
-"""Output types that are the input of a later step, not a body of the model (a sketch
-profile): a step producing only these adds a node and no body."""
-
 
 class TaxonomyPath(StrEnum):
     """The taxonomy of §5.2 as dotted paths; every node is a legal primary path."""

@@ -30,26 +30,25 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from aira_core.canonical import sha256_hex
-from aira_core.contracts.amir import AmirDocument
+from aira_core.contracts.amir import (
+    ASSERTIONS,
+    BLOCK_BY_NAME,
+    BLOCKS,
+    BODIES,
+    NODES,
+    PARAMETERS,
+    AmirDocument,
+)
 from aira_core.contracts.base import WireModel
 from aira_core.diagnostics import AiraError
-from aira_core.model.store import STEP_STALE_REVISION, StaleRevision
-
-if TYPE_CHECKING:
-    from aira_core.model.blocks import Summary
 
 ALIAS_UNKNOWN = "ALIAS_UNKNOWN"
 
-KINDS = ("parameters", "nodes", "bodies", "assertions")
-"""The entity kinds, named after the document block that holds them."""
-SUMMARY_ORDER = ("parameters", "bodies", "nodes", "assertions")
+SUMMARY_ORDER = tuple(b.name for b in (PARAMETERS, BODIES, NODES, ASSERTIONS))
 """The order aliases are listed and paged in: what a model names most often comes first."""
-PREFIX = {"parameters": "p", "nodes": "n", "bodies": "b", "assertions": "a"}
-LABELLED_KINDS = frozenset({"parameters", "nodes", "bodies"})
-"""Kinds whose labels can become aliases; assertions always get a short form."""
 
 LABEL_PATTERN = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,47}$")
 SHORT_MIN = 4
@@ -104,14 +103,15 @@ class AliasTable:
     def build(cls, rev: str, document: AmirDocument) -> AliasTable:
         """The alias table of ``document`` at revision ``rev``."""
         order: dict[str, list[tuple[str, str]]] = {}
-        for kind in KINDS:
+        for block in BLOCK_BY_NAME.values():
+            kind = block.name
             entities = getattr(document, kind)
-            prefix = PREFIX[kind]
+            prefix = block.prefix
             held: set[str] = set()  # labels an earlier entity of this kind already holds
             taken: set[str] = set()
             pairs: list[tuple[str, str]] = []
             for entity in entities:
-                label = entity.label if kind in LABELLED_KINDS else None
+                label = entity.label if block.labelled else None
                 if label is not None and label not in held and label_alias_safe(label):
                     held.add(label)
                     pairs.append((f"{prefix}:{label}", entity.id))
@@ -204,9 +204,9 @@ def _kinds(kinds: str | Iterable[str] | None) -> tuple[str, ...]:
     if kinds is None:
         return SUMMARY_ORDER
     chosen = (kinds,) if isinstance(kinds, str) else tuple(kinds)
-    unknown = [k for k in chosen if k not in PREFIX]
+    unknown = [k for k in chosen if k not in BLOCK_BY_NAME]
     if unknown:
-        raise ValueError(f"unknown entity kind(s) {unknown}; kinds are {', '.join(KINDS)}")
+        raise ValueError(f"unknown entity kind(s) {unknown}; kinds are {', '.join(BLOCKS)}")
     return chosen
 
 
@@ -220,31 +220,3 @@ def _short_form(entity_id: str, taken: set[str]) -> str:
             return candidate
     # Two ids with the same SHA-256: ids are unique, so this is a broken invariant.
     raise AssertionError(f"no free short form for {entity_id!r}")
-
-
-class StaleRevisionError(StaleRevision):
-    """A plan bound to a revision that is no longer the head; carries the head's summary.
-
-    A :class:`~aira_core.model.store.StaleRevision` (same code, ``expected`` is the plan's
-    revision, ``head`` the new head), so callers handle both refusals alike."""
-
-    def __init__(self, plan_rev: str, head_rev: str, summary: Summary) -> None:
-        AiraError.__init__(
-            self,
-            STEP_STALE_REVISION,
-            f"the plan is bound to revision {plan_rev} but the head is now {head_rev}; "
-            "its aliases and pages may have changed: re-plan against the new summary",
-            subject=plan_rev,
-        )
-        self.branch = None
-        self.expected = self.plan_rev = plan_rev
-        self.head = head_rev
-        self.summary = summary
-
-
-def check_fresh(plan_rev: str, head_rev: str, head_summary: Summary) -> None:
-    """Refuse a plan bound to an older revision than the head, handing back the new summary."""
-    if plan_rev != head_rev:
-        if head_summary.rev != head_rev:
-            raise ValueError(f"the summary is of {head_summary.rev}, not of the head {head_rev}")
-        raise StaleRevisionError(plan_rev, head_rev, head_summary)

@@ -5,7 +5,8 @@ The document has four top-level blocks (``parameters``, ``nodes``, ``bodies``,
 unchanged. A model sees a revision through a bounded :class:`Summary` (≤ 2k host tokens)
 and through :func:`select` pages, each bounded in bytes and carrying ``(rev, hash)``.
 
-Host tokens are counted as UTF-8 bytes of canonical JSON divided by 4, rounded up.
+Host tokens are counted as UTF-8 bytes of canonical JSON divided by 4, rounded up
+(:func:`~aira_core.contracts.amir.value_tokens`).
 """
 
 from __future__ import annotations
@@ -15,13 +16,11 @@ from itertools import islice
 from typing import Any
 
 from aira_core.canonical import canonical_bytes, sha256_id
-from aira_core.contracts.amir import AmirDocument, NodeInput
+from aira_core.contracts.amir import BLOCKS, HOST_BYTES_PER_TOKEN, AmirDocument, NodeInput
 from aira_core.contracts.base import WireModel
 from aira_core.diagnostics import AiraError
 from aira_core.model.aliases import ALIAS_UNKNOWN, AliasTable
 
-BLOCKS = ("parameters", "nodes", "bodies", "assertions")
-HOST_BYTES_PER_TOKEN = 4
 SUMMARY_MAX_TOKENS = 2000
 DEFAULT_ALIAS_PAGE = 128
 """How many aliases the summary lists at most (fewer if the token bound needs it)."""
@@ -50,18 +49,12 @@ __all__ = [
     "Summary",
     "block_hashes",
     "diff",
-    "host_tokens",
     "select",
     "summary",
 ]
 
 # Placeholder of the right length for a page hash while the page's size is worked out.
 _HASH_PLACEHOLDER = "page:sha256:" + "0" * 64
-
-
-def host_tokens(value: Any) -> int:
-    """Host tokens of a JSON value or wire model: canonical UTF-8 bytes / 4, rounded up."""
-    return -(-len(canonical_bytes(value)) // HOST_BYTES_PER_TOKEN)
 
 
 def block_hashes(document: AmirDocument) -> dict[str, str]:

@@ -1,24 +1,18 @@
 """Operation signatures: what each input of an operation accepts, derived from the
 operation's canonical input schema (one source: the schema the capability package ships).
 
-An input's AMIR type comes from the ``x-amir-type`` annotation of its schema property
-(``Length``, ``Angle``, ``Count``, ``Real``, ``Bool``, ``String``, ``Shape`` for a node's
-result, ``Selection`` for a semantic reference), else from its JSON type.
+An input's AMIR type (:data:`~aira_core.contracts.amir.INPUT_TYPES`) comes from the
+``x-amir-type`` annotation of its schema property, else from its JSON type.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from aira_core.contracts.amir import ParamType
+from aira_core.contracts.amir import AMIR_TYPE_KEYWORD, INPUT_TYPES, JSON, ParamType
 from aira_core.contracts.capability import CapabilityDescriptor, CapabilityKind
-
-SHAPE = "Shape"
-SELECTION = "Selection"
-JSON = "Json"
-AMIR_TYPE_KEYWORD = "x-amir-type"
 
 _FROM_JSON_TYPE = {
     "number": ParamType.REAL.value,
@@ -26,7 +20,6 @@ _FROM_JSON_TYPE = {
     "boolean": ParamType.BOOL.value,
     "string": ParamType.STRING.value,
 }
-KNOWN_TYPES = frozenset({*(t.value for t in ParamType), SHAPE, SELECTION, JSON})
 
 
 @dataclass(frozen=True)
@@ -68,7 +61,7 @@ def signature_from_schema(ref: str, schema: Mapping[str, Any]) -> OperationSigna
     for name, prop in props.items():
         prop = prop if isinstance(prop, dict) else {}
         declared = prop.get(AMIR_TYPE_KEYWORD)
-        if isinstance(declared, str) and declared in KNOWN_TYPES:
+        if isinstance(declared, str) and declared in INPUT_TYPES:
             kind = declared
         else:
             json_type = prop.get("type")
@@ -92,17 +85,3 @@ def node_ref(d: CapabilityDescriptor) -> str | None:
     if d.kind is CapabilityKind.IMPORTER:
         return d.io_ref
     return None
-
-
-def signatures_from_descriptors(
-    items: Iterable[tuple[CapabilityDescriptor, Mapping[str, Mapping[str, Any]]]],
-) -> dict[str, OperationSignature]:
-    """Signatures of every target that can be a node of a document (an ``operationRef``, an
-    importer's ``ioRef``) among descriptors (each with its package's schemas), e.g. from an
-    admitted catalog."""
-    out = {}
-    for d, schemas in items:
-        ref = node_ref(d)
-        if ref is not None and d.inputs.schema_ref in schemas:
-            out[ref] = signature_from_schema(ref, schemas[d.inputs.schema_ref])
-    return out

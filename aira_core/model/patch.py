@@ -11,18 +11,25 @@ out-of-range value) point into the resulting document.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, NoReturn
 
 from pydantic import ValidationError
 
 from aira_core.contracts.amir import (
+    AMIR_TYPE_MISMATCH,
+    BASE_UNIT,
+    BLOCK_BY_NAME,
+    BLOCKS,
+    JSON,
+    SELECTION,
+    SHAPE,
+    UNITS,
     AmirDocument,
     Assertion,
-    AssertionAdd,
     AssertionRemove,
+    Block,
     Body,
-    BodyAdd,
     BodyRemove,
     BodySetMaterial,
     BodySetTip,
@@ -34,7 +41,6 @@ from aira_core.contracts.amir import (
     NodeRemove,
     NodeSetInputs,
     Parameter,
-    ParameterAdd,
     ParameterRemove,
     ParameterSetValue,
     ParamInput,
@@ -42,10 +48,11 @@ from aira_core.contracts.amir import (
     Patch,
     PatchOp,
     SemanticInput,
+    param_fits,
+    to_base,
 )
 from aira_core.diagnostics import AiraError, Diagnostic, json_pointer
-from aira_core.model.operations import JSON, SELECTION, SHAPE, InputSpec, OperationSignature
-from aira_core.model.units import BASE_UNIT, UNIT_MISMATCH, UNITS, to_base
+from aira_core.model.operations import InputSpec, OperationSignature
 
 PATCH_INVALID = "PATCH_INVALID"
 PATCH_DUPLICATE_ID = "PATCH_DUPLICATE_ID"
@@ -53,20 +60,14 @@ PATCH_ENTITY_UNKNOWN = "PATCH_ENTITY_UNKNOWN"
 PATCH_STILL_REFERENCED = "PATCH_STILL_REFERENCED"
 AMIR_DANGLING_REFERENCE = "AMIR_DANGLING_REFERENCE"
 AMIR_CYCLE = "AMIR_CYCLE"
-AMIR_TYPE_MISMATCH = "AMIR_TYPE_MISMATCH"
 AMIR_OPERATION_UNKNOWN = "AMIR_OPERATION_UNKNOWN"
 AMIR_INPUT_MISSING = "AMIR_INPUT_MISSING"
 AMIR_INPUT_UNKNOWN = "AMIR_INPUT_UNKNOWN"
 PARAMETER_OUT_OF_RANGE = "PARAMETER_OUT_OF_RANGE"
 
 Entity = Parameter | Node | Body | Assertion
-_BLOCKS = ("parameters", "nodes", "bodies", "assertions")
-_SINGULAR = {
-    "parameters": "parameter",
-    "nodes": "node",
-    "bodies": "body",
-    "assertions": "assertion",
-}
+# A patch op is "<entity>.<verb>" ("node.add", "body.setTip"); "label.set" names no block.
+_BLOCK_OF_OP = {b.singular: b for b in BLOCK_BY_NAME.values()}
 
 
 class PatchRejected(AiraError):
@@ -115,7 +116,7 @@ class _Draft:
 
     def __init__(self, doc: AmirDocument) -> None:
         self.blocks: dict[str, dict[str, Any]] = {
-            name: {e.id: e for e in getattr(doc, name)} for name in _BLOCKS
+            name: {e.id: e for e in getattr(doc, name)} for name in BLOCKS
         }
 
     def find(self, entity_id: str) -> tuple[str, Any] | None:
@@ -138,37 +139,31 @@ class _Draft:
         )
 
 
+def added_entity(op: PatchOp) -> tuple[Block, Entity] | None:
+    """The block and the entity an ``*.add`` op appends to it; None for any other op."""
+    kind, _, verb = op.op.partition(".")
+    block = _BLOCK_OF_OP.get(kind)
+    if block is None or verb != "add":
+        return None
+    return block, getattr(op, block.singular)
+
+
 def _apply_op(draft: _Draft, i: int, op: PatchOp) -> None:
     def fail(code: str, message: str) -> NoReturn:
         raise PatchRejected([_problem(code, f"op {i} ({op.op}): {message}", "ops", i)])
 
-    adds = {
-        ParameterAdd: ("parameters", "parameter"),
-        NodeAdd: ("nodes", "node"),
-        BodyAdd: ("bodies", "body"),
-        AssertionAdd: ("assertions", "assertion"),
-    }
-    if type(op) in adds:
-        block, attr = adds[type(op)]
-        entity = getattr(op, attr)
+    added = added_entity(op)
+    if added is not None:
+        into, entity = added
         if draft.find(entity.id) is not None:
             fail(PATCH_DUPLICATE_ID, f"id {entity.id!r} already exists")
-        draft.blocks[block][entity.id] = entity
+        draft.blocks[into.name][entity.id] = entity
         return
 
     found = draft.find(op.id)
-    expected = {
-        ParameterSetValue: "parameters",
-        ParameterRemove: "parameters",
-        NodeSetInputs: "nodes",
-        NodeRemove: "nodes",
-        BodyRemove: "bodies",
-        BodySetMaterial: "bodies",
-        BodySetTip: "bodies",
-        AssertionRemove: "assertions",
-    }.get(type(op))
-    if found is None or (expected is not None and found[0] != expected):
-        what = _SINGULAR[expected] if expected else "entity"
+    expected = _BLOCK_OF_OP.get(op.op.partition(".")[0])
+    if found is None or (expected is not None and found[0] != expected.name):
+        what = expected.singular if expected else "entity"
         fail(PATCH_ENTITY_UNKNOWN, f"no {what} has id {op.id!r}")
     block, entity = found
 
@@ -203,7 +198,7 @@ def _apply_op(draft: _Draft, i: int, op: PatchOp) -> None:
         draft.blocks[block][op.id] = entity.model_copy(update={"tip": op.tip})
     elif isinstance(op, LabelSet):
         if op.label is None and isinstance(entity, Parameter | Body):
-            fail(PATCH_INVALID, f"a {_SINGULAR[block]} must keep a label")
+            fail(PATCH_INVALID, f"a {BLOCK_BY_NAME[block].singular} must keep a label")
         try:  # validated, not copied: an empty label is not a label
             relabelled = type(entity).model_validate(
                 {**entity.model_dump(by_alias=False), "label": op.label}
@@ -246,16 +241,6 @@ def _check_value(
         out.append(_problem(AMIR_TYPE_MISMATCH, f"a {spec_type} takes no unit", *where))
         return None
     return float(value)
-
-
-def param_fits(ptype: str, spec_type: str) -> str | None:
-    """Why a parameter of type ``ptype`` cannot feed an input of ``spec_type``, as its code
-    (``UNIT_MISMATCH`` between Length and Angle, else ``AMIR_TYPE_MISMATCH``), or None. The
-    one rule: the host's checks and the kernels apply it alike."""
-    if ptype == spec_type or (spec_type == ParamType.REAL.value and ptype == ParamType.COUNT.value):
-        return None
-    dims = {ParamType.LENGTH.value, ParamType.ANGLE.value}
-    return UNIT_MISMATCH if {ptype, spec_type} <= dims else AMIR_TYPE_MISMATCH
 
 
 def _check_inputs(
@@ -337,18 +322,19 @@ def _check_inputs(
                 )
 
 
-def _cycle(nodes: Mapping[str, Node]) -> list[str] | None:
-    """A cycle among the nodes' references, as a path of ids, or None.
+def find_cycle(graph: Mapping[str, Iterable[str]]) -> list[str] | None:
+    """A cycle of ``graph`` (each key to the keys it depends on), as a path of keys that
+    starts and ends at the same key, or None. Dependencies that are not keys are ignored.
 
     Iterative depth-first search: a chain of any length is no deeper for the Python stack.
     """
     state: dict[str, int] = {}  # 1 = on the current path, 2 = done
-    for root in nodes:
+    for root in graph:
         if root in state:
             continue
         state[root] = 1
         path = [root]
-        stack = [_node_refs(nodes, root)]
+        stack = [iter(graph[root])]
         while stack:
             ref = next(stack[-1], None)
             if ref is None:
@@ -356,18 +342,19 @@ def _cycle(nodes: Mapping[str, Node]) -> list[str] | None:
                 stack.pop()
             elif state.get(ref) == 1:
                 return [*path[path.index(ref) :], ref]
-            elif ref not in state:
+            elif ref not in state and ref in graph:
                 state[ref] = 1
                 path.append(ref)
-                stack.append(_node_refs(nodes, ref))
+                stack.append(iter(graph[ref]))
     return None
 
 
-def _node_refs(nodes: Mapping[str, Node], nid: str) -> Iterator[str]:
-    """The nodes (of ``nodes``) that node ``nid`` takes as inputs."""
-    return (
-        ref for _, ref, block in _input_refs(nodes[nid].inputs) if block == "nodes" and ref in nodes
-    )
+def _node_graph(nodes: Mapping[str, Node]) -> dict[str, list[str]]:
+    """Each node to the nodes it takes as inputs."""
+    return {
+        nid: [ref for _, ref, block in _input_refs(node.inputs) if block == "nodes"]
+        for nid, node in nodes.items()
+    }
 
 
 def validate_document(
@@ -376,8 +363,8 @@ def validate_document(
     """Every problem of a document: references, cycles, parameter ranges and, when
     ``signatures`` are given, each node's inputs against its operation's signature."""
     out: list[Diagnostic] = []
-    index = {name: {e.id: e for e in getattr(doc, name)} for name in _BLOCKS}
-    for block in _BLOCKS:
+    index = {name: {e.id: e for e in getattr(doc, name)} for name in BLOCKS}
+    for block in BLOCKS:
         for i, entity in enumerate(getattr(doc, block)):
             for ref, target in references(entity):
                 if ref not in index[target]:
@@ -406,7 +393,7 @@ def validate_document(
                     "value",
                 )
             )
-    cycle = _cycle(index["nodes"])
+    cycle = find_cycle(_node_graph(index["nodes"]))
     if cycle:
         out.append(
             _problem(

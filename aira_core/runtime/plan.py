@@ -38,9 +38,17 @@ from jsonschema import Draft202012Validator
 from pydantic import ValidationError
 
 from aira_core.canonical import sha256_hex
+from aira_core.catalog.capabilities import CapabilityEntry, capability_index
 from aira_core.catalog.catalog import Catalog
 from aira_core.catalog.policy import RISK_RANK, authorize
+from aira_core.catalog.signatures import signature
 from aira_core.contracts.amir import (
+    AMIR_ACCEPTS_KEYWORD,
+    BASE_UNIT,
+    INTERMEDIATE_TYPES,
+    JSON,
+    SELECTION,
+    SHAPE,
     AmirDocument,
     Assertion,
     AssertionAdd,
@@ -60,9 +68,10 @@ from aira_core.contracts.amir import (
     Patch,
     PatchOp,
     SemanticInput,
+    param_fits,
+    to_base,
 )
 from aira_core.contracts.capability import (
-    INTERMEDIATE_TYPES,
     WRITING_KINDS,
     Applicability,
     CapabilityDescriptor,
@@ -79,18 +88,10 @@ from aira_core.contracts.capability import (
 from aira_core.contracts.plan import CheckReport, IntentFrame, Plan, PlanStep, UncertaintyReport
 from aira_core.diagnostics import AiraError, Diagnostic, json_pointer
 from aira_core.model.aliases import AliasTable, label_alias_safe
-from aira_core.model.operations import (
-    JSON,
-    SELECTION,
-    SHAPE,
-    OperationSignature,
-    node_ref,
-    signature_from_schema,
-)
-from aira_core.model.patch import PatchRejected, apply_patch, param_fits, validate_document
+from aira_core.model.operations import node_ref
+from aira_core.model.patch import PatchRejected, apply_patch, find_cycle, validate_document
 from aira_core.model.repository import ModelRepository
 from aira_core.model.store import MAIN
-from aira_core.model.units import BASE_UNIT, to_base
 
 # Seconds of kernel time a step of each cost class may take, for the budget upper bound.
 COST_CLASS_SECONDS = {
@@ -118,36 +119,6 @@ LOCAL_GRANT = SessionGrant(
 
 
 # -- what a plan is checked against ------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class CapabilityEntry:
-    descriptor: CapabilityDescriptor
-    input_schema: dict[str, Any]
-    signature: OperationSignature
-
-    @property
-    def ref(self) -> str:
-        return self.descriptor.target[1]
-
-
-def capability_index(catalog: Catalog) -> dict[str, CapabilityEntry]:
-    """Every admitted capability with its canonical input schema and signature."""
-    out = {}
-    for package in catalog.packages.values():
-        schemas = package.manifest.schemas
-        for d in package.manifest.descriptors:
-            schema = dict(schemas.get(d.inputs.schema_ref, {}))
-            out[d.capability_id] = CapabilityEntry(
-                d, schema, signature_from_schema(d.target[1], schema)
-            )
-    return out
-
-
-def node_signatures(capabilities: Mapping[str, CapabilityEntry]) -> dict[str, OperationSignature]:
-    """The signatures of every target a document node may use (what a store checks node
-    inputs against), from :func:`capability_index`."""
-    return {e.ref: e.signature for e in capabilities.values() if node_ref(e.descriptor)}
 
 
 @dataclass
@@ -246,39 +217,13 @@ def _step_graph(plan: Plan, found: _Findings) -> None:
                     step=step.id,
                 )
     deps = {s.id: [d for d in s.depends_on if d in ids] for s in plan.steps}
-    cycle = _dependency_cycle(deps)
+    cycle = find_cycle(deps)
     if cycle:
         found.add(
             "PLAN_CYCLE",
             "steps depend on each other in a cycle: " + " -> ".join(cycle),
             "steps",
         )
-
-
-def _dependency_cycle(deps: Mapping[str, list[str]]) -> list[str] | None:
-    """A cycle among the steps' dependencies, as a path of step ids, or None.
-
-    Iterative depth-first search, so a long chain of dependencies does not exhaust the
-    Python stack."""
-    state: dict[str, int] = {}  # 1 = on the current path, 2 = done
-    for root in deps:
-        if root in state:
-            continue
-        state[root] = 1
-        path = [root]
-        stack = [iter(deps[root])]
-        while stack:
-            dep = next(stack[-1], None)
-            if dep is None:
-                state[path.pop()] = 2
-                stack.pop()
-            elif state.get(dep) == 1:
-                return [*path[path.index(dep) :], dep]
-            elif dep not in state:
-                state[dep] = 1
-                path.append(dep)
-                stack.append(iter(deps.get(dep, [])))
-    return None
 
 
 def grant_problems(grant: SessionGrant, now: datetime) -> list[tuple[str, str]]:
@@ -439,7 +384,7 @@ def _number_arg(
 def _accepts(entry: CapabilityEntry, name: str) -> str | None:
     """The semantic type a Shape input declares it takes (``x-amir-accepts``), if any."""
     prop = (entry.input_schema.get("properties") or {}).get(name)
-    accepts = prop.get("x-amir-accepts") if isinstance(prop, dict) else None
+    accepts = prop.get(AMIR_ACCEPTS_KEYWORD) if isinstance(prop, dict) else None
     return accepts if isinstance(accepts, str) else None
 
 
@@ -1096,8 +1041,6 @@ def _report(
     uncertainty: UncertaintyReport,
     plan: Plan | None = None,
 ) -> CheckReport:
-    from aira_core.catalog.signatures import signature
-
     index = next((i for i, _ in found.items if i is not None), None)
     failed_step = None
     schema = None

@@ -31,15 +31,9 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from aira_core.canonical import CanonicalJSONError, canonical_bytes
+from aira_core.catalog.capabilities import node_signatures
 from aira_core.catalog.signatures import signature
-from aira_core.contracts.amir import (
-    AmirDocument,
-    AssertionAdd,
-    BodyAdd,
-    NodeAdd,
-    ParameterAdd,
-    Patch,
-)
+from aira_core.contracts.amir import BLOCKS, AmirDocument, Patch
 from aira_core.contracts.plan import (
     Budgets,
     CheckReport,
@@ -49,14 +43,15 @@ from aira_core.contracts.plan import (
 )
 from aira_core.diagnostics import AiraError, Diagnostic
 from aira_core.extensions import BodyResult, Evaluation, Kernel, QueryResult, ValidationOutcome
-from aira_core.model.patch import PatchRejected, apply_patch, changed_nodes, validate_document
-from aira_core.model.store import MAIN, StaleRevision
-from aira_core.runtime.plan import (
-    Lowered,
-    PlanContext,
-    check_plan,
-    node_signatures,
+from aira_core.model.patch import (
+    PatchRejected,
+    added_entity,
+    apply_patch,
+    changed_nodes,
+    validate_document,
 )
+from aira_core.model.store import MAIN, StaleRevision
+from aira_core.runtime.plan import Lowered, PlanContext, check_plan
 
 PUBLISH_ACTION = "publish"
 KERNEL_FAILED = "KERNEL_FAILED"
@@ -99,16 +94,10 @@ class Rejected(Exception):
 
 def _entity_order(base: AmirDocument, lowered: Lowered) -> dict[str, list[str]]:
     """Entity ids of the patched document by block, in order (patches only append)."""
-    added: dict[str, list[str]] = {"parameters": [], "nodes": [], "bodies": [], "assertions": []}
+    added: dict[str, list[str]] = {block: [] for block in BLOCKS}
     for op in lowered.ops:
-        if isinstance(op, ParameterAdd):
-            added["parameters"].append(op.parameter.id)
-        elif isinstance(op, NodeAdd):
-            added["nodes"].append(op.node.id)
-        elif isinstance(op, BodyAdd):
-            added["bodies"].append(op.body.id)
-        elif isinstance(op, AssertionAdd):
-            added["assertions"].append(op.assertion.id)
+        if (entry := added_entity(op)) is not None:
+            added[entry[0].name].append(entry[1].id)
     return {block: [e.id for e in getattr(base, block)] + ids for block, ids in added.items()}
 
 

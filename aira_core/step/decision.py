@@ -68,13 +68,23 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
-from aira_core.contracts.amir import ENTITY_ID_PATTERN
+from aira_core.contracts.amir import (
+    ASSERTIONS,
+    BLOCK_BY_NAME,
+    BLOCK_BY_PREFIX,
+    BLOCKS,
+    BODIES,
+    ENTITY_ID_PATTERN,
+    NODES,
+    PARAMETERS,
+    host_tokens,
+)
 from aira_core.contracts.base import WireModel, json_value
 from aira_core.contracts.plan import AcceptanceAssertion, Plan, PlanBindings, PlanStep
 from aira_core.diagnostics import AiraError, json_pointer
 from aira_core.model.aliases import LABEL_PATTERN, label_alias_safe
-from aira_core.model.blocks import BLOCKS, MAX_SELECT_LIMIT, MAX_SELECT_OFFSET
-from aira_core.step.tiers import DEFAULT_BUDGETS, TaskBudgets, Tier, host_tokens
+from aira_core.model.blocks import MAX_SELECT_LIMIT, MAX_SELECT_OFFSET
+from aira_core.step.tiers import DEFAULT_BUDGETS, TaskBudgets, Tier
 
 # -- codes and act sets ---------------------------------------------------------------------------
 
@@ -110,23 +120,17 @@ MAX_SAFE_INT = 2**53
 MESSAGE_VALUE_CHARS = 120
 """How much of a rejected value a message repeats (a decision may hold megabytes)."""
 
-ALIAS_KINDS = {"b": "bodies", "n": "nodes", "p": "parameters", "a": "assertions"}
+_ALIAS_ORDER = (BODIES, NODES, PARAMETERS, ASSERTIONS)
+"""The order the decision schema lists the alias kinds in (its bytes depend on it)."""
+ALIAS_KINDS = {b.prefix: b.name for b in _ALIAS_ORDER}
 """Alias prefix → the kind (alias-table block) it names."""
-_KIND_PREFIX = {kind: prefix for prefix, kind in ALIAS_KINDS.items()}
-_ALIAS_DEFS = {
-    "bodies": "BodyAlias",
-    "nodes": "NodeAlias",
-    "parameters": "ParameterAlias",
-    "assertions": "AssertionAlias",
-}
-_ALIAS_SHAPE = re.compile(r"^[abnp]:")
+_KIND_PREFIX = {b.name: b.prefix for b in _ALIAS_ORDER}
+_ALIAS_DEFS = {b.name: f"{b.singular.capitalize()}Alias" for b in _ALIAS_ORDER}
+"""Kind → the name of its ``$defs`` entry: ``BodyAlias`` …"""
+_PREFIXES = "".join(sorted(BLOCK_BY_PREFIX))
+_ALIAS_SHAPE = re.compile(f"^[{_PREFIXES}]:")
 _ENTITY_ID = re.compile(ENTITY_ID_PATTERN)
-_KIND_WORD = {
-    "bodies": "body",
-    "nodes": "node",
-    "parameters": "parameter",
-    "assertions": "assertion",
-}
+_KIND_WORD = {b.name: b.singular for b in BLOCK_BY_NAME.values()}
 
 _REF = "#/$defs/{model}"
 _LATER = "x-aira-def"
@@ -819,9 +823,7 @@ def _legal(aliases: Any) -> dict[str, frozenset[str]] | None:
     }
 
 
-def legal_aliases(
-    table: Any, kinds: Sequence[str] = ("bodies", "nodes", "parameters", "assertions")
-) -> dict[str, list[str]]:
+def legal_aliases(table: Any, kinds: Sequence[str] = tuple(_ALIAS_DEFS)) -> dict[str, list[str]]:
     """``{kind: [alias, …]}`` of an :class:`~aira_core.model.aliases.AliasTable`, in the
     table's order: the ``aliases`` argument of :func:`parse_decision` and
     :func:`decision_schema`."""
@@ -947,14 +949,10 @@ def _clip(message: str, limit: int = 4 * MESSAGE_VALUE_CHARS) -> str:
 
 # -- the per-step schema -------------------------------------------------------------------------
 
-_NOT_ALIAS_PATTERN = r"^(?:[^abnp]|[abnp](?:[^:]|$)|$)"
+_NOT_ALIAS_PATTERN = f"^(?:[^{_PREFIXES}]|[{_PREFIXES}](?:[^:]|$)|$)"
 """A string that does not start with an alias prefix (``b:``, ``n:``, ``p:``, ``a:``); no
 look-ahead, so every regex dialect providers use can run it."""
-_PLAN_LOCAL_DEFS = {
-    "bodies": "PlanBodyAlias",
-    "nodes": "PlanNodeAlias",
-    "parameters": "PlanParameterAlias",
-}
+_PLAN_LOCAL_DEFS = {b.name: f"Plan{_ALIAS_DEFS[b.name]}" for b in _ALIAS_ORDER if b.labelled}
 """The kinds a plan step can name for later steps (``b:<label>``, ``n:<label>``,
 ``p:<name>``; see :func:`_plan_local`): in a plan, by pattern, beside the enums."""
 

@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from aira_core.catalog.signatures import LEGEND, catalog_signatures
+from aira_core.contracts.amir import BODIES, NODES, PARAMETERS
 from aira_core.contracts.plan import IntentFrame
 from aira_core.diagnostics import AiraError
 from aira_core.extensions import Kernel
@@ -51,7 +52,8 @@ WINDOW_MARGIN = 2_000
 INTERFACE = "aira.step/1"
 RUN_ALREADY_ENDED = "RUN_ALREADY_ENDED"
 RUN_RESUME_MISMATCH = "RUN_RESUME_MISMATCH"
-ALIAS_KINDS = {"bodies": "bodies", "nodes": "nodes", "parameters": "parameters"}
+_ALIASED_BLOCKS = (BODIES.name, NODES.name, PARAMETERS.name)
+"""The blocks whose aliases a decision is checked against."""
 
 
 @dataclass
@@ -134,7 +136,7 @@ class StepHost:
 
     def _aliases(self) -> dict[str, list[str]]:
         table = self.ctx.repository.aliases(self.task.head)
-        return {name: [a for a, _ in table.entries(kind)] for name, kind in ALIAS_KINDS.items()}
+        return {kind: [a for a, _ in table.entries(kind)] for kind in _ALIASED_BLOCKS}
 
     def _index(self) -> str:
         lines = [f"{INTERFACE}; acts: " + grammar.GRAMMAR_SUMMARY]

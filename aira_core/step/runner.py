@@ -174,9 +174,10 @@ def resume_script(
 def _open(store: Path) -> tuple[Any, Any]:
     """The store at ``store`` and a plan context on it: the production catalog, the local
     user's grant."""
+    from aira_core.catalog.capabilities import capability_index, node_signatures
     from aira_core.catalog.catalog import build_catalog
     from aira_core.model.repository import ModelRepository
-    from aira_core.runtime.plan import LOCAL_GRANT, PlanContext, capability_index, node_signatures
+    from aira_core.runtime.plan import LOCAL_GRANT, PlanContext
 
     catalog = build_catalog()
     index = capability_index(catalog)

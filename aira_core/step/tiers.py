@@ -4,17 +4,28 @@ holds").
 A tier fixes, for a target model window, the budget B that the capsule and the round log
 together may never exceed, the size b of the model's note, the page limit and how many ledger
 rows are kept before older ones fold into one line. Sizes are host-metered tokens: UTF-8 bytes
-divided by 4, rounded up (:func:`host_tokens`); no provider tokenizer is consulted.
+divided by 4, rounded up (:func:`~aira_core.contracts.amir.host_tokens`, imported here for the
+step host's modules); no provider tokenizer is consulted.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from aira_core.contracts.amir import HOST_BYTES_PER_TOKEN, host_tokens
 from aira_core.diagnostics import AiraError
 
-HOST_BYTES_PER_TOKEN = 4
-"""The host's meter: one token per 4 UTF-8 bytes."""
+__all__ = [
+    "DEFAULT_BUDGETS",
+    "DEFAULT_TIER",
+    "HOST_BYTES_PER_TOKEN",
+    "STEP_TIER_UNKNOWN",
+    "TIERS",
+    "TaskBudgets",
+    "Tier",
+    "host_tokens",
+    "tier",
+]
 
 STEP_TIER_UNKNOWN = "STEP_TIER_UNKNOWN"
 
@@ -50,17 +61,6 @@ TIERS: dict[str, Tier] = {
     )
 }
 DEFAULT_TIER = "T128"
-
-
-def host_tokens(data: str | bytes) -> int:
-    """Host-metered tokens of a text or a byte string: UTF-8 bytes / 4, rounded up.
-
-    A string that cannot be encoded as UTF-8 (a lone surrogate) is metered with each such
-    code point replaced by ``?``, so the meter never raises.
-    """
-    if isinstance(data, str):
-        data = data.encode("utf-8", "replace")
-    return -(-len(data) // HOST_BYTES_PER_TOKEN)
 
 
 @dataclass(frozen=True)

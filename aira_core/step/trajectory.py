@@ -29,29 +29,13 @@ from aira_core.canonical import (
     loads_strict,
 )
 from aira_core.contracts.base import WireModel
-from aira_core.contracts.plan import IntentFrame
+from aira_core.contracts.script import DecisionScript  # defined there; replayed here
 from aira_core.diagnostics import AiraError
 
-SCRIPT_FORMAT = "aira.decision-script/1"
 TRAJECTORY_FORMAT = "aira.trajectory/1"
 SCRIPT_INVALID = "SCRIPT_INVALID"
 TRAJECTORY_INVALID = "TRAJECTORY_INVALID"
 TRAJECTORY_EXISTS = "TRAJECTORY_EXISTS"
-
-
-class DecisionScript(WireModel):
-    """A task and the decisions that carry it out, replayable without a model."""
-
-    format: Literal["aira.decision-script/1"]
-    name: str = Field(pattern=r"^[a-z][a-z0-9_-]{0,47}$")
-    title: str = ""
-    intent: IntentFrame
-    tier: str = "T128"
-    document: dict[str, Any] | None = None
-    """The AMIR document the task starts from (None: an empty model)."""
-    decisions: list[dict[str, Any]] = Field(min_length=1)
-    """Decisions as a model would emit them (checked one by one when replayed, so a script
-    may hold a deliberately wrong one)."""
 
 
 def _first_error(exc: ValidationError, prefix: tuple[str | int, ...] = ()) -> str:

@@ -26,6 +26,8 @@ from aira_core.contracts.amir import (
     ParamInput,
     ParamType,
     SemanticInput,
+    dimension_of,
+    to_base,
 )
 from aira_core.diagnostics import Diagnostic
 from aira_core.extensions import (
@@ -35,7 +37,6 @@ from aira_core.extensions import (
     QueryResult,
     ValidationOutcome,
 )
-from aira_core.model.units import dimension_of, to_base
 from aira_core.testing.package import (
     BOX,
     BOX_DIMENSION_NONPOSITIVE,

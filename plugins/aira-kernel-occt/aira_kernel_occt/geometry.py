@@ -32,10 +32,8 @@ from OCP.TopoDS import TopoDS_Iterator
 from OCP.TopTools import TopTools_ListOfShape
 
 from aira_core.canonical import CanonicalJSONError, canonical_bytes, sha256_hex
-from aira_core.contracts.amir import ParamType
+from aira_core.contracts.amir import ParamType, param_fits, to_base
 from aira_core.diagnostics import AiraError
-from aira_core.model.patch import param_fits
-from aira_core.model.units import to_base
 from aira_kernel_occt.operations import (
     ANGLE,
     BOOL,

@@ -19,7 +19,7 @@ from typing import Any
 from jsonschema import Draft202012Validator
 
 from aira_core.canonical import CanonicalJSONError, sha256_hex
-from aira_core.contracts.amir import ParamType
+from aira_core.contracts.amir import BASE_UNIT, ParamType, dimension_of
 from aira_core.contracts.capability import (
     ComponentStatus,
     Exactness,
@@ -37,7 +37,6 @@ from aira_core.extensions import (
     TargetImplementation,
     ValidationOutcome,
 )
-from aira_core.model.units import BASE_UNIT, dimension_of
 from aira_kernel_occt.operations import OPERATIONS, SELECTION, SHAPE, Operation, is_profile
 from aira_kernel_occt.worker import DEFAULT_TIMEOUT, WorkerClient
 

@@ -9,18 +9,24 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-LENGTH = "Length"
-ANGLE = "Angle"
-COUNT = "Count"
-REAL = "Real"
-BOOL = "Bool"
-STRING = "String"
-SHAPE = "Shape"
-PROFILE = "Profile"
-"""The output type of a sketch: a closed planar profile for a sweep, not a body."""
-SELECTION = "Selection"
-JSON = "Json"
-"""Structured literal (lists, objects): checked by its own JSON schema and by the builder."""
+from aira_core.contracts.amir import (
+    AMIR_ACCEPTS_KEYWORD,
+    AMIR_TYPE_KEYWORD,
+    JSON,
+    PROFILE,
+    SELECTION,
+    SHAPE,
+    ParamType,
+)
+
+# The AMIR types, by short names for the table below (plain strings, as they appear in the
+# manifest); the vocabulary itself is aira_core.contracts.amir's.
+LENGTH = ParamType.LENGTH.value
+ANGLE = ParamType.ANGLE.value
+COUNT = ParamType.COUNT.value
+REAL = ParamType.REAL.value
+BOOL = ParamType.BOOL.value
+STRING = ParamType.STRING.value
 
 _JSON_TYPE = {
     LENGTH: "number",
@@ -78,13 +84,13 @@ class Input:
         if self.type == JSON:
             return {
                 **dict(self.json_schema or {}),
-                "x-amir-type": JSON,
+                AMIR_TYPE_KEYWORD: JSON,
                 "description": self.description,
             }
         if self.type == SELECTION:
             return {
                 "type": "object",
-                "x-amir-type": SELECTION,
+                AMIR_TYPE_KEYWORD: SELECTION,
                 "description": self.description + " " + SELECTOR_GRAMMAR,
                 "properties": {
                     "body": {"type": "string", "description": "alias or id of the body"},
@@ -106,13 +112,13 @@ class Input:
                         "additionalProperties": False,
                     },
                 ],
-                "x-amir-type": SHAPE,
-                "x-amir-accepts": self.accepts,
+                AMIR_TYPE_KEYWORD: SHAPE,
+                AMIR_ACCEPTS_KEYWORD: self.accepts,
                 "description": self.description,
             }
         out: dict[str, Any] = {
             "type": _JSON_TYPE[self.type],
-            "x-amir-type": self.type,
+            AMIR_TYPE_KEYWORD: self.type,
             "description": self.description,
         }
         for key, value in (

@@ -1,0 +1,188 @@
+"""The import graph of aira_core has no circles.
+
+Module-level imports count, including those under ``if TYPE_CHECKING:`` (a circle there is
+still two modules that each need the other to be understood); imports inside functions do
+not (they are how a heavy dependency stays off the startup path)."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGE = "aira_core"
+
+
+def module_name(path: Path, root: Path) -> str:
+    parts = list(path.relative_to(root).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _module_level(body: list[ast.stmt]) -> Iterator[ast.Import | ast.ImportFrom]:
+    """Import statements that run when the module is imported (or are there for type
+    checkers): top level and inside top-level ``if``/``try``/``with`` blocks, not in
+    functions or classes."""
+    for node in body:
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            yield node
+        elif isinstance(node, ast.If):
+            yield from _module_level(node.body)
+            yield from _module_level(node.orelse)
+        elif isinstance(node, ast.Try):
+            for block in (node.body, node.orelse, node.finalbody):
+                yield from _module_level(block)
+            for handler in node.handlers:
+                yield from _module_level(handler.body)
+        elif isinstance(node, ast.With):
+            yield from _module_level(node.body)
+
+
+def _resolve(node: ast.ImportFrom, module: str, is_package: bool) -> str:
+    if not node.level:
+        return node.module or ""
+    base = module.split(".")
+    base = base if is_package else base[:-1]
+    base = base[: len(base) - (node.level - 1)]
+    return ".".join([*base, *([node.module] if node.module else [])])
+
+
+def import_graph(sources: Mapping[str, tuple[str, bool]]) -> dict[str, set[str]]:
+    """``{module: modules of the package it imports at module level}`` from ``{module:
+    (source, is_package)}``. ``from pkg import sub`` is an edge to ``pkg.sub`` when that
+    is a module, else to ``pkg``."""
+    known = set(sources)
+    graph: dict[str, set[str]] = {}
+    for module, (source, is_package) in sources.items():
+        edges = graph.setdefault(module, set())
+        for node in _module_level(ast.parse(source).body):
+            if isinstance(node, ast.Import):
+                targets = [alias.name for alias in node.names]
+            else:
+                base = _resolve(node, module, is_package)
+                targets = [
+                    f"{base}.{alias.name}" if f"{base}.{alias.name}" in known else base
+                    for alias in node.names
+                ]
+            edges.update(t for t in targets if t in known and t != module)
+    return graph
+
+
+def cycles(graph: Mapping[str, set[str]]) -> list[list[str]]:
+    """Every strongly connected set of more than one module (Tarjan), each sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(graph.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def package_sources(root: Path = ROOT) -> dict[str, tuple[str, bool]]:
+    return {
+        module_name(path, root): (path.read_text(encoding="utf-8"), path.name == "__init__.py")
+        for path in sorted((root / PACKAGE).rglob("*.py"))
+    }
+
+
+def test_aira_core_imports_have_no_circles() -> None:
+    graph = import_graph(package_sources())
+    assert len(graph) > 40  # the walk found the package
+    assert cycles(graph) == []
+
+
+def test_the_walk_sees_type_checking_and_relative_imports() -> None:
+    """The finder itself: a circle closed only under TYPE_CHECKING, or through a relative
+    import, is found; one closed inside a function is not."""
+    sources = {
+        "pkg": ("", True),
+        "pkg.a": ("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import pkg.b\n", False),
+        "pkg.b": ("from pkg import a\n", False),
+        "pkg.c": ("from . import d\n", False),
+        "pkg.d": ("from .c import x\n", False),
+        "pkg.e": ("def f():\n    import pkg.f\n", False),
+        "pkg.f": ("import pkg.e\n", False),
+    }
+    assert cycles(import_graph(sources)) == [["pkg.a", "pkg.b"], ["pkg.c", "pkg.d"]]
+
+
+FLOORS = ("contracts", "model", "catalog", "runtime", "step")
+"""The packages of aira_core from the bottom up; above them only the CLI and the schema
+registry (``aira_core.cli``, ``aira_core.schemas``)."""
+TOP = ("cli", "schemas")
+
+
+def upward_imports(sources: Mapping[str, tuple[str, bool]]) -> list[str]:
+    """Imports, at any depth (function-local ones too), from a floor to a higher floor or
+    to the top, as ``module -> imported``."""
+
+    def floor(module: str) -> int | None:
+        parts = module.split(".")
+        if len(parts) < 2 or parts[0] != PACKAGE:
+            return None
+        if parts[1] in TOP:
+            return len(FLOORS)
+        return FLOORS.index(parts[1]) if parts[1] in FLOORS else None
+
+    found = []
+    for module, (source, is_package) in sorted(sources.items()):
+        mine = floor(module)
+        if mine is None or mine == len(FLOORS):
+            continue
+        for node in ast.walk(ast.parse(source)):
+            if isinstance(node, ast.Import):
+                targets = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                targets = [_resolve(node, module, is_package)]
+            else:
+                continue
+            for target in targets:
+                theirs = floor(target)
+                if theirs is not None and theirs > mine:
+                    found.append(f"{module} -> {target}")
+    return found
+
+
+def test_no_floor_imports_a_floor_above_it() -> None:
+    """contracts -> model -> catalog -> runtime -> step: nothing reaches up, not even lazily
+    inside a function (the way contracts once reached the runtime for its schemas)."""
+    assert upward_imports(package_sources()) == []
+
+
+def test_an_upward_import_inside_a_function_is_found() -> None:
+    sources = {
+        "aira_core.contracts.x": ("def f():\n    from aira_core.runtime import y\n", False),
+        "aira_core.catalog.z": ("from aira_core.model import w\n", False),
+        "aira_core.model.v": ("import aira_core.cli\n", False),
+    }
+    assert upward_imports(sources) == [
+        "aira_core.contracts.x -> aira_core.runtime",
+        "aira_core.model.v -> aira_core.cli",
+    ]
