@@ -769,7 +769,7 @@ class Task:
         candidate = self._candidate
         assert candidate is not None
         try:
-            rev, published, problems = self._write.commit(
+            committed = self._write.commit(
                 candidate,
                 rid,
                 branch=self.branch,
@@ -784,17 +784,18 @@ class Task:
             return self._envelope(
                 rid, refused.status, diagnostics=refused.diagnostics, data=refused.data
             )
-        self._commits.append((rev, candidate.base_revision or ""))
+        self._commits.append((committed.rev, candidate.base_revision or ""))
         self._candidate = None
         self._advance(op)
-        effects = [f"commit:{self.branch}"] + (["publish:main"] if published else [])
-        data: dict[str, Any] = {"rev": rev, **({"published": published} if published else {})}
+        data: dict[str, Any] = {"rev": committed.rev}
+        if committed.published:
+            data["published"] = committed.published
         return self._envelope(
             rid,
-            "partial" if problems else "success",
-            effects=effects,
+            "partial" if committed.diagnostics else "success",
+            effects=committed.effects,
             data=data,
-            diagnostics=problems,
+            diagnostics=committed.diagnostics,
         )
 
     def _revert(self, op: MetaOperation, rid: str, args: dict[str, Any]) -> ObservationEnvelope:

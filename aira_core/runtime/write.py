@@ -79,6 +79,21 @@ class Candidate:
         return self.report.plan_id if self.report is not None else None
 
 
+@dataclass(frozen=True)
+class Committed:
+    """A landed commit: its revision on ``branch``, the revision published to ``main`` (if
+    asked and allowed) and why a publish that was asked for did not happen."""
+
+    branch: str
+    rev: str
+    published: str | None = None
+    diagnostics: tuple[Diagnostic, ...] = ()
+
+    @property
+    def effects(self) -> list[str]:
+        return [f"commit:{self.branch}"] + (["publish:main"] if self.published else [])
+
+
 class Rejected(Exception):
     """A stage refused; ``envelope`` says why. The stages raise it, :meth:`WritePath.apply`
     and the task runtime turn it into their answer."""
@@ -469,9 +484,9 @@ class WritePath:
         approved: bool = False,
         seconds: float = 0.0,
         publish_message: str | None = None,
-    ) -> tuple[str, str | None, list[Diagnostic]]:
+    ) -> Committed:
         """Commit a checked candidate on ``branch`` (compare-and-swap on its base) and publish
-        it to ``main`` when asked: ``(revision, published revision, publish diagnostics)``.
+        it to ``main`` when asked.
 
         Refused before anything is written: an unapproved publish (``blocked``), a head that
         moved (``stale``, with the new head's summary): :class:`Rejected`."""
@@ -514,7 +529,7 @@ class WritePath:
                 ).rev
             except AiraError as exc:  # the branch moved; main did not
                 diagnostics.append(exc.diagnostic.model_copy(update={"phase": "publish"}))
-        return revision.rev, published, diagnostics
+        return Committed(branch, revision.rev, published, tuple(diagnostics))
 
     # -- the whole path ----------------------------------------------------------------------
 
@@ -528,13 +543,13 @@ class WritePath:
         meta: Mapping[str, Any] | None,
         publish: bool,
         approved: bool,
-        data: Callable[[str, str | None, list[Diagnostic]], dict[str, Any]] | None = None,
+        data: Callable[[Committed, list[Diagnostic]], dict[str, Any]] | None = None,
     ) -> ObservationEnvelope:
         """Preview, validate and commit a candidate; its envelope (never raises a refusal)."""
         seconds = 0.0
         try:
             evaluation, outcomes, seconds = self.check_candidate(candidate, request_id)
-            rev, published, diagnostics = self.commit(
+            committed = self.commit(
                 candidate,
                 request_id,
                 branch=branch,
@@ -554,24 +569,24 @@ class WritePath:
                 seconds=seconds,
                 diagnostics=[exc.diagnostic],
             )
-        effects = [f"commit:{branch}"] + (["publish:main"] if published else [])
+        rev, diagnostics = committed.rev, list(committed.diagnostics)
         body: dict[str, Any] = {
             "branch": branch,
             "from": candidate.base_revision,
             "rev": rev,
-            "published": published,
+            "published": committed.published,
             "bodies": {b: body_wire(r) for b, r in evaluation.bodies.items()} if evaluation else {},
             "evaluatedNodes": list(evaluation.evaluated_nodes) if evaluation else [],
             "assertions": {o.assertion: o.passed for o in outcomes},
         }
         if data is not None:
-            body.update(data(rev, published, diagnostics))
+            body.update(data(committed, diagnostics))
         body["summary"] = self.repository.summary(rev).to_wire()
         return self.envelope(
             request_id,
             "partial" if diagnostics else "success",
             revision=rev,
-            effects=effects,
+            effects=committed.effects,
             seconds=seconds,
             diagnostics=diagnostics,
             data=body,
@@ -613,7 +628,7 @@ class WritePath:
                 request_id, "failed", revision=plan.base_revision, diagnostics=[exc.diagnostic]
             )
 
-        def plan_data(rev: str, published: str | None, diagnostics: list[Diagnostic]) -> dict:
+        def plan_data(committed: Committed, diagnostics: list[Diagnostic]) -> dict[str, Any]:
             # Query steps read the committed document; their problems are reported, not raised.
             return {
                 "planId": candidate.plan_id,
