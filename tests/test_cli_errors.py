@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from aira_core import cli
+from aira_core.cli import _output
 from aira_core.canonical import MAX_DEPTH
 from aira_core.diagnostics import AiraError
 
@@ -151,10 +151,10 @@ def test_grant_and_intent_files_are_named_in_their_errors(
 def test_output_that_json_cannot_hold_is_an_error_not_invalid_json(capsys) -> None:
     for value in (float("nan"), float("inf"), {"a": [float("-inf")]}, "\ud800"):
         with pytest.raises(AiraError) as caught:
-            cli._print_json({"data": value})
+            _output._print_json({"data": value})
         assert caught.value.code == "OUTPUT_NOT_JSON"
     assert capsys.readouterr().out == ""  # nothing half printed
-    cli._print_json({"volume": 1.5})
+    _output._print_json({"volume": 1.5})
     assert json.loads(capsys.readouterr().out) == {"volume": 1.5}
 
 
