@@ -214,6 +214,34 @@ def test_exit_codes_and_streams_of_a_real_process(aira_process: RunAira) -> None
     assert "error:" not in out.stderr and "Traceback" not in out.stderr
 
 
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--help"],
+        ["model"],
+        ["model", "patch", "--help"],
+        ["model", "show", "--json"],
+        ["model", "log", "--limit", "abc"],
+        ["schema"],
+        ["catalog", "list"],
+        ["trust", "list"],
+    ],
+)
+def test_the_in_process_runner_prints_what_a_process_prints(
+    aira: RunAira, aira_process: RunAira, args: list[str]
+) -> None:
+    """The command tests run in process (the ``aira`` fixture): it must show what a user's
+    process shows, byte for byte: help, tables, errors, exit status. (Not ``aira plugins``:
+    a process lists the installed plugins that AIRA_PLUGINS="" disabled, the hermetic test
+    process has none.)"""
+    ours, theirs = aira(*args), aira_process(*args)
+    assert (ours.returncode, ours.stdout, ours.stderr) == (
+        theirs.returncode,
+        theirs.stdout,
+        theirs.stderr,
+    )
+
+
 # -- the runner: a refused run leaves no directory ---------------------------------------------
 
 
