@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import cli_runner
 import pytest
+from cli_runner import RunAira
 
 
 @pytest.fixture(autouse=True)
@@ -14,3 +16,18 @@ def _isolated_aira_home(aira_home: Path, monkeypatch: pytest.MonkeyPatch) -> Pat
     ``aira`` subprocess loads an installed plugin the test did not name in AIRA_PLUGINS."""
     monkeypatch.setenv("AIRA_PLUGINS", "")
     return aira_home
+
+
+@pytest.fixture
+def aira() -> RunAira:
+    """``aira(*args, home=None, input=None, **env)``: the command line, run in this process
+    (tests/cli_runner.py ``in_process``). Use it for every command test."""
+    return cli_runner.in_process
+
+
+@pytest.fixture
+def aira_process() -> RunAira:
+    """``aira_process(*args, home=None, input=None, **env)``: the command line as a new
+    process (``new_process``), for what only a process shows: startup, argv bytes, installed
+    entry points (``AIRA_PLUGINS``)."""
+    return cli_runner.new_process

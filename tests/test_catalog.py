@@ -6,14 +6,12 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
-import subprocess
-import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from cli_runner import RunAira
 from factory import (
     Signer,
     box_descriptor,
@@ -298,35 +296,25 @@ def test_registered_name_must_match_manifest(register_plugin) -> None:
 # -- the CLI, end to end ----------------------------------------------------------------------
 
 
-def aira(*args: str, home: Path, **env: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "aira_core.cli", *args],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env={**os.environ, "AIRA_HOME": str(home), **env},
-    )
-
-
-def test_cli_sign_verify_and_trust(tmp_path: Path, aira_home: Path) -> None:
+def test_cli_sign_verify_and_trust(aira: RunAira, tmp_path: Path) -> None:
     pkg = write_package(tmp_path / "pkg", manifest())
     key = VENDOR.write_pem(tmp_path / "vendor.pem")
 
-    out = aira("catalog", "verify", str(pkg), home=aira_home)
+    out = aira("catalog", "verify", str(pkg))
     assert out.returncode == 1 and "SIGNATURE_MISSING" in out.stderr
 
-    out = aira("catalog", "sign", str(pkg), "--key", str(key), home=aira_home)
+    out = aira("catalog", "sign", str(pkg), "--key", str(key))
     assert out.returncode == 0, out.stderr
     assert VENDOR.key_id in out.stdout and "not in your trust store" in out.stdout
     assert (pkg / "manifest.sig").is_file()
 
-    out = aira("catalog", "verify", str(pkg), "--json", home=aira_home)
+    out = aira("catalog", "verify", str(pkg), "--json")
     assert out.returncode == 1
     assert json.loads(out.stdout)["error"]["code"] == "SIGNATURE_UNKNOWN_KEY"
 
-    out = aira("trust", "add", "test-vendor", VENDOR.public_b64, home=aira_home)
+    out = aira("trust", "add", "test-vendor", VENDOR.public_b64)
     assert out.returncode == 0, out.stderr
-    out = aira("catalog", "verify", str(pkg), "--json", home=aira_home)
+    out = aira("catalog", "verify", str(pkg), "--json")
     assert out.returncode == 0, out.stdout
     assert json.loads(out.stdout) == {
         "format": "aira.verify/1",
@@ -336,30 +324,30 @@ def test_cli_sign_verify_and_trust(tmp_path: Path, aira_home: Path) -> None:
         "keyId": VENDOR.key_id,
     }
 
-    listed = json.loads(aira("trust", "list", "--json", home=aira_home).stdout)
+    listed = json.loads(aira("trust", "list", "--json").stdout)
     assert {k["keyId"]: k["publisher"] for k in listed["keys"]}[VENDOR.key_id] == "test-vendor"
 
-    out = aira("trust", "revoke", VENDOR.key_id, home=aira_home)
+    out = aira("trust", "revoke", VENDOR.key_id)
     assert out.returncode == 0
-    out = aira("catalog", "verify", str(pkg), "--json", home=aira_home)
+    out = aira("catalog", "verify", str(pkg), "--json")
     assert json.loads(out.stdout)["error"]["code"] == "TRUST_KEY_REVOKED"
 
-    out = aira("trust", "revoke", "0123456789abcdef", home=aira_home)
+    out = aira("trust", "revoke", "0123456789abcdef")
     assert out.returncode == 1 and "TRUST_KEY_NOT_FOUND" in out.stderr
 
 
-def test_cli_tampered_package_fails_verify_without_traceback(tmp_path, aira_home) -> None:
+def test_cli_tampered_package_fails_verify_without_traceback(aira: RunAira, tmp_path) -> None:
     pkg = write_package(tmp_path / "pkg", manifest(), VENDOR)
-    aira("trust", "add", "test-vendor", VENDOR.public_b64, home=aira_home)
+    aira("trust", "add", "test-vendor", VENDOR.public_b64)
     text = (pkg / "manifest.json").read_text().replace('"Box"', '"Bax"')
     (pkg / "manifest.json").write_text(text)
-    out = aira("catalog", "verify", str(pkg), home=aira_home)
+    out = aira("catalog", "verify", str(pkg))
     assert out.returncode == 1
     assert "SIGNATURE_INVALID" in out.stderr
     assert "Traceback" not in out.stdout + out.stderr
 
 
-def test_cli_bad_inputs_get_codes_not_tracebacks(tmp_path, aira_home) -> None:
+def test_cli_bad_inputs_get_codes_not_tracebacks(aira: RunAira, tmp_path, aira_home) -> None:
     cases = [
         (["catalog", "verify", str(tmp_path / "nowhere")], "PACKAGE_PATH_INVALID"),
         (
@@ -377,21 +365,21 @@ def test_cli_bad_inputs_get_codes_not_tracebacks(tmp_path, aira_home) -> None:
         (["schema", "no-such-contract"], "SCHEMA_NOT_FOUND"),
     ]
     for args, code in cases:
-        out = aira(*args, home=aira_home)
+        out = aira(*args)
         assert out.returncode == 1, (args, out.stdout, out.stderr)
         assert code in out.stderr, (args, out.stderr)
         assert "Traceback" not in out.stdout + out.stderr
     (aira_home / "trust.json").write_text("{not json")
-    out = aira("trust", "list", home=aira_home)
+    out = aira("trust", "list")
     assert out.returncode == 1 and "TRUST_STORE_INVALID" in out.stderr
     assert str(aira_home) not in out.stderr
 
 
-def test_cli_json_failures_of_verify_and_lint_are_json(tmp_path, aira_home) -> None:
+def test_cli_json_failures_of_verify_and_lint_are_json(aira: RunAira, tmp_path) -> None:
     """A path that is no package: verify prints its documented failure form, lint the
     common ``{"error": Diagnostic}``; both say the code on stderr too."""
     nowhere = str(tmp_path / "nowhere")
-    out = aira("catalog", "verify", nowhere, "--json", home=aira_home)
+    out = aira("catalog", "verify", nowhere, "--json")
     assert out.returncode == 1
     body = json.loads(out.stdout)
     assert {k: body[k] for k in ("format", "package", "ok")} == {
@@ -400,28 +388,28 @@ def test_cli_json_failures_of_verify_and_lint_are_json(tmp_path, aira_home) -> N
         "ok": False,
     }
     assert body["error"]["code"] == "PACKAGE_PATH_INVALID"
-    out = aira("catalog", "lint", nowhere, "--json", home=aira_home)
+    out = aira("catalog", "lint", nowhere, "--json")
     assert out.returncode == 1
     assert json.loads(out.stdout)["error"]["code"] == "PACKAGE_PATH_INVALID"
     assert out.stderr.startswith("error: PACKAGE_PATH_INVALID: ")
     assert str(tmp_path) not in out.stdout + out.stderr
 
 
-def test_cli_verify_refuses_an_integer_beyond_the_digit_limit(tmp_path, aira_home) -> None:
+def test_cli_verify_refuses_an_integer_beyond_the_digit_limit(aira: RunAira, tmp_path) -> None:
     """Python will not convert a 5000-digit integer: a parse code, not INTERNAL_ERROR."""
     pkg = write_package(tmp_path / "pkg", manifest(), VENDOR)
     text = (pkg / "manifest.json").read_text()
     (pkg / "manifest.json").write_text(text.rstrip()[:-1] + ', "n": ' + "7" * 5000 + "}")
     before = (pkg / "manifest.json").read_bytes()
     for command in ("verify", "lint"):
-        out = aira("catalog", command, str(pkg), home=aira_home)
+        out = aira("catalog", command, str(pkg))
         assert out.returncode == 1, out.stdout + out.stderr
         assert "MANIFEST_NOT_CANONICAL" in out.stdout + out.stderr
         assert "INTERNAL_ERROR" not in out.stderr and "Traceback" not in out.stderr
     assert (pkg / "manifest.json").read_bytes() == before
 
 
-def test_cli_sign_refuses_a_package_with_lint_findings(tmp_path, aira_home) -> None:
+def test_cli_sign_refuses_a_package_with_lint_findings(aira: RunAira, tmp_path) -> None:
     pkg = write_package(
         tmp_path / "pkg",
         mutate(manifest(), lambda m: m["descriptors"][0].update(queryRef="test.q@1.0.0")),
@@ -432,33 +420,27 @@ def test_cli_sign_refuses_a_package_with_lint_findings(tmp_path, aira_home) -> N
         str(pkg),
         "--key",
         str(VENDOR.write_pem(tmp_path / "k.pem")),
-        home=aira_home,
     )
     assert out.returncode == 1
     assert "LINT_TARGET_NOT_EXACTLY_ONE" in out.stdout
     assert not (pkg / "manifest.sig").exists()
 
 
-def test_cli_keygen_makes_a_usable_key(tmp_path, aira_home) -> None:
-    out = aira("catalog", "keygen", str(tmp_path / "new.pem"), home=aira_home)
+def test_cli_keygen_makes_a_usable_key(aira: RunAira, tmp_path) -> None:
+    out = aira("catalog", "keygen", str(tmp_path / "new.pem"))
     assert out.returncode == 0
     assert (tmp_path / "new.pem").stat().st_mode & 0o777 == 0o600
     public = out.stdout.split()[2]
     pkg = write_package(tmp_path / "pkg", manifest())
-    assert (
-        aira(
-            "catalog", "sign", str(pkg), "--key", str(tmp_path / "new.pem"), home=aira_home
-        ).returncode
-        == 0
-    )
-    aira("trust", "add", "test-vendor", public, home=aira_home)
-    assert aira("catalog", "verify", str(pkg), home=aira_home).returncode == 0
-    again = aira("catalog", "keygen", str(tmp_path / "new.pem"), home=aira_home)
+    assert aira("catalog", "sign", str(pkg), "--key", str(tmp_path / "new.pem")).returncode == 0
+    aira("trust", "add", "test-vendor", public)
+    assert aira("catalog", "verify", str(pkg)).returncode == 0
+    again = aira("catalog", "keygen", str(tmp_path / "new.pem"))
     assert again.returncode == 1 and "KEY_EXISTS" in again.stderr
 
 
-def test_cli_catalog_list_json_is_stable(aira_home) -> None:
-    out = aira("catalog", "list", "--json", "--quarantine", home=aira_home)
+def test_cli_catalog_list_json_is_stable(aira: RunAira) -> None:
+    out = aira("catalog", "list", "--json", "--quarantine")
     assert out.returncode == 0, out.stderr
     body = json.loads(out.stdout)
     assert set(body) == {
@@ -568,16 +550,16 @@ def test_one_key_signs_for_one_publisher(aira_home) -> None:
     assert exc.value.code == "TRUST_KEY_CONFLICT"
 
 
-def test_cli_io_errors_get_codes_and_no_private_paths(tmp_path, aira_home) -> None:
+def test_cli_io_errors_get_codes_and_no_private_paths(aira: RunAira, tmp_path) -> None:
     pkg = write_package(tmp_path / "pkg", manifest())
     (pkg / "manifest.sig").mkdir()
     key = VENDOR.write_pem(tmp_path / "k.pem")
     file_home = tmp_path / "a-file"
     file_home.write_text("")
     cases = [
-        (aira("catalog", "keygen", str(tmp_path / "no" / "k.pem"), home=aira_home), "IO_ERROR"),
-        (aira("catalog", "sign", str(pkg), "--key", str(tmp_path), home=aira_home), "KEY_INVALID"),
-        (aira("catalog", "sign", str(pkg), "--key", str(key), home=aira_home), "IO_ERROR"),
+        (aira("catalog", "keygen", str(tmp_path / "no" / "k.pem")), "IO_ERROR"),
+        (aira("catalog", "sign", str(pkg), "--key", str(tmp_path)), "KEY_INVALID"),
+        (aira("catalog", "sign", str(pkg), "--key", str(key)), "IO_ERROR"),
         (aira("trust", "list", home=file_home), "TRUST_STORE_UNAVAILABLE"),
         (aira("catalog", "list", home=file_home), "TRUST_STORE_UNAVAILABLE"),
     ]
@@ -590,7 +572,8 @@ def test_cli_io_errors_get_codes_and_no_private_paths(tmp_path, aira_home) -> No
 
 def install_vendor(tmp_path: Path) -> tuple[Path, dict[str, str]]:
     """An installed plugin "vendor" that ships two packages, test.pkg (signed by VENDOR) and
-    unsigned.pkg; returns test.pkg's directory and the environment that loads the plugin."""
+    unsigned.pkg; returns test.pkg's directory and the environment that loads the plugin
+    (in a new process: ``aira_process``)."""
     from fakeplugins import install_fake_distribution
 
     good = write_package(tmp_path / "packages" / "good", manifest(), VENDOR)
@@ -628,12 +611,12 @@ def install_vendor(tmp_path: Path) -> tuple[Path, dict[str, str]]:
 
 
 def test_cli_lists_admitted_and_quarantined_packages_in_the_documented_shape(
-    tmp_path: Path, aira_home: Path
+    aira_process: RunAira, aira: RunAira, tmp_path: Path
 ) -> None:
     """End to end: an installed plugin ships two packages; one is admitted, one is not."""
     good, env = install_vendor(tmp_path)
-    aira("trust", "add", "test-vendor", VENDOR.public_b64, home=aira_home)
-    out = aira("catalog", "list", "--json", "--quarantine", home=aira_home, **env)
+    aira("trust", "add", "test-vendor", VENDOR.public_b64)
+    out = aira_process("catalog", "list", "--json", "--quarantine", **env)
     assert out.returncode == 0, out.stderr
     body = json.loads(out.stdout)
     # Other installed plugins (a real kernel, say) may add packages: look at ours.
@@ -670,9 +653,9 @@ def test_cli_lists_admitted_and_quarantined_packages_in_the_documented_shape(
             "message": "the package has no signature file (manifest.sig)",
         }
     ]
-    human = aira("catalog", "list", "--quarantine", home=aira_home, **env)
+    human = aira_process("catalog", "list", "--quarantine", **env)
     assert "test.pkg" in human.stdout and "SIGNATURE_MISSING" in human.stdout
-    lint = aira("catalog", "lint", str(good), "--json", home=aira_home, **env)
+    lint = aira_process("catalog", "lint", str(good), "--json", **env)
     assert json.loads(lint.stdout) == {
         "format": "aira.lint/1",
         "package": "test.pkg",
@@ -682,13 +665,13 @@ def test_cli_lists_admitted_and_quarantined_packages_in_the_documented_shape(
 
 
 def test_cli_search_prints_text_that_looks_like_markup_as_written(
-    tmp_path: Path, aira_home: Path
+    aira_process: RunAira, aira: RunAira, tmp_path: Path
 ) -> None:
     """The user's words are not rich markup: "[/x]" would otherwise fail the table."""
     _, env = install_vendor(tmp_path)
-    aira("trust", "add", "test-vendor", VENDOR.public_b64, home=aira_home)
+    aira("trust", "add", "test-vendor", VENDOR.public_b64)
     query = "[/x] make a 20 mm cube [bold]"
-    out = aira("catalog", "search", query, home=aira_home, COLUMNS="300", **env)
+    out = aira_process("catalog", "search", query, **env)
     assert out.returncode == 0, out.stdout + out.stderr
     assert "cap:test.box@1" in out.stdout  # the hits table was printed
     assert query in out.stdout

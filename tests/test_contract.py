@@ -6,11 +6,10 @@ from __future__ import annotations
 
 import itertools
 import json
-import subprocess
-import sys
 from typing import Any
 
 import pytest
+from cli_runner import RunAira
 
 from aira_core.diagnostics import AiraError, Diagnostic, Severity
 from aira_core.runtime.contract import (
@@ -411,13 +410,8 @@ def test_json_schema_returns_the_contract_document() -> None:
     assert "meta-operation-contract" in str(exc.value)
 
 
-def test_cli_prints_the_matrix() -> None:
-    out = subprocess.run(
-        [sys.executable, "-m", "aira_core.cli", "schema", "meta-operation-contract"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+def test_cli_prints_the_matrix(aira: RunAira) -> None:
+    out = aira("schema", "meta-operation-contract")
     assert out.returncode == 0, out.stderr
     printed = json.loads(out.stdout)
     assert len(printed["matrix"]) == 81

@@ -4,10 +4,9 @@ generated from the models."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import pytest
+from cli_runner import RunAira
 from factory import manifest
 from jsonschema import Draft202012Validator
 from pydantic import ValidationError
@@ -81,19 +80,9 @@ def test_session_grant_ids() -> None:
         SessionGrant(grant_id="abc", actor="user:1")
 
 
-def test_cli_schema_prints_generated_schema() -> None:
-    out = subprocess.run(
-        [sys.executable, "-m", "aira_core.cli", "schema", "capability-descriptor"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+def test_cli_schema_prints_generated_schema(aira: RunAira) -> None:
+    out = aira("schema", "capability-descriptor")
     assert out.returncode == 0
     assert json.loads(out.stdout) == json_schema("capability-descriptor")
-    names = subprocess.run(
-        [sys.executable, "-m", "aira_core.cli", "schema"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    ).stdout.split()
+    names = aira("schema").stdout.split()
     assert names == sorted({*SCHEMAS, *DOCUMENTS})

@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NamedTuple
 
 import pytest
+from cli_runner import RunAira
 from factory import (
     PLANE_BINDING,
     box_descriptor,
@@ -662,28 +660,13 @@ def test_300_descriptors_lint_clean() -> None:
 # -- aira catalog lint ---------------------------------------------------------------------------
 
 
-def _aira(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    home = tmp_path / "aira-home"
-    home.mkdir(exist_ok=True)
-    env = {k: v for k, v in os.environ.items() if k != "AIRA_DEBUG"}
-    env["AIRA_HOME"] = str(home)
-    return subprocess.run(
-        [sys.executable, "-m", "aira_core.cli", *args],
-        env=env,
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-
-
-def test_cli_lint_clean_package(tmp_path: Path) -> None:
+def test_cli_lint_clean_package(aira: RunAira, tmp_path: Path) -> None:
     """`aira catalog lint` exits 0 on a clean package."""
     pkg = write_package(tmp_path / "pkg", manifest())
-    result = _aira(tmp_path, "catalog", "lint", str(pkg))
+    result = aira("catalog", "lint", str(pkg))
     assert result.returncode == 0, result.stderr
     assert "lint clean" in result.stdout
-    as_json = _aira(tmp_path, "catalog", "lint", "--json", str(pkg))
+    as_json = aira("catalog", "lint", "--json", str(pkg))
     assert as_json.returncode == 0
     report = json.loads(as_json.stdout)
     assert report["format"] == "aira.lint/1"
@@ -691,16 +674,16 @@ def test_cli_lint_clean_package(tmp_path: Path) -> None:
     assert report["findings"] == []
 
 
-def test_cli_lint_broken_package(tmp_path: Path) -> None:
+def test_cli_lint_broken_package(aira: RunAira, tmp_path: Path) -> None:
     """A broken package exits 1, prints the code, and --json lists structured findings."""
     m = mutate(manifest(), put(*D0, "inputExamples", 0, "input", "length", -5))
     pkg = write_package(tmp_path / "pkg", m)
-    result = _aira(tmp_path, "catalog", "lint", str(pkg))
+    result = aira("catalog", "lint", str(pkg))
     assert result.returncode == 1
     assert "LINT_EXAMPLE_SCHEMA_INVALID" in result.stdout
     assert "Traceback" not in result.stdout + result.stderr
 
-    as_json = _aira(tmp_path, "catalog", "lint", "--json", str(pkg.joinpath("manifest.json")))
+    as_json = aira("catalog", "lint", "--json", str(pkg.joinpath("manifest.json")))
     assert as_json.returncode == 1
     report = json.loads(as_json.stdout)
     assert report["format"] == "aira.lint/1"
@@ -715,12 +698,12 @@ def test_cli_lint_broken_package(tmp_path: Path) -> None:
     }.items() <= report["findings"][0].items()
 
 
-def test_cli_lint_prints_a_file_name_as_written(tmp_path: Path) -> None:
+def test_cli_lint_prints_a_file_name_as_written(aira: RunAira, tmp_path: Path) -> None:
     """A package's name comes from its file: "[bold]" in it is text, not rich markup."""
     for m in (manifest(), mutate(manifest(), put(*D0, "inputExamples", 0, "input", "length", -5))):
         path = tmp_path / "[bold]pkg.json"
         path.write_text(json.dumps(m))
-        result = _aira(tmp_path, "catalog", "lint", str(path))
+        result = aira("catalog", "lint", str(path))
         assert "[bold]pkg" in result.stdout, result.stdout + result.stderr
 
 
@@ -738,16 +721,16 @@ def test_cli_lint_prints_a_file_name_as_written(tmp_path: Path) -> None:
         ),
     ],
 )
-def test_cli_lint_refuses_bad_json(tmp_path: Path, raw: bytes, code: str) -> None:
+def test_cli_lint_refuses_bad_json(aira: RunAira, tmp_path: Path, raw: bytes, code: str) -> None:
     """Bad manifest bytes give a code and exit 1, never a traceback."""
     pkg = tmp_path / "pkg"
     pkg.mkdir()
     (pkg / "manifest.json").write_bytes(raw)
-    result = _aira(tmp_path, "catalog", "lint", str(pkg))
+    result = aira("catalog", "lint", str(pkg))
     assert result.returncode == 1
     assert code in result.stdout
     assert "Traceback" not in result.stdout + result.stderr
-    as_json = _aira(tmp_path, "catalog", "lint", "--json", str(pkg))
+    as_json = aira("catalog", "lint", "--json", str(pkg))
     assert as_json.returncode == 1
     assert [f["code"] for f in json.loads(as_json.stdout)["findings"]] == [code]
 

@@ -3,24 +3,13 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
-
-def aira(*args: str, home: Path, **env: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "aira_core.cli", *args],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env={**os.environ, "AIRA_HOME": str(home), **env},
-    )
+from cli_runner import RunAira
 
 
-def ok_json(*args: str, home: Path) -> dict:  # type: ignore[type-arg]
-    out = aira(*args, "--json", home=home)
+def ok_json(aira: RunAira, *args: str) -> dict:  # type: ignore[type-arg]
+    out = aira(*args, "--json")
     assert out.returncode == 0, out.stderr
     assert "Traceback" not in out.stderr
     return json.loads(out.stdout)
@@ -31,8 +20,8 @@ def write(path: Path, value: object) -> Path:
     return path
 
 
-def test_model_lifecycle_through_the_cli(tmp_path: Path, aira_home: Path) -> None:
-    init = ok_json("model", "init", home=aira_home)
+def test_model_lifecycle_through_the_cli(aira: RunAira, tmp_path: Path, aira_home: Path) -> None:
+    init = ok_json(aira, "model", "init")
     assert init["rev"].startswith("rev:sha256:")
     assert (aira_home / "models" / "store.sqlite3").is_file()
 
@@ -54,37 +43,37 @@ def test_model_lifecycle_through_the_cli(tmp_path: Path, aira_home: Path) -> Non
             ]
         },
     )
-    patched = ok_json("model", "patch", str(add), home=aira_home)
+    patched = ok_json(aira, "model", "patch", str(add))
     assert patched["from"] == init["rev"]
 
-    summary = ok_json("model", "show", home=aira_home)
+    summary = ok_json(aira, "model", "show")
     assert summary["rev"] == patched["rev"]
     assert summary["counts"]["parameters"] == 1
     assert summary["aliases"] == {"p:width": "p1"}
 
-    page = ok_json("model", "read", "--select", '["parameters"]', home=aira_home)
+    page = ok_json(aira, "model", "read", "--select", '["parameters"]')
     assert page["rev"] == patched["rev"] and page["items"][0]["id"] == "p1"
-    one = ok_json("model", "read", "--select", "parameters/p:width", home=aira_home)
+    one = ok_json(aira, "model", "read", "--select", "parameters/p:width")
     assert one["items"][0]["value"] == 20
 
-    diff = ok_json("model", "diff", init["rev"], "main", home=aira_home)
+    diff = ok_json(aira, "model", "diff", init["rev"], "main")
     assert diff["changedBlocks"] == ["parameters"]
 
-    log = ok_json("model", "log", home=aira_home)
+    log = ok_json(aira, "model", "log")
     assert [r["kind"] for r in log["records"]] == ["commit", "init"]
 
-    reverted = ok_json("model", "revert", init["rev"], home=aira_home)
+    reverted = ok_json(aira, "model", "revert", init["rev"])
     assert reverted["rev"] == init["rev"] and reverted["from"] == patched["rev"]
-    log = ok_json("model", "log", home=aira_home)
+    log = ok_json(aira, "model", "log")
     assert [r["kind"] for r in log["records"]] == ["revert", "commit", "init"]
 
 
 RANGE = "SELECT_RANGE_INVALID"
 
 
-def test_model_cli_bad_input_gets_codes_and_changes_nothing(tmp_path, aira_home) -> None:
-    ok_json("model", "init", home=aira_home)
-    head = ok_json("model", "show", home=aira_home)["rev"]
+def test_model_cli_bad_input_gets_codes_and_changes_nothing(aira: RunAira, tmp_path) -> None:
+    ok_json(aira, "model", "init")
+    head = ok_json(aira, "model", "show")["rev"]
     cases = [
         (["model", "init"], "STORE_ALREADY_INITIALISED"),
         (["model", "show", "rev:sha256:0000"], "STORE_REVISION_UNKNOWN"),
@@ -137,25 +126,27 @@ def test_model_cli_bad_input_gets_codes_and_changes_nothing(tmp_path, aira_home)
         (["model", "revert", head], "STORE_NO_CHANGE"),
     ]
     for args, code in cases:
-        out = aira(*args, home=aira_home)
+        out = aira(*args)
         assert out.returncode == 1, (args, out.stdout, out.stderr)
         assert code in out.stderr, (args, out.stderr)
         assert "Traceback" not in out.stderr
-    assert ok_json("model", "show", home=aira_home)["rev"] == head
-    assert len(ok_json("model", "log", home=aira_home)["records"]) == 1
+    assert ok_json(aira, "model", "show")["rev"] == head
+    assert len(ok_json(aira, "model", "log")["records"]) == 1
 
 
-def test_model_cli_refuses_a_corrupt_store_without_touching_it(tmp_path, aira_home) -> None:
+def test_model_cli_refuses_a_corrupt_store_without_touching_it(aira: RunAira, tmp_path) -> None:
     store = tmp_path / "broken.sqlite3"
     store.write_bytes(b"SQLite format 3\x00" + b"\x13" * 500)
     before = store.read_bytes()
-    out = aira("model", "show", "--store", str(store), home=aira_home)
+    out = aira("model", "show", "--store", str(store))
     assert out.returncode == 1 and "STORE_CORRUPT" in out.stderr
     assert str(tmp_path) not in out.stderr
     assert store.read_bytes() == before
 
 
-def test_read_commands_on_a_missing_store_create_nothing(tmp_path: Path, aira_home: Path) -> None:
+def test_read_commands_on_a_missing_store_create_nothing(
+    aira: RunAira, tmp_path: Path, aira_home: Path
+) -> None:
     typo = tmp_path / "typo" / "store.sqlite3"
     rev = "rev:sha256:" + "0" * 64
     for args in (
@@ -165,21 +156,21 @@ def test_read_commands_on_a_missing_store_create_nothing(tmp_path: Path, aira_ho
         ["model", "diff", rev, "main"],
         ["model", "revert", rev],
     ):
-        out = aira(*args, "--store", str(typo), home=aira_home)
+        out = aira(*args, "--store", str(typo))
         assert out.returncode == 1, (args, out.stdout, out.stderr)
         assert "STORE_UNAVAILABLE" in out.stderr and "aira model init" in out.stderr, args
         assert "Traceback" not in out.stderr
     assert not typo.parent.exists()
     # The default store too: nothing under AIRA_HOME until `aira model init`.
-    out = aira("model", "show", home=aira_home)
+    out = aira("model", "show")
     assert out.returncode == 1 and "STORE_UNAVAILABLE" in out.stderr
     assert not (aira_home / "models").exists()
-    assert ok_json("model", "init", "--store", str(typo), home=aira_home)["rev"]
+    assert ok_json(aira, "model", "init", "--store", str(typo))["rev"]
     assert typo.is_file()
 
 
 def test_init_from_a_document_checks_operations_and_creates_nothing_when_refused(
-    tmp_path: Path, aira_home: Path
+    aira: RunAira, tmp_path: Path, aira_home: Path
 ) -> None:
     document = write(
         tmp_path / "doc.json",
@@ -188,7 +179,7 @@ def test_init_from_a_document_checks_operations_and_creates_nothing_when_refused
             "bodies": [{"id": "b1", "label": "thing", "tip": "n1"}],
         },
     )
-    out = aira("model", "init", "--from", str(document), home=aira_home)
+    out = aira("model", "init", "--from", str(document))
     assert out.returncode == 1 and "AMIR_OPERATION_UNKNOWN" in out.stderr, out.stderr
     assert "Traceback" not in out.stderr
     assert not (aira_home / "models").exists()
@@ -197,13 +188,13 @@ def test_init_from_a_document_checks_operations_and_creates_nothing_when_refused
         tmp_path / "params.json",
         {"parameters": [{"id": "p1", "label": "w", "type": "Length", "value": 1}]},
     )
-    assert ok_json("model", "init", "--from", str(params), home=aira_home)["rev"]
-    assert ok_json("model", "show", home=aira_home)["aliases"] == {"p:w": "p1"}
+    assert ok_json(aira, "model", "init", "--from", str(params))["rev"]
+    assert ok_json(aira, "model", "show")["aliases"] == {"p:w": "p1"}
 
 
-def test_text_that_looks_like_markup_is_printed_as_written(tmp_path, aira_home) -> None:
+def test_text_that_looks_like_markup_is_printed_as_written(aira: RunAira, tmp_path) -> None:
     """Commit messages are the user's text, not rich markup: "[/x]" must not fail the table."""
-    ok_json("model", "init", home=aira_home)
+    ok_json(aira, "model", "init")
     add = write(
         tmp_path / "add.json",
         {
@@ -216,8 +207,8 @@ def test_text_that_looks_like_markup_is_printed_as_written(tmp_path, aira_home) 
         },
     )
     message = "[/x] widen [bold red]now"
-    out = aira("model", "patch", str(add), "--message", message, home=aira_home)
+    out = aira("model", "patch", str(add), "--message", message)
     assert out.returncode == 0, out.stderr
-    log = aira("model", "log", home=aira_home, COLUMNS="300")  # wide: no cell wraps
+    log = aira("model", "log")  # wide (cli_runner.WIDTH): no cell wraps
     assert log.returncode == 0, log.stderr
     assert message in log.stdout

@@ -1,15 +1,17 @@
-"""`aira plan check|apply` end to end, on a FAKE kernel installed as a real plugin."""
+"""`aira plan check|apply` end to end, on a FAKE kernel plugin (registered in process; once
+installed as a real distribution and run in a new process)."""
 
 from __future__ import annotations
 
 import json
 import os
 import subprocess
-import sys
+import types
 from pathlib import Path
 from typing import Any
 
 import pytest
+from cli_runner import RunAira
 from factory import Signer, write_package
 from fakeplugins import drop_module, install_fake_distribution
 from runtime_factory import (
@@ -69,48 +71,53 @@ NAN_PLUGIN = PLUGIN.replace(
 
 
 @pytest.fixture
-def nan_kernel(tmp_path: Path, aira_home: Path):  # type: ignore[no-untyped-def]
-    yield from _install(tmp_path, aira_home, "aira-fake-nan", NAN_PLUGIN)
+def nan_kernel(register_plugin, aira: RunAira, tmp_path: Path) -> RunAira:
+    return _install(register_plugin, aira, tmp_path, "aira-fake-nan", NAN_PLUGIN)
 
 
 @pytest.fixture
-def installed(tmp_path: Path, aira_home: Path):  # type: ignore[no-untyped-def]
-    yield from _install(tmp_path, aira_home, "aira-fake-kernel", PLUGIN)
+def installed(register_plugin, aira: RunAira, tmp_path: Path) -> RunAira:
+    return _install(register_plugin, aira, tmp_path, "aira-fake-kernel", PLUGIN)
 
 
 @pytest.fixture
-def crashing(tmp_path: Path, aira_home: Path):  # type: ignore[no-untyped-def]
-    yield from _install(tmp_path, aira_home, "aira-fake-crashing", CRASHING_PLUGIN)
+def crashing(register_plugin, aira: RunAira, tmp_path: Path) -> RunAira:
+    return _install(register_plugin, aira, tmp_path, "aira-fake-crashing", CRASHING_PLUGIN)
 
 
 @pytest.fixture
-def package_only(tmp_path: Path, aira_home: Path):  # type: ignore[no-untyped-def]
-    yield from _install(tmp_path, aira_home, "aira-fake-package", PACKAGE_ONLY_PLUGIN)
+def package_only(register_plugin, aira: RunAira, tmp_path: Path) -> RunAira:
+    return _install(register_plugin, aira, tmp_path, "aira-fake-package", PACKAGE_ONLY_PLUGIN)
 
 
-def _install(tmp_path: Path, aira_home: Path, dist: str, plugin: str):  # type: ignore[no-untyped-def]
+def _install(register_plugin, aira: RunAira, tmp_path: Path, dist: str, plugin: str) -> RunAira:  # type: ignore[no-untyped-def]
+    """The plugin module registered in this process, as its distribution would be; returns
+    ``aira``, with the package's publisher trusted."""
+    signer = Signer(PUBLISHER)
+    package = write_package(tmp_path / "package", runtime_manifest(), signer)
+    module = types.ModuleType(f"{dist.replace('-', '_')}_plugin")
+    exec(plugin.format(package=str(package)), module.__dict__)
+    register_plugin(module, "fake-kernel", distribution=dist, version="0.0.1")
+    assert aira("trust", "add", PUBLISHER, signer.public_b64).returncode == 0
+    return aira
+
+
+@pytest.fixture
+def installed_process(aira_process: RunAira, tmp_path: Path):  # type: ignore[no-untyped-def]
+    """The plugin as a real installed distribution, loaded from its entry point by a new
+    ``aira`` process (AIRA_PLUGINS=fake-kernel); yields that process's runner."""
+    dist = "aira-fake-kernel"
     signer = Signer(PUBLISHER)
     package = write_package(tmp_path / "package", runtime_manifest(), signer)
     site = tmp_path / "site"
     site.mkdir()
     install_fake_distribution(
-        site, dist, "0.0.1", "fake-kernel", plugin.format(package=str(package))
+        site, dist, "0.0.1", "fake-kernel", PLUGIN.format(package=str(package))
     )
-    env = {
-        **os.environ,
-        "AIRA_HOME": str(aira_home),
-        "PYTHONPATH": os.pathsep.join([str(site), str(TESTS)]),
-        "AIRA_PLUGINS": "fake-kernel",
-    }
+    env = {"PYTHONPATH": os.pathsep.join([str(site), str(TESTS)]), "AIRA_PLUGINS": "fake-kernel"}
 
     def aira(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [sys.executable, "-m", "aira_core.cli", *args],
-            capture_output=True,
-            text=True,
-            timeout=120,
-            env=env,
-        )
+        return aira_process(*args, timeout=120, **env)
 
     assert aira("trust", "add", PUBLISHER, signer.public_b64).returncode == 0
     yield aira
@@ -123,8 +130,10 @@ def write_plan(path: Path, base: str, **kw) -> Path:  # type: ignore[no-untyped-
     return path
 
 
-def test_plan_check_and_apply_on_the_installed_kernel(installed, tmp_path: Path) -> None:
-    aira = installed
+def test_plan_check_and_apply_on_the_installed_kernel(installed_process, tmp_path: Path) -> None:
+    """End to end through a real process and an installed plugin; the other tests register
+    the same plugin in process."""
+    aira = installed_process
     listed = json.loads(aira("catalog", "list", "--json").stdout)
     assert len(listed["packages"]) == 1 and listed["quarantineCount"] == 0
     base = json.loads(aira("model", "init", "--json").stdout)["rev"]

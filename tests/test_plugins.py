@@ -4,13 +4,12 @@ keep working, names are unique, and tests stay hermetic."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from cli_runner import RunAira
 from fakeplugins import (
     FakeIntegration,
     FakeKernel,
@@ -287,24 +286,21 @@ def test_disabled_plugins_are_blocked(fake_site, monkeypatch) -> None:
     assert {p.name: p.status for p in registry.plugins}["good"] == "disabled"
 
 
-def _aira(args: list[str], site: Path, **env: str) -> subprocess.CompletedProcess[str]:
-    full_env = {
-        **os.environ,
-        "PYTHONPATH": str(site),
-        "AIRA_PLUGINS": "good,broken,exiting",
-        **env,
-    }
-    return subprocess.run(
-        [sys.executable, "-m", "aira_core.cli", *args],
-        capture_output=True,
-        text=True,
-        env=full_env,
-        timeout=60,
-    )
+@pytest.fixture
+def aira_site(aira_process: RunAira, fake_site: Path) -> RunAira:
+    """``aira`` as a new process that loads the fake site's plugins from their entry points
+    (one of them exits while it is imported: only a process shows what a user sees)."""
+
+    def run(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
+        return aira_process(
+            *args, PYTHONPATH=str(fake_site), AIRA_PLUGINS="good,broken,exiting", **env
+        )
+
+    return run
 
 
-def test_cli_plugins_shows_broken_plugin_without_traceback(fake_site) -> None:
-    out = _aira(["plugins", "--json"], fake_site)
+def test_cli_plugins_shows_broken_plugin_without_traceback(aira_site, fake_site) -> None:
+    out = aira_site("plugins", "--json")
     assert out.returncode == 0, out.stderr
     assert "Traceback" not in out.stdout + out.stderr
     body = json.loads(out.stdout)
@@ -320,13 +316,13 @@ def test_cli_plugins_shows_broken_plugin_without_traceback(fake_site) -> None:
     assert "sk-live" not in out.stdout and "sk-ant" not in out.stdout
     assert by_name["exiting"]["status"] == "failed"
 
-    human = _aira(["plugins"], fake_site)
+    human = aira_site("plugins")
     assert human.returncode == 0 and "PLUGIN_IMPORT_FAILED" in human.stdout
     assert "Traceback" not in human.stdout + human.stderr
 
 
-def test_cli_strict_mode_exits_with_code_and_no_traceback(fake_site) -> None:
-    out = _aira(["plugins"], fake_site, AIRA_STRICT_PLUGINS="1")
+def test_cli_strict_mode_exits_with_code_and_no_traceback(aira_site) -> None:
+    out = aira_site("plugins", AIRA_STRICT_PLUGINS="1")
     assert out.returncode == 1
     assert "PLUGIN_LOAD_FAILED" in out.stderr
     assert "Traceback" not in out.stdout + out.stderr

@@ -6,13 +6,11 @@ line, and a script is refused (SCRIPT_INVALID) before anything is created."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+from cli_runner import RunAira
 from runtime_factory import make_runtime
 from test_step_loop import Killed, resume_from, run_killed
 
@@ -286,16 +284,6 @@ def test_a_script_with_an_amir_document_loads(tmp_path: Path) -> None:
 # -- the command line ----------------------------------------------------------------------------
 
 
-def aira(*args: str, home: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "aira_core.cli", *args],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env={**os.environ, "AIRA_HOME": str(home), "COLUMNS": "300"},
-    )
-
-
 @pytest.mark.parametrize(
     "name",
     [
@@ -309,16 +297,16 @@ def aira(*args: str, home: Path) -> subprocess.CompletedProcess[str]:
         "end-without-terminal",
     ],
 )
-def test_trace_show_refuses_a_corrupt_trajectory(tmp_path: Path, aira_home: Path, name: str):
+def test_trace_show_refuses_a_corrupt_trajectory(aira: RunAira, tmp_path: Path, name: str):
     path = tmp_path / "t.jsonl"
     path.write_bytes(CORRUPT[name])
     for args in (["trace", "show", str(path)], ["trace", "show", str(path), "--json"]):
-        out = aira(*args, home=aira_home)
+        out = aira(*args)
         assert out.returncode == 1, out.stdout + out.stderr
         assert "TRAJECTORY_INVALID" in out.stderr and "INTERNAL_ERROR" not in out.stderr
 
 
-def test_trace_show_prints_model_text_as_written(tmp_path: Path, aira_home: Path) -> None:
+def test_trace_show_prints_model_text_as_written(aira: RunAira, tmp_path: Path) -> None:
     path = tmp_path / "t.jsonl"
     script = "[link=https://evil.example]click[/link] [bold red]FAKE OK"
     rejected = {"status": "rejected", "code": "STEP_DECISION_ACT_UNKNOWN", "message": "[/x]"}
@@ -330,14 +318,16 @@ def test_trace_show_prints_model_text_as_written(tmp_path: Path, aira_home: Path
             END,
         )
     )
-    out = aira("trace", "show", str(path), home=aira_home)
+    out = aira("trace", "show", str(path))
     assert out.returncode == 0, out.stderr
     assert script in out.stdout and "[/red]" in out.stdout
     assert "rejected STEP_DECISION_ACT_UNKNOWN" in out.stdout
     assert "end: cannotProceed (r)" in out.stdout
 
 
-def test_run_refuses_bad_input_before_making_anything(tmp_path: Path, aira_home: Path) -> None:
+def test_run_refuses_bad_input_before_making_anything(
+    aira: RunAira, tmp_path: Path, aira_home: Path
+) -> None:
     good = tmp_path / "good.json"
     good.write_text(json.dumps(SCRIPT))
     deep = tmp_path / "deep.json"
@@ -352,7 +342,7 @@ def test_run_refuses_bad_input_before_making_anything(tmp_path: Path, aira_home:
         (["--script", str(good), "--trajectory", str(notes)], "TRAJECTORY_EXISTS"),
     ]
     for args, code in cases:
-        out = aira("run", *args, home=aira_home)
+        out = aira("run", *args)
         assert out.returncode == 1, (args, out.stdout, out.stderr)
         assert code in out.stderr and "INTERNAL_ERROR" not in out.stderr, out.stderr
         assert "errors.pydantic.dev" not in out.stderr

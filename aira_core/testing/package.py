@@ -14,15 +14,19 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from aira_core.contracts.amir import ParamType
 from aira_core.contracts.capability import TARGET_FIELDS, SemanticOperationDescriptor
 from aira_core.diagnostics import Diagnostic
 from aira_core.extensions import CapabilityPackageSource, Implementation
 
-if TYPE_CHECKING:
-    from aira_core.testing.signing import ThrowawaySigner
+
+class Signs(Protocol):
+    """What signs a package here: :class:`~aira_core.testing.signing.ThrowawaySigner`."""
+
+    def sign(self, manifest: Mapping[str, Any]) -> bytes: ...
+
 
 PACKAGE = "test.runtime"
 PUBLISHER = "test-vendor"
@@ -365,7 +369,7 @@ def fake_implementations(
 
 
 def write_package(
-    directory: Path, manifest: Mapping[str, Any], signer: ThrowawaySigner | None = None
+    directory: Path, manifest: Mapping[str, Any], signer: Signs | None = None
 ) -> Path:
     """Write ``manifest.json`` (and, given a signer, ``manifest.sig``) into ``directory``:
     a package directory as ``CapabilityPackageSource.from_directory`` reads it."""
@@ -378,7 +382,7 @@ def write_package(
 
 def package_source(
     manifest: Mapping[str, Any],
-    signer: ThrowawaySigner | None,
+    signer: Signs | None,
     implementations: Sequence[Implementation] | None = None,
     *,
     raw: bytes | None = None,

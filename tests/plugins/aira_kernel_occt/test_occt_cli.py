@@ -6,27 +6,22 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 pytest.importorskip("cadquery")
 
+from cli_runner import new_process
+
 from aira_kernel_occt.operations import OPERATIONS
 
 
 def aira(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "AIRA_HOME": str(home), "AIRA_PLUGINS": "occt"}
-    return subprocess.run(
-        [sys.executable, "-m", "aira_core.cli", *args],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        env=env,
-    )
+    """``aira`` as a user runs it: a new process that loads the installed first-party plugin
+    from its entry point and starts the real kernel's worker."""
+    return new_process(*args, home=home, AIRA_PLUGINS="occt", timeout=600)
 
 
 def test_the_first_party_package_is_in_production(aira_home: Path) -> None:

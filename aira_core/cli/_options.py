@@ -1,0 +1,93 @@
+"""Options several command groups share, and what they name: the output form, the
+installed kernel, the model store and its branch."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+JsonFlag = Annotated[bool, typer.Option("--json", help="Machine-readable output (stable).")]
+
+StoreOption = Annotated[
+    Path | None,
+    typer.Option("--store", help="Store file (default: models/store.sqlite3 in AIRA_HOME)."),
+]
+BranchOption = Annotated[str, typer.Option("--branch", help="main or task/<id>.")]
+
+
+def _repository(store: Path | None) -> Any:
+    from aira_core.model.repository import ModelRepository
+
+    return ModelRepository.open(store)
+
+
+def _rev(repo: Any, ref: str) -> str:
+    """A revision id, or a branch name standing for its head."""
+    return repo.head(ref) if not ref.startswith("rev:") else ref
+
+
+KernelOption = Annotated[
+    str | None, typer.Option("--kernel", help="Kernel name (default: the only one installed).")
+]
+
+
+def _kernel(name: str | None, needed_for: str) -> Any:
+    """The installed kernel called ``name``, or the only one installed; else
+    ``KERNEL_UNAVAILABLE`` saying what it was ``needed_for``."""
+    from aira_core.diagnostics import AiraError
+    from aira_core.plugins import get_registry
+
+    kernels = get_registry().named("kernels")
+    installed = ", ".join(sorted(kernels)) or "none"
+    if name is not None and name not in kernels:
+        raise AiraError(
+            "KERNEL_UNAVAILABLE", f"no kernel named {name!r} ({needed_for}); installed: {installed}"
+        )
+    if name is None and len(kernels) != 1:
+        raise AiraError(
+            "KERNEL_UNAVAILABLE",
+            f"{needed_for}: "
+            + ("no kernel is installed" if not kernels else "choose a kernel with --kernel")
+            + f"; installed: {installed}",
+        )
+    return kernels[name] if name is not None else next(iter(kernels.values()))
+
+
+def _context(repo: Any, catalog: Any = None, grant: Any = None, intent: Any = None) -> Any:
+    """What the library checks a write against: the admitted catalog (built here unless
+    given), the repository and the grant (default: the local user's)."""
+    from aira_core.catalog.catalog import build_catalog
+    from aira_core.runtime.plan import LOCAL_GRANT, PlanContext
+
+    return PlanContext(
+        catalog=catalog if catalog is not None else build_catalog(),
+        repository=repo,
+        grant=grant or LOCAL_GRANT,
+        intent=intent,
+    )
+
+
+def _write(ctx: Any, chosen: Any) -> Any:
+    """The one write path; the kernel is ``chosen``, or the only one installed (``None``
+    when there is none or several: a write that needs one is then KERNEL_UNAVAILABLE)."""
+    from aira_core.plugins import get_registry
+    from aira_core.runtime.write import WritePath
+
+    if chosen is None:
+        kernels = get_registry().named("kernels")
+        chosen = next(iter(kernels.values())) if len(kernels) == 1 else None
+    return WritePath(ctx, chosen)
+
+
+def _refused_unless_success(envelope: Any) -> None:
+    """A write's failed envelope as the command's error (every diagnostic, exit 1); a
+    missing kernel names the installed ones, as --kernel would."""
+    from aira_core.model.patch import PatchRejected
+
+    if envelope.status == "success":
+        return
+    if [d.code for d in envelope.diagnostics] == ["KERNEL_UNAVAILABLE"]:
+        _kernel(None, envelope.diagnostics[0].message)  # raises with the installed kernels
+    raise PatchRejected(list(envelope.diagnostics))

@@ -1,0 +1,175 @@
+"""What every command prints and reads: JSON on stdout, Rich tables, diagnostics, the one
+strict reader of the JSON a user gives, and how a failure is rendered (``main``'s error
+handling)."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import typer
+
+
+def _json_text(obj: Any) -> str:
+    """``obj`` as JSON text for stdout. NaN, Infinity, a lone surrogate or a value nested too
+    deeply to write is ``OUTPUT_NOT_JSON``: what aira prints as JSON always parses."""
+    try:
+        text = json.dumps(obj, indent=2, ensure_ascii=False, allow_nan=False)
+        text.encode("utf-8")  # a lone surrogate would fail on the way out, half printed
+        return text
+    except (ValueError, RecursionError) as exc:
+        from aira_core.diagnostics import AiraError
+
+        reason = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)[:200]
+        raise AiraError(
+            "OUTPUT_NOT_JSON", f"the result cannot be printed as JSON: {reason}"
+        ) from None
+
+
+def _print_json(obj: Any) -> None:
+    typer.echo(_json_text(obj))
+
+
+def _loads(data: bytes | str, name: str, code: str) -> Any:
+    """The one reader of the JSON a user gives the command line, files and arguments alike:
+    as strict as a manifest (``canonical.loads_strict``: no duplicate key, NaN/Infinity,
+    inexact integer, bad UTF-8 or nesting beyond ``canonical.MAX_DEPTH``). Refused as
+    ``code``, the message naming the input as ``name``."""
+    from aira_core.canonical import StrictJSONError, loads_strict
+    from aira_core.diagnostics import AiraError
+
+    if isinstance(data, str):
+        try:
+            # argv keeps bytes that are not UTF-8 as lone surrogates: give them back, so
+            # loads_strict refuses them as it refuses them in a file.
+            data = data.encode("utf-8", "surrogateescape")
+        except UnicodeEncodeError:
+            raise AiraError(code, f"{name} is not UTF-8 text") from None
+    try:
+        return loads_strict(data, name)[0]
+    except StrictJSONError as exc:
+        raise AiraError(code, str(exc)) from None
+
+
+def _read_json_file(
+    path: Path, what: str, code: str = "INPUT_NOT_JSON", unreadable: str = "INPUT_UNREADABLE"
+) -> Any:
+    """The JSON in the file at ``path`` (a ``what``, e.g. "patch"), read by :func:`_loads`."""
+    from aira_core.diagnostics import AiraError
+
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise AiraError(unreadable, f"cannot read {what} {path.name!r}: {exc.strerror}") from None
+    return _loads(data, f"{what} {path.name!r}", code)
+
+
+def _console() -> Any:
+    from rich.console import Console
+
+    return Console(highlight=False)
+
+
+def _table(title: str, columns: list[str], rows: list[list[str]]) -> None:
+    from rich.table import Table
+    from rich.text import Text
+
+    # Titles and cells hold user, model and catalog text: plain Text, never rich markup, so
+    # "[/x]" prints as written instead of failing (or styling) the output.
+    table = Table(title=Text(title, style="table.title"), title_justify="left")
+    for col in columns:
+        table.add_column(col, overflow="fold")
+    for row in rows:
+        table.add_row(*(Text(cell) for cell in row))
+    _console().print(table)
+
+
+def _print_diagnostics(diags: list[Any]) -> None:
+    from rich.markup import escape
+
+    console = _console()
+    for d in diags:
+        console.print(f"  [red]{d.code}[/red] {escape(d.message)}")
+
+
+USAGE_INVALID = "USAGE_INVALID"
+"""A command line typer/click cannot parse (unknown option, bad value, missing argument);
+exit code 2, as click's own usage errors."""
+
+
+def _json_requested(args: list[str]) -> bool:
+    """Whether the command line asks for --json (before a ``--``): then a failure is printed
+    as JSON on stdout too, even one typer reports before the command runs."""
+    for arg in args:
+        if arg == "--":
+            return False
+        if arg == "--json":
+            return True
+    return False
+
+
+def _failure(exc: Exception) -> tuple[list[Any], int]:
+    """The diagnostics and exit status of a command that raised ``exc``."""
+    # Imported here, not at the top: pydantic would cost `aira --help` ~70 ms.
+    from aira_core.diagnostics import AiraError, Diagnostic
+
+    if isinstance(exc, AiraError):  # a refused patch or document lists every problem
+        return list(getattr(exc, "diagnostics", None) or [exc.diagnostic]), 1
+    if _is_click_error(exc):
+        where = getattr(getattr(exc, "ctx", None), "command_path", None) or "aira"
+        message = f"{exc.format_message()} (`{where} --help` shows the usage)"
+        return [Diagnostic(code=USAGE_INVALID, message=message)], int(exc.exit_code)
+    if isinstance(exc, typer.Abort):
+        return [Diagnostic(code="ABORTED", message="aborted")], 1
+    if isinstance(exc, OSError):  # a path the user gave us: name the file, not the path
+        name = os.path.basename(str(exc.filename or "")) or "a file"
+        return [Diagnostic(code="IO_ERROR", message=f"{exc.strerror or exc} ({name})")], 1
+    if os.environ.get("AIRA_DEBUG") == "1":
+        raise exc  # the traceback, for whoever debugs the bug
+    message = (
+        f"{type(exc).__name__}: {exc} (this is a bug in aira; AIRA_DEBUG=1 shows the traceback)"
+    )
+    return [Diagnostic(code="INTERNAL_ERROR", message=message)], 2
+
+
+def _is_click_error(exc: Exception) -> bool:
+    """A usage error from typer's parser: click's ClickException, which typer >= 0.2x
+    vendors under its own TyperException."""
+    bases = [getattr(typer, "TyperException", None)]
+    try:
+        import click
+
+        bases.append(click.ClickException)
+    except ImportError:
+        pass
+    return isinstance(exc, tuple(b for b in bases if b is not None))
+
+
+def _error_json(diagnostics: list[Any]) -> str:
+    """``{"error": Diagnostic}`` (with ``"errors"``: all of them, when there are several)."""
+    from aira_core.diagnostics import AiraError
+
+    wire = [d.model_dump(mode="json", exclude_none=True) for d in diagnostics]
+    try:
+        return _json_text({"error": wire[0], **({"errors": wire} if len(wire) > 1 else {})})
+    except AiraError:  # a kernel's expected/actual JSON cannot hold: code and message still can
+        return _json_text({"error": {k: wire[0][k] for k in ("code", "message", "severity")}})
+
+
+def _report_envelope(envelope: Any, *, as_json: bool) -> None:
+    """Print a write's envelope; exit 1 unless it succeeded."""
+    if as_json:
+        _print_json(envelope.to_wire())
+    else:
+        from rich.markup import escape
+
+        console = _console()
+        console.print(escape(f"{envelope.status}: {envelope.observed_revision}"), soft_wrap=True)
+        for key in ("stage", "failedStep", "rev", "published"):
+            if envelope.data.get(key):
+                console.print(escape(f"  {key}: {envelope.data[key]}"), soft_wrap=True)
+        _print_diagnostics(envelope.diagnostics)
+    if envelope.status != "success":
+        raise typer.Exit(1)

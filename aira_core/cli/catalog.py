@@ -1,0 +1,362 @@
+"""``aira catalog``: signed capability packages (lint, sign, verify, keygen), the production
+catalog, and disclosure over it (search, describe, manifest, signatures)."""
+
+from __future__ import annotations
+
+import json
+import os
+from datetime import datetime
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from aira_core.cli._options import JsonFlag
+from aira_core.cli._output import _console, _json_text, _print_diagnostics, _print_json, _table
+
+catalog_app = typer.Typer(
+    help="Signed capability packages and the production catalog.", no_args_is_help=True
+)
+
+
+@catalog_app.command("list")
+def catalog_list(
+    as_json: JsonFlag = False,
+    quarantine: Annotated[
+        bool, typer.Option("--quarantine", help="Also show quarantined packages and why.")
+    ] = False,
+) -> None:
+    """Show the production catalog (and, with --quarantine, what was kept out and why)."""
+    from aira_core.catalog.catalog import build_catalog
+
+    catalog = build_catalog()
+    if as_json:
+        _print_json(catalog.to_json(quarantine=quarantine))
+        return
+    rows = [
+        [
+            p.manifest.name,
+            p.manifest.version,
+            p.manifest.publisher,
+            p.signature.key_id,
+            str(len(p.manifest.descriptors)),
+        ]
+        for p in sorted(catalog.packages.values(), key=lambda p: p.manifest.name)
+    ]
+    console = _console()
+    if rows:
+        _table(
+            "Production catalog", ["package", "version", "publisher", "key", "capabilities"], rows
+        )
+    else:
+        console.print("The production catalog is empty: no admitted capability packages.")
+    console.print(f"authoringLockHash    {catalog.authoring_lock_hash()}", soft_wrap=True)
+    console.print(f"discoveryCatalogHash {catalog.discovery_catalog_hash()}", soft_wrap=True)
+    if catalog.quarantine and not quarantine:
+        console.print(
+            f"[yellow]{len(catalog.quarantine)} package(s) in quarantine; "
+            "see `aira catalog list --quarantine`[/yellow]"
+        )
+    if quarantine:
+        from rich.markup import escape
+
+        for q in catalog.quarantine:
+            what = f"{q.name} {q.version or ''} (plugin {q.source.plugin}, {q.source.distribution})"
+            console.print(f"[yellow]quarantined[/yellow] {escape(what)}")
+            _print_diagnostics(list(q.reasons))
+
+
+def _registered_capability_ids() -> set[str]:
+    from aira_core.catalog.package import parse_package
+    from aira_core.plugins import get_registry
+
+    ids: set[str] = set()
+    for entry in get_registry().entries("capability_packages"):
+        parsed = parse_package(entry.obj)
+        if parsed.manifest is not None:
+            ids.update(d.capability_id for d in parsed.manifest.descriptors)
+    return ids
+
+
+def _lint_path(path: Path) -> tuple[Any, list[Any]]:
+    from aira_core.catalog.lint import lint_manifest
+    from aira_core.catalog.package import parse_package, source_from_path
+
+    parsed = parse_package(source_from_path(path))
+    if parsed.manifest is None:
+        return parsed, parsed.diagnostics
+    return parsed, lint_manifest(parsed.manifest, known_capabilities=_registered_capability_ids())
+
+
+@catalog_app.command("lint")
+def catalog_lint(
+    path: Annotated[Path, typer.Argument(help="Package directory or manifest.")],
+    as_json: JsonFlag = False,
+) -> None:
+    """Lint a capability package; exit 1 if there are findings."""
+    parsed, findings = _lint_path(path)
+    if as_json:
+        _print_json(
+            {
+                "format": "aira.lint/1",
+                "package": parsed.source.name,
+                "ok": not findings,
+                "findings": [f.model_dump(mode="json", exclude_none=True) for f in findings],
+            }
+        )
+    elif findings:
+        from rich.markup import escape
+
+        name = escape(parsed.source.name)  # a file or package name, not markup
+        _console().print(f"[red]{len(findings)} finding(s)[/red] in {name}:")
+        _print_diagnostics(findings)
+    else:
+        typer.echo(
+            f"{parsed.source.name}: lint clean ({len(parsed.manifest.descriptors)} capabilities)"
+        )
+    if findings:
+        raise typer.Exit(1)
+
+
+@catalog_app.command("sign")
+def catalog_sign(
+    path: Annotated[Path, typer.Argument(help="Package directory or manifest.")],
+    key: Annotated[Path, typer.Option("--key", help="Ed25519 private key (PKCS#8 PEM).")],
+) -> None:
+    """Sign a lint-clean package; writes manifest.sig beside the manifest."""
+    from aira_core.catalog.package import signature_path
+    from aira_core.catalog.signing import load_private_key, sign_manifest
+    from aira_core.catalog.trust import TrustPolicy
+
+    private = load_private_key(key)
+    parsed, findings = _lint_path(path)
+    if findings:
+        _console().print(f"[red]not signed:[/red] {len(findings)} lint finding(s)")
+        _print_diagnostics(findings)
+        raise typer.Exit(1)
+    sig = sign_manifest(parsed.raw, private, parsed.manifest.publisher)
+    out = signature_path(path)
+    out.write_text(json.dumps(sig.to_wire(), indent=2) + "\n")
+    trusted = any(r.key.key_id == sig.key_id for r in TrustPolicy.load().records())
+    typer.echo(
+        f"signed {parsed.manifest.name} {parsed.manifest.version} as "
+        f"{sig.publisher} with key {sig.key_id} -> {out.name}"
+    )
+    if not trusted:
+        typer.echo(
+            f"note: key {sig.key_id} is not in your trust store; "
+            f"`aira trust add {sig.publisher} PUBLIC_KEY` to admit this package"
+        )
+
+
+@catalog_app.command("verify")
+def catalog_verify(
+    path: Annotated[Path, typer.Argument(help="Package directory or manifest.")],
+    as_json: JsonFlag = False,
+) -> None:
+    """Verify a package's signature against the trust store; exit 1 if it does not verify."""
+    from aira_core.catalog.package import parse_package, source_from_path
+    from aira_core.catalog.trust import TrustPolicy
+    from aira_core.diagnostics import AiraError, Diagnostic
+
+    result: Any
+    try:
+        source = source_from_path(path)
+    except AiraError as exc:  # not a package: the documented failure form, as a bad manifest
+        package, result = path.name or str(path), exc.diagnostic
+    else:
+        package = source.name
+        parsed = parse_package(source)
+        if parsed.raw is None or not isinstance(parsed.raw, dict):
+            result = (
+                parsed.diagnostics[0]
+                if parsed.diagnostics
+                else Diagnostic(
+                    code="MANIFEST_NOT_JSON", message="manifest.json is not a JSON object"
+                )
+            )
+        else:
+            publisher = parsed.raw.get("publisher")
+            result = TrustPolicy.load().verify(parsed.canonical, str(publisher), source.signature)
+    ok = not isinstance(result, Diagnostic)
+    if as_json:
+        body: dict[str, Any] = {"format": "aira.verify/1", "package": package, "ok": ok}
+        if ok:
+            body.update(publisher=result.publisher, keyId=result.key_id)
+        else:
+            body["error"] = result.model_dump(mode="json", exclude_none=True)
+        _print_json(body)
+    elif ok:
+        typer.echo(f"{package}: signature OK (publisher {result.publisher}, key {result.key_id})")
+    else:
+        typer.echo(f"error: {result.code}: {result.message}", err=True)
+    if not ok:
+        raise typer.Exit(1)
+
+
+@catalog_app.command("keygen")
+def catalog_keygen(
+    out: Annotated[
+        Path, typer.Argument(help="Where to write the private key (PKCS#8 PEM, mode 0600).")
+    ],
+) -> None:
+    """Make a new Ed25519 signing key; prints its public key and key id."""
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    from aira_core.catalog.signing import key_id, private_key_pem, public_key_b64
+    from aira_core.diagnostics import AiraError
+
+    if out.exists():
+        raise AiraError("KEY_EXISTS", f"{out.name!r} exists; refusing to overwrite a key")
+    key = Ed25519PrivateKey.generate()
+    fd = os.open(out, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "wb") as fh:
+        fh.write(private_key_pem(key))
+    typer.echo(f"public key {public_key_b64(key.public_key())}")
+    typer.echo(f"key id     {key_id(key.public_key())}")
+
+
+# -- discovery -------------------------------------------------------------------------------
+
+
+def _disclosure() -> Any:
+    """Disclosure for the local user: the production catalog, the local grant, and the
+    runtime snapshot of the installed kernels (without starting any of them)."""
+    from datetime import UTC
+
+    from aira_core.catalog.catalog import build_catalog
+    from aira_core.catalog.disclosure import Disclosure
+    from aira_core.catalog.search import default_embedder
+    from aira_core.contracts.capability import RuntimeCapabilitySnapshot
+    from aira_core.plugins import get_registry
+    from aira_core.runtime.plan import LOCAL_GRANT
+
+    components = []
+    for kernel in get_registry().named("kernels").values():
+        snapshot = getattr(kernel, "runtime_snapshot", None)
+        if callable(snapshot):
+            components += snapshot().components
+    runtime = (
+        RuntimeCapabilitySnapshot(captured_at=datetime.now(UTC), components=components)
+        if components
+        else None
+    )
+    return Disclosure(
+        build_catalog(), snapshot=runtime, grant=LOCAL_GRANT, embedder=default_embedder()
+    )
+
+
+@catalog_app.command("search")
+def catalog_search(
+    intent: Annotated[str, typer.Argument(help="What you want to do, in any words.")],
+    top_k: Annotated[int, typer.Option("--top-k", help="At most this many hits (≤ 32).")] = 8,
+    kind: Annotated[
+        list[str] | None, typer.Option("--kind", help="Only this kind (repeatable).")
+    ] = None,
+    max_risk: Annotated[
+        str | None, typer.Option("--max-risk", help="low, medium, high or critical.")
+    ] = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """catalog.search: capabilities for an intent (L1 hits), or an explicit no match."""
+    from pydantic import ValidationError
+
+    from aira_core.contracts.search import SearchRequest
+    from aira_core.diagnostics import AiraError
+
+    try:
+        request = SearchRequest.model_validate(
+            {
+                "intent": intent,
+                "topK": top_k,
+                "includeKinds": kind or [],
+                "constraints": {"maxRisk": max_risk} if max_risk else {},
+            },
+            by_name=False,
+        )
+    except ValidationError as exc:
+        first = exc.errors(include_url=False)[0]
+        where = "/".join(str(p) for p in first["loc"])
+        raise AiraError("SEARCH_REQUEST_INVALID", f"{first['msg']} at /{where}") from None
+    response = _disclosure().search(request)
+    if as_json:
+        _print_json(response.to_wire())
+        return
+    if response.no_match:
+        typer.echo(f"no match: {response.no_match_reason}")
+        return
+    _table(
+        f"Hits for {intent!r}",
+        ["capability", "kind", "relevance", "applicability", "why matched"],
+        [
+            [
+                h.capability_id,
+                h.kind.value,
+                f"{h.retrieval_relevance:.2f}",
+                h.runtime_applicability.value,
+                ", ".join(h.why_matched[:4]),
+            ]
+            for h in response.hits
+        ],
+    )
+
+
+@catalog_app.command("describe")
+def catalog_describe(
+    capability: Annotated[str, typer.Argument(help="A capability id, e.g. cap:exact.fillet@1.")],
+    level: Annotated[
+        str, typer.Option("--level", help="L2 (contract), L3 (+ guidance) or L4 (+ applicability).")
+    ] = "L2",
+    as_json: JsonFlag = False,
+) -> None:
+    """catalog.describe: a capability's contract (L2), guidance (L3) or applicability (L4)."""
+    answer = _disclosure().describe(capability, level.upper())
+    if as_json:
+        _print_json(answer)
+        return
+    contract = answer["contract"]
+    typer.echo(f"{contract['capabilityId']}  {contract['kind']}  {contract['title']}")
+    typer.echo(f"  {contract['summary']}")
+    from aira_core.catalog.signatures import signature
+
+    typer.echo("  " + signature(capability, contract["inputSchema"], kind=contract["kind"]))
+    for key in ("guidance", "applicability"):
+        if key in answer:
+            typer.echo(_json_text(answer[key]))
+
+
+@catalog_app.command("manifest")
+def catalog_manifest(as_json: JsonFlag = False) -> None:
+    """interface.manifest (L0): versions, taxonomy root, meta-operations, snapshots, limits."""
+    from aira_core.runtime.contract import CONTRACT_VERSION, MetaOperation
+
+    manifest = _disclosure().manifest(
+        meta_operations=[o.value for o in MetaOperation], contract_version=CONTRACT_VERSION
+    )
+    if as_json:
+        _print_json(manifest)
+        return
+    shown = {k: v for k, v in manifest.items() if k != "contracts"}
+    typer.echo(_json_text(shown))
+    if manifest.get("contracts"):
+        typer.echo(f"small catalog: {len(manifest['contracts'])} contracts inlined (see --json)")
+
+
+@catalog_app.command("signatures")
+def catalog_signatures_cmd(
+    capabilities: Annotated[list[str], typer.Argument(help="Capability ids.")],
+) -> None:
+    """Compact step signatures of capabilities (what a step capsule shows a model)."""
+    from aira_core.catalog.capabilities import capability_index
+    from aira_core.catalog.catalog import build_catalog
+    from aira_core.catalog.signatures import LEGEND, catalog_signatures
+    from aira_core.diagnostics import AiraError
+
+    index = capability_index(build_catalog())
+    unknown = [c for c in capabilities if c not in index]
+    if unknown:
+        raise AiraError(
+            "CAPABILITY_UNKNOWN", f"not in the production catalog: {', '.join(unknown)}"
+        )
+    typer.echo(LEGEND)
+    typer.echo(catalog_signatures(index, capabilities))

@@ -1,0 +1,317 @@
+"""``aira model``: the AMIR model's revisions, history and pages; patch, import, export,
+revert."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from aira_core.cli._options import (
+    BranchOption,
+    JsonFlag,
+    KernelOption,
+    StoreOption,
+    _context,
+    _kernel,
+    _refused_unless_success,
+    _repository,
+    _rev,
+    _write,
+)
+from aira_core.cli._output import (
+    _console,
+    _json_text,
+    _loads,
+    _print_json,
+    _read_json_file,
+    _report_envelope,
+    _table,
+)
+
+model_app = typer.Typer(help="The AMIR model: revisions, history, pages.", no_args_is_help=True)
+
+
+@model_app.command("init")
+def model_init(
+    document: Annotated[
+        Path | None, typer.Option("--from", help="Start from this AMIR document (JSON).")
+    ] = None,
+    kernel: KernelOption = None,
+    store: StoreOption = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Create the store and its main branch (empty, or from a document).
+
+    A document's node inputs are checked against the operations of the admitted catalog,
+    as `aira model patch` checks them; if it has assertions, it is evaluated and each
+    assertion validated on the installed kernel (the only one, or --kernel NAME), as at
+    every commit. A refused document creates nothing.
+    """
+    from pydantic import ValidationError
+
+    from aira_core.catalog.catalog import Catalog
+    from aira_core.contracts.amir import AmirDocument
+    from aira_core.diagnostics import AiraError
+    from aira_core.model.repository import ModelRepository
+
+    chosen = _kernel(kernel, "--kernel") if kernel is not None else None
+    doc = None
+    if document is not None:
+        try:
+            doc = AmirDocument.model_validate(_read_json_file(document, "document"), by_name=False)
+        except ValidationError as exc:
+            first = exc.errors(include_url=False)[0]
+            raise AiraError(
+                "AMIR_DOCUMENT_INVALID",
+                f"{document.name}: {first['msg']} at "
+                + "/".join(str(p) for p in first["loc"])
+                + f" ({exc.error_count()} errors)",
+            ) from None
+    with ModelRepository.open(store) as repo:
+        # An empty document needs no catalog (nothing to check its nodes against).
+        ctx = _context(repo, catalog=None if doc is not None else Catalog())
+        envelope = _write(ctx, chosen).init(doc, "init")
+        _refused_unless_success(envelope)
+    if as_json:
+        _print_json({"format": "aira.model.init/1", "branch": "main", "rev": envelope.data["rev"]})
+    else:
+        typer.echo(f"initialised main at {envelope.data['rev']}")
+
+
+@model_app.command("log")
+def model_log(
+    branch: BranchOption = "main",
+    limit: Annotated[int, typer.Option("--limit", min=1)] = 20,
+    store: StoreOption = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """A branch's history, newest first."""
+    with _repository(store) as repo:
+        records = repo.store.log(branch, limit)
+    rows = [
+        {
+            "seq": r.seq,
+            "branch": r.branch,
+            "rev": r.rev,
+            "parent": r.parent,
+            "kind": r.kind,
+            "message": r.message,
+            "createdAt": r.created_at,
+        }
+        for r in records
+    ]
+    if as_json:
+        _print_json({"format": "aira.model.log/1", "branch": branch, "records": rows})
+        return
+    _table(
+        f"History of {branch}",
+        ["seq", "kind", "rev", "message", "at"],
+        [[str(r["seq"]), r["kind"], r["rev"], r["message"], r["createdAt"]] for r in rows],
+    )
+
+
+@model_app.command("show")
+def model_show(
+    rev: Annotated[str, typer.Argument(help="A revision id, or a branch for its head.")] = "main",
+    store: StoreOption = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """The summary of a revision: counts, block hashes, roots and the first aliases."""
+    with _repository(store) as repo:
+        summary = repo.summary(_rev(repo, rev))
+    if as_json:
+        _print_json(summary.to_wire())
+        return
+    console = _console()
+    console.print(f"revision {summary.rev}", soft_wrap=True)
+    for block, count in summary.counts.items():
+        console.print(f"  {block:<11} {count:>5}  {summary.blocks[block]}", soft_wrap=True)
+    if summary.aliases:
+        _table("Aliases", ["alias", "id"], [[a, i] for a, i in summary.aliases.items()])
+    if summary.aliases_omitted:
+        console.print(f"  {summary.aliases_omitted} more aliases: `aira model read --select`")
+
+
+@model_app.command("read")
+def model_read(
+    select: Annotated[
+        str, typer.Option("--select", help='A path: \'["nodes","n:base"]\' or nodes/n:base.')
+    ],
+    rev: Annotated[str, typer.Option("--rev", help="Revision or branch.")] = "main",
+    limit: Annotated[int, typer.Option("--limit", min=1)] = 50,
+    offset: Annotated[int, typer.Option("--offset", min=0)] = 0,
+    store: StoreOption = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """A bounded page of a revision: a block, or one entity by alias or id."""
+    if select.lstrip().startswith("["):
+        path = _loads(select, "--select", "SELECT_PATH_INVALID")
+    else:
+        path = [part for part in select.split("/") if part]
+    with _repository(store) as repo:
+        page = repo.select(_rev(repo, rev), path, limit, offset)
+    body = page.to_wire()
+    if as_json:
+        _print_json(body)
+        return
+    typer.echo(_json_text(body))
+
+
+@model_app.command("diff")
+def model_diff(
+    rev_a: Annotated[str, typer.Argument(help="Revision or branch.")],
+    rev_b: Annotated[str, typer.Argument(help="Revision or branch.")],
+    store: StoreOption = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """The blocks that changed between two revisions."""
+    with _repository(store) as repo:
+        a, b = _rev(repo, rev_a), _rev(repo, rev_b)
+        changed = repo.diff(a, b)
+    if as_json:
+        _print_json({"format": "aira.model.diff/1", "from": a, "to": b, "changedBlocks": changed})
+        return
+    typer.echo("\n".join(changed) if changed else "no block changed")
+
+
+@model_app.command("patch")
+def model_patch(
+    patch: Annotated[Path, typer.Argument(help='AMIR patch JSON: {"ops": [...]}.')],
+    branch: BranchOption = "main",
+    expect: Annotated[
+        str | None, typer.Option("--expect", help="Refuse unless the head is this revision.")
+    ] = None,
+    message: Annotated[str, typer.Option("--message", "-m")] = "",
+    kernel: KernelOption = None,
+    store: StoreOption = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Apply an AMIR patch to a branch head and commit it (all or nothing).
+
+    Node inputs are checked against the operations of the admitted catalog; an operation
+    that no admitted capability provides is refused. Assertions are re-checked on every
+    commit: if the patched document has assertions, it is evaluated and each assertion
+    validated on the installed kernel (the only one, or --kernel NAME), and any failure
+    refuses the commit with its diagnostics. A document with assertions cannot be
+    committed without a kernel: KERNEL_UNAVAILABLE.
+    """
+    ops = _read_json_file(patch, "patch")
+    chosen = _kernel(kernel, "--kernel") if kernel is not None else None
+    with _repository(store) as repo:
+        write = _write(_context(repo), chosen)
+        envelope = write.apply_patch(
+            ops,
+            "patch",
+            branch=branch,
+            expected_head=expect,
+            message=message or f"patch {patch.name}",
+        )
+        _refused_unless_success(envelope)
+    head, rev = envelope.data["from"], envelope.data["rev"]
+    if as_json:
+        _print_json({"format": "aira.model.patch/1", "branch": branch, "from": head, "rev": rev})
+        return
+    typer.echo(f"{branch}: {head} -> {rev}")
+
+
+@model_app.command("export")
+def model_export(
+    file_format: Annotated[
+        str, typer.Option("--format", help="step, stl, 3mf, svg, or mesh (display-mesh JSON).")
+    ],
+    out: Annotated[Path, typer.Option("--out", help="File to write.")],
+    body: Annotated[
+        str | None, typer.Option("--body", help="Body alias or id (default: all bodies).")
+    ] = None,
+    rev: Annotated[str, typer.Option("--rev", help="Revision or branch.")] = "main",
+    kernel: KernelOption = None,
+    store: StoreOption = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Export a revision's bodies through the kernel (a file outside the model)."""
+    from aira_core.diagnostics import AiraError
+
+    chosen = _kernel(kernel, f"exporting {file_format}")
+    with _repository(store) as repo:
+        at = _rev(repo, rev)
+        document = repo.document(at)
+        target = repo.aliases(at).resolve(body) if body is not None else None
+    data = chosen.export(document, file_format.lower(), target)
+    if not data:
+        reasons = getattr(chosen, "last_export_diagnostics", None) or []
+        detail = "; ".join(f"{d.code}: {d.message}" for d in reasons)
+        raise AiraError(
+            "EXPORT_FAILED",
+            f"the kernel wrote nothing for {file_format!r}" + (f" ({detail})" if detail else ""),
+        )
+    try:
+        out.write_bytes(data)
+    except OSError as exc:
+        raise AiraError("EXPORT_FAILED", f"cannot write {out.name!r}: {exc.strerror}") from None
+    if as_json:
+        _print_json(
+            {
+                "format": "aira.model.export/1",
+                "rev": at,
+                "body": target,
+                "fileFormat": file_format.lower(),
+                "bytes": len(data),
+                "out": out.name,
+            }
+        )
+    else:
+        typer.echo(f"wrote {len(data)} bytes of {file_format.lower()} to {out.name}")
+
+
+@model_app.command("import")
+def model_import(
+    file: Annotated[Path, typer.Argument(help="The file to import.")],
+    file_format: Annotated[
+        str | None, typer.Option("--format", help="step (default: from the file's suffix).")
+    ] = None,
+    label: Annotated[
+        str | None, typer.Option("--label", help="Label of the new body (alias b:<label>).")
+    ] = None,
+    branch: BranchOption = "main",
+    kernel: KernelOption = None,
+    store: StoreOption = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Import a file as a new body through an admitted importer (e.g. cap:io.importStep@1);
+    the file's content goes into the revision, so the model does not depend on the file."""
+    from aira_core.runtime.imports import import_file
+
+    chosen = _kernel(kernel, "--kernel") if kernel is not None else None
+    with _repository(store) as repo:
+        write = _write(_context(repo), chosen)
+        label_used, envelope = import_file(
+            write, file, "import", kind=file_format, label=label, branch=branch
+        )
+    if not as_json:
+        typer.echo(f"importing {file.name} as b:{label_used}")
+    _report_envelope(envelope, as_json=as_json)
+
+
+@model_app.command("revert")
+def model_revert(
+    rev: Annotated[str, typer.Argument(help="The revision to restore.")],
+    branch: BranchOption = "main",
+    kernel: KernelOption = None,
+    store: StoreOption = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Restore an earlier revision as a new history record (history is never rewritten).
+
+    The restored document is checked as every write is: its node inputs against the admitted
+    catalog's operations and, if it has assertions, each one on the kernel."""
+    chosen = _kernel(kernel, "--kernel") if kernel is not None else None
+    with _repository(store) as repo:
+        envelope = _write(_context(repo), chosen).revert(_rev(repo, rev), "revert", branch=branch)
+        _refused_unless_success(envelope)
+    head, new = envelope.data["from"], envelope.data["rev"]
+    if as_json:
+        _print_json({"format": "aira.model.revert/1", "branch": branch, "from": head, "rev": new})
+        return
+    typer.echo(f"{branch}: {head} -> {new}")
