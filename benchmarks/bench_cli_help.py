@@ -139,10 +139,18 @@ def installed_plugins() -> list[str]:
 
 def run(runs: int) -> dict[str, Any]:
     cmd = [*aira_command(), "--help"]
+    bare = [sys.executable, "-c", "pass"]
     for _ in range(WARMUP_RUNS):
         run_once(cmd)
-    samples = [run_once(cmd) for _ in range(runs)]
+        run_once(bare)
+    # Interleaved, so that load on the machine falls on both alike: the ratio to a bare
+    # interpreter start is the number that compares across machines.
+    samples, baseline = [], []
+    for _ in range(runs):
+        samples.append(run_once(cmd))
+        baseline.append(run_once(bare))
     median = statistics.median(samples)
+    bare_median = statistics.median(baseline)
     return {
         "benchmark": "cli_help",
         "command": cmd,
@@ -158,6 +166,8 @@ def run(runs: int) -> dict[str, Any]:
             "max": max(samples),
         },
         "samples_s": samples,
+        "bare_python": {"command": bare, "median": bare_median, "min": min(baseline)},
+        "ratio_to_bare_python": median / bare_median,
         "target": {
             "metric": "median",
             "max_seconds": TARGET_MEDIAN_S,
@@ -189,6 +199,11 @@ def print_report(result: dict[str, Any]) -> None:
     )
     print(f"  p90     {s['p90']:.3f} s")
     print(f"  max     {s['max']:.3f} s")
+    bare = result["bare_python"]
+    print(
+        f"  `python -c pass` median {bare['median']:.3f} s: aira --help is "
+        f"{result['ratio_to_bare_python']:.1f}x a bare interpreter start"
+    )
     print()
     print(
         f"imports of `python -X importtime -m aira_core.cli --help` (information): "
