@@ -381,8 +381,7 @@ def _disclosure() -> Any:
     from datetime import UTC
 
     from aira_core.catalog.catalog import build_catalog
-    from aira_core.catalog.disclosure import Disclosure
-    from aira_core.catalog.search import default_embedder
+    from aira_core.catalog.disclosure import catalog_disclosure
     from aira_core.contracts.capability import RuntimeCapabilitySnapshot
     from aira_core.plugins import get_registry
     from aira_core.runtime.plan import LOCAL_GRANT
@@ -397,9 +396,7 @@ def _disclosure() -> Any:
         if components
         else None
     )
-    return Disclosure(
-        build_catalog(), snapshot=runtime, grant=LOCAL_GRANT, embedder=default_embedder()
-    )
+    return catalog_disclosure(build_catalog(), snapshot=runtime, grant=LOCAL_GRANT)
 
 
 @catalog_app.command("search")

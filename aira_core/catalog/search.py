@@ -582,7 +582,10 @@ class _Bm25:
         import numpy as np
 
         data, indices, indptr = (self.arrays[k] for k in ("data", "indices", "indptr"))
-        ids = np.asarray([self.vocab[t] for t in terms if t in self.vocab], dtype=np.int64)
+        columns = len(indptr) - 1
+        ids = np.asarray(
+            [self.vocab[t] for t in terms if self.vocab.get(t, columns) < columns], dtype=np.int64
+        )
         out = np.zeros(int(self.arrays["num_docs"][0]), dtype=data.dtype)
         for start, end in zip(indptr[ids], indptr[ids + 1], strict=True):
             np.add.at(out, indices[start:end], data[start:end])
@@ -812,7 +815,9 @@ class SearchIndex:
                     "code": _code_hash(),
                     "embedder": identity,
                     "hasher": embedder_identity(self._hasher),
-                    "texts": texts,
+                    # BM25 sees a bag of words (input names come from a set: their order
+                    # differs between processes)
+                    "texts": {**texts, "documents": [sorted(doc) for doc in documents]},
                 }
             )
         )
@@ -911,7 +916,8 @@ class SearchIndex:
                 indptr = found["indptr"]
                 if (
                     int(found["num_docs"][0]) != self._size
-                    or len(indptr) != len(vocab) + 1
+                    # bm25s may add an empty-string term with no column of its own
+                    or len(indptr) - 1 not in (len(vocab), len(vocab) - 1)
                     or sorted(vocab.values()) != list(range(len(vocab)))
                     or indptr[-1] != len(found["data"])
                     or (len(found["indices"]) and found["indices"].max() >= self._size)
@@ -1449,11 +1455,18 @@ def _fit(response: SearchResponse, max_bytes: int | None) -> SearchResponse:
 
 
 def build_index(
-    catalog: Any, *, config: SearchConfig = HYBRID, embedder: Embedder | None = None
+    catalog: Any,
+    *,
+    config: SearchConfig = HYBRID,
+    embedder: Embedder | None = None,
+    cache: IndexCache | None = None,
 ) -> SearchIndex:
     """The index of a :class:`~aira_core.catalog.catalog.Catalog`'s production capabilities
-    (with their packages' schemas, for input names)."""
+    (with their packages' schemas, for input names), its matrices read from ``cache`` when
+    it holds them for this very content and embedder."""
     schemas: dict[str, Mapping[str, Any]] = {}
     for package in catalog.packages.values():
         schemas.update(package.manifest.schemas)
-    return SearchIndex(catalog.capabilities().values(), schemas, config=config, embedder=embedder)
+    return SearchIndex(
+        catalog.capabilities().values(), schemas, config=config, embedder=embedder, cache=cache
+    )

@@ -25,7 +25,7 @@ from typing import Any
 from pydantic import Field, ValidationError
 
 from aira_core.canonical import sha256_id
-from aira_core.catalog.disclosure import LEVELS, Disclosure
+from aira_core.catalog.disclosure import LEVELS, Disclosure, catalog_disclosure
 from aira_core.contracts.base import WireModel
 from aira_core.contracts.capability import RelationType
 from aira_core.contracts.plan import NextAction, ObservationEnvelope, Plan
@@ -534,7 +534,7 @@ class Task:
         """The disclosure levels for this task's catalog, runtime and grant (built once)."""
         if self._disclosure is None:
             snapshot = getattr(self._kernel, "runtime_snapshot", None)
-            self._disclosure = Disclosure(
+            self._disclosure = catalog_disclosure(
                 self.ctx.catalog,
                 snapshot=snapshot() if callable(snapshot) else None,
                 grant=self.ctx.grant,

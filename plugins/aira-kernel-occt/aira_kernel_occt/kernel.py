@@ -10,7 +10,6 @@ exception.
 
 from __future__ import annotations
 
-import dataclasses
 import importlib.metadata
 import threading
 from collections.abc import Collection, Mapping, Sequence
@@ -80,7 +79,8 @@ def implementations_fingerprint() -> str:
         {
             "plugin": _version("aira-kernel-occt") or "missing",
             "build": build_hash(),
-            "operations": sha256_hex([dataclasses.asdict(op) for op in OPERATIONS]),
+            # frozen dataclasses of str, numbers, tuples and dicts: repr is exact and stable
+            "operations": sha256_bytes_hex(repr(OPERATIONS).encode()),
             "source": [[p.name, sha256_bytes_hex(p.read_bytes())] for p in source],
         }
     )
