@@ -163,6 +163,35 @@ def test_an_implementation_without_fingerprint_still_satisfies_the_protocol() ->
     assert Implementation("x.op@1.0.0", lambda i: []).fingerprint is None
 
 
+def test_a_clean_lint_is_reused_until_the_other_capabilities_change(
+    register_plugin, aira_plugin_system, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Lint needs jsonschema and a pass over every descriptor: a start whose packages were
+    linted clean in the same context (the same capability ids around them) skips both."""
+    from factory import manifest, package_source
+    from test_catalog import VENDOR, admit, good_source
+
+    from aira_core.catalog import catalog as catalog_module
+
+    linted: list[str] = []
+    real = catalog_module.lint_manifest
+
+    def counting(m, **kw):  # type: ignore[no-untyped-def]
+        linted.append(m.name)
+        return real(m, **kw)
+
+    monkeypatch.setattr(catalog_module, "lint_manifest", counting)
+    admit(register_plugin, package_source(manifest(), VENDOR))
+    assert linted == ["test.pkg"]
+    aira_plugin_system.unregister("pkgs")
+    catalog = admit(register_plugin, package_source(manifest(), VENDOR))
+    assert linted == ["test.pkg"], "same manifest, same context: lint reused"
+    assert set(catalog.packages) == {"test.pkg"}
+    aira_plugin_system.unregister("pkgs")
+    admit(register_plugin, package_source(manifest(), VENDOR), good_source())
+    assert sorted(linted) == ["good.pkg", "test.pkg", "test.pkg"], "another package around it"
+
+
 # -- the index cache ----------------------------------------------------------------------------
 
 

@@ -17,8 +17,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from jsonschema import Draft202012Validator
-
 from aira_core.canonical import CanonicalJSONError, sha256_bytes_hex, sha256_hex
 from aira_core.contracts.amir import ParamType
 from aira_core.contracts.capability import (
@@ -454,6 +452,8 @@ def _check_diag(code: str, message: str, op: Operation) -> Diagnostic:
 
 def _check_template(op: Operation, inputs: Mapping[str, Any]) -> list[Diagnostic]:
     """Static check of a patch template's arguments (the core runtime lowers them)."""
+    from jsonschema import Draft202012Validator  # only when conformance runs
+
     found = [
         _check_diag(
             KERNEL_INPUT_INVALID, f"{'/'.join(map(str, e.path)) or '(root)'}: {e.message}", op
