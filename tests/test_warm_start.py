@@ -213,6 +213,7 @@ def test_a_cached_index_answers_exactly_as_a_built_one(
     plain = SearchIndex(manifest.descriptors, manifest.schemas)
     for query in QUERIES:
         assert wire(warm, query) == wire(plain, query), query
+    assert wire(warm, QUERIES[0])["embedder"] == HashingEmbedder.name
 
 
 def test_a_cached_index_needs_neither_bm25s_nor_scipy(

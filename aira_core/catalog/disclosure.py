@@ -202,13 +202,9 @@ class Disclosure:
         selection_count: int | None = None,
     ) -> SearchResponse:
         """L1 hits for an intent (bounded by topK, :data:`MAX_TOP_K` and the byte caps)."""
-        index = self.index
-        response = index.search(request, self.context(revision_types, selection_count))
+        response = self.index.search(request, self.context(revision_types, selection_count))
         return response.model_copy(
-            update={
-                "catalog_snapshot": self.catalog.discovery_catalog_hash(),
-                "embedder": index.embedder.name,
-            }
+            update={"catalog_snapshot": self.catalog.discovery_catalog_hash()}
         )
 
     # -- L2, L3, L4 ------------------------------------------------------------------------------

@@ -1307,6 +1307,7 @@ class SearchIndex:
                 intent=intent,
                 hits=[],
                 no_match=True,
+                embedder=self.embedder.name,
                 no_match_reason=(
                     f"no capability matches well enough (best retrievalRelevance {best:.2f} < "
                     f"{threshold:g}); rephrase, or the catalog lacks this capability"
@@ -1327,6 +1328,7 @@ class SearchIndex:
             intent=intent,
             hits=hits,
             no_match=False,
+            embedder=self.embedder.name,
             filtered=filtered,
             sufficiency=sufficiency,
             truncated=truncated,
