@@ -283,6 +283,15 @@ _CODES = (
     *_phase(
         "discovery",
         (
+            "EMBEDDER_UNKNOWN",
+            "`$AIRA_EMBEDDER` names no embedder (auto, hashing or the model's name)",
+        ),
+        (
+            "EMBEDDER_UNAVAILABLE",
+            "`$AIRA_EMBEDDER` names the sentence-embedding model and the embeddings extra is not "
+            "installed",
+        ),
+        (
             "DESCRIBE_CAPABILITY_UNKNOWN",
             "catalog.describe names a capability that is not in the production catalog",
         ),

@@ -27,17 +27,20 @@ class TargetImplementation(Protocol):
     every code it can raise; ``check`` validates a complete input binding and returns the
     diagnostics it would raise for it (empty when the input is acceptable). Conformance
     calls ``check`` with every input example and the defaultBinding of the descriptor.
+
+    Optional: ``fingerprint: str``, a hash of everything ``check``'s answers depend on (the
+    implementation's version, the versions of the libraries it runs on, its operation
+    table…). When every implementation a package's targets resolve to has one, the catalog
+    reuses a passed conformance report of the same manifest while the fingerprints stay the
+    same, instead of running the (possibly expensive) checks on every start; without one
+    (absent or ``None``) the checks run every time. It is not a member of the protocol, so an
+    implementation without it still satisfies it.
     """
 
     ref: str
     diagnostics: frozenset[str]
 
     def check(self, inputs: Mapping[str, Any]) -> Sequence[Diagnostic]: ...
-
-
-# An implementation may also carry ``fingerprint: str`` (e.g. the kernel's build hash): the
-# catalog then reuses a passed conformance report for the same manifest and fingerprints
-# instead of running the (possibly expensive) checks on every start.
 
 
 @dataclass(frozen=True)
@@ -47,6 +50,8 @@ class Implementation:
     ref: str
     check_inputs: Callable[[Mapping[str, Any]], Sequence[Diagnostic]]
     diagnostics: frozenset[str] = frozenset()
+    fingerprint: str | None = None
+    """See :class:`TargetImplementation`: set it to have a passed report reused."""
 
     def check(self, inputs: Mapping[str, Any]) -> Sequence[Diagnostic]:
         return self.check_inputs(inputs)

@@ -20,13 +20,14 @@ from amir_factory import commit_patch
 
 from aira_core.catalog.capabilities import capability_index, node_signatures
 from aira_core.catalog.catalog import Catalog, build_catalog
+from aira_core.catalog.policy import LOCAL_GRANT
 from aira_core.catalog.state import CatalogState
 from aira_core.catalog.trust import TrustPolicy
 from aira_core.contracts.capability import SessionGrant
 from aira_core.contracts.plan import IntentFrame, Plan, PlanStep
 from aira_core.model.repository import ModelRepository
 from aira_core.plugins import Registered, Registry
-from aira_core.runtime.plan import LOCAL_GRANT, PlanContext
+from aira_core.runtime.plan import PlanContext
 from aira_core.testing.kernel import (  # noqa: F401 (re-exported for the tests)
     KERNEL_METHODS,
     KERNEL_OPERATION_UNKNOWN,

@@ -19,6 +19,7 @@ SMALL = {
     "bench_summary.py": ["--runs", "3", "--nodes", "20", "--profile", "0"],
     "bench_occt.py": ["--runs", "1", "--queries", "5"],
     "discovery/bench_scale.py": ["--sizes", "50,200", "--queries", "10"],
+    "bench_catalog_search.py": ["--runs", "1", "--embedder", "hashing"],
 }
 
 

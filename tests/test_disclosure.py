@@ -13,9 +13,9 @@ from runtime_factory import BOX_CAP, FILLET_CAP, admit, runtime_manifest
 from aira_core.canonical import canonical_bytes
 from aira_core.catalog import disclosure
 from aira_core.catalog.disclosure import Disclosure
+from aira_core.catalog.policy import LOCAL_GRANT
 from aira_core.contracts.capability import Applicability, Authorization
 from aira_core.diagnostics import AiraError
-from aira_core.runtime.plan import LOCAL_GRANT
 
 META = ["interface.manifest", "catalog.search", "catalog.describe"]
 

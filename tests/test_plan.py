@@ -40,6 +40,7 @@ from runtime_factory import (
 )
 
 from aira_core.catalog.lint import lint_manifest
+from aira_core.catalog.policy import LOCAL_GRANT
 from aira_core.contracts.amir import (
     AssertionAdd,
     BodyAdd,
@@ -63,7 +64,7 @@ from aira_core.contracts.capability import (
 from aira_core.contracts.package import PackageManifest
 from aira_core.contracts.plan import IntentFrame, PlanStep
 from aira_core.model.store import MAIN
-from aira_core.runtime.plan import LOCAL_GRANT, check_plan
+from aira_core.runtime.plan import check_plan
 from aira_core.runtime.write import WritePath
 
 # -- known production bugs -------------------------------------------------------------------

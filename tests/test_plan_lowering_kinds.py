@@ -11,10 +11,11 @@ from typing import Any
 import pytest
 
 from aira_core.catalog.capabilities import capability_index, node_signatures
+from aira_core.catalog.policy import LOCAL_GRANT
 from aira_core.contracts.amir import BodyAdd, NodeAdd
 from aira_core.contracts.capability import SessionGrant
 from aira_core.model.repository import ModelRepository
-from aira_core.runtime.plan import LOCAL_GRANT, PlanContext, check_plan
+from aira_core.runtime.plan import PlanContext, check_plan
 from tests.runtime_factory import _io, admit, plan, runtime_manifest, step
 
 SKETCH = "sketch.square@1.0.0"

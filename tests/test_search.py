@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from aira_core.canonical import canonical_bytes
+from aira_core.catalog.policy import LOCAL_GRANT
 from aira_core.catalog.search import (
     BM25_ONLY,
     EXAMPLE_TERM_SHARE,
@@ -32,7 +33,6 @@ from aira_core.contracts.capability import (
 )
 from aira_core.contracts.package import PackageManifest
 from aira_core.contracts.search import MAX_TOP_K, SearchRequest
-from aira_core.runtime.plan import LOCAL_GRANT
 
 MANIFEST = (
     Path(__file__).parents[1] / "plugins/aira-kernel-occt/aira_kernel_occt/package/manifest.json"

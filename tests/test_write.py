@@ -39,6 +39,7 @@ from runtime_factory import (
     step,
 )
 
+from aira_core.catalog.policy import LOCAL_GRANT
 from aira_core.contracts.amir import AmirDocument
 from aira_core.contracts.capability import GrantBudgets
 from aira_core.contracts.plan import ObservationEnvelope
@@ -47,7 +48,7 @@ from aira_core.extensions import Kernel, QueryResult, ValidationOutcome
 from aira_core.model.repository import ModelRepository
 from aira_core.model.store import MAIN
 from aira_core.runtime.contract import MetaOperation
-from aira_core.runtime.plan import LOCAL_GRANT, PlanContext
+from aira_core.runtime.plan import PlanContext
 from aira_core.runtime.write import WritePath
 
 REGISTERED_OPERATIONS = {op.value for op in MetaOperation}

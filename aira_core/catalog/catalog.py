@@ -13,14 +13,13 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from aira_core.canonical import sha256_id
+from aira_core.canonical import sha256_bytes_hex, sha256_hex, sha256_id
 from aira_core.catalog import hashes
 from aira_core.catalog.conformance import (
     ImplementationIndex,
     check_conformance,
     implementations_fingerprint,
 )
-from aira_core.catalog.lint import lint_manifest
 from aira_core.catalog.package import ParsedPackage, parse_package
 from aira_core.catalog.state import CatalogState
 from aira_core.catalog.trust import TrustPolicy, VerifiedSignature
@@ -290,6 +289,33 @@ def _reused_report(
     return None
 
 
+def lint_manifest(
+    manifest: PackageManifest, *, known_capabilities: set[str] | None = None
+) -> list[Diagnostic]:
+    """:func:`aira_core.catalog.lint.lint_manifest`, imported when a manifest is linted
+    (it needs jsonschema, which a start that reuses lint results never imports)."""
+    from aira_core.catalog.lint import lint_manifest as lint
+
+    return lint(manifest, known_capabilities=known_capabilities)
+
+
+def _lint_context(known: set[str]) -> str:
+    """What a clean lint of a manifest depends on besides the manifest: the other capability
+    ids its relations may name, and the lint code (read, not imported: a reused lint never
+    imports jsonschema)."""
+    from pathlib import Path
+
+    here = Path(__file__).parent
+    try:
+        code = [sha256_bytes_hex((here / name).read_bytes()) for name in _LINT_CODE]
+    except OSError:  # no source to compare: lint every time
+        code = [sha256_hex([str(datetime.now(UTC))])]
+    return sha256_hex({"known": sorted(known), "code": code})
+
+
+_LINT_CODE = ("lint.py", "predicates.py", "../contracts/capability.py", "../contracts/base.py")
+
+
 def _build(registry: Registry, trust: TrustPolicy, state: CatalogState, now: datetime) -> Catalog:
     shared_index, index_problems = _implementation_index(registry)
     admitted_before = state.admitted_versions()
@@ -307,12 +333,15 @@ def _build(registry: Registry, trust: TrustPolicy, state: CatalogState, now: dat
 
     live = [c for c in candidates if not c.reasons]
     known = {d.capability_id for c in live for d in c.manifest.descriptors}
+    lint_context = _lint_context(known)
     for cand in live:
         try:
-            findings = lint_manifest(cand.manifest, known_capabilities=known)
-            if findings:
-                cand.reasons.extend(findings)
-                continue
+            m = cand.manifest
+            if not state.lint_passed(m.name, m.version, cand.raw_hash or "", lint_context):
+                findings = lint_manifest(cand.manifest, known_capabilities=known)
+                if findings:
+                    cand.reasons.extend(findings)
+                    continue
             index = shared_index.overlay(cand.parsed.source.implementations)
             cand.report = _reused_report(state, cand, index) or check_conformance(
                 cand.manifest, index, cand.raw_hash or "", now
@@ -342,7 +371,7 @@ def _build(registry: Registry, trust: TrustPolicy, state: CatalogState, now: dat
             )
             continue
         assert cand.signature is not None and cand.report is not None
-        state.record_admission(cand.manifest.publisher, cand.report)
+        state.record_admission(cand.manifest.publisher, cand.report, lint_context)
         catalog.packages[cand.manifest.name] = AdmittedPackage(
             cand.manifest, cand.raw_hash or "", cand.signature, cand.report, cand.source
         )

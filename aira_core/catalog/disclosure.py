@@ -14,7 +14,8 @@ never more than a fixed cap however large the catalog grows.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from datetime import UTC, datetime
 from typing import Any
 
 from aira_core.canonical import canonical_bytes, sha256_id
@@ -23,10 +24,12 @@ from aira_core.catalog.policy import authorize
 from aira_core.catalog.search import (
     HYBRID,
     Embedder,
+    IndexCache,
     SearchConfig,
     SearchContext,
     SearchIndex,
     build_index,
+    configured_embedder,
 )
 from aira_core.contracts.capability import (
     ApplicableCapabilityView,
@@ -53,6 +56,43 @@ DESCRIBE_UNKNOWN = "DESCRIBE_CAPABILITY_UNKNOWN"
 DESCRIBE_LEVEL_INVALID = "DESCRIBE_LEVEL_INVALID"
 
 
+def kernels_snapshot(kernels: Iterable[Any]) -> RuntimeCapabilitySnapshot | None:
+    """What ``kernels`` execute, as one runtime snapshot (``None``: none says), read from
+    each kernel's optional ``runtime_snapshot()`` without starting it. One kernel's snapshot
+    is its own; several are merged into one of all their components."""
+    snapshots = [
+        snap() for kernel in kernels if callable(snap := getattr(kernel, "runtime_snapshot", None))
+    ]
+    if len(snapshots) == 1:
+        return snapshots[0]
+    components = [c for snap in snapshots for c in snap.components]
+    if not components:
+        return None
+    return RuntimeCapabilitySnapshot(captured_at=datetime.now(UTC), components=components)
+
+
+def catalog_disclosure(
+    catalog: Any,
+    *,
+    snapshot: RuntimeCapabilitySnapshot | None = None,
+    grant: SessionGrant | None = None,
+) -> Disclosure:
+    """The disclosure service of a catalog as the CLI and a task both use it, so that one
+    query over one catalog gets one ranking: the configured embedder
+    (:func:`~aira_core.catalog.search.configured_embedder`, ``$AIRA_EMBEDDER``), loaded on
+    the first search, and the built index cached under ``AIRA_HOME``
+    (:mod:`aira_core.catalog.search_cache`)."""
+    from aira_core.catalog.search_cache import DiskIndexCache
+
+    return Disclosure(
+        catalog,
+        snapshot=snapshot,
+        grant=grant,
+        embedder=configured_embedder,
+        cache=DiskIndexCache(),
+    )
+
+
 class Disclosure:
     """The five levels over one production catalog, for one runtime snapshot and grant
     (either may be absent; applicability then says ``unknown``)."""
@@ -64,13 +104,18 @@ class Disclosure:
         snapshot: RuntimeCapabilitySnapshot | None = None,
         grant: SessionGrant | None = None,
         config: SearchConfig = HYBRID,
-        embedder: Embedder | None = None,
+        embedder: Embedder | Callable[[], Embedder] | None = None,
+        cache: IndexCache | None = None,
     ) -> None:
+        """``embedder`` may be a function that gives it, called on the first search (a
+        manifest or describe never loads a model); ``cache`` keeps the built index between
+        runs. :func:`catalog_disclosure` assembles both as every entry point should."""
         self.catalog = catalog
         self.snapshot = snapshot
         self.grant = grant
         self._config = config
         self._embedder = embedder
+        self._cache = cache
         self._index: SearchIndex | None = None
         self._schemas: dict[str, Mapping[str, Any]] = {}
         for package in catalog.packages.values():
@@ -79,7 +124,12 @@ class Disclosure:
     @property
     def index(self) -> SearchIndex:
         if self._index is None:
-            self._index = build_index(self.catalog, config=self._config, embedder=self._embedder)
+            embedder = self._embedder
+            if callable(embedder) and not hasattr(embedder, "embed"):
+                embedder = embedder()
+            self._index = build_index(
+                self.catalog, config=self._config, embedder=embedder, cache=self._cache
+            )
         return self._index
 
     def _descriptor(self, capability_id: str) -> CapabilityDescriptor:

@@ -15,7 +15,6 @@ from pydantic import ValidationError
 
 from aira_core import canonical
 from aira_core.canonical import Canonical
-from aira_core.catalog.lint import validation_diagnostics
 from aira_core.contracts.package import PackageManifest
 from aira_core.diagnostics import AiraError, Diagnostic
 from aira_core.extensions import MANIFEST_FILE, SIGNATURE_FILE, CapabilityPackageSource
@@ -76,6 +75,8 @@ def parse_package(source: CapabilityPackageSource) -> ParsedPackage:
         # Wire names only: a manifest has one spelling, so one hash (no snake_case aliases).
         parsed.manifest = PackageManifest.model_validate(parsed.raw, by_name=False)
     except ValidationError as exc:
+        from aira_core.catalog.lint import validation_diagnostics  # imports jsonschema
+
         parsed.diagnostics.extend(validation_diagnostics(exc, parsed.raw, source.name))
     return parsed
 

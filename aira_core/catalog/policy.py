@@ -10,12 +10,25 @@ from aira_core.contracts.capability import (
     Authorization,
     CapabilityDescriptor,
     CapabilityKind,
+    GrantBudgets,
+    GrantPermissions,
     RiskLevel,
     SessionGrant,
     TaxonomyPath,
 )
 
 RISK_RANK = {level: i for i, level in enumerate(RiskLevel)}
+
+LOCAL_GRANT = SessionGrant(
+    grant_id="grant:local",
+    actor="local-user",
+    query_classes=[TaxonomyPath.QUERY, TaxonomyPath.VALIDATION, TaxonomyPath.IO],
+    write_classes=[TaxonomyPath.AUTHORING, TaxonomyPath.IO_IMPORT],
+    permissions=GrantPermissions(destructive=True, export=True),
+    auto_commit_max_risk=RiskLevel.CRITICAL,
+    budgets=GrantBudgets(),
+)
+"""The grant of a local user working on their own store: everything, without approvals."""
 
 
 def class_allowed(path: str, classes: Iterable[TaxonomyPath]) -> bool:

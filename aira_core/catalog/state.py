@@ -1,7 +1,8 @@
 """What the catalog remembers between runs (``$AIRA_HOME/catalog.sqlite3``): the highest
 admitted version of each package of each publisher and its content hash, so an older version
-or other content under an admitted version is refused (rollback protection), and the
-conformance report recorded with each admitted package version.
+or other content under an admitted version is refused (rollback protection), the
+conformance report recorded with each admitted package version, and the contexts (the other
+capabilities and the lint code) in which its manifest was linted clean.
 
 Keyed by publisher and name: one trusted publisher's package can never raise the floor of,
 and so lock out, another publisher's package of the same name."""
@@ -45,6 +46,13 @@ CREATE TABLE IF NOT EXISTS conformance (
     manifest_hash TEXT NOT NULL,
     report TEXT NOT NULL,
     PRIMARY KEY (name, version, manifest_hash)
+);
+CREATE TABLE IF NOT EXISTS lint_passed (
+    name TEXT NOT NULL,
+    version TEXT NOT NULL,
+    manifest_hash TEXT NOT NULL,
+    context TEXT NOT NULL,
+    PRIMARY KEY (name, version, manifest_hash, context)
 );
 """
 
@@ -100,9 +108,11 @@ class CatalogState:
         ).fetchone()
         return row[0] if row else None
 
-    def record_admission(self, publisher: str, report: ConformanceReport) -> None:
+    def record_admission(
+        self, publisher: str, report: ConformanceReport, lint_context: str | None = None
+    ) -> None:
         """Remember the report and the version's content, and the version if it is the
-        highest admitted so far."""
+        highest admitted so far; with ``lint_context``, that lint passed in that context."""
         key = (publisher, report.package)
         with self._tx() as db:
             row = db.execute(
@@ -126,6 +136,20 @@ class CatalogState:
                     report.model_dump_json(by_alias=True),
                 ),
             )
+            if lint_context is not None:
+                db.execute(
+                    "INSERT OR IGNORE INTO lint_passed VALUES (?, ?, ?, ?)",
+                    (report.package, report.version, report.manifest_hash, lint_context),
+                )
+
+    def lint_passed(self, name: str, version: str, manifest_hash: str, context: str) -> bool:
+        """Whether this very manifest was linted clean in this context before."""
+        row = self._db.execute(
+            "SELECT 1 FROM lint_passed WHERE name = ? AND version = ? AND manifest_hash = ? "
+            "AND context = ?",
+            (name, version, manifest_hash, context),
+        ).fetchone()
+        return row is not None
 
     def report(self, name: str, version: str, manifest_hash: str) -> ConformanceReport | None:
         row = self._db.execute(

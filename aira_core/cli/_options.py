@@ -59,7 +59,8 @@ def _context(repo: Any, catalog: Any = None, grant: Any = None, intent: Any = No
     """What the library checks a write against: the admitted catalog (built here unless
     given), the repository and the grant (default: the local user's)."""
     from aira_core.catalog.catalog import build_catalog
-    from aira_core.runtime.plan import LOCAL_GRANT, PlanContext
+    from aira_core.catalog.policy import LOCAL_GRANT
+    from aira_core.runtime.plan import PlanContext
 
     return PlanContext(
         catalog=catalog if catalog is not None else build_catalog(),

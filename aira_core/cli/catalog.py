@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-from datetime import datetime
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -221,29 +220,15 @@ def catalog_keygen(
 
 def _disclosure() -> Any:
     """Disclosure for the local user: the production catalog, the local grant, and the
-    runtime snapshot of the installed kernels (without starting any of them)."""
-    from datetime import UTC
-
+    runtime snapshot of the installed kernels (without starting any of them), assembled as
+    a task assembles its own."""
     from aira_core.catalog.catalog import build_catalog
-    from aira_core.catalog.disclosure import Disclosure
-    from aira_core.catalog.search import default_embedder
-    from aira_core.contracts.capability import RuntimeCapabilitySnapshot
+    from aira_core.catalog.disclosure import catalog_disclosure, kernels_snapshot
+    from aira_core.catalog.policy import LOCAL_GRANT
     from aira_core.plugins import get_registry
-    from aira_core.runtime.plan import LOCAL_GRANT
 
-    components = []
-    for kernel in get_registry().named("kernels").values():
-        snapshot = getattr(kernel, "runtime_snapshot", None)
-        if callable(snapshot):
-            components += snapshot().components
-    runtime = (
-        RuntimeCapabilitySnapshot(captured_at=datetime.now(UTC), components=components)
-        if components
-        else None
-    )
-    return Disclosure(
-        build_catalog(), snapshot=runtime, grant=LOCAL_GRANT, embedder=default_embedder()
-    )
+    snapshot = kernels_snapshot(get_registry().named("kernels").values())
+    return catalog_disclosure(build_catalog(), snapshot=snapshot, grant=LOCAL_GRANT)
 
 
 @catalog_app.command("search")

@@ -144,3 +144,5 @@ class SearchResponse(WireModel):
     truncated: bool = False
     """True when hits were dropped to respect topK or the byte limit."""
     catalog_snapshot: str | None = None
+    embedder: str | None = None
+    """The dense retriever that ranked the hits (``use-multilingual-v3``, ``hashing-ngrams``)."""

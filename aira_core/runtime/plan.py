@@ -40,7 +40,7 @@ from pydantic import ValidationError
 from aira_core.canonical import sha256_hex
 from aira_core.catalog.capabilities import CapabilityEntry, capability_index
 from aira_core.catalog.catalog import Catalog
-from aira_core.catalog.policy import RISK_RANK, authorize
+from aira_core.catalog.policy import LOCAL_GRANT, RISK_RANK, authorize
 from aira_core.catalog.signatures import signature
 from aira_core.contracts.amir import (
     AMIR_ACCEPTS_KEYWORD,
@@ -79,11 +79,8 @@ from aira_core.contracts.capability import (
     CostClass,
     EntityKind,
     ExecutionQuality,
-    GrantBudgets,
-    GrantPermissions,
     RiskLevel,
     SessionGrant,
-    TaxonomyPath,
 )
 from aira_core.contracts.plan import CheckReport, IntentFrame, Plan, PlanStep, UncertaintyReport
 from aira_core.diagnostics import AiraError, Diagnostic, json_pointer
@@ -105,17 +102,6 @@ COST_CLASS_SECONDS = {
 TOLERANCE_MM = 1e-6
 _AUTHORING_KINDS = frozenset({CapabilityKind.AUTHORING_OPERATION})
 _LOWERED_KINDS = WRITING_KINDS | {CapabilityKind.VALIDATOR, CapabilityKind.MODEL_QUERY}
-
-LOCAL_GRANT = SessionGrant(
-    grant_id="grant:local",
-    actor="local-user",
-    query_classes=[TaxonomyPath.QUERY, TaxonomyPath.VALIDATION, TaxonomyPath.IO],
-    write_classes=[TaxonomyPath.AUTHORING, TaxonomyPath.IO_IMPORT],
-    permissions=GrantPermissions(destructive=True, export=True),
-    auto_commit_max_risk=RiskLevel.CRITICAL,
-    budgets=GrantBudgets(),
-)
-"""The grant of a local user working on their own store: everything, without approvals."""
 
 
 # -- what a plan is checked against ------------------------------------------------------------

@@ -25,7 +25,7 @@ from typing import Any
 from pydantic import Field, ValidationError
 
 from aira_core.canonical import sha256_id
-from aira_core.catalog.disclosure import LEVELS, Disclosure
+from aira_core.catalog.disclosure import LEVELS, Disclosure, catalog_disclosure, kernels_snapshot
 from aira_core.catalog.policy import authorize
 from aira_core.contracts.base import WireModel
 from aira_core.contracts.capability import (
@@ -541,13 +541,11 @@ class Task:
 
     @property
     def disclosure(self) -> Disclosure:
-        """The disclosure levels for this task's catalog, runtime and grant (built once)."""
+        """The disclosure levels for this task's catalog, runtime and grant (built once, as
+        the CLI builds its own: one query, one ranking)."""
         if self._disclosure is None:
-            snapshot = getattr(self._kernel, "runtime_snapshot", None)
-            self._disclosure = Disclosure(
-                self.ctx.catalog,
-                snapshot=snapshot() if callable(snapshot) else None,
-                grant=self.ctx.grant,
+            self._disclosure = catalog_disclosure(
+                self.ctx.catalog, snapshot=kernels_snapshot([self._kernel]), grant=self.ctx.grant
             )
         return self._disclosure
 

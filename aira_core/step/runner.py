@@ -176,8 +176,9 @@ def _open(store: Path) -> tuple[Any, Any]:
     user's grant."""
     from aira_core.catalog.capabilities import capability_index, node_signatures
     from aira_core.catalog.catalog import build_catalog
+    from aira_core.catalog.policy import LOCAL_GRANT
     from aira_core.model.repository import ModelRepository
-    from aira_core.runtime.plan import LOCAL_GRANT, PlanContext
+    from aira_core.runtime.plan import PlanContext
 
     catalog = build_catalog()
     index = capability_index(catalog)

@@ -14,11 +14,10 @@ import importlib.metadata
 import threading
 from collections.abc import Collection, Mapping, Sequence
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
-from jsonschema import Draft202012Validator
-
-from aira_core.canonical import CanonicalJSONError, sha256_hex
+from aira_core.canonical import CanonicalJSONError, sha256_bytes_hex, sha256_hex
 from aira_core.contracts.amir import BASE_UNIT, ParamType, dimension_of
 from aira_core.contracts.capability import (
     ComponentStatus,
@@ -65,6 +64,23 @@ def build_hash() -> str:
     """``occt:cadquery=<v>;cadquery-ocp=<v>`` from the installed distributions (no import)."""
     parts = [f"{d}={_version(d) or 'missing'}" for d in ("cadquery", "cadquery-ocp")]
     return "occt:" + ";".join(parts)
+
+
+def implementations_fingerprint() -> str:
+    """What the conformance checks of this kernel's implementations depend on: the plugin's
+    version, the CadQuery and OCP versions (from the installed distributions: no import),
+    the operation table, and the plugin's own source (an edited checkout keeps its version
+    number). The catalog reuses a passed report while this stays the same."""
+    source = sorted(Path(__file__).parent.glob("*.py"))
+    return sha256_hex(
+        {
+            "plugin": _version("aira-kernel-occt") or "missing",
+            "build": build_hash(),
+            # frozen dataclasses of str, numbers, tuples and dicts: repr is exact and stable
+            "operations": sha256_bytes_hex(repr(OPERATIONS).encode()),
+            "source": [[p.name, sha256_bytes_hex(p.read_bytes())] for p in source],
+        }
+    )
 
 
 def _wire(value: Any) -> dict[str, Any]:
@@ -181,11 +197,13 @@ class OcctKernel:
         runs the input on this kernel (patch templates, lowered by the core runtime, are
         checked statically)."""
         if self._implementations is None:
+            fingerprint = implementations_fingerprint()
             self._implementations = [
                 Implementation(
                     ref=op.ref,
                     check_inputs=lambda inputs, op=op: self.check(op, inputs),
                     diagnostics=frozenset(op.diagnostics),
+                    fingerprint=fingerprint,
                 )
                 for op in OPERATIONS
             ]
@@ -433,6 +451,8 @@ def _check_diag(code: str, message: str, op: Operation) -> Diagnostic:
 
 def _check_template(op: Operation, inputs: Mapping[str, Any]) -> list[Diagnostic]:
     """Static check of a patch template's arguments (the core runtime lowers them)."""
+    from jsonschema import Draft202012Validator  # only when conformance runs
+
     found = [
         _check_diag(
             KERNEL_INPUT_INVALID, f"{'/'.join(map(str, e.path)) or '(root)'}: {e.message}", op

@@ -18,7 +18,14 @@ PACKAGE_DIR = Path(__file__).parent / "package"
 def aira_register_capability_packages(register):  # type: ignore[no-untyped-def]
     # The implementations come from the kernel registered below (conformance resolves
     # operation, query, validator and io targets against every registered kernel).
-    register(CapabilityPackageSource.from_directory(PACKAGE_DIR, origin="aira_kernel_occt/package"))
+    from aira_kernel_occt.manifest import NAME
+
+    # named here: from_directory would otherwise parse the whole manifest just for its name
+    register(
+        CapabilityPackageSource.from_directory(
+            PACKAGE_DIR, name=NAME, origin="aira_kernel_occt/package"
+        )
+    )
 
 
 @hookimpl
