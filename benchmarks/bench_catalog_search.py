@@ -36,7 +36,10 @@ import time
 from pathlib import Path
 from typing import Any
 
+from bench_cli_help import aira_command  # the same `aira` a user runs (a sibling script)
+
 QUERY = "round the vertical edges by 2 mm"
+
 TARGET_P50_S = 0.5
 TARGET_PEAK_MB = 200.0
 DEFAULT_RUNS = 10
@@ -44,16 +47,6 @@ DEFAULT_RUNS = 10
 
 class BenchmarkError(RuntimeError):
     """A command failed: nothing to measure."""
-
-
-def aira_command() -> list[str]:
-    """The ``aira`` console script next to this interpreter, else ``python -m aira_core.cli``."""
-    bindir = Path(sys.executable).parent
-    for name in ("aira", "aira.exe"):
-        script = bindir / name
-        if script.is_file() and os.access(script, os.X_OK):
-            return [str(script)]
-    return [sys.executable, "-m", "aira_core.cli"]
 
 
 def timed(cmd: list[str], env: dict[str, str]) -> dict[str, Any]:
@@ -113,6 +106,7 @@ def run(runs: int, query: str, embedder: str | None) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="aira-bench-search-") as home:
         env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
         env["AIRA_HOME"] = home
+        env.pop("AIRA_CACHE", None)  # the cache under the fresh home: a first call is cold
         if embedder is not None:
             env["AIRA_EMBEDDER"] = embedder
         search = [*aira_command(), "catalog", "search", query, "--json"]

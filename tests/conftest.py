@@ -3,11 +3,23 @@ pytest loads through aira-core's ``pytest11`` entry point."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import cli_runner
 import pytest
 from cli_runner import RunAira
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _session_aira_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """One AIRA_CACHE for the session: derived data (the sentence model's arrays, ~85 MB;
+    built indexes) is written once, not once per test home. Tests of the cache itself set
+    their own."""
+    cache = tmp_path_factory.mktemp("aira-cache")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("AIRA_CACHE", str(cache))
+        yield cache
 
 
 @pytest.fixture(autouse=True)

