@@ -14,7 +14,7 @@ imports it.
   which input, the host's token meter (:mod:`aira_core.contracts.amir`).
 
 Importing ``aira_core`` stays cheap (``aira --help`` imports it): every name but
-``hookimpl`` and ``__version__`` is imported from its module on first use.
+``__version__`` is imported from its module (or, for ``hookimpl``, made) on first use.
 """
 
 from __future__ import annotations
@@ -22,12 +22,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-import pluggy
-
 __version__ = "0.1.0"
-
-hookimpl = pluggy.HookimplMarker("aira")
-"""Marks a plugin's hook functions: ``@hookimpl def aira_register_kernels(register): ...``."""
 
 PUBLIC_MODULES: tuple[str, ...] = (
     "aira_core",
@@ -106,6 +101,13 @@ __all__ = ["PUBLIC_MODULES", "__version__", "hookimpl", *_MODULE_OF]
 
 
 def __getattr__(name: str) -> Any:
+    if name == "hookimpl":
+        # Marks a plugin's hook functions: ``@hookimpl def aira_register_kernels(register):``.
+        # Made on first use: `aira --help` does not need pluggy.
+        import pluggy
+
+        globals()["hookimpl"] = marker = pluggy.HookimplMarker("aira")
+        return marker
     module = _MODULE_OF.get(name)
     if module is None:
         raise AttributeError(f"module 'aira_core' has no attribute {name!r}")

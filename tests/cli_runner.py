@@ -43,6 +43,7 @@ def in_process(
     CODE: …`` on stderr, exit 1 or 2). ``home`` (AIRA_HOME) and ``env`` apply to this call
     only; the plugins are this process's hermetic ones. An exception ``main()`` lets through
     (``AIRA_DEBUG=1``) propagates, traceback and all."""
+    from typer._click import formatting
     from typer.testing import CliRunner
 
     from aira_core import cli
@@ -52,6 +53,9 @@ def in_process(
     argv = [os.fsdecode(a) for a in args]  # bytes as argv holds them: lone surrogates
     saved, status = sys.argv, 0
     with CliRunner().isolation(input=input, env=_env(home, env)) as (out, err, _):
+        # The runner forces help text to 80 columns; a process computes its width from the
+        # terminal (COLUMNS), as click does outside tests.
+        formatting.FORCED_WIDTH = None
         sys.argv = ["aira", *argv]
         try:
             cli.main()

@@ -14,7 +14,9 @@ from aira_core.cli._options import JsonFlag
 from aira_core.cli._output import _console, _json_text, _print_diagnostics, _print_json, _table
 
 catalog_app = typer.Typer(
-    help="Signed capability packages and the production catalog.", no_args_is_help=True
+    rich_markup_mode=None,
+    help="Signed capability packages and the production catalog.",
+    no_args_is_help=True,
 )
 
 

@@ -30,7 +30,9 @@ from aira_core.cli._output import (
     _table,
 )
 
-model_app = typer.Typer(help="The AMIR model: revisions, history, pages.", no_args_is_help=True)
+model_app = typer.Typer(
+    rich_markup_mode=None, help="The AMIR model: revisions, history, pages.", no_args_is_help=True
+)
 
 
 @model_app.command("init")

@@ -26,7 +26,9 @@ from aira_core.cli._output import (
     _report_envelope,
 )
 
-plan_app = typer.Typer(help="Composite plans: check and apply.", no_args_is_help=True)
+plan_app = typer.Typer(
+    rich_markup_mode=None, help="Composite plans: check and apply.", no_args_is_help=True
+)
 
 
 def _load_model(path: Path, model: Any, what: str) -> Any:

@@ -168,7 +168,9 @@ def demo_cmd(
         raise typer.Exit(1)
 
 
-trace_app = typer.Typer(help="Trajectories of step-host runs.", no_args_is_help=True)
+trace_app = typer.Typer(
+    rich_markup_mode=None, help="Trajectories of step-host runs.", no_args_is_help=True
+)
 
 
 @trace_app.command("show")

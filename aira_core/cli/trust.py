@@ -10,7 +10,11 @@ import typer
 from aira_core.cli._options import JsonFlag
 from aira_core.cli._output import _print_json, _table
 
-trust_app = typer.Typer(help="Publishers and keys trusted to admit packages.", no_args_is_help=True)
+trust_app = typer.Typer(
+    rich_markup_mode=None,
+    help="Publishers and keys trusted to admit packages.",
+    no_args_is_help=True,
+)
 
 
 @trust_app.command("list")
