@@ -20,9 +20,10 @@ anything is timed. On fresh store files it measures:
   that the summary was kept at commit (not computed on the first read) and that it equals
   the summary computed directly from the head document.
 * **commit throughput through the repository**: ``--commits`` (default 200) calls of
-  ``ModelRepository.apply`` on ``main``, each a one-op ``parameter.setValue`` patch on the
-  previous head (compare-and-swap). Each includes applying and validating the patch,
-  canonical JSON and hashing of the document, the fsynced insert, and keeping the derived
+  ``ModelRepository.commit`` (the write path's last stage) on ``main``, each a one-op
+  ``parameter.setValue`` patch on the previous head (compare-and-swap). Each includes
+  applying and validating the patch, canonical JSON and hashing of the document, the
+  fsynced insert, and keeping the derived
   views (block hashes and summary, computed and written in their own transactions).
   Revisions per second and per-commit latency (p50 / p90 / max).
 * **commit throughput on the raw store** (information): the same number of
@@ -371,10 +372,10 @@ def print_report(result: dict[str, Any]) -> None:
 
     c = result["repository_commits"]
     print(
-        f"commits through ModelRepository.apply: {c['count']} after {c['warmup']} warm-up, "
+        f"commits through ModelRepository.commit: {c['count']} after {c['warmup']} warm-up, "
         "each a one-op parameter.setValue patch"
     )
-    print("  (apply + validate, canonical JSON, fsynced insert, keep block hashes and summary)")
+    print("  (patch applied, validate, canonical JSON, fsynced insert, keep hashes and summary)")
     print(f"  {c['per_second']:8.1f} revisions/s   ({c['seconds']:.3f} s in all)")
     print(f"  latency {_line(c['latency_ms'])}")
     print()
