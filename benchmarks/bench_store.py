@@ -248,8 +248,8 @@ def measure_repository(path: Path, base: AmirDocument, commits: int, reads: int)
             values[param] = values[param] + 0.5 if values[param] + 0.5 <= upper else 1.0
             patch = {"ops": [{"op": "parameter.setValue", "id": param, "value": values[param]}]}
             start = time.perf_counter()
-            document = apply_patch(repo.document(head), patch)
-            head = repo.commit("main", head, document, message=f"set {param}").rev
+            document = apply_patch(repo.document(head), patch)  # validates, as propose does
+            head = repo.commit("main", head, document, message=f"set {param}", checked=True).rev
             if i >= WARMUP:
                 latencies.append(time.perf_counter() - start)
         elapsed = time.perf_counter() - start_all

@@ -118,10 +118,16 @@ class ModelRepository:
         meta: Mapping[str, Any] | None = None,
         *,
         create_branch: bool = False,
+        checked: bool = False,
     ) -> Revision:
         """Commit a whole document on ``branch`` if its head is still ``expected_head``
-        (creating ``branch`` at ``expected_head`` first, atomically, with ``create_branch``)."""
-        document = self._checked(document)
+        (creating ``branch`` at ``expected_head`` first, atomically, with ``create_branch``).
+
+        ``checked``: the caller has just validated ``document`` (``apply_patch`` or
+        ``validate_document``, as the write path's propose stage does), so it is not
+        validated a second time."""
+        if not checked:
+            document = self._checked(document)
         revision = self.store.commit(
             branch, expected_head, document, message, meta, create_branch=create_branch
         )

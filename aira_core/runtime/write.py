@@ -517,6 +517,7 @@ class WritePath:
                     meta=meta,
                     # a task branch starts with its first commit, or not at all
                     create_branch=branch not in repo.store.branches(),
+                    checked=True,  # propose validated it against the catalog's operations
                 )
         except StaleRevision as exc:
             raise self._stale(request_id, exc, seconds) from None
