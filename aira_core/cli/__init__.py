@@ -18,7 +18,7 @@ from aira_core.cli import bench, catalog, model, plan, plugins, query, run, sche
 from aira_core.cli._output import _error_json, _failure, _json_requested
 
 app = typer.Typer(
-    rich_markup_mode=None,
+    rich_markup_mode=None,  # plain help, as every group (_options.command_group)
     name="aira",
     help="Aira: the host between AI models and CAD kernels.",
     no_args_is_help=True,

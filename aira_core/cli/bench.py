@@ -8,13 +8,11 @@ from typing import Annotated
 
 import typer
 
-from aira_core.cli._options import JsonFlag, KernelOption, _kernel
+from aira_core.cli._options import JsonFlag, KernelOption, _kernel, command_group
 from aira_core.cli._output import _print_json, _table
 from aira_core.cli.run import TierOption, _run_one
 
-bench_app = typer.Typer(
-    rich_markup_mode=None, help="Benchmarks anyone can repeat.", no_args_is_help=True
-)
+bench_app = command_group("Benchmarks anyone can repeat.")
 
 
 @bench_app.command("discovery")

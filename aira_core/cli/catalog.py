@@ -10,14 +10,10 @@ from typing import Annotated, Any
 
 import typer
 
-from aira_core.cli._options import JsonFlag
+from aira_core.cli._options import JsonFlag, command_group
 from aira_core.cli._output import _console, _json_text, _print_diagnostics, _print_json, _table
 
-catalog_app = typer.Typer(
-    rich_markup_mode=None,
-    help="Signed capability packages and the production catalog.",
-    no_args_is_help=True,
-)
+catalog_app = command_group("Signed capability packages and the production catalog.")
 
 
 @catalog_app.command("list")

@@ -19,6 +19,7 @@ from aira_core.cli._options import (
     _repository,
     _rev,
     _write,
+    command_group,
 )
 from aira_core.cli._output import (
     _console,
@@ -30,9 +31,7 @@ from aira_core.cli._output import (
     _table,
 )
 
-model_app = typer.Typer(
-    rich_markup_mode=None, help="The AMIR model: revisions, history, pages.", no_args_is_help=True
-)
+model_app = command_group("The AMIR model: revisions, history, pages.")
 
 
 @model_app.command("init")

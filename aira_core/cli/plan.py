@@ -17,6 +17,7 @@ from aira_core.cli._options import (
     _kernel,
     _repository,
     _write,
+    command_group,
 )
 from aira_core.cli._output import (
     _console,
@@ -26,9 +27,7 @@ from aira_core.cli._output import (
     _report_envelope,
 )
 
-plan_app = typer.Typer(
-    rich_markup_mode=None, help="Composite plans: check and apply.", no_args_is_help=True
-)
+plan_app = command_group("Composite plans: check and apply.")
 
 
 def _load_model(path: Path, model: Any, what: str) -> Any:

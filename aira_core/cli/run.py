@@ -9,7 +9,7 @@ from typing import Annotated, Any
 
 import typer
 
-from aira_core.cli._options import JsonFlag, KernelOption, _kernel
+from aira_core.cli._options import JsonFlag, KernelOption, _kernel, command_group
 from aira_core.cli._output import _print_json, _table
 
 TierOption = Annotated[
@@ -168,9 +168,7 @@ def demo_cmd(
         raise typer.Exit(1)
 
 
-trace_app = typer.Typer(
-    rich_markup_mode=None, help="Trajectories of step-host runs.", no_args_is_help=True
-)
+trace_app = command_group("Trajectories of step-host runs.")
 
 
 @trace_app.command("show")

@@ -7,14 +7,10 @@ from typing import Annotated
 
 import typer
 
-from aira_core.cli._options import JsonFlag
+from aira_core.cli._options import JsonFlag, command_group
 from aira_core.cli._output import _print_json, _table
 
-trust_app = typer.Typer(
-    rich_markup_mode=None,
-    help="Publishers and keys trusted to admit packages.",
-    no_args_is_help=True,
-)
+trust_app = command_group("Publishers and keys trusted to admit packages.")
 
 
 @trust_app.command("list")
