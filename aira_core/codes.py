@@ -410,7 +410,7 @@ _CODES = (
             'a {"step": id} argument that is not an earlier step making what the input takes',
         ),
         ("PLAN_PRECONDITION_UNMET", "a known precondition of a capability does not hold"),
-        ("PLAN_SCOPE_DENIED", "the grant does not cover the branch"),
+        ("PLAN_SCOPE_DENIED", "the grant does not cover the branch written, or the revision read"),
         ("GRANT_REVOKED", "the Session Grant is revoked"),
         ("GRANT_EXPIRED", "the Session Grant has expired"),
         ("PLAN_CLASS_DENIED", "the grant does not allow using or writing this taxonomy class"),

@@ -665,3 +665,25 @@ def test_a_reader_on_main_creates_no_branch(tmp_path: Path) -> None:
     assert reader.head == repo.head("main")
     assert reader.call("model.read", "r").status == "success"
     assert repo.store.branches() == branches
+
+
+def test_a_query_of_another_revision_needs_a_grant_that_covers_its_branch(tmp_path: Path) -> None:
+    ctx, kernel, repo = make_runtime(tmp_path)
+    from aira_core.contracts.capability import ReadScope
+
+    ctx.grant = ctx.grant.model_copy(update={"readable": ReadScope(branches=["task/t1"])})
+    t = Task(ctx, kernel, task_id="t1")
+    add = {
+        "op": "parameter.add",
+        "parameter": {"id": "pq", "label": "q", "type": "Length", "value": 1},
+    }
+    elsewhere = commit_patch(repo, "main", repo.head("main"), {"ops": [add]}).rev  # main only
+    before = kernel.calls["query"]
+    args = {"query": "massProperties", "args": {"target": "b:x"}}
+    out = t.call("model.read", "q", {**args, "rev": elsewhere})
+    assert out.status == "blocked" and codes(out) == ["PLAN_SCOPE_DENIED"]
+    assert kernel.calls["query"] == before
+    # the task branch's own history is readable: the revision it was branched from
+    start = repo.store.log("task/t1", limit=None)[-1].rev
+    own = t.call("model.read", "q2", {**args, "rev": start})
+    assert "PLAN_SCOPE_DENIED" not in codes(own) and kernel.calls["query"] == before + 1

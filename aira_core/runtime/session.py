@@ -62,6 +62,7 @@ INVALID_REQUEST_ID = "<invalid>"
 """What the envelope of a call whose request id is no string carries instead."""
 DESCRIBE_NOT_VISIBLE = "DESCRIBE_NOT_VISIBLE"
 QUERY_UNKNOWN = "QUERY_UNKNOWN"
+PLAN_SCOPE_DENIED = "PLAN_SCOPE_DENIED"
 BATCH_DEFERRED = "BATCH_DEFERRED"
 
 
@@ -236,6 +237,22 @@ class Task:
                 "nextOperation": next_operation.value if next_operation else None,
             },
             diagnostics=[Diagnostic(code=code, message=message, subject=op)],
+        )
+
+    def _readable(self, rev: str) -> bool:
+        """Whether the grant lets this task read revision ``rev``: any, for a grant that
+        names no branches (or ``*``); else one in the history of this task's branch or of a
+        branch the grant names."""
+        readable = self.ctx.grant.readable.branches
+        if not readable or "*" in readable:
+            return True
+        store = self.ctx.repository.store
+        branches = store.branches()
+        return any(
+            rev == record.rev
+            for branch in {self.branch, *readable}
+            if branch in branches
+            for record in store.log(branch, limit=None)
         )
 
     def _grant_problem(self) -> tuple[str, str] | None:
@@ -647,6 +664,13 @@ class Task:
             )
         if not isinstance(rev, str):
             return self._refuse(rid, op.value, ARGS_INVALID, "rev is a revision id")
+        if rev != head and not self._readable(rev):
+            return self._refuse(
+                rid,
+                op.value,
+                PLAN_SCOPE_DENIED,
+                f"grant {self.ctx.grant.grant_id} covers no branch whose history holds {rev[:80]}",
+            )
         descriptors = {cap: e.descriptor for cap, e in self.ctx.capabilities.items()}
         cap, known = find_capability(descriptors, name, CapabilityKind.MODEL_QUERY)
         if cap is None:
