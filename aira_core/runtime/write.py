@@ -259,18 +259,14 @@ class WritePath:
         patch applied to the plan's base: a candidate, or :class:`Rejected`."""
         report, lowered = check_plan(plan, self.ctx, branch=branch, approved=approved)
         if not report.ok or lowered is None:
-            stale = any(d.code == "STEP_STALE_REVISION" for d in report.diagnostics)
-            data: dict[str, Any] = {"stage": "check", **report.to_wire()}
-            head = next(
-                (d.actual for d in report.diagnostics if d.code == "STEP_STALE_REVISION"),
-                plan.base_revision,
-            )
+            # plan.check names the branch's head in a stale finding's `actual`
+            stale = next((d for d in report.diagnostics if d.code == "STEP_STALE_REVISION"), None)
             raise Rejected(
                 self.envelope(
                     request_id,
                     "stale" if stale else "blocked",
-                    revision=head if isinstance(head, str) else plan.base_revision,
-                    data=data,
+                    revision=stale.actual if stale else plan.base_revision,
+                    data={"stage": "check", **report.to_wire()},
                     diagnostics=report.diagnostics,
                     next_actions=[
                         NextAction(
