@@ -153,7 +153,7 @@ _CODES = (
     *_phase(
         "trust",
         ("TRUST_KEY_EXPIRED", "the signing key is past its expiry"),
-        ("TRUST_KEY_REVOKED", "the signing key is revoked"),
+        ("TRUST_KEY_REVOKED", "the signing key is revoked (also: adding a revoked key again)"),
         (
             "TRUST_KEY_INVALID",
             "a trust-store key is not base64 of a raw Ed25519 key, or its "
@@ -165,7 +165,8 @@ _CODES = (
         ("TRUST_STORE_UNAVAILABLE", "the trust store cannot be read or written"),
         (
             "KEY_INVALID",
-            "a key cannot be read or decoded (missing file, not a raw 32-byte Ed25519 key)",
+            "a key cannot be read or decoded (missing file, not a raw 32-byte Ed25519 key), "
+            "or is degenerate (a small-order or non-canonical point, off the curve)",
         ),
     ),
     *_phase(
@@ -278,6 +279,11 @@ _CODES = (
         (
             "CATALOG_STATE_UNAVAILABLE",
             "the catalog state in AIRA_HOME cannot be opened, or a newer aira wrote it",
+        ),
+        (
+            "CATALOG_STATE_MISSING",
+            "the catalog state is missing or empty next to a trust store (rollback protection "
+            "lost); `aira trust reset-state` starts a new one",
         ),
     ),
     *_phase(

@@ -25,6 +25,36 @@ SIGNATURE_CONTEXT: str = PackageSignature.model_fields["context"].default
 
 KEY_INVALID = "KEY_INVALID"
 
+# OpenSSL (behind `cryptography`) verifies cofactorless and accepts any 32 bytes as a public
+# key: under the identity point, the signature 0x01 || 0^63 verifies for every message, and
+# a real key's owner can sign with the identity as R. Nothing in `cryptography` rejects such
+# points, so the encoding is checked here: a point must be canonical (y < p), on the curve and
+# not one of the eight small-order points. Those have only five y values (x = 0 for orders 1
+# and 2, y = 0 for order 4, and ±Y8 for order 8: libsodium's blocklist), so a lookup by y
+# covers every encoding of them once y >= p is refused.
+_P = 2**255 - 19
+_D = -121665 * pow(121666, -1, _P) % _P
+_Y8 = int.from_bytes(
+    bytes.fromhex("26e8958fc2b227b045c3f489f2ef98f0d5dfac05d3c63339b13802886d53fc05"), "little"
+)
+_SMALL_ORDER_Y = frozenset({0, 1, _P - 1, _Y8, _P - _Y8})
+
+
+def point_problem(raw: bytes) -> str | None:
+    """Why the 32-byte encoding ``raw`` is not a usable Ed25519 point, or None if it is."""
+    if len(raw) != 32:
+        return "not 32 bytes"
+    y = int.from_bytes(raw, "little") & ((1 << 255) - 1)
+    if y >= _P:
+        return "a non-canonical encoding (y >= p)"
+    if y in _SMALL_ORDER_Y:
+        return "a small-order point, under which forged signatures verify"
+    # x^2 = (y^2 - 1) / (d y^2 + 1) must have a root: Euler's criterion.
+    u = (y * y - 1) * pow(_D * y * y + 1, -1, _P) % _P
+    if pow(u, (_P - 1) // 2, _P) != 1:
+        return "not a point on the curve"
+    return None
+
 
 def signed_bytes(manifest: Any) -> bytes:
     return SIGNATURE_CONTEXT.encode() + b"\x00" + canonical_bytes(manifest)
@@ -41,16 +71,27 @@ def key_id(public_key: bytes | Ed25519PublicKey) -> str:
 
 
 def public_key_b64(key: Ed25519PublicKey) -> str:
-    return base64.b64encode(raw_public_key(key)).decode()
+    """The key as base64 of its raw bytes (how it is shown and stored); ``KEY_INVALID`` for a
+    degenerate key, so no such key is ever printed (keygen) or stored as trusted."""
+    raw = raw_public_key(key)
+    problem = point_problem(raw)
+    if problem is not None:
+        raise AiraError(KEY_INVALID, f"the public key is {problem}")
+    return base64.b64encode(raw).decode()
 
 
 def decode_public_key(b64: str) -> Ed25519PublicKey:
-    """A public key from base64 of its raw 32 bytes; ``KEY_INVALID`` otherwise."""
+    """A public key from base64 of its raw 32 bytes; ``KEY_INVALID`` otherwise, and for a
+    degenerate key (:func:`point_problem`)."""
     try:
         raw = base64.b64decode(b64, validate=True)
-        return Ed25519PublicKey.from_public_bytes(raw)
+        key = Ed25519PublicKey.from_public_bytes(raw)
     except (binascii.Error, ValueError) as exc:
         raise AiraError(KEY_INVALID, "not a base64 raw 32-byte Ed25519 public key") from exc
+    problem = point_problem(raw)
+    if problem is not None:
+        raise AiraError(KEY_INVALID, f"the Ed25519 public key is {problem}")
+    return key
 
 
 def load_private_key(path: str | Path) -> Ed25519PrivateKey:
@@ -89,8 +130,14 @@ def sign_manifest(manifest: Any, key: Ed25519PrivateKey, publisher: str) -> Pack
 
 
 def signature_valid(manifest: Any, signature: PackageSignature, key: Ed25519PublicKey) -> bool:
+    """Whether ``signature`` verifies under ``key``; never under a degenerate key, nor with a
+    degenerate R (OpenSSL accepts a small-order R, which makes signatures malleable)."""
+    if point_problem(raw_public_key(key)) is not None:
+        return False
     try:
         raw = base64.b64decode(signature.signature, validate=True)
+        if point_problem(raw[:32]) is not None:
+            return False
         key.verify(raw, signed_bytes(manifest))
     except (binascii.Error, ValueError, InvalidSignature):
         return False

@@ -5,7 +5,13 @@ conformance report recorded with each admitted package version, and the contexts
 capabilities and the lint code) in which its manifest was linted clean.
 
 Keyed by publisher and name: one trusted publisher's package can never raise the floor of,
-and so lock out, another publisher's package of the same name."""
+and so lock out, another publisher's package of the same name.
+
+The state fails closed: once a trust store (``trust.json``) lies next to it, a missing or
+empty state is damage (``CATALOG_STATE_MISSING``), never a fresh start that would forget every
+admitted version; only ``aira trust reset-state`` (:func:`reset_state`) starts a new one. A
+fresh home (neither file) starts empty without any step, and writing the trust store creates
+the state first (``trust.save_user_store``), so the two are there together from then on."""
 
 from __future__ import annotations
 
@@ -22,6 +28,10 @@ from aira_core.diagnostics import AiraError
 
 STATE_FILE = "catalog.sqlite3"
 CATALOG_STATE_UNAVAILABLE = "CATALOG_STATE_UNAVAILABLE"
+CATALOG_STATE_MISSING = "CATALOG_STATE_MISSING"
+RESET_COMMAND = "aira trust reset-state"
+# SQLite's companions of a WAL-mode database: a stale WAL must never be replayed onto a new one.
+_COMPANIONS = ("-wal", "-shm", "-journal")
 SCHEMA_VERSION = 1
 
 _SCHEMA = """
@@ -57,28 +67,53 @@ CREATE TABLE IF NOT EXISTS lint_passed (
 """
 
 
+def _trust_store_beside(path: Path) -> bool:
+    from aira_core.catalog.trust import TRUST_FILE  # trust imports this module
+
+    return (path.parent / TRUST_FILE).exists()
+
+
+def _missing(path: Path) -> AiraError:
+    return AiraError(
+        CATALOG_STATE_MISSING,
+        f"the catalog state {STATE_FILE} in AIRA_HOME is missing or empty, but the trust "
+        "store is there: the state holds the rollback protection (the versions admitted "
+        "before), so nothing is admitted without it. Restore it, or run "
+        f"`{RESET_COMMAND}` to start a new one (older versions can then be admitted again)",
+    )
+
+
 class CatalogState:
-    def __init__(self, path: Path | None = None) -> None:
+    def __init__(self, path: Path | None = None, *, _reset: bool = False) -> None:
         self.path = path or aira_home() / STATE_FILE
         try:
+            empty = not self.path.exists() or self.path.stat().st_size == 0
+            if empty and not _reset and _trust_store_beside(self.path):
+                raise _missing(self.path)  # before sqlite creates the file
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._db = sqlite3.connect(self.path, isolation_level=None)
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute("PRAGMA synchronous=FULL")
             version = self._db.execute("PRAGMA user_version").fetchone()[0]
+            if version == 0 and not _reset and _trust_store_beside(self.path):
+                # A database aira never set up (an emptied or replaced file) is no state.
+                self._db.close()
+                raise _missing(self.path)
             if version > SCHEMA_VERSION:
+                self._db.close()
                 raise AiraError(
                     CATALOG_STATE_UNAVAILABLE,
                     f"the catalog state {STATE_FILE} in AIRA_HOME was written by a newer aira "
                     f"(schema {version})",
                 )
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=FULL")
             self._db.executescript(_SCHEMA)
             self._db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
         except (OSError, sqlite3.Error) as exc:
             reason = exc.strerror if isinstance(exc, OSError) else str(exc)
+            hint = f"; `{RESET_COMMAND}` starts a new one" if isinstance(exc, sqlite3.Error) else ""
             raise AiraError(
                 CATALOG_STATE_UNAVAILABLE,
-                f"cannot open the catalog state {STATE_FILE} in AIRA_HOME: {reason}",
+                f"cannot open the catalog state {STATE_FILE} in AIRA_HOME: {reason}{hint}",
             ) from None
 
     def close(self) -> None:
@@ -157,3 +192,33 @@ class CatalogState:
             (name, version, manifest_hash),
         ).fetchone()
         return ConformanceReport.model_validate_json(row[0]) if row else None
+
+
+def reset_state(path: Path | None = None) -> int | None:
+    """Replace the catalog state with a new, empty one (``aira trust reset-state``): the
+    explicit way past ``CATALOG_STATE_MISSING`` or a damaged state. Returns how many admitted
+    versions the old state remembered (None when it was missing or unreadable)."""
+    path = path or aira_home() / STATE_FILE
+    forgotten: int | None = None
+    if path.exists() and path.stat().st_size > 0:
+        try:
+            db = sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True)
+            try:
+                forgotten = db.execute("SELECT count(*) FROM admitted_versions").fetchone()[0]
+            finally:
+                db.close()
+        except sqlite3.Error:
+            forgotten = None
+    try:
+        # The database first: a crash after it leaves no state, which fails closed; its
+        # companions next, so no stale WAL is ever replayed onto the new database.
+        path.unlink(missing_ok=True)
+        for suffix in _COMPANIONS:
+            path.with_name(path.name + suffix).unlink(missing_ok=True)
+    except OSError as exc:
+        raise AiraError(
+            CATALOG_STATE_UNAVAILABLE,
+            f"cannot remove the catalog state {STATE_FILE} in AIRA_HOME: {exc.strerror}",
+        ) from None
+    CatalogState(path, _reset=True).close()
+    return forgotten

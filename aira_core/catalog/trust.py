@@ -4,12 +4,19 @@ The built-in store trusts publisher ``aira-first-party``. The user's store
 (``$AIRA_HOME/trust.json``) adds publishers and keys and can revoke any key, built-in ones
 included. Verification refuses unknown, revoked and expired keys (an expired key freezes
 its packages out rather than letting stale metadata in).
+
+Trust fails closed: a degenerate key is refused wherever it enters (``KEY_INVALID``: trust add,
+the stored file, :mod:`signing`); a revocation is permanent (re-adding the key is
+``TRUST_KEY_REVOKED``); an expiry set on any key, the built-in one included, is honoured (the
+earliest expiry a key is given wins).
 """
 
 from __future__ import annotations
 
+import base64
 import json
 import os
+import re
 import tempfile
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -20,7 +27,13 @@ from pydantic import ValidationError
 
 from aira_core.catalog import signing
 from aira_core.config import aira_home
-from aira_core.contracts.package import PackageSignature, TrustedKey, TrustedPublisher, TrustStore
+from aira_core.contracts.package import (
+    PACKAGE_NAME_PATTERN,
+    PackageSignature,
+    TrustedKey,
+    TrustedPublisher,
+    TrustStore,
+)
 from aira_core.diagnostics import AiraError, Diagnostic
 
 BUILTIN_PUBLISHER = "aira-first-party"
@@ -39,6 +52,10 @@ TRUST_STORE_INVALID = "TRUST_STORE_INVALID"
 TRUST_KEY_NOT_FOUND = "TRUST_KEY_NOT_FOUND"
 TRUST_KEY_CONFLICT = "TRUST_KEY_CONFLICT"
 TRUST_STORE_UNAVAILABLE = "TRUST_STORE_UNAVAILABLE"
+TRUST_PUBLISHER_INVALID = "TRUST_PUBLISHER_INVALID"
+
+MAX_PUBLISHER_LENGTH = 64
+"""A publisher name is shown in every listing and message: short enough to read."""
 
 
 def builtin_store() -> TrustStore:
@@ -61,6 +78,33 @@ def user_store_path() -> Path:
     return aira_home() / TRUST_FILE
 
 
+def check_publisher(publisher: str) -> None:
+    """``TRUST_PUBLISHER_INVALID`` unless ``publisher`` is lowercase words joined by . or -
+    (the whole name: a trailing newline is no part of a name), at most
+    :data:`MAX_PUBLISHER_LENGTH` characters."""
+    if len(publisher) > MAX_PUBLISHER_LENGTH or not re.fullmatch(PACKAGE_NAME_PATTERN, publisher):
+        shown = publisher if len(publisher) <= MAX_PUBLISHER_LENGTH else publisher[:40] + "…"
+        raise AiraError(
+            TRUST_PUBLISHER_INVALID,
+            f"publisher {shown!r} must be lowercase words joined by . or -, "
+            f"at most {MAX_PUBLISHER_LENGTH} characters",
+        )
+
+
+def _check_keys(store: TrustStore) -> None:
+    """``KEY_INVALID`` for a stored key that is degenerate (small-order, non-canonical, off
+    the curve): a hand-edited or old trust store must not let a forgeable key in."""
+    for pub in store.publishers:
+        for key in pub.keys:
+            problem = signing.point_problem(base64.b64decode(key.public_key))
+            if problem is not None:
+                raise AiraError(
+                    signing.KEY_INVALID,
+                    f"the trust store {TRUST_FILE} in AIRA_HOME holds key {key.key_id} of "
+                    f"{pub.publisher!r}, which is {problem}; remove it",
+                )
+
+
 def load_user_store(path: Path | None = None) -> TrustStore:
     """The user's store; an absent file is an empty store, a malformed one an error."""
     path = path or user_store_path()
@@ -74,7 +118,7 @@ def load_user_store(path: Path | None = None) -> TrustStore:
             f"cannot read the trust store {TRUST_FILE} in AIRA_HOME: {exc.strerror}",
         ) from None
     try:
-        return TrustStore.model_validate_json(data, by_name=False)
+        store = TrustStore.model_validate_json(data, by_name=False)
     except ValidationError as exc:
         raise AiraError(
             TRUST_STORE_INVALID,
@@ -82,12 +126,21 @@ def load_user_store(path: Path | None = None) -> TrustStore:
             f"{TrustStore.model_fields['format'].default} document "
             f"({exc.error_count()} errors); fix or remove it",
         ) from exc
+    _check_keys(store)
+    return store
 
 
 def save_user_store(store: TrustStore, path: Path | None = None) -> None:
-    """Write atomically: a crash leaves the old store or the new one, never half of one."""
+    """Write atomically: a crash leaves the old store or the new one, never half of one.
+
+    The catalog state beside it is created first (or found damaged: ``CATALOG_STATE_MISSING``),
+    so a trust store never stands without the rollback protection it guards."""
+    from aira_core.catalog.state import STATE_FILE, CatalogState
+
     path = path or user_store_path()
+    _check_keys(store)
     data = json.dumps(store.to_wire(), indent=2, sort_keys=True).encode() + b"\n"
+    CatalogState(path.parent / STATE_FILE).close()
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".trust-", suffix=".json")
@@ -151,17 +204,32 @@ class TrustPolicy:
 
     def __init__(self, user: TrustStore | None = None, *, include_builtin: bool = True) -> None:
         self.user = user if user is not None else TrustStore()
+        _check_keys(self.user)
         revoked = set(self.user.revoked_key_ids)
         self._keys: dict[str, KeyRecord] = {}
         stores = ([(builtin_store(), True)] if include_builtin else []) + [(self.user, False)]
         for store, builtin in stores:
             for pub in store.publishers:
                 for key in pub.keys:
-                    self._keys.setdefault(
-                        key.key_id,
-                        KeyRecord(
+                    record = self._keys.get(key.key_id)
+                    if record is None:
+                        self._keys[key.key_id] = KeyRecord(
                             pub.publisher, key, builtin, key.revoked or key.key_id in revoked
-                        ),
+                        )
+                        continue
+                    # The key again (the built-in key with a user's expiry, a duplicate): the
+                    # first publisher keeps it, and the earliest expiry and any revocation win,
+                    # so a restriction is never shadowed by an earlier, looser entry.
+                    expiry = min(
+                        (e for e in (record.key.expires_at, key.expires_at) if e is not None),
+                        key=_aware,
+                        default=None,
+                    )
+                    self._keys[key.key_id] = KeyRecord(
+                        record.publisher,
+                        record.key.model_copy(update={"expires_at": expiry}),
+                        record.builtin,
+                        record.revoked or key.revoked,
                     )
 
     @classmethod
@@ -234,12 +302,22 @@ class TrustPolicy:
 
 
 def add_key(publisher: str, public_key_b64: str, expires_at: datetime | None = None) -> TrustedKey:
-    """Trust ``public_key_b64`` for ``publisher`` in the user's store; returns the key."""
+    """Trust ``public_key_b64`` for ``publisher`` in the user's store; returns the key.
+
+    A revoked key stays revoked (``TRUST_KEY_REVOKED``): a revocation says the key is
+    compromised, and adding it again must not quietly undo that."""
+    check_publisher(publisher)
     key_obj = signing.decode_public_key(public_key_b64.strip())
     store = load_user_store()
     bound = next(
         (r for r in TrustPolicy(store).records() if r.key.key_id == signing.key_id(key_obj)), None
     )
+    if bound is not None and bound.revoked:
+        raise AiraError(
+            TRUST_KEY_REVOKED,
+            f"key {bound.key.key_id} of {bound.publisher!r} is revoked, and a revocation is "
+            "permanent; the publisher must sign with a new key",
+        )
     if bound is not None and bound.publisher != publisher:
         raise AiraError(
             TRUST_KEY_CONFLICT,
@@ -255,8 +333,7 @@ def add_key(publisher: str, public_key_b64: str, expires_at: datetime | None = N
     existing = next((p for p in store.publishers if p.publisher == publisher), None)
     keys = [k for k in (existing.keys if existing else []) if k.key_id != key.key_id] + [key]
     publishers.append(TrustedPublisher(publisher=publisher, keys=keys))
-    revoked = [k for k in store.revoked_key_ids if k != key.key_id]
-    save_user_store(store.model_copy(update={"publishers": publishers, "revoked_key_ids": revoked}))
+    save_user_store(store.model_copy(update={"publishers": publishers}))
     return key
 
 

@@ -54,19 +54,11 @@ def trust_add(
         typer.Option("--expires", help="Expiry (ISO date or date-time, UTC if no zone)."),
     ] = None,
 ) -> None:
-    """Trust a publisher's public key."""
-    import re
+    """Trust a publisher's public key (a revoked key stays revoked)."""
     from datetime import UTC
 
     from aira_core.catalog.trust import add_key
-    from aira_core.contracts.package import PACKAGE_NAME_PATTERN
-    from aira_core.diagnostics import AiraError
 
-    if not re.match(PACKAGE_NAME_PATTERN, publisher):
-        raise AiraError(
-            "TRUST_PUBLISHER_INVALID",
-            f"publisher {publisher!r} must be lowercase words joined by . or -",
-        )
     if expires is not None and expires.tzinfo is None:
         expires = expires.replace(tzinfo=UTC)
     key = add_key(publisher, public_key, expires)
@@ -80,3 +72,19 @@ def trust_revoke(key_id: str) -> None:
 
     record = revoke_key(key_id)
     typer.echo(f"revoked key {record.key.key_id} of {record.publisher}")
+
+
+@trust_app.command("reset-state")
+def trust_reset_state() -> None:
+    """Start a new, empty catalog state after it was lost or damaged. It holds the rollback
+    protection: the versions admitted before, which can then be admitted again."""
+    from aira_core.catalog.state import reset_state
+
+    forgotten = reset_state()
+    if forgotten is None:
+        typer.echo("started a new catalog state (the old one was missing or unreadable)")
+    else:
+        typer.echo(
+            f"started a new catalog state; the old one remembered {forgotten} admitted "
+            "package version(s)"
+        )
