@@ -164,6 +164,11 @@ _CODES = (
         ("TRUST_STORE_INVALID", "the trust store file is not a valid aira.trust-store/1 document"),
         ("TRUST_STORE_UNAVAILABLE", "the trust store cannot be read or written"),
         (
+            "TRUST_STORE_MISSING",
+            "the trust store is missing although one was written next to the catalog state "
+            "(its revocations lost); `aira trust reset-state` starts over",
+        ),
+        (
             "KEY_INVALID",
             "a key cannot be read or decoded (missing file, not a raw 32-byte Ed25519 key), "
             "or is degenerate (a small-order or non-canonical point, off the curve)",

@@ -11,7 +11,9 @@ The state fails closed: once a trust store (``trust.json``) lies next to it, a m
 empty state is damage (``CATALOG_STATE_MISSING``), never a fresh start that would forget every
 admitted version; only ``aira trust reset-state`` (:func:`reset_state`) starts a new one. A
 fresh home (neither file) starts empty without any step, and writing the trust store creates
-the state first (``trust.save_user_store``), so the two are there together from then on."""
+the state first (``trust.save_user_store``), so the two are there together from then on. The
+state also remembers that a trust store was written, so a trust store that goes missing later
+(and its revocations with it) is damage too (``trust.TRUST_STORE_MISSING``)."""
 
 from __future__ import annotations
 
@@ -64,6 +66,9 @@ CREATE TABLE IF NOT EXISTS lint_passed (
     context TEXT NOT NULL,
     PRIMARY KEY (name, version, manifest_hash, context)
 );
+CREATE TABLE IF NOT EXISTS trust_store_written (
+    written INTEGER PRIMARY KEY CHECK (written = 1)
+);
 """
 
 
@@ -107,7 +112,8 @@ class CatalogState:
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=FULL")
             self._db.executescript(_SCHEMA)
-            self._db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+            if version != SCHEMA_VERSION:  # only then: opening a state to read it changes nothing
+                self._db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
         except (OSError, sqlite3.Error) as exc:
             reason = exc.strerror if isinstance(exc, OSError) else str(exc)
             hint = f"; `{RESET_COMMAND}` starts a new one" if isinstance(exc, sqlite3.Error) else ""
@@ -186,6 +192,14 @@ class CatalogState:
         ).fetchone()
         return row is not None
 
+    def mark_trust_store_written(self) -> None:
+        """Remember that a trust store was written next to this state."""
+        self._db.execute("INSERT OR IGNORE INTO trust_store_written VALUES (1)")
+
+    def trust_store_written(self) -> bool:
+        """Whether a trust store was ever written next to this state."""
+        return self._db.execute("SELECT 1 FROM trust_store_written").fetchone() is not None
+
     def report(self, name: str, version: str, manifest_hash: str) -> ConformanceReport | None:
         row = self._db.execute(
             "SELECT report FROM conformance WHERE name = ? AND version = ? AND manifest_hash = ?",
@@ -196,8 +210,9 @@ class CatalogState:
 
 def reset_state(path: Path | None = None) -> int | None:
     """Replace the catalog state with a new, empty one (``aira trust reset-state``): the
-    explicit way past ``CATALOG_STATE_MISSING`` or a damaged state. Returns how many admitted
-    versions the old state remembered (None when it was missing or unreadable)."""
+    explicit way past ``CATALOG_STATE_MISSING``, ``TRUST_STORE_MISSING`` or a damaged state.
+    Returns how many admitted versions the old state remembered (None when it was missing or
+    unreadable)."""
     path = path or aira_home() / STATE_FILE
     forgotten: int | None = None
     if path.exists() and path.stat().st_size > 0:
@@ -220,5 +235,10 @@ def reset_state(path: Path | None = None) -> int | None:
             CATALOG_STATE_UNAVAILABLE,
             f"cannot remove the catalog state {STATE_FILE} in AIRA_HOME: {exc.strerror}",
         ) from None
-    CatalogState(path, _reset=True).close()
+    state = CatalogState(path, _reset=True)
+    try:
+        if _trust_store_beside(path):  # the new state guards the trust store there too
+            state.mark_trust_store_written()
+    finally:
+        state.close()
     return forgotten

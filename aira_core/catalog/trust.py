@@ -53,6 +53,7 @@ TRUST_KEY_NOT_FOUND = "TRUST_KEY_NOT_FOUND"
 TRUST_KEY_CONFLICT = "TRUST_KEY_CONFLICT"
 TRUST_STORE_UNAVAILABLE = "TRUST_STORE_UNAVAILABLE"
 TRUST_PUBLISHER_INVALID = "TRUST_PUBLISHER_INVALID"
+TRUST_STORE_MISSING = "TRUST_STORE_MISSING"
 
 MAX_PUBLISHER_LENGTH = 64
 """A publisher name is shown in every listing and message: short enough to read."""
@@ -91,6 +92,26 @@ def check_publisher(publisher: str) -> None:
         )
 
 
+def _check_not_lost(path: Path) -> None:
+    from aira_core.catalog.state import RESET_COMMAND, STATE_FILE, CatalogState
+
+    state_path = path.parent / STATE_FILE
+    if not state_path.exists() or state_path.stat().st_size == 0:
+        return  # no state, so no record of a trust store: a fresh home
+    state = CatalogState(state_path)
+    try:
+        lost = state.trust_store_written()
+    finally:
+        state.close()
+    if lost:
+        raise AiraError(
+            TRUST_STORE_MISSING,
+            f"the trust store {TRUST_FILE} in AIRA_HOME is missing, but one was written "
+            "before: its keys and revocations would be forgotten. Restore it, or run "
+            f"`{RESET_COMMAND}` to start over without it (the catalog state starts new too)",
+        )
+
+
 def _check_keys(store: TrustStore) -> None:
     """``KEY_INVALID`` for a stored key that is degenerate (small-order, non-canonical, off
     the curve): a hand-edited or old trust store must not let a forgeable key in."""
@@ -106,11 +127,14 @@ def _check_keys(store: TrustStore) -> None:
 
 
 def load_user_store(path: Path | None = None) -> TrustStore:
-    """The user's store; an absent file is an empty store, a malformed one an error."""
+    """The user's store; an absent file is an empty store, a malformed one an error, and so is
+    an absent one the catalog state beside it says was written (``TRUST_STORE_MISSING``:
+    deleting the file must not quietly undo its revocations)."""
     path = path or user_store_path()
     try:
         data = path.read_bytes()
     except FileNotFoundError:
+        _check_not_lost(path)
         return TrustStore()
     except OSError as exc:
         raise AiraError(
@@ -133,14 +157,23 @@ def load_user_store(path: Path | None = None) -> TrustStore:
 def save_user_store(store: TrustStore, path: Path | None = None) -> None:
     """Write atomically: a crash leaves the old store or the new one, never half of one.
 
-    The catalog state beside it is created first (or found damaged: ``CATALOG_STATE_MISSING``),
-    so a trust store never stands without the rollback protection it guards."""
+    The catalog state beside it is opened first (created, or found damaged:
+    ``CATALOG_STATE_MISSING``), so a trust store never stands without the rollback protection
+    it guards; once the file is written the state remembers it (``TRUST_STORE_MISSING``)."""
     from aira_core.catalog.state import STATE_FILE, CatalogState
 
     path = path or user_store_path()
     _check_keys(store)
     data = json.dumps(store.to_wire(), indent=2, sort_keys=True).encode() + b"\n"
-    CatalogState(path.parent / STATE_FILE).close()
+    state = CatalogState(path.parent / STATE_FILE)
+    try:
+        _write_atomically(path, data)
+        state.mark_trust_store_written()
+    finally:
+        state.close()
+
+
+def _write_atomically(path: Path, data: bytes) -> None:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".trust-", suffix=".json")

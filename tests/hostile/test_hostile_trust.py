@@ -377,3 +377,32 @@ def test_a_publisher_name_that_is_not_a_name(
 
 def test_the_longest_publisher_name_is_accepted(aira: RunAira) -> None:
     assert aira("trust", "add", "a" * 64, VENDOR.public_b64).returncode == 0
+
+
+def test_a_deleted_trust_store_does_not_undo_its_revocations(
+    aira: RunAira, aira_home: Path
+) -> None:
+    builtin_id = signing.key_id(base64.b64decode(BUILTIN_PUBLIC_KEY))
+    assert aira("trust", "revoke", builtin_id).returncode == 0
+    (aira_home / TRUST_FILE).unlink()
+    before = snapshot(aira_home)
+    for args in (["trust", "list"], ["catalog", "list", "--json"]):
+        out = aira(*args)
+        assert out.returncode == 1, out.stdout
+        assert out.stderr.startswith("error: TRUST_STORE_MISSING: "), out.stderr
+        assert "aira trust reset-state" in out.stderr and "Traceback" not in out.stderr
+    assert_unchanged(before, aira_home)
+    assert aira("trust", "reset-state").returncode == 0  # the user accepts the loss
+    listed = json.loads(aira("trust", "list", "--json").stdout)["keys"]
+    assert [k["revoked"] for k in listed] == [False]
+
+
+def test_a_reset_state_next_to_a_trust_store_still_guards_it(
+    aira: RunAira, aira_home: Path
+) -> None:
+    assert aira("trust", "add", VENDOR.publisher, VENDOR.public_b64).returncode == 0
+    (aira_home / STATE_FILE).unlink()
+    assert aira("trust", "reset-state").returncode == 0
+    (aira_home / TRUST_FILE).unlink()
+    out = aira("trust", "list")
+    assert out.stderr.startswith("error: TRUST_STORE_MISSING: "), out.stderr
