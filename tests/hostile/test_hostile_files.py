@@ -409,3 +409,66 @@ def test_a_trajectory_without_its_discovery_records_is_a_resume_mismatch(tmp_pat
         resume_from(ctx, kernel, path, script(decisions))
     assert caught.value.code == "RUN_RESUME_MISMATCH", caught.value.diagnostic.message
     assert_unchanged(before, tmp_path)
+
+
+def test_aira_run_resume_refuses_a_nan_last_line(
+    installed: RunAira, good_script: Path, aira_home: Path
+) -> None:
+    run(installed, good_script)  # reads, then abstains: two steps and the end record
+    (where,) = (aira_home / "runs").iterdir()
+    path = where / "trajectory.jsonl"
+    lines = path.read_bytes().splitlines(keepends=True)
+    assert json.loads(lines[-1])["end"]
+    last = json.loads(lines[-2])
+    last["timings"]["decideMs"] = float("inf")
+    path.write_bytes(b"".join(lines[:-2]) + json.dumps(last).encode() + b"\n")  # end lost
+    before = snapshot(aira_home / "runs")
+    out = run(installed, good_script, "--resume", str(where))
+    refused(out, "TRAJECTORY_INVALID")
+    assert "Infinity" in out.stderr
+    assert_unchanged(before, aira_home / "runs")
+    # A symlinked trajectory is not continued either.
+    path.rename(where / "elsewhere.jsonl")
+    path.symlink_to(where / "elsewhere.jsonl")
+    before = snapshot(aira_home / "runs")
+    refused(run(installed, good_script, "--resume", str(where)), "TRAJECTORY_INVALID")
+    assert_unchanged(before, aira_home / "runs")
+
+
+# -- the writer itself ---------------------------------------------------------------------------
+
+
+def test_a_new_file_holds_its_name_and_a_discard_takes_back_only_what_it_made(
+    tmp_path: Path,
+) -> None:
+    from aira_core.files import NewFile
+
+    target = tmp_path / "a" / "b" / "t.jsonl"
+    first = NewFile(target)
+    with pytest.raises(AiraError) as caught:
+        NewFile(target)  # two runs never share a trajectory
+    assert caught.value.code == "OUTPUT_EXISTS"
+    first.discard()
+    assert not (tmp_path / "a").exists()  # the directories made for it went with it
+
+    kept = NewFile(target)
+    (target.parent / "other").write_text("someone else's")
+    kept.discard()  # the directory is not empty: it stays, with what another put there
+    assert not target.exists() and (target.parent / "other").read_text() == "someone else's"
+
+    taken = NewFile(target)
+    target.unlink()
+    target.write_text("took the name since")
+    taken.discard()
+    assert target.read_text() == "took the name since"  # not the file it made: kept
+
+
+def test_write_file_leaves_no_temporary_file_when_refused(tmp_path: Path) -> None:
+    from aira_core.files import write_file
+
+    (tmp_path / "dir").mkdir()
+    for target, force in ((tmp_path / "dir", True), (tmp_path / "dir", False)):
+        with pytest.raises(AiraError) as caught:
+            write_file(target, b"x", force=force)
+        assert caught.value.code == ("OUTPUT_UNWRITABLE" if force else "OUTPUT_EXISTS")
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name != "aira-home") == ["dir"]
