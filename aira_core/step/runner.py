@@ -92,6 +92,7 @@ def run_script(
             started = WritePath(ctx, kernel).init(document, "init")
             if started.status != "success":
                 raise PatchRejected(list(started.diagnostics))
+            writer.keep()
         except BaseException:
             repository.close()
             raise
@@ -99,7 +100,6 @@ def run_script(
         writer.discard()
         raise
     try:
-        writer.keep()
         try:
             host = StepHost(
                 ctx,
