@@ -85,15 +85,27 @@ _CODES = (
             "SEARCH_REQUEST_INVALID",
             "the options of `aira catalog search` do not make a valid search request",
         ),
-        ("KEY_EXISTS", "making a signing key refuses to overwrite an existing file"),
+        ("KEY_EXISTS", "making a signing key refuses an existing file or symlink at the path"),
         ("TRUST_PUBLISHER_INVALID", "a publisher name is not lowercase words joined by . or -"),
         ("IMPORT_UNSUPPORTED", "no admitted importer reads the file's kind"),
         ("IMPORT_FAILED", "the file to import is too large, not text, or cannot be read"),
         ("LABEL_INVALID", "an import's label cannot be a body alias"),
         ("LABEL_TAKEN", "an import's label already names a body of the head revision"),
+        ("EXPORT_FAILED", "the kernel wrote nothing for the format"),
         (
-            "EXPORT_FAILED",
-            "the kernel wrote nothing for the format, or the output file cannot be written",
+            "OUTPUT_EXISTS",
+            "the file a command writes (`--out` …) exists, or is a symlink; `--force` "
+            "replaces it with a new file",
+        ),
+        (
+            "OUTPUT_PROTECTED",
+            "the file a command writes is one of Aira's own stores (model store, trust store, "
+            "catalog state); never replaced, not even with `--force`",
+        ),
+        (
+            "OUTPUT_UNWRITABLE",
+            "the file a command writes cannot be written: no such directory, no permission, "
+            "or a directory, device or FIFO is there",
         ),
         ("IO_ERROR", "an operating-system error on a file a command uses"),
         ("ABORTED", "the command was aborted (typer.Abort, e.g. Ctrl-C at a prompt)"),
@@ -543,14 +555,20 @@ _CODES = (
         ),
         (
             "TRAJECTORY_EXISTS",
-            "the trajectory path is a non-empty file: a run never writes into another file",
+            "a new run's trajectory path exists (a file or symlink, empty or not): a run never "
+            "writes into another file; `--force` replaces it with a new one",
         ),
         ("TRAJECTORY_INVALID", "a trajectory file cannot be read or is not a valid trajectory"),
         ("RUN_STORE_EXISTS", "a new run needs a new store; the store file exists"),
         ("RUN_STORE_MISSING", "resuming a run whose store does not exist"),
         ("RUN_SCRIPT_MISMATCH", "the trajectory is a run of another script or task"),
         ("RUN_ALREADY_ENDED", "resuming a run whose task already ended"),
-        ("RUN_RESUME_MISMATCH", "the trajectory has a step after the one that ended the task"),
+        (
+            "RUN_RESUME_MISMATCH",
+            "the trajectory does not match the task branch it resumes: a step after the one "
+            "that ended the task, a commit it cannot have made, or one its earlier records "
+            "(discovery) do not allow",
+        ),
     ),
 )
 

@@ -148,10 +148,17 @@ def test_a_new_trajectory_refuses_an_existing_file(tmp_path: Path) -> None:
         TrajectoryWriter(path, {"script": "plate"})
     assert caught.value.code == TRAJECTORY_EXISTS
     assert path.read_bytes() == before
+    # Nor an empty file: a new trajectory is a new file (an empty one may be a hard link to
+    # something else, or /dev/null).
     empty = tmp_path / "empty.jsonl"
     empty.touch()
-    TrajectoryWriter(empty, {"script": "plate"}).close()  # an empty file is no trajectory yet
+    with pytest.raises(AiraError) as caught:
+        TrajectoryWriter(empty, {"script": "plate"})
+    assert caught.value.code == TRAJECTORY_EXISTS and empty.read_bytes() == b""
+    # force: a new file replaces the old name once the writer keeps (or closes) it
+    TrajectoryWriter(empty, {"script": "plate"}, force=True).close()
     assert read_trajectory(empty)[0]["script"] == "plate"
+    assert not [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")]  # none left
 
 
 def test_continuing_refuses_a_file_that_is_not_a_trajectory(tmp_path: Path) -> None:
@@ -163,15 +170,26 @@ def test_continuing_refuses_a_file_that_is_not_a_trajectory(tmp_path: Path) -> N
     assert notes.read_text() == "my notes\n"
 
 
-@pytest.mark.parametrize("newline", [b"", b"\n"])
-def test_continuing_drops_a_torn_line_first(tmp_path: Path, newline: bytes) -> None:
+def test_continuing_drops_a_torn_line_first(tmp_path: Path) -> None:
     path = tmp_path / "trajectory.jsonl"
-    path.write_bytes(jsonl(HEADER, step_record(0)) + b'{"step": 1, "ro' + newline)
+    path.write_bytes(jsonl(HEADER, step_record(0)) + b'{"step": 1, "ro')
     writer = TrajectoryWriter(path, {})
     writer.write(step_record(1))
     writer.close()
     _, records = read_trajectory(path)
     assert [r["step"] for r in records] == [0, 1]
+
+
+def test_a_cut_line_with_its_newline_is_damage_not_a_torn_write(tmp_path: Path) -> None:
+    # A killed write loses the end of its line, newline included: a line that has its
+    # newline was written whole, and one that does not parse was damaged since.
+    path = tmp_path / "trajectory.jsonl"
+    data = jsonl(HEADER, step_record(0)) + b'{"step": 1, "ro\n'
+    path.write_bytes(data)
+    with pytest.raises(AiraError) as caught:
+        TrajectoryWriter(path, {})
+    assert caught.value.code == TRAJECTORY_INVALID and "line 3" in caught.value.diagnostic.message
+    assert path.read_bytes() == data
 
 
 def test_continuing_ends_a_whole_last_record_before_the_next(tmp_path: Path) -> None:
@@ -204,7 +222,7 @@ def test_a_task_killed_mid_record_resumes_into_a_readable_trajectory(tmp_path: P
 
         def write(self, record: dict[str, Any]) -> None:
             if record.get("step") == 2:
-                self._file.write(json.dumps(record)[:50])
+                self._file.write(json.dumps(record)[:50].encode())
                 self._file.flush()
                 raise Killed
             super().write(record)

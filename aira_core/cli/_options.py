@@ -17,6 +17,15 @@ def command_group(help: str) -> typer.Typer:
 
 JsonFlag = Annotated[bool, typer.Option("--json", help="Machine-readable output (stable).")]
 
+ForceFlag = Annotated[
+    bool,
+    typer.Option(
+        "--force",
+        help="Replace an existing output file (with a new file: never written into, never "
+        "through a symlink; Aira's own stores are never replaced).",
+    ),
+]
+
 StoreOption = Annotated[
     Path | None,
     typer.Option("--store", help="Store file (default: models/store.sqlite3 in AIRA_HOME)."),

@@ -4,7 +4,6 @@ catalog, and disclosure over it (search, describe, manifest, signatures)."""
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -124,6 +123,7 @@ def catalog_sign(
     from aira_core.catalog.package import signature_path
     from aira_core.catalog.signing import load_private_key, sign_manifest
     from aira_core.catalog.trust import TrustPolicy
+    from aira_core.files import write_file
 
     private = load_private_key(key)
     parsed, findings = _lint_path(path)
@@ -133,7 +133,8 @@ def catalog_sign(
         raise typer.Exit(1)
     sig = sign_manifest(parsed.raw, private, parsed.manifest.publisher)
     out = signature_path(path)
-    out.write_text(json.dumps(sig.to_wire(), indent=2) + "\n")
+    # replaces the package's signature, atomically and never through a symlink
+    write_file(out, (json.dumps(sig.to_wire(), indent=2) + "\n").encode(), force=True)
     trusted = any(r.key.key_id == sig.key_id for r in TrustPolicy.load().records())
     typer.echo(
         f"signed {parsed.manifest.name} {parsed.manifest.version} as "
@@ -201,14 +202,12 @@ def catalog_keygen(
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
     from aira_core.catalog.signing import key_id, private_key_pem, public_key_b64
-    from aira_core.diagnostics import AiraError
+    from aira_core.files import write_file
 
-    if out.exists():
-        raise AiraError("KEY_EXISTS", f"{out.name!r} exists; refusing to overwrite a key")
     key = Ed25519PrivateKey.generate()
-    fd = os.open(out, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(fd, "wb") as fh:
-        fh.write(private_key_pem(key))
+    # a key is never replaced (no --force): KEY_EXISTS for any file or symlink there
+    never = "a signing key is never overwritten; choose another path"
+    write_file(out, private_key_pem(key), mode=0o600, exists_code="KEY_EXISTS", hint=never)
     typer.echo(f"public key {public_key_b64(key.public_key())}")
     typer.echo(f"key id     {key_id(key.public_key())}")
 

@@ -10,6 +10,7 @@ import typer
 
 from aira_core.cli._options import (
     BranchOption,
+    ForceFlag,
     JsonFlag,
     KernelOption,
     StoreOption,
@@ -227,12 +228,19 @@ def model_export(
         str | None, typer.Option("--body", help="Body alias or id (default: all bodies).")
     ] = None,
     rev: Annotated[str, typer.Option("--rev", help="Revision or branch.")] = "main",
+    force: ForceFlag = False,
     kernel: KernelOption = None,
     store: StoreOption = None,
     as_json: JsonFlag = False,
 ) -> None:
-    """Export a revision's bodies through the kernel (a file outside the model)."""
+    """Export a revision's bodies through the kernel (a file outside the model).
+
+    The file is written atomically and never over an existing one (OUTPUT_EXISTS) unless
+    --force; never through a symlink, and never over Aira's own stores (OUTPUT_PROTECTED)."""
     from aira_core.diagnostics import AiraError
+    from aira_core.files import check_target, write_file
+
+    check_target(out, force=force, protect=[store])  # before the kernel's work, not after
 
     chosen = _kernel(kernel, f"exporting {file_format}")
     with _repository(store) as repo:
@@ -247,10 +255,7 @@ def model_export(
             "EXPORT_FAILED",
             f"the kernel wrote nothing for {file_format!r}" + (f" ({detail})" if detail else ""),
         )
-    try:
-        out.write_bytes(data)
-    except OSError as exc:
-        raise AiraError("EXPORT_FAILED", f"cannot write {out.name!r}: {exc.strerror}") from None
+    write_file(out, data, force=force, protect=[store])
     if as_json:
         _print_json(
             {

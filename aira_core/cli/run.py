@@ -9,7 +9,7 @@ from typing import Annotated, Any
 
 import typer
 
-from aira_core.cli._options import JsonFlag, KernelOption, _kernel, command_group
+from aira_core.cli._options import ForceFlag, JsonFlag, KernelOption, _kernel, command_group
 from aira_core.cli._output import _print_json, _table
 
 TierOption = Annotated[
@@ -47,7 +47,12 @@ def _progress(record: dict[str, Any]) -> None:
 
 
 def _run_one(
-    script: Any, kernel: Any, tier: str | None, trajectory: Path | None, quiet: bool
+    script: Any,
+    kernel: Any,
+    tier: str | None,
+    trajectory: Path | None,
+    quiet: bool,
+    force: bool = False,
 ) -> Any:
     from aira_core.step.runner import run_script
 
@@ -60,6 +65,7 @@ def _run_one(
         tier_name=tier,
         outputs=where,
         on_step=None if quiet else _progress,
+        force=force,
     )
 
 
@@ -89,18 +95,28 @@ def run_cmd(
         Path | None,
         typer.Option("--resume", help="A run directory (store + trajectory) to continue."),
     ] = None,
+    force: ForceFlag = False,
     kernel: KernelOption = None,
     as_json: JsonFlag = False,
 ) -> None:
     """Run a decision script through the bounded-step host on a new store (or continue an
-    interrupted run with --resume). Exit 0 only when the runtime says completed."""
+    interrupted run with --resume). Exit 0 only when the runtime says completed.
+
+    A new run's trajectory is a new file: a --trajectory path that exists is refused
+    (TRAJECTORY_EXISTS) unless --force, which replaces it with a new file once the run
+    starts. A run refused before it starts leaves nothing behind."""
     from aira_core.step.runner import resume_script
-    from aira_core.step.trajectory import ensure_new_trajectory, load_script
+    from aira_core.step.trajectory import load_script
 
     loaded = load_script(script)
     if resume is None and trajectory is not None:
-        # Before the run's directory and store exist: a refused run leaves nothing behind.
-        ensure_new_trajectory(trajectory)
+        from aira_core.files import check_target
+        from aira_core.step.trajectory import NEW_RUN, TRAJECTORY_EXISTS
+
+        # Early, before the kernel is chosen; the runner creates it exclusively, first.
+        check_target(
+            trajectory, force=force, exists_code=TRAJECTORY_EXISTS, hint=NEW_RUN, new_dirs=True
+        )
     chosen = _kernel(kernel, "running a task")
     if not as_json:
         typer.echo(f"{loaded.name}: {loaded.title or loaded.intent.goal}")
@@ -115,7 +131,7 @@ def run_cmd(
             on_step=None if as_json else _progress,
         )
     else:
-        run = _run_one(loaded, chosen, tier, trajectory, as_json)
+        run = _run_one(loaded, chosen, tier, trajectory, as_json, force)
     report = _run_report(run)
     if as_json:
         _print_json({"format": "aira.run/1", **report})

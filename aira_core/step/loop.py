@@ -261,7 +261,17 @@ class StepHost:
                 + (f" ({unadopted[0].rev})" if unadopted else ""),
             )
         commit = unadopted.popleft()
-        if self.task.adopt(rev, self._request("adopt")).status != "success":
+        try:
+            adopted = self.task.adopt(rev, self._request("adopt")).status == "success"
+        except AiraError as exc:
+            # The runtime refused the commit here, e.g. DISCOVERY_REQUIRED: the trajectory
+            # lost the records that made it legal, so it is not the run that made the branch.
+            raise AiraError(
+                RUN_RESUME_MISMATCH,
+                f"step {step} committed {rev}, but the trajectory before it does not allow "
+                f"that commit ({exc.code}: {exc.diagnostic.message})",
+            ) from None
+        if not adopted:
             raise AiraError(RUN_RESUME_MISMATCH, f"the task cannot adopt {rev} from its branch")
         self.ledger.committed(
             rev, summary if summary is not None else f"{commit.message} (adopted)", step=step

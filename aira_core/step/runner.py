@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from aira_core.diagnostics import AiraError
+from aira_core.files import write_file
 from aira_core.model.patch import PatchRejected
 from aira_core.runtime.write import WritePath
 from aira_core.step.loop import Outcome, StepHost
@@ -23,7 +24,6 @@ from aira_core.step.trajectory import (
     DecisionScript,
     ScriptedSource,
     TrajectoryWriter,
-    ensure_new_trajectory,
     load_script,
 )
 
@@ -62,12 +62,14 @@ def run_script(
     budgets: TaskBudgets | None = None,
     outputs: Path | None = None,
     on_step: Callable[[dict[str, Any]], None] | None = None,
+    force: bool = False,
 ) -> Run:
     """Replay ``script`` on a fresh store at ``store`` (it must not exist yet).
 
-    A run that is refused before it starts (a tier, a document the catalog refuses, an
-    existing trajectory) leaves nothing behind: the store, and with it the run's directory,
-    is only created once the document passed the write path's checks.
+    The trajectory is created first, exclusively on its resolved path (``TRAJECTORY_EXISTS``
+    for a path that exists, unless ``force`` replaces it). A run refused after that (a
+    document the catalog or the kernel refuses) takes it back: it leaves nothing behind,
+    neither trajectory nor store nor the run's directory.
     """
     from aira_core.contracts.amir import AmirDocument
 
@@ -79,18 +81,25 @@ def run_script(
         if script.document is not None
         else None
     )
-    ensure_new_trajectory(trajectory)  # before the store: TrajectoryWriter would refuse it after
-    repository, ctx = _open(store)
+    header = {"script": script.name, "tier": chosen.name, "taskId": task_id(script)}
+    writer = TrajectoryWriter(trajectory, header, force=force, protect=[store])
     try:
-        # The starting document is written as every document is: checked, its assertions on
-        # the kernel (a document the catalog or the kernel refuses starts no run).
-        started = WritePath(ctx, kernel).init(document, "init")
-        if started.status != "success":
-            raise PatchRejected(list(started.diagnostics))
-        writer = TrajectoryWriter(
-            trajectory,
-            {"script": script.name, "tier": chosen.name, "taskId": task_id(script)},
-        )
+        repository, ctx = _open(store)
+        try:
+            # The starting document is written as every document is: checked, its
+            # assertions on the kernel (a document the catalog or the kernel refuses starts
+            # no run), as `aira model init --from` writes it.
+            started = WritePath(ctx, kernel).init(document, "init")
+            if started.status != "success":
+                raise PatchRejected(list(started.diagnostics))
+            writer.keep()
+        except BaseException:
+            repository.close()
+            raise
+    except BaseException:
+        writer.discard()
+        raise
+    try:
         try:
             host = StepHost(
                 ctx,
@@ -108,7 +117,7 @@ def run_script(
             writer.close()
         files: dict[str, Path] = {}
         if outputs is not None:
-            files = _artefacts(kernel, repository, outcome.head, outputs / script.name)
+            files = _artefacts(kernel, repository, outcome.head, outputs / script.name, store)
     finally:
         repository.close()
     return Run(script, outcome, store, trajectory, files)
@@ -126,28 +135,28 @@ def resume_script(
     on_step: Callable[[dict[str, Any]], None] | None = None,
 ) -> Run:
     """Continue an interrupted run of ``script`` from its trajectory and store, without
-    running its committed plans again."""
-    from aira_core.step.trajectory import read_trajectory
-
+    running its committed plans again. The trajectory is opened once, read and continued
+    through the same descriptor; a resume refused before its first record changes
+    neither the trajectory nor the store."""
     if not store.exists():
         raise AiraError("RUN_STORE_MISSING", f"{store.name} does not exist; nothing to resume")
-    header, records = read_trajectory(trajectory)
-    # Checked before the store is opened: a task of another script must not even get a
-    # branch there.
-    expected = task_id(script)
-    if (header.get("script"), header.get("taskId")) != (script.name, expected):
-        raise AiraError(
-            RUN_SCRIPT_MISMATCH,
-            f"{trajectory.name} is a run of script {header.get('script')!r} "
-            f"(task {header.get('taskId')}), not of {script.name!r} (task {expected}); "
-            "resume it with the script it ran",
-        )
-    chosen = tier(tier_name or header.get("tier") or script.tier)
-    repository, ctx = _open(store)
+    writer = TrajectoryWriter(trajectory, None)  # no header: continue the file
     try:
-        source = ScriptedSource(script)
-        writer = TrajectoryWriter(trajectory, None)  # no header: continue the file
+        header, records = writer.header, writer.records
+        # Checked before the store is opened: a task of another script must not even get a
+        # branch there.
+        expected = task_id(script)
+        if (header.get("script"), header.get("taskId")) != (script.name, expected):
+            raise AiraError(
+                RUN_SCRIPT_MISMATCH,
+                f"{trajectory.name} is a run of script {header.get('script')!r} "
+                f"(task {header.get('taskId')}), not of {script.name!r} (task {expected}); "
+                "resume it with the script it ran",
+            )
+        chosen = tier(tier_name or header.get("tier") or script.tier)
+        repository, ctx = _open(store)
         try:
+            source = ScriptedSource(script)
             host = StepHost(
                 ctx,
                 kernel,
@@ -161,13 +170,15 @@ def resume_script(
             )
             source.seek(host.resume(records))
             outcome = host.run()
+            files = (
+                _artefacts(kernel, repository, outcome.head, outputs / script.name, store)
+                if outputs
+                else {}
+            )
         finally:
-            writer.close()
-        files = (
-            _artefacts(kernel, repository, outcome.head, outputs / script.name) if outputs else {}
-        )
+            repository.close()
     finally:
-        repository.close()
+        writer.close()
     return Run(script, outcome, store, trajectory, files)
 
 
@@ -187,8 +198,9 @@ def _open(store: Path) -> tuple[Any, Any]:
     return repository, ctx
 
 
-def _artefacts(kernel: Any, repository: Any, head: str, base: Path) -> dict[str, Path]:
-    """A STEP file and an SVG preview of the final revision (every body)."""
+def _artefacts(kernel: Any, repository: Any, head: str, base: Path, store: Path) -> dict[str, Path]:
+    """A STEP file and an SVG preview of the final revision (every body). A resumed run
+    replaces its own (never writing through a symlink put there)."""
     document = repository.document(head)
     if not document.bodies:
         return {}
@@ -198,6 +210,6 @@ def _artefacts(kernel: Any, repository: Any, head: str, base: Path) -> dict[str,
         data = kernel.export(document, fmt)
         if data:
             path = base.with_suffix(f".{fmt}")
-            path.write_bytes(data)
+            write_file(path, data, force=True, protect=[store])
             out[fmt] = path
     return out

@@ -18,9 +18,10 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any, Literal, Protocol
+from typing import Annotated, Any, BinaryIO, Literal, Protocol
 
 from pydantic import ConfigDict, Field, ValidationError
 
@@ -36,6 +37,10 @@ TRAJECTORY_FORMAT = "aira.trajectory/1"
 SCRIPT_INVALID = "SCRIPT_INVALID"
 TRAJECTORY_INVALID = "TRAJECTORY_INVALID"
 TRAJECTORY_EXISTS = "TRAJECTORY_EXISTS"
+NEW_RUN = (
+    "a new run writes a new trajectory: choose another path, --resume the run it belongs "
+    "to, or --force to replace it"
+)
 
 
 def _first_error(exc: ValidationError, prefix: tuple[str | int, ...] = ()) -> str:
@@ -217,12 +222,18 @@ def _parse(line: bytes) -> Any:
     return loads_strict(line, "it")[0]
 
 
-def _torn(lines: list[tuple[int, bytes]]) -> bool:
-    """Whether the last line is the record a killed process was writing."""
-    if not lines:
+def _torn(data: bytes, lines: list[tuple[int, bytes]]) -> bool:
+    """Whether the last line is the record a killed process was writing: a final line with
+    no newline that is not yet whole JSON (records are objects, so no cut of one is). A
+    complete line the strict reader refuses (NaN, a duplicate key, bad UTF-8 …) is damage,
+    never dropped as torn."""
+    if not lines or data.endswith(b"\n"):
         return False
     try:
-        _parse(lines[-1][1])
+        # lenient on purpose: the question is only whether the record was cut short
+        json.loads(lines[-1][1].decode("utf-8", "replace"))
+    except RecursionError:
+        return False  # nothing this host writes nests so deep: damage
     except ValueError:
         return True
     return False
@@ -236,8 +247,13 @@ def read_trajectory(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
         data = path.read_bytes()
     except OSError as exc:
         raise AiraError(TRAJECTORY_INVALID, f"cannot read {path.name}: {exc.strerror}") from None
+    return _records(data, path)
+
+
+def _records(data: bytes, path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """:func:`read_trajectory` of the bytes ``data`` read from ``path``."""
     entries = _lines(data)
-    if _torn(entries):
+    if _torn(data, entries):
         entries.pop()  # the step a killed process was writing
     lines = [line for _, line in entries]
     try:
@@ -283,64 +299,89 @@ def _check(model: type[_Record], value: dict[str, Any], path: Path, n: int) -> N
         raise AiraError(TRAJECTORY_INVALID, f"{path.name}: line {n}: {_first_error(exc)}") from None
 
 
-def ensure_new_trajectory(path: Path) -> None:
-    """``TRAJECTORY_EXISTS`` unless ``path`` can start a new trajectory (it does not exist,
-    or is empty): a run never writes into another file, nor into another run's trajectory."""
-    try:
-        size = path.stat().st_size
-    except FileNotFoundError:
-        return
-    except OSError as exc:
-        raise AiraError(TRAJECTORY_EXISTS, f"cannot use {path.name}: {exc.strerror}") from None
-    if size:
-        raise AiraError(
-            TRAJECTORY_EXISTS,
-            f"{path.name} exists and is not empty; a new run writes a new trajectory "
-            "(choose another path, or --resume the run it belongs to)",
-        )
-
-
 class TrajectoryWriter:
     """Appends records to a JSONL file, durably (one fsync per record).
 
-    With a ``header``, a new trajectory starts: the file must not exist or be empty
-    (``TRAJECTORY_EXISTS`` otherwise). Without one (``None`` or ``{}``, as a resumed run
-    opens it), the records continue the trajectory at ``path``, which must be one; a torn
-    last line a killed process left is dropped first, so the next record starts a line.
+    With a ``header``, a new trajectory starts in a new file, created exclusively on the
+    resolved path (:class:`aira_core.files.NewFile`): a path that exists, a symlink
+    included, is ``TRAJECTORY_EXISTS`` unless ``force`` (then a new file replaces it when
+    the run is :meth:`keep`-ed or closed; it is never written into).
+
+    Without one (``None`` or ``{}``, as a resumed run opens it), the records continue the
+    trajectory at ``path``: it must be one, a regular file and no symlink
+    (``TRAJECTORY_INVALID``), read through the descriptor the records are appended to
+    (:attr:`header`, :attr:`records`). A torn last line a killed process left is dropped
+    (or a whole last record's missing newline added) when the first record is written, so
+    a resume refused before that changes nothing.
     """
 
-    def __init__(self, path: Path, header: dict[str, Any] | None = None) -> None:
-        self.path = path
-        if header:
-            ensure_new_trajectory(path)
-        elif path.exists() and path.stat().st_size:
-            read_trajectory(path)  # refuses a file that is not a trajectory
-            self._drop_torn_tail(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fresh = not path.exists() or path.stat().st_size == 0
-        self._file = path.open("a", encoding="utf-8")
-        if fresh:
-            self.write({"format": TRAJECTORY_FORMAT, **(header or {})})
+    def __init__(
+        self,
+        path: Path,
+        header: dict[str, Any] | None = None,
+        *,
+        force: bool = False,
+        protect: Iterable[Path | None] = (),
+    ) -> None:
+        from aira_core.files import NewFile, open_existing
 
-    @staticmethod
-    def _drop_torn_tail(path: Path) -> None:
-        data = path.read_bytes()
+        self.path = path
+        self._new: NewFile | None = None
+        self._tail: int | None = None
+        """Where a continued file must end before the next record (None: it ends well)."""
+        if header:
+            self._new = NewFile(
+                path, force=force, exists_code=TRAJECTORY_EXISTS, hint=NEW_RUN, protect=protect
+            )
+            self._file: BinaryIO = self._new.file
+            self.header, self.records = {"format": TRAJECTORY_FORMAT, **header}, []
+            try:
+                self.write(self.header)
+            except BaseException:
+                self._new.discard()
+                raise
+            return
+        self._file = open_existing(path, TRAJECTORY_INVALID)
+        try:
+            data = self._file.read()
+            self.header, self.records = _records(data, path)  # refuses what is no trajectory
+        except BaseException:
+            self._file.close()
+            raise
         lines = _lines(data)
-        if _torn(lines):
-            with path.open("r+b") as file:
-                file.truncate(lines[-1][0])
-                file.flush()
-                os.fsync(file.fileno())
-        elif not data.endswith(b"\n"):  # a whole record whose newline was not written
-            with path.open("ab") as file:
-                file.write(b"\n")
-                file.flush()
-                os.fsync(file.fileno())
+        if _torn(data, lines):
+            self._tail = lines[-1][0]
+        elif not data.endswith(b"\n"):
+            self._tail = -1  # a whole record whose newline was not written
 
     def write(self, record: dict[str, Any]) -> None:
-        self._file.write(json.dumps(record, ensure_ascii=False, sort_keys=True) + "\n")
+        if self._tail is not None:
+            if self._tail >= 0:
+                self._file.truncate(self._tail)
+            else:
+                self._file.write(b"\n")
+            self._tail = None
+        line = json.dumps(record, ensure_ascii=False, sort_keys=True) + "\n"
+        self._file.write(line.encode("utf-8"))
         self._file.flush()
         os.fsync(self._file.fileno())
 
+    def keep(self) -> None:
+        """The run started: a new trajectory is in place under its name from now on."""
+        if self._new is not None:
+            self._new.keep()
+
+    def discard(self) -> None:
+        """The run was refused before it started: a new trajectory is taken back (with the
+        directories made for it), so nothing is left behind."""
+        if self._new is not None:
+            self._new.discard()
+            self._new = None
+        self._file.close()
+
     def close(self) -> None:
+        if self._new is not None:
+            self._new.keep()
+            self._new.close()
+            self._new = None
         self._file.close()
