@@ -466,6 +466,16 @@ def _frame_refs(stored: bytes) -> tuple[list[tuple[int, str]], bytes]:
     return [(r[0], r[1]) for r in refs], rest
 
 
+_CHECKED_MAX = 4096  # rows remembered as checked, per store object
+
+
+def _remember(checked: dict[tuple[Any, ...], T], row: tuple[Any, ...], value: T) -> T:
+    if len(checked) >= _CHECKED_MAX:
+        checked.clear()
+    checked[row] = value
+    return value
+
+
 def _guarded(method: Callable[P, T]) -> Callable[P, T]:
     """Turn any SQLite error escaping a public method into an :class:`AiraError`."""
 
@@ -515,6 +525,11 @@ class ModelStore:
         self._busy_timeout = busy_timeout
         self._db: sqlite3.Connection | None = None
         self._closed = False
+        # Rows already checked against their digests, by their exact column values: history
+        # rows never change, so a row read again as it was is not hashed again (a runtime
+        # session reads whole histories and every branch, often).
+        self._checked_records: dict[tuple[Any, ...], CommitRecord] = {}
+        self._checked_heads: dict[tuple[Any, ...], _Head] = {}
         if create or self.path.is_dir() or self._exists():
             try:
                 self._db = self._open(create)
@@ -801,6 +816,9 @@ class ModelStore:
     def _checked_record(self, row: Sequence[Any]) -> CommitRecord:
         """A history record read from ``row`` (:data:`_RECORD_COLUMNS`), checked against
         its digest."""
+        known = self._checked_records.get(tuple(row))
+        if known is not None:
+            return known
         seq, branch, rev, parent, kind, message, created_at, meta, base_seq, digest = row
         what = f"history record {seq!r}"
         typed = (
@@ -828,7 +846,7 @@ class ModelStore:
             meta_value = json.loads(meta) if meta is not None else None
         except (ValueError, RecursionError):  # written canonical by commit: damaged since
             raise self._error(STORE_CORRUPT, f"the meta of {what} is not JSON") from None
-        return CommitRecord(
+        record = CommitRecord(
             seq=seq,
             branch=branch,
             rev=rev,
@@ -839,9 +857,13 @@ class ModelStore:
             meta=meta_value,
             base_seq=base_seq,
         )
+        return _remember(self._checked_records, tuple(row), record)
 
     def _checked_head(self, row: Sequence[Any]) -> _Head:
         """A branch pointer and the record it points at (:data:`_HEAD_COLUMNS`), checked."""
+        known = self._checked_heads.get(tuple(row))
+        if known is not None:
+            return known
         name, head_seq, created_at, digest = row[:4]
         what = f"the head pointer of branch {str(name)[:80]!r}"
         if row[4] is None:
@@ -855,7 +877,8 @@ class ModelStore:
             intact = False
         if not intact or not isinstance(name, str) or not isinstance(created_at, str):
             raise self._damaged(what, "it does not match its digest")
-        return _Head(record.rev, record.seq, row[-1], created_at, record)
+        head = _Head(record.rev, record.seq, row[-1], created_at, record)
+        return _remember(self._checked_heads, tuple(row), head)
 
     def _head(self, db: sqlite3.Connection, branch: str) -> _Head:
         row = db.execute(
