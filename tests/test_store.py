@@ -249,6 +249,15 @@ DAMAGES: dict[str, tuple[Callable[[Path], None], str]] = {
     "schema version zero": (_raw_sql("PRAGMA user_version = 0"), "STORE_CORRUPT"),
     "foreign application id": (_raw_sql("PRAGMA application_id = 7"), "STORE_CORRUPT"),
     "table missing": (_raw_sql("DROP TABLE branches"), "STORE_CORRUPT"),
+    # one flipped bit of the schema text: a column that the queries name is gone
+    "column name damaged": (
+        _raw_sql(
+            "PRAGMA writable_schema = ON",
+            "UPDATE sqlite_master SET sql = replace(sql, 'created_at', 'created_a4') "
+            "WHERE name = 'commits'",
+        ),
+        "STORE_CORRUPT",
+    ),
 }
 
 

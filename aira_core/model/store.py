@@ -189,6 +189,26 @@ _REQUIRED_OBJECTS_1 = frozenset(
     }
 )
 _REQUIRED_OBJECTS = _REQUIRED_OBJECTS_1 | {"blobs", "blobs_no_update", "blobs_no_delete"}
+_COLUMNS = {
+    "documents": ("rev", "body"),
+    "commits": (
+        "seq",
+        "branch",
+        "rev",
+        "parent",
+        "base_seq",
+        "kind",
+        "message",
+        "created_at",
+        "meta",
+        "digest",
+    ),
+    "derived": ("rev", "name", "body", "digest"),
+    "branches": ("name", "head_seq", "created_at", "digest"),
+    "blobs": ("digest", "body"),
+}
+"""The columns of schema 2; schema 1 is the same without ``digest`` columns and ``blobs``."""
+_DAMAGE_ERRORS = ("no such column", "no such table", "Could not decode to UTF-8")
 
 # The chain of records a branch's history consists of, newest first. ``base_seq < seq``
 # holds for every record written here; requiring it keeps a damaged file from looping.
@@ -548,6 +568,10 @@ class ModelStore:
         name = getattr(exc, "sqlite_errorname", "") or ""
         if name.startswith(("SQLITE_CORRUPT", "SQLITE_NOTADB")):
             return self._error(STORE_CORRUPT, f"not a valid store ({doing}: {exc})")
+        if isinstance(exc, sqlite3.OperationalError) and str(exc).startswith(_DAMAGE_ERRORS):
+            # The queries are fixed and the schema was checked on open: a column that is
+            # not there or text that is no UTF-8 is damage (a flipped schema or row byte).
+            return self._error(STORE_CORRUPT, f"is damaged ({doing}: {str(exc)[:200]})")
         if name.startswith(("SQLITE_BUSY", "SQLITE_LOCKED")):
             return self._error(STORE_UNAVAILABLE, f"locked by another process ({doing}: {exc})")
         if isinstance(exc, sqlite3.ProgrammingError) and self._db is None:
@@ -682,6 +706,13 @@ class ModelStore:
         missing = (_REQUIRED_OBJECTS if version == SCHEMA_VERSION else _REQUIRED_OBJECTS_1) - names
         if missing:
             raise self._error(STORE_CORRUPT, f"lacks {', '.join(sorted(missing))}")
+        for table, columns in _COLUMNS.items():  # the schema itself: a damaged column name
+            if version < 2 and table == "blobs":
+                continue
+            expected = columns if version >= 2 else tuple(c for c in columns if c != "digest")
+            found = tuple(row[1] for row in db.execute(f"PRAGMA table_info({table})"))
+            if found != expected:
+                raise self._error(STORE_CORRUPT, f"has a damaged schema (table {table})")
         return cast(int, version)
 
     def _is_empty_file(self) -> bool:
