@@ -571,7 +571,8 @@ class ModelStore:
         if isinstance(exc, sqlite3.OperationalError) and str(exc).startswith(_DAMAGE_ERRORS):
             # The queries are fixed and the schema was checked on open: a column that is
             # not there or text that is no UTF-8 is damage (a flipped schema or row byte).
-            return self._error(STORE_CORRUPT, f"is damaged ({doing}: {str(exc)[:200]})")
+            said = "".join(c if c.isprintable() else "?" for c in str(exc)[:200])
+            return self._error(STORE_CORRUPT, f"is damaged ({doing}: {said})")
         if name.startswith(("SQLITE_BUSY", "SQLITE_LOCKED")):
             return self._error(STORE_UNAVAILABLE, f"locked by another process ({doing}: {exc})")
         if isinstance(exc, sqlite3.ProgrammingError) and self._db is None:
