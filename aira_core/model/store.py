@@ -920,15 +920,20 @@ class ModelStore:
         ).fetchone()
         if row is None:
             raise self._no_branch(db, branch)
+        if row[0] != branch:  # found through the name's index, but another branch's row
+            raise self._damaged("the index of branches", f"it finds {str(row[0])[:80]!r}")
         return self._checked_head(row)
 
     def _no_branch(self, db: sqlite3.Connection, branch: str) -> AiraError:
         # A branch not found may be one whose row is damaged (its name, say): the pointers
         # are few, so they are all checked before the branch is called unknown.
         for row in db.execute(
-            f"SELECT {_HEAD_COLUMNS} FROM branches b LEFT JOIN commits c ON c.seq = b.head_seq"
+            f"SELECT {_HEAD_COLUMNS} FROM branches b NOT INDEXED "
+            "LEFT JOIN commits c ON c.seq = b.head_seq"
         ).fetchall():
             self._checked_head(row)
+            if row[0] == branch:
+                raise self._damaged("the index of branches", f"it does not find {branch}")
         if branch == MAIN and db.execute("SELECT 1 FROM commits LIMIT 1").fetchone():
             return self._error(STORE_CORRUPT, "has history but no main branch: main is damaged")
         return AiraError(
@@ -1158,12 +1163,18 @@ class ModelStore:
     def derived(self, rev: str, name: str) -> Any | None:
         """A value derived from ``rev``'s document and kept under ``name``, if any; a kept
         value that does not match its digest is ``STORE_CORRUPT``."""
-        row = (
-            self._connection()
-            .execute("SELECT body, digest FROM derived WHERE rev = ? AND name = ?", (rev, name))
-            .fetchone()
-        )
+        db = self._connection()
+        row = db.execute(
+            "SELECT body, digest FROM derived WHERE rev = ? AND name = ?", (rev, name)
+        ).fetchone()
         if row is None:
+            # Not found by the index: a missing view is computed again, so make sure it is
+            # not one that is there (a damaged index). Only this rarer path scans.
+            there = db.execute(
+                "SELECT 1 FROM derived NOT INDEXED WHERE rev = ? AND name = ?", (rev, name)
+            ).fetchone()
+            if there is not None:
+                raise self._damaged("the index of derived", f"it does not find {name} of {rev}")
             return None
         body, digest = row
         what = f"the kept {name} of {rev}"
