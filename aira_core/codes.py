@@ -338,7 +338,8 @@ _CODES = (
         ),
         (
             "STORE_CORRUPT",
-            "the file is not a valid model store, or is damaged; it is left as it is",
+            "the file is not a valid model store (an empty file included), or a row it reads "
+            "is damaged (fails its digest or content address); it is left as it is",
         ),
         ("STORE_ALREADY_INITIALISED", "init on a store whose main branch exists"),
         (

@@ -40,6 +40,7 @@ from aira_core.model.repository import (
 from aira_core.model.store import (
     MAIN,
     STEP_STALE_REVISION,
+    STORE_CORRUPT,
     STORE_REVISION_UNKNOWN,
     ModelStore,
     StaleRevision,
@@ -269,19 +270,45 @@ def test_a_missing_derived_value_is_computed_on_first_read_and_kept(
     assert second.diff(r0, r1) == changed
 
 
-@pytest.mark.parametrize("damage", ["'{broken'", "'[1, 2]'", "'{\"parameters\": 1}'"])
-def test_damaged_kept_views_are_computed_again(path: Path, fresh: Any, damage: str) -> None:
-    # Kept views are a cache of what the document gives: a damaged row is not an error.
+@pytest.mark.parametrize(
+    "damage",
+    [
+        "CAST('{broken' AS BLOB)",
+        "CAST('[1, 2]' AS BLOB)",
+        # "bodies":15 -> 17 in the summary, one hex digit of a block hash in both
+        "CAST(replace(replace(CAST(body AS TEXT), '\"bodies\":15', '\"bodies\":17'),"
+        " 'block:sha256:1', 'block:sha256:2') AS BLOB)",
+        "CAST(body AS TEXT)",  # the same JSON, stored as TEXT
+    ],
+    ids=["not json", "other json", "same length edit", "text"],
+)
+def test_damaged_kept_views_are_corrupt_not_served(path: Path, fresh: Any, damage: str) -> None:
     document = make_document()
     r0 = fresh().init(document).rev
     db = sqlite3.connect(path, isolation_level=None)
-    db.execute(f"UPDATE derived SET body = CAST({damage} AS BLOB)")
+    before = db.execute("SELECT body FROM derived ORDER BY name").fetchall()
+    db.execute(f"UPDATE derived SET body = {damage}")
+    after = db.execute("SELECT body FROM derived ORDER BY name").fetchall()
+    assert all(a != b for a, b in zip(after, before, strict=True))
     db.close()
+    repo = fresh()
+    for read, name in ((repo.summary, SUMMARY_KEY), (repo.block_hashes, BLOCKS_KEY)):
+        with pytest.raises(AiraError) as error:
+            read(r0)
+        assert error.value.code == STORE_CORRUPT
+        assert f"the kept {name} of {r0} is damaged" in str(error.value)
+
+
+def test_intact_kept_views_of_another_shape_are_computed_again(path: Path, fresh: Any) -> None:
+    # Kept (with a digest) but not a summary: as another version of Aira might have kept
+    # under the same name. Not damage: computed again and replaced.
+    document = make_document()
+    repo = fresh()
+    r0 = repo.init(document).rev
+    repo.store.keep_derived(r0, {SUMMARY_KEY: [1, 2], BLOCKS_KEY: {"parameters": 1}})
     repo = fresh()
     assert repo.summary(r0) == direct_summary(r0, document)
     assert repo.block_hashes(r0) == blocks.block_hashes(document)
-    assert repo.diff(r0, r0) == []
-    # and the damaged rows were replaced: a third reader finds them kept
     assert repo.store.derived(r0, SUMMARY_KEY) == direct_summary(r0, document).to_wire()
 
 

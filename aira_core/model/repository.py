@@ -2,7 +2,8 @@
 
 Every revision comes with its alias table, block hashes, summary and pages. Those are pure
 functions of the (immutable) document, so the summary and block hashes are computed once,
-kept in the store beside the document, and a head summary read is one row away.
+kept in the store beside the document (each with a digest the store checks on read), and a
+head summary read is one row away.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from aira_core.model import blocks
 from aira_core.model.aliases import AliasTable
 from aira_core.model.operations import OperationSignature
 from aira_core.model.patch import PatchRejected, validate_document
-from aira_core.model.store import MAIN, STORE_CORRUPT, ModelStore, Revision
+from aira_core.model.store import MAIN, ModelStore, Revision
 
 AMIR_DOCUMENT_INVALID = "AMIR_DOCUMENT_INVALID"
 SUMMARY_KEY = "summary/1"
@@ -161,16 +162,12 @@ class ModelRepository:
             return cached
         return self._aliases.remember(rev, AliasTable.build(rev, self.document(rev)))
 
-    # Kept views are derived from the document: one that is missing or does not have its
-    # shape (a damaged row) is computed again rather than trusted or reported.
+    # Kept views are derived from the document: one that is missing, or that is intact but
+    # of another shape (kept by another version), is computed again. One that is damaged
+    # (fails its digest) is STORE_CORRUPT from the store: never served, never masked.
 
     def _kept_view(self, rev: str, name: str) -> Any:
-        try:
-            return self.store.derived(rev, name)
-        except AiraError as exc:
-            if exc.code != STORE_CORRUPT:
-                raise
-            return None
+        return self.store.derived(rev, name)
 
     def block_hashes(self, rev: str) -> dict[str, str]:
         kept = self._kept_view(rev, BLOCKS_KEY)

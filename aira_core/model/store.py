@@ -29,12 +29,13 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import itertools
 import json
 import os
 import re
 import sqlite3
 import zlib
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -46,6 +47,7 @@ from aira_core.canonical import (
     CanonicalJSONError,
     canonical_bytes,
     sha256_bytes_hex,
+    sha256_hex,
     sha256_id,
 )
 from aira_core.config import aira_home
@@ -67,9 +69,10 @@ __all__ = [
 STORE_DIR = "models"
 STORE_FILE = "store.sqlite3"
 
-SCHEMA_VERSION = 1
-"""``PRAGMA user_version`` of the schema below. A later schema bumps it and migrates older
-stores on open; a store with a higher version than this code knows is refused."""
+SCHEMA_VERSION = 2
+"""``PRAGMA user_version`` of the schema below. A store of an older version is migrated on
+open (under the write lock, in one transaction); a store with a higher version than this
+code knows is refused (``STORE_UNAVAILABLE``: upgrade Aira)."""
 
 APPLICATION_ID = 0x4149524D  # "AIRM": marks the file as an Aira model store (PRAGMA application_id)
 
@@ -152,7 +155,25 @@ _SCHEMA = (
     """CREATE TRIGGER branches_no_rename BEFORE UPDATE OF name, created_at ON branches
         BEGIN SELECT RAISE(ABORT, 'branches are never renamed'); END""",
 )
-_REQUIRED_OBJECTS = frozenset(
+# Schema 2: every history record, branch pointer and kept derived value carries a digest
+# that each read checks, so damage to a row is STORE_CORRUPT instead of a wrong answer; and
+# large strings of a document (an imported STEP text) are stored once, content addressed,
+# in ``blobs``, and referenced from every document that holds them. A new store is made of
+# schema 1 and this migration, so new and migrated stores are the same.
+_MIGRATION_2 = (
+    "ALTER TABLE commits ADD COLUMN digest TEXT",
+    "ALTER TABLE branches ADD COLUMN digest TEXT",
+    "ALTER TABLE derived ADD COLUMN digest TEXT",
+    """CREATE TABLE blobs (
+        digest TEXT PRIMARY KEY,
+        body BLOB NOT NULL
+    )""",
+    """CREATE TRIGGER blobs_no_update BEFORE UPDATE ON blobs
+        BEGIN SELECT RAISE(ABORT, 'blobs are immutable'); END""",
+    """CREATE TRIGGER blobs_no_delete BEFORE DELETE ON blobs
+        BEGIN SELECT RAISE(ABORT, 'blobs are immutable'); END""",
+)
+_REQUIRED_OBJECTS_1 = frozenset(
     {
         "documents",
         "commits",
@@ -167,6 +188,27 @@ _REQUIRED_OBJECTS = frozenset(
         "branches_no_rename",
     }
 )
+_REQUIRED_OBJECTS = _REQUIRED_OBJECTS_1 | {"blobs", "blobs_no_update", "blobs_no_delete"}
+_COLUMNS = {
+    "documents": ("rev", "body"),
+    "commits": (
+        "seq",
+        "branch",
+        "rev",
+        "parent",
+        "base_seq",
+        "kind",
+        "message",
+        "created_at",
+        "meta",
+        "digest",
+    ),
+    "derived": ("rev", "name", "body", "digest"),
+    "branches": ("name", "head_seq", "created_at", "digest"),
+    "blobs": ("digest", "body"),
+}
+"""The columns of schema 2; schema 1 is the same without ``digest`` columns and ``blobs``."""
+_DAMAGE_ERRORS = ("no such column", "no such table", "Could not decode to UTF-8")
 
 # The chain of records a branch's history consists of, newest first. ``base_seq < seq``
 # holds for every record written here; requiring it keeps a damaged file from looping.
@@ -180,8 +222,12 @@ WITH RECURSIVE chain(seq, depth) AS (
 """
 _UNLIMITED = 2**62  # a depth bound that no history reaches
 _RECORD_COLUMNS = (
-    "c.seq, c.branch, c.rev, c.parent, c.kind, c.message, c.created_at, c.meta, c.base_seq"
+    "c.seq, c.branch, c.rev, c.parent, c.kind, c.message, c.created_at, c.meta, c.base_seq, "
+    "c.digest"
 )
+_KINDS = frozenset({"init", "commit", "revert", "publish"})
+# A branch pointer and the record it points at (LEFT JOIN: a missing record reads as NULLs).
+_HEAD_COLUMNS = "b.name, b.head_seq, b.created_at, b.digest, " + _RECORD_COLUMNS
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -202,6 +248,17 @@ class Revision:
     parent: str | None
     """The branch's head before the write (``None`` for ``init``)."""
     kind: CommitKind
+
+
+@dataclass(frozen=True, slots=True)
+class _Head:
+    rev: str
+    seq: int
+    digest: str
+    """Of the head record."""
+    created_at: str
+    """Of the branch."""
+    record: CommitRecord
 
 
 @dataclass(frozen=True, slots=True)
@@ -271,11 +328,88 @@ def _check_branch(name: object) -> str:
 def _check_message(message: object) -> str:
     if not isinstance(message, str):
         raise AiraError(STORE_ARGUMENT_INVALID, f"a message must be a string, got {message!r}")
+    try:  # it is part of its record's digest
+        canonical_bytes(message)
+    except CanonicalJSONError as exc:
+        raise AiraError(
+            STORE_ARGUMENT_INVALID, f"the message is not canonical JSON: {exc}"
+        ) from None
     return message
 
 
-def _encode_document(document: object) -> tuple[str, bytes]:
-    """Canonical bytes and content address of a document.
+def _encode_meta(meta: object) -> str | None:
+    if meta is None:
+        return None
+    if not isinstance(meta, dict):
+        raise AiraError(STORE_ARGUMENT_INVALID, "meta must be a JSON object or None")
+    try:
+        return canonical_bytes(meta).decode("utf-8")
+    except CanonicalJSONError as exc:
+        raise AiraError(STORE_ARGUMENT_INVALID, f"meta is not canonical JSON: {exc}") from None
+
+
+# -- digests of rows ---------------------------------------------------------------------------
+# A digest is SHA-256 over the canonical JSON of a row's columns (one hasher:
+# aira_core.canonical), checked on every read of the row. It detects damage (a disk, a bit
+# flip, an edit past the triggers), not a deliberate forgery: whoever can write the file can
+# recompute a digest. Revision ids do not change: they still hash the document alone.
+
+
+def _record_digest(
+    seq: int,
+    branch: str,
+    rev: str,
+    parent: str | None,
+    kind: str,
+    message: str,
+    created_at: str,
+    meta: str | None,
+    base_seq: int | None,
+) -> str:
+    return sha256_hex(
+        ["aira.commit/1", seq, branch, rev, parent, kind, message, created_at, meta, base_seq]
+    )
+
+
+def _branch_digest(name: str, head_seq: int, created_at: str, head_digest: str) -> str:
+    # Bound to the digest of the record it points at: a pointer moved to another record is
+    # damage even if that record is intact.
+    return sha256_hex(["aira.branch/1", name, head_seq, created_at, head_digest])
+
+
+def _derived_digest(rev: str, name: str, body: str) -> str:
+    return sha256_hex(["aira.derived/1", rev, name, body])
+
+
+# -- document bodies ---------------------------------------------------------------------------
+# Documents are stored zlib-compressed: a revision is a whole document and JSON compresses
+# several times over. A string of at least _BLOB_MIN bytes (an imported STEP text) is cut
+# out of the canonical bytes and stored once in ``blobs`` under its own content address; the
+# document's row then holds a *frame*: the references (offset in the remaining bytes, blob
+# digest) and the remaining bytes, compressed. So a one-parameter commit after an import
+# adds a few kilobytes, not the import again. A stored body that starts with "{" is a
+# document written uncompressed, one that starts with zlib's header a document written whole
+# (schema 1, or small); both are read as they are. The content address is always over the
+# canonical, uncompressed, reassembled bytes, and checked on every read.
+_COMPRESSION_LEVEL = 6
+_BLOB_MIN = 64 * 1024
+_FRAME = b"\x00aira.frame/1\n"
+# In canonical JSON a '"' outside a string never occurs, so scanning from the start finds
+# exactly the string literals, in order.
+_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"')
+
+
+@dataclass(frozen=True, slots=True)
+class _Encoded:
+    rev: str
+    frame: bytes
+    """What the ``documents`` row holds."""
+    blobs: tuple[tuple[str, bytes], ...]
+    """(digest, string literal) of each large string, uncompressed: compressed only if new."""
+
+
+def _encode_document(document: object) -> _Encoded:
+    """Content address and stored form of a document.
 
     Anything :func:`canonical_bytes` serialises to a JSON object: a dict, a pydantic model,
     or :class:`Canonical` bytes, which are used as they are (a caller that canonicalised the
@@ -291,59 +425,75 @@ def _encode_document(document: object) -> tuple[str, bytes]:
             STORE_DOCUMENT_INVALID,
             f"a model document must be a JSON object, got {type(document).__name__}",
         )
-    return sha256_id("rev", body), _pack(bytes(body))
-
-
-# Documents are stored zlib-compressed: a revision is a whole document (an imported STEP
-# text included) and JSON compresses several times over. A stored body that starts with "{"
-# is a document written uncompressed (before compression, or by an older Aira) and is read
-# as it is; the content address is always over the canonical, uncompressed bytes.
-_COMPRESSION_LEVEL = 6
+    rev = sha256_id("rev", body)
+    refs: list[list[int | str]] = []
+    blobs: dict[str, bytes] = {}
+    rest: list[bytes] = []
+    pos = size = 0
+    if len(body) >= _BLOB_MIN:
+        for match in _STRING.finditer(body):
+            if match.end() - match.start() < _BLOB_MIN:
+                continue
+            rest.append(body[pos : match.start()])
+            size += match.start() - pos
+            literal = bytes(match.group())
+            digest = f"blob:sha256:{sha256_bytes_hex(literal)}"
+            refs.append([size, digest])
+            blobs[digest] = literal
+            pos = match.end()
+    if not refs:
+        return _Encoded(rev, _pack(bytes(body)), ())
+    rest.append(body[pos:])
+    frame = _FRAME + canonical_bytes(refs) + b"\n" + _pack(b"".join(rest))
+    return _Encoded(rev, frame, tuple(blobs.items()))
 
 
 def _pack(body: bytes) -> bytes:
     return zlib.compress(body, _COMPRESSION_LEVEL)
 
 
-def _unpack(stored: bytes) -> bytes:
+class _Damaged(Exception):
+    """A stored value that cannot be what was written; ``str()`` says what is wrong."""
+
+
+def _unpack(stored: object) -> bytes:
+    if not isinstance(stored, bytes):
+        raise _Damaged(f"is stored as {type(stored).__name__}, not bytes")
     if stored.startswith(b"{"):
         return stored
     try:
         return zlib.decompress(stored)
     except zlib.error:
-        return b""  # cannot match any content address: reported as corrupt by the callers
+        raise _Damaged("cannot be decompressed") from None
 
 
-def _encode_meta(meta: object) -> str | None:
-    if meta is None:
-        return None
-    if not isinstance(meta, dict):
-        raise AiraError(STORE_ARGUMENT_INVALID, "meta must be a JSON object or None")
+def _frame_refs(stored: bytes) -> tuple[list[tuple[int, str]], bytes]:
+    """The blob references of a frame and its remaining (compressed) bytes."""
+    header, newline, rest = stored[len(_FRAME) :].partition(b"\n")
     try:
-        return canonical_bytes(meta).decode("utf-8")
-    except CanonicalJSONError as exc:
-        raise AiraError(STORE_ARGUMENT_INVALID, f"meta is not canonical JSON: {exc}") from None
+        refs = json.loads(header) if newline else None
+    except ValueError:
+        refs = None
+    if not isinstance(refs, list) or not all(
+        isinstance(r, list)
+        and len(r) == 2
+        and type(r[0]) is int
+        and isinstance(r[1], str)
+        and r[1].startswith("blob:sha256:")
+        for r in refs
+    ):
+        raise _Damaged("has a damaged list of blob references")
+    return [(r[0], r[1]) for r in refs], rest
 
 
-def _record(row: tuple[Any, ...]) -> CommitRecord:
-    seq, branch, rev, parent, kind, message, created_at, meta, base_seq = row
-    try:
-        meta = json.loads(meta) if meta is not None else None
-    except (ValueError, RecursionError):  # written canonical by commit: damaged since
-        raise AiraError(
-            STORE_CORRUPT, f"model store: the meta of history record {seq} is not JSON"
-        ) from None
-    return CommitRecord(
-        seq=seq,
-        branch=branch,
-        rev=rev,
-        parent=parent,
-        kind=kind,
-        message=message,
-        created_at=created_at,
-        meta=meta,
-        base_seq=base_seq,
-    )
+_CHECKED_MAX = 4096  # rows remembered as checked, per store object
+
+
+def _remember(checked: dict[tuple[Any, ...], T], row: tuple[Any, ...], value: T) -> T:
+    if len(checked) >= _CHECKED_MAX:
+        checked.clear()
+    checked[row] = value
+    return value
 
 
 def _guarded(method: Callable[P, T]) -> Callable[P, T]:
@@ -365,14 +515,18 @@ class ModelStore:
 
     ``ModelStore(path)`` opens the store at ``path`` (default :func:`default_store_path`).
     Opening never creates a store unless asked: with ``create=False`` (the default) a path
-    with no store (no file, or an empty one) is opened *absent*, and every read or write on
+    with no file is opened *absent*, and every read or write on
     it is ``STORE_UNAVAILABLE`` ("no store at …, run `aira model init`") without creating a
     file or a directory; only :meth:`init` creates it. With ``create=True`` an empty store
     is created at once if there is none. An existing file is checked read-only first
     (``PRAGMA quick_check``, application id, schema version, schema objects); if it is not
-    a valid store it is left exactly as it is and ``STORE_CORRUPT`` (not a store, damaged)
-    or ``STORE_UNAVAILABLE`` (cannot be opened, locked, written by a newer schema) is
-    raised.
+    a valid store (an empty, 0-byte file included) it is left exactly as it is and
+    ``STORE_CORRUPT`` (not a store, damaged) or ``STORE_UNAVAILABLE`` (cannot be opened,
+    locked, written by a newer schema) is raised. A store of an older schema is migrated.
+
+    Every row a read uses is checked: documents against their content address, history
+    records, branch pointers and kept derived values against their digests; a row that
+    fails is ``STORE_CORRUPT`` naming it.
 
     Use as a context manager or call :meth:`close`.
     """
@@ -391,7 +545,12 @@ class ModelStore:
         self._busy_timeout = busy_timeout
         self._db: sqlite3.Connection | None = None
         self._closed = False
-        if create or self.path.is_dir() or not self._is_empty_file():
+        # Rows already checked against their digests, by their exact column values: history
+        # rows never change, so a row read again as it was is not hashed again (a runtime
+        # session reads whole histories and every branch, often).
+        self._checked_records: dict[tuple[Any, ...], CommitRecord] = {}
+        self._checked_heads: dict[tuple[Any, ...], _Head] = {}
+        if create or self.path.is_dir() or self._exists():
             try:
                 self._db = self._open(create)
             except sqlite3.Error as exc:
@@ -409,6 +568,11 @@ class ModelStore:
         name = getattr(exc, "sqlite_errorname", "") or ""
         if name.startswith(("SQLITE_CORRUPT", "SQLITE_NOTADB")):
             return self._error(STORE_CORRUPT, f"not a valid store ({doing}: {exc})")
+        if isinstance(exc, sqlite3.OperationalError) and str(exc).startswith(_DAMAGE_ERRORS):
+            # The queries are fixed and the schema was checked on open: a column that is
+            # not there or text that is no UTF-8 is damage (a flipped schema or row byte).
+            said = "".join(c if c.isprintable() else "?" for c in str(exc)[:200])
+            return self._error(STORE_CORRUPT, f"is damaged ({doing}: {said})")
         if name.startswith(("SQLITE_BUSY", "SQLITE_LOCKED")):
             return self._error(STORE_UNAVAILABLE, f"locked by another process ({doing}: {exc})")
         if isinstance(exc, sqlite3.ProgrammingError) and self._db is None:
@@ -426,34 +590,25 @@ class ModelStore:
     def _open(self, create: bool) -> sqlite3.Connection:
         if self.path.is_dir():
             raise self._error(STORE_UNAVAILABLE, "is a directory, not a store file")
-        if not create and self._is_empty_file():
-            raise self._no_store()
-        if create:
-            try:
-                self.path.parent.mkdir(parents=True, exist_ok=True)
-            except OSError as exc:
-                raise self._error(
-                    STORE_UNAVAILABLE, f"cannot create its directory: {exc.strerror}"
-                ) from None
-        # None: not checked yet (no file, or the read-only check needs a writer).
-        is_store = self._check_read_only() if self.path.exists() else None
-        if create:
-            db = sqlite3.connect(self.path, isolation_level=None, timeout=self._busy_timeout)
-        else:  # mode=rw: SQLite itself refuses to create the file
-            uri = self.path.resolve().as_uri() + "?mode=rw"
-            try:
-                db = sqlite3.connect(
-                    uri, uri=True, isolation_level=None, timeout=self._busy_timeout
-                )
-            except sqlite3.OperationalError:
-                if not self.path.exists():  # removed since the check above
-                    raise self._no_store() from None
-                raise
+        if not self._exists():
+            if not create:
+                raise self._no_store()
+            self._create_file()
+        # True: a valid store of this schema; None: not checked yet (a crashed writer's WAL
+        # to recover first, or an older schema to migrate): checked again under the lock.
+        is_store = self._check_read_only()
+        uri = self.path.resolve().as_uri() + "?mode=rw"  # SQLite itself never creates it
+        try:
+            db = sqlite3.connect(uri, uri=True, isolation_level=None, timeout=self._busy_timeout)
+        except sqlite3.OperationalError:
+            if not self._exists():  # removed since the check above
+                raise self._no_store() from None
+            raise
         try:
             db.execute("PRAGMA synchronous=FULL")
             db.execute("PRAGMA foreign_keys=ON")
             if not is_store:
-                self._create_if_empty(db, create)
+                self._prepare(db)
             mode = db.execute("PRAGMA journal_mode=WAL").fetchone()[0]
             if str(mode).lower() != "wal":
                 raise self._error(STORE_UNAVAILABLE, f"cannot switch to WAL mode (got {mode})")
@@ -462,17 +617,66 @@ class ModelStore:
             raise
         return db
 
+    def _exists(self) -> bool:
+        return self.path.exists() or self.path.is_symlink()
+
+    def _create_file(self) -> None:
+        """Create a complete empty store at the path, atomically: built in a temporary file
+        and linked into place, so the store path never holds a half-made or empty file (an
+        empty store file is damage, never "no store yet"). If another process created the
+        store meanwhile, theirs is kept."""
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise self._error(
+                STORE_UNAVAILABLE, f"cannot create its directory: {exc.strerror}"
+            ) from None
+        tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.{os.urandom(4).hex()}.new")
+        try:
+            db = sqlite3.connect(tmp, isolation_level=None)
+            try:
+                db.execute("PRAGMA synchronous=FULL")
+                db.execute("BEGIN IMMEDIATE")
+                for statement in _SCHEMA:
+                    db.execute(statement)
+                db.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+                self._migrate(db, 1)
+                db.execute("COMMIT")
+            finally:
+                db.close()
+            with tmp.open("rb+") as f:
+                os.fsync(f.fileno())
+            try:
+                os.link(tmp, self.path)  # fails if the path exists: never replaces a store
+            except FileExistsError:
+                pass
+            except OSError:  # a file system without hard links
+                if not self._exists():
+                    os.replace(tmp, self.path)
+        except OSError as exc:
+            raise self._error(STORE_UNAVAILABLE, f"cannot be created: {exc.strerror}") from None
+        finally:
+            for leftover in (tmp, tmp.with_name(tmp.name + "-journal")):
+                with contextlib.suppress(OSError):
+                    leftover.unlink()
+
     def _check_read_only(self) -> bool | None:
-        """Validate an existing file without writing to it: True if it is a store, False if
-        it is an empty file, None if the check needs a writer (a crashed writer's WAL to
-        recover); raise if it is not a valid store."""
+        """Validate an existing file without writing to it: True if it is a store of this
+        schema, None if the check needs a writer (a crashed writer's WAL to recover, an
+        older schema to migrate); raise if it is not a valid store."""
+        if self._is_empty_file():
+            raise self._error(
+                STORE_CORRUPT,
+                "is an empty file (0 bytes), not a store: restore it from a backup, or "
+                "remove it to start a new store with `aira model init`",
+            )
         uri = self.path.resolve().as_uri() + "?mode=ro"
         try:
             ro = sqlite3.connect(uri, uri=True, timeout=self._busy_timeout)
         except sqlite3.Error as exc:
             raise self._sqlite_error(exc, "open") from None
         try:
-            return self._inspect(ro)
+            return True if self._inspect(ro) == SCHEMA_VERSION else None
         except sqlite3.Error as exc:
             if (getattr(exc, "sqlite_errorname", "") or "").startswith("SQLITE_READONLY"):
                 return None
@@ -480,8 +684,8 @@ class ModelStore:
         finally:
             ro.close()
 
-    def _inspect(self, db: sqlite3.Connection) -> bool:
-        """Raise unless ``db`` is a valid store or a creatable empty file; True if a store."""
+    def _inspect(self, db: sqlite3.Connection) -> int:
+        """Raise unless ``db`` is a valid store; its schema version (at most this code's)."""
         problems = [row[0] for row in db.execute("PRAGMA quick_check")]
         if problems != ["ok"]:
             raise self._error(STORE_CORRUPT, f"failed its integrity check: {problems[0]}")
@@ -489,9 +693,7 @@ class ModelStore:
         version = db.execute("PRAGMA user_version").fetchone()[0]
         names = {row[0] for row in db.execute("SELECT name FROM sqlite_master")}
         if app_id == 0 and version == 0 and not names:
-            if not self._is_empty_file():
-                raise self._error(STORE_CORRUPT, "is not a model store (no store schema)")
-            return False
+            raise self._error(STORE_CORRUPT, "is not a model store (no store schema)")
         if app_id != APPLICATION_ID:
             raise self._error(STORE_CORRUPT, "is an SQLite database but not a model store")
         if version > SCHEMA_VERSION:
@@ -500,45 +702,84 @@ class ModelStore:
                 f"has schema version {version}, newer than the {SCHEMA_VERSION} this version of "
                 "Aira reads; upgrade Aira to open it",
             )
-        # Versions 1..SCHEMA_VERSION-1 would be migrated here; there are none yet.
-        if version < SCHEMA_VERSION:
+        if version < 1:
             raise self._error(STORE_CORRUPT, f"has an invalid schema version {version}")
-        missing = _REQUIRED_OBJECTS - names
+        missing = (_REQUIRED_OBJECTS if version == SCHEMA_VERSION else _REQUIRED_OBJECTS_1) - names
         if missing:
             raise self._error(STORE_CORRUPT, f"lacks {', '.join(sorted(missing))}")
-        return True
+        for table, columns in _COLUMNS.items():  # the schema itself: a damaged column name
+            if version < 2 and table == "blobs":
+                continue
+            expected = columns if version >= 2 else tuple(c for c in columns if c != "digest")
+            found = tuple(row[1] for row in db.execute(f"PRAGMA table_info({table})"))
+            if found != expected:
+                raise self._error(STORE_CORRUPT, f"has a damaged schema (table {table})")
+        return cast(int, version)
 
     def _is_empty_file(self) -> bool:
-        # Only a 0-byte file (with no WAL content) is a new store: SQLite also reads a
-        # damaged file of a few bytes as an empty database, and that must not be reused.
+        # A 0-byte file with no WAL content. The store path never holds one that Aira made
+        # (a new store is linked into place complete), so it is damage.
         try:
             if self.path.stat().st_size != 0:
                 return False
             wal = self.path.with_name(self.path.name + "-wal")
             return not wal.exists() or wal.stat().st_size == 0
         except FileNotFoundError:
-            return True
+            return False
 
-    def _create_if_empty(self, db: sqlite3.Connection, create: bool) -> None:
-        # In the default rollback-journal mode, so an interrupted creation leaves either an
-        # empty file or a complete schema; WAL is switched on afterwards.
+    def _prepare(self, db: sqlite3.Connection) -> None:
+        """Check the store under the write lock (another process may have migrated it
+        meanwhile, and an unchecked file gets SQLite's own crash recovery here first) and
+        migrate an older schema, in one transaction: a crash leaves the old schema."""
         db.execute("BEGIN IMMEDIATE")
         try:
-            # (Re-)checked under the write lock: another process may have created the store
-            # meanwhile, and an unchecked file gets SQLite's own crash recovery here first.
-            if not self._inspect(db):
-                if not create:
-                    raise self._no_store()
-                for statement in _SCHEMA:
-                    db.execute(statement)
-                db.execute(f"PRAGMA application_id = {APPLICATION_ID}")
-                db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+            version = self._inspect(db)
+            if version < SCHEMA_VERSION:
+                self._migrate(db, version)
             db.execute("COMMIT")
         except BaseException:
             if db.in_transaction:
                 with contextlib.suppress(sqlite3.Error):
                     db.execute("ROLLBACK")
             raise
+
+    def _migrate(self, db: sqlite3.Connection, version: int) -> None:
+        """Schema ``version`` → :data:`SCHEMA_VERSION`, in the caller's transaction.
+
+        1 → 2: digest columns and ``blobs``. The digests of existing records and branch
+        pointers are computed from the rows as they are (damage older than the migration
+        cannot be told apart from data); kept derived values are dropped, not trusted:
+        they are recomputed, with digests, on their next read. Documents stay as they are
+        (schema 1 bodies are read as before); an Aira of schema 1 then refuses the store
+        as newer (upgrade)."""
+        if version < 2:
+            for statement in _MIGRATION_2:
+                db.execute(statement)
+            (trigger,) = db.execute(
+                "SELECT sql FROM sqlite_master WHERE name = 'commits_no_update'"
+            ).fetchone()
+            db.execute("DROP TRIGGER commits_no_update")
+            columns = _RECORD_COLUMNS.rsplit(",", 1)[0]
+            digests: dict[int, str] = {}
+            for row in db.execute(f"SELECT {columns} FROM commits c").fetchall():
+                with contextlib.suppress(CanonicalJSONError, TypeError, ValueError):
+                    digests[row[0]] = _record_digest(*row)
+            db.executemany(
+                "UPDATE commits SET digest = ? WHERE seq = ?",
+                [(d, seq) for seq, d in digests.items()],
+            )
+            db.execute(trigger)
+            for name, head_seq, created_at in db.execute(
+                "SELECT name, head_seq, created_at FROM branches"
+            ).fetchall():
+                if head_seq in digests:
+                    with contextlib.suppress(CanonicalJSONError, TypeError, ValueError):
+                        db.execute(
+                            "UPDATE branches SET digest = ? WHERE name = ?",
+                            (_branch_digest(name, head_seq, created_at, digests[head_seq]), name),
+                        )
+            db.execute("DELETE FROM derived")
+        db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
 
     # -- plumbing --------------------------------------------------------------------------
 
@@ -589,25 +830,123 @@ class ModelStore:
             raise
         _crash_point("after_commit_tx")
 
-    def _head(self, db: sqlite3.Connection, branch: str) -> tuple[str, int]:
+    @contextmanager
+    def _snapshot(self) -> Iterator[sqlite3.Connection]:
+        """One read transaction: several queries see the same state of the file."""
+        db = self._connection()
+        db.execute("BEGIN")
+        try:
+            yield db
+        finally:
+            self._rollback()
+
+    # -- checked rows ----------------------------------------------------------------------
+
+    def _damaged(self, what: str, why: str) -> AiraError:
+        return self._error(STORE_CORRUPT, f"{what} is damaged: {why}")
+
+    def _checked_record(self, row: Sequence[Any]) -> CommitRecord:
+        """A history record read from ``row`` (:data:`_RECORD_COLUMNS`), checked against
+        its digest."""
+        known = self._checked_records.get(tuple(row))
+        if known is not None:
+            return known
+        seq, branch, rev, parent, kind, message, created_at, meta, base_seq, digest = row
+        what = f"history record {seq!r}"
+        typed = (
+            type(seq) is int
+            and isinstance(branch, str)
+            and isinstance(rev, str)
+            and (parent is None or isinstance(parent, str))
+            and isinstance(kind, str)
+            and isinstance(message, str)
+            and isinstance(created_at, str)
+            and (meta is None or isinstance(meta, str))
+            and (base_seq is None or type(base_seq) is int)
+        )
+        if not typed:
+            raise self._damaged(what, "a column of the wrong type")
+        if not isinstance(digest, str):
+            raise self._damaged(what, "it has no digest")
+        try:
+            intact = digest == _record_digest(*row[:9])
+        except CanonicalJSONError:
+            intact = False
+        if not intact or kind not in _KINDS:
+            raise self._damaged(what, "it does not match its digest")
+        try:
+            meta_value = json.loads(meta) if meta is not None else None
+        except (ValueError, RecursionError):  # written canonical by commit: damaged since
+            raise self._error(STORE_CORRUPT, f"the meta of {what} is not JSON") from None
+        record = CommitRecord(
+            seq=seq,
+            branch=branch,
+            rev=rev,
+            parent=parent,
+            kind=cast(CommitKind, kind),
+            message=message,
+            created_at=created_at,
+            meta=meta_value,
+            base_seq=base_seq,
+        )
+        return _remember(self._checked_records, tuple(row), record)
+
+    def _checked_head(self, row: Sequence[Any]) -> _Head:
+        """A branch pointer and the record it points at (:data:`_HEAD_COLUMNS`), checked."""
+        known = self._checked_heads.get(tuple(row))
+        if known is not None:
+            return known
+        name, head_seq, created_at, digest = row[:4]
+        what = f"the head pointer of branch {str(name)[:80]!r}"
+        if row[4] is None:
+            raise self._damaged(what, f"its record {head_seq!r} is missing")
+        record = self._checked_record(row[4:])
+        try:
+            intact = isinstance(digest, str) and digest == _branch_digest(
+                name, head_seq, created_at, row[-1]
+            )
+        except CanonicalJSONError:
+            intact = False
+        if not intact or not isinstance(name, str) or not isinstance(created_at, str):
+            raise self._damaged(what, "it does not match its digest")
+        head = _Head(record.rev, record.seq, row[-1], created_at, record)
+        return _remember(self._checked_heads, tuple(row), head)
+
+    def _head(self, db: sqlite3.Connection, branch: str) -> _Head:
         row = db.execute(
-            "SELECT c.rev, c.seq FROM branches b JOIN commits c ON c.seq = b.head_seq "
+            f"SELECT {_HEAD_COLUMNS} FROM branches b LEFT JOIN commits c ON c.seq = b.head_seq "
             "WHERE b.name = ?",
             (branch,),
         ).fetchone()
         if row is None:
-            raise AiraError(
-                STORE_BRANCH_UNKNOWN, f"there is no branch {branch} in the store", subject=branch
-            )
-        return row[0], row[1]
+            raise self._no_branch(db, branch)
+        if row[0] != branch:  # found through the name's index, but another branch's row
+            raise self._damaged("the index of branches", f"it finds {str(row[0])[:80]!r}")
+        return self._checked_head(row)
 
-    def _cas(self, db: sqlite3.Connection, branch: str, expected: str) -> tuple[str, int]:
-        head, seq = self._head(db, branch)
+    def _no_branch(self, db: sqlite3.Connection, branch: str) -> AiraError:
+        # A branch not found may be one whose row is damaged (its name, say): the pointers
+        # are few, so they are all checked before the branch is called unknown.
+        for row in db.execute(
+            f"SELECT {_HEAD_COLUMNS} FROM branches b NOT INDEXED "
+            "LEFT JOIN commits c ON c.seq = b.head_seq"
+        ).fetchall():
+            self._checked_head(row)
+            if row[0] == branch:
+                raise self._damaged("the index of branches", f"it does not find {branch}")
+        if branch == MAIN and db.execute("SELECT 1 FROM commits LIMIT 1").fetchone():
+            return self._error(STORE_CORRUPT, "has history but no main branch: main is damaged")
+        return AiraError(
+            STORE_BRANCH_UNKNOWN, f"there is no branch {branch} in the store", subject=branch
+        )
+
+    def _cas(self, db: sqlite3.Connection, branch: str, expected: str) -> _Head:
+        head = self._head(db, branch)
         # Heads are content addresses: a head that moved away and back to the same document
         # compares equal, which is harmless because the expected document is the head's.
-        if head != expected:
-            raise StaleRevision(branch, expected, head)
-        return head, seq
+        if head.rev != expected:
+            raise StaleRevision(branch, expected, head.rev)
+        return head
 
     def _append(
         self,
@@ -615,34 +954,57 @@ class ModelStore:
         *,
         branch: str,
         rev: str,
-        body: bytes | None,
+        document: _Encoded | None,
         parent: str | None,
         base_seq: int | None,
         kind: CommitKind,
         message: str,
         meta: str | None,
-        new_branch: bool = False,
+        branch_created_at: str | None = None,
     ) -> Revision:
-        """Store the document (if new), append the record and move the branch to it."""
-        if body is not None:
-            db.execute("INSERT OR IGNORE INTO documents (rev, body) VALUES (?, ?)", (rev, body))
+        """Store the document (if new), append the record and move the branch to it
+        (``branch_created_at``: the moving branch's; ``None``: a new branch)."""
+        if document is not None:
+            self._insert_document(db, document)
         _crash_point("after_insert_document")
         now = _now()
-        cursor = db.execute(
-            "INSERT INTO commits (branch, rev, parent, base_seq, kind, message, created_at, meta)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            (branch, rev, parent, base_seq, kind, message, now, meta),
+        # The record's digest covers its seq, so the seq is chosen here (under the write
+        # lock) as AUTOINCREMENT would: above every seq ever used.
+        seq = db.execute(
+            "SELECT max(coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'commits'), 0), "
+            "coalesce((SELECT max(seq) FROM commits), 0)) + 1"
+        ).fetchone()[0]
+        digest = _record_digest(seq, branch, rev, parent, kind, message, now, meta, base_seq)
+        db.execute(
+            "INSERT INTO commits (seq, branch, rev, parent, base_seq, kind, message, created_at,"
+            " meta, digest) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (seq, branch, rev, parent, base_seq, kind, message, now, meta, digest),
         )
-        seq = cast(int, cursor.lastrowid)
         _crash_point("after_insert_commit")
-        if new_branch:
+        if branch_created_at is None:
             db.execute(
-                "INSERT INTO branches (name, head_seq, created_at) VALUES (?, ?, ?)",
-                (branch, seq, now),
+                "INSERT INTO branches (name, head_seq, created_at, digest) VALUES (?, ?, ?, ?)",
+                (branch, seq, now, _branch_digest(branch, seq, now, digest)),
             )
         else:
-            db.execute("UPDATE branches SET head_seq = ? WHERE name = ?", (seq, branch))
+            db.execute(
+                "UPDATE branches SET head_seq = ?, digest = ? WHERE name = ?",
+                (seq, _branch_digest(branch, seq, branch_created_at, digest), branch),
+            )
         return Revision(rev=rev, branch=branch, seq=seq, parent=parent, kind=kind)
+
+    def _insert_document(self, db: sqlite3.Connection, document: _Encoded) -> None:
+        if self._rev_exists(db, document.rev):
+            return
+        for digest, literal in document.blobs:
+            # Compressed only when new: a commit after an import does not pay for it again.
+            if db.execute("SELECT 1 FROM blobs WHERE digest = ?", (digest,)).fetchone() is None:
+                db.execute(
+                    "INSERT INTO blobs (digest, body) VALUES (?, ?)", (digest, _pack(literal))
+                )
+        db.execute(
+            "INSERT INTO documents (rev, body) VALUES (?, ?)", (document.rev, document.frame)
+        )
 
     def _in_history(self, db: sqlite3.Connection, branch: str, rev: str) -> bool:
         row = db.execute(
@@ -655,17 +1017,71 @@ class ModelStore:
     def _rev_exists(self, db: sqlite3.Connection, rev: str) -> bool:
         return db.execute("SELECT 1 FROM documents WHERE rev = ?", (rev,)).fetchone() is not None
 
-    def _unknown_rev(self, rev: object) -> AiraError:
+    def _unknown_rev(self, db: sqlite3.Connection, rev: object) -> AiraError:
+        # Not found by its index: before calling it unknown, make sure it is not a document
+        # that is there (a damaged index) or one the history names (a damaged row). Only
+        # this rare path scans.
+        if isinstance(rev, str):
+            if db.execute("SELECT 1 FROM documents NOT INDEXED WHERE rev = ?", (rev,)).fetchone():
+                return self._damaged("the index of documents", f"revision {rev} is not found by it")
+            named = db.execute(
+                "SELECT seq FROM commits NOT INDEXED WHERE rev = ?1 OR parent = ?1 LIMIT 1", (rev,)
+            ).fetchone()
+            if named is not None:
+                return self._error(
+                    STORE_CORRUPT,
+                    f"the document of {rev}, named by history record {named[0]}, is missing",
+                )
         return AiraError(
             STORE_REVISION_UNKNOWN, f"there is no revision {rev} in the store", subject=str(rev)
         )
+
+    def _document_bytes(self, db: sqlite3.Connection, rev: str, stored: object) -> bytes:
+        """The canonical bytes of ``rev``'s document from its stored form, checked against
+        the content address."""
+        what = f"the stored document of {rev}"
+        literals: dict[str, bytes] = {}
+        try:
+            if isinstance(stored, bytes) and stored.startswith(_FRAME):
+                refs, rest = _frame_refs(stored)
+                remaining = _unpack(rest)
+                parts, pos = [], 0
+                for offset, digest in refs:
+                    if not pos <= offset <= len(remaining):
+                        raise _Damaged("has a blob reference out of place")
+                    found = db.execute(
+                        "SELECT body FROM blobs WHERE digest = ?", (digest,)
+                    ).fetchone()
+                    if found is None:
+                        raise _Damaged(f"references {digest}, which is missing")
+                    try:
+                        literal = literals.get(digest) or _unpack(found[0])
+                    except _Damaged as exc:
+                        raise _Damaged(f"references {digest}, which {exc}") from None
+                    literals[digest] = literal
+                    parts += [remaining[pos:offset], literal]
+                    pos = offset
+                parts.append(remaining[pos:])
+                body = b"".join(parts)
+            else:
+                body = _unpack(stored)
+        except _Damaged as exc:
+            raise self._error(STORE_CORRUPT, f"{what} {exc}") from None
+        if sha256_id("rev", Canonical(body)) != rev:  # stored bytes are canonical
+            for digest, literal in literals.items():  # name the part that is damaged
+                if f"blob:sha256:{sha256_bytes_hex(literal)}" != digest:
+                    raise self._error(
+                        STORE_CORRUPT, f"{digest} (part of {rev}) does not match its id"
+                    )
+            raise self._error(STORE_CORRUPT, f"{what} does not match its id")
+        return body
 
     # -- reading ---------------------------------------------------------------------------
 
     @_guarded
     def head(self, branch: str = MAIN) -> str:
         """The revision ``branch`` points at (``STORE_BRANCH_UNKNOWN`` if there is none)."""
-        return self._head(self._connection(), _check_branch(branch))[0]
+        return self._head(self._connection(), _check_branch(branch)).rev
 
     @_guarded
     def read(self, rev: str) -> dict[str, Any]:
@@ -674,16 +1090,11 @@ class ModelStore:
         The stored bytes are checked against the content address, so a damaged document is
         ``STORE_CORRUPT``, never silently wrong.
         """
-        row = (
-            self._connection()
-            .execute("SELECT body FROM documents WHERE rev = ?", (rev,))
-            .fetchone()
-        )
-        if row is None:
-            raise self._unknown_rev(rev)
-        body = _unpack(bytes(row[0]))
-        if sha256_id("rev", Canonical(body)) != rev:  # stored bytes are canonical
-            raise self._error(STORE_CORRUPT, f"the stored document of {rev} does not match its id")
+        with self._snapshot() as db:
+            row = db.execute("SELECT body FROM documents WHERE rev = ?", (rev,)).fetchone()
+            if row is None:
+                raise self._unknown_rev(db, rev)
+            body = self._document_bytes(db, rev, row[0])
         return cast("dict[str, Any]", self._decode(body, f"the stored document of {rev}"))
 
     def _decode(self, body: bytes, what: str) -> Any:
@@ -699,7 +1110,9 @@ class ModelStore:
 
         The history follows ``base_seq`` from the branch's head record, so a task branch's log
         continues into the history it was branched from, and after a publish ``main``'s log
-        contains the task branch's records.
+        contains the task branch's records. Every record is checked against its digest and
+        its link to the next: a damaged or missing record is ``STORE_CORRUPT``, never a
+        shorter or different history.
         """
         name = _check_branch(branch)
         if limit is not None and (
@@ -709,14 +1122,29 @@ class ModelStore:
                 STORE_ARGUMENT_INVALID,
                 f"limit must be an integer from 1 to 2**62, or None for all, got {limit!r}",
             )
-        db = self._connection()
-        self._head(db, name)  # STORE_BRANCH_UNKNOWN
-        rows = db.execute(
-            _CHAIN + f"SELECT {_RECORD_COLUMNS} FROM chain JOIN commits c ON c.seq = chain.seq "
-            "ORDER BY c.seq DESC",
-            {"branch": name, "limit": _UNLIMITED if limit is None else limit},
-        ).fetchall()
-        return [_record(row) for row in rows]
+        bound = _UNLIMITED if limit is None else limit
+        with self._snapshot() as db:
+            head = self._head(db, name)  # STORE_BRANCH_UNKNOWN
+            rows = db.execute(
+                _CHAIN + f"SELECT {_RECORD_COLUMNS} FROM chain JOIN commits c "
+                "ON c.seq = chain.seq ORDER BY c.seq DESC",
+                {"branch": name, "limit": bound},
+            ).fetchall()
+        records = [self._checked_record(row) for row in rows]
+        if not records or records[0].seq != head.seq:
+            raise self._damaged(f"the history of {name}", "it does not start at its head")
+        for newer, older in itertools.pairwise(records):
+            if newer.base_seq != older.seq:
+                raise self._damaged(f"the history of {name}", f"record {newer.seq}'s link")
+            if newer.kind in ("commit", "revert") and newer.parent != older.rev:
+                raise self._damaged(f"the history of {name}", f"record {newer.seq}'s parent")
+        last = records[-1]
+        if len(records) < bound and (last.base_seq is not None or last.kind != "init"):
+            raise self._damaged(
+                f"the history of {name}",
+                f"record {last.seq} continues record {last.base_seq}, which is missing",
+            )
+        return records
 
     @_guarded
     def branches(self) -> dict[str, str]:
@@ -724,50 +1152,68 @@ class ModelStore:
         rows = (
             self._connection()
             .execute(
-                "SELECT b.name, c.rev FROM branches b JOIN commits c ON c.seq = b.head_seq "
-                "ORDER BY b.name != 'main', b.name"
+                f"SELECT {_HEAD_COLUMNS} FROM branches b LEFT JOIN commits c "
+                "ON c.seq = b.head_seq ORDER BY b.name != 'main', b.name"
             )
             .fetchall()
         )
-        return dict(rows)
+        return {row[0]: self._checked_head(row).rev for row in rows}
 
     @_guarded
     def derived(self, rev: str, name: str) -> Any | None:
-        """A value derived from ``rev``'s document and kept under ``name``, if any."""
-        row = (
-            self._connection()
-            .execute("SELECT body FROM derived WHERE rev = ? AND name = ?", (rev, name))
-            .fetchone()
-        )
-        return None if row is None else self._decode(bytes(row[0]), f"{name} of {rev}")
+        """A value derived from ``rev``'s document and kept under ``name``, if any; a kept
+        value that does not match its digest is ``STORE_CORRUPT``."""
+        db = self._connection()
+        row = db.execute(
+            "SELECT body, digest FROM derived WHERE rev = ? AND name = ?", (rev, name)
+        ).fetchone()
+        if row is None:
+            # Not found by the index: a missing view is computed again, so make sure it is
+            # not one that is there (a damaged index). Only this rarer path scans.
+            there = db.execute(
+                "SELECT 1 FROM derived NOT INDEXED WHERE rev = ? AND name = ?", (rev, name)
+            ).fetchone()
+            if there is not None:
+                raise self._damaged("the index of derived", f"it does not find {name} of {rev}")
+            return None
+        body, digest = row
+        what = f"the kept {name} of {rev}"
+        if not isinstance(body, bytes):
+            raise self._damaged(what, f"stored as {type(body).__name__}, not bytes")
+        try:
+            intact = isinstance(digest, str) and digest == _derived_digest(
+                rev, name, body.decode("utf-8")
+            )
+        except (UnicodeDecodeError, CanonicalJSONError):
+            intact = False
+        if not intact:
+            raise self._damaged(what, "it does not match its digest")
+        return self._decode(body, what)
 
     @_guarded
     def keep_derived(self, rev: str, values: Mapping[str, Any]) -> None:
         """Keep values derived from ``rev``'s document alone (e.g. its summary), by name,
-        in one transaction.
+        in one transaction, each with its digest.
 
         A value kept again replaces the one before: it is a function of an immutable
-        document, so a second computation can only agree with it, unless the stored one was
-        damaged, which this repairs (the repository recomputes a view it cannot read).
-        Values are stored as
-        JSON in their own key order (not canonical: they are never hashed, and a summary's
-        order is part of what it says).
+        document, so a second computation can only agree with it (or repair a damaged one).
+        Values are stored as JSON in their own key order (not canonical: a summary's order
+        is part of what it says); the digest is over that text.
         """
         rows = []
         for name, value in values.items():
             if not isinstance(name, str) or not name:
                 raise AiraError(STORE_ARGUMENT_INVALID, "a derived value needs a non-empty name")
             try:
-                body = json.dumps(
-                    value, ensure_ascii=False, separators=(",", ":"), allow_nan=False
-                ).encode()
-            except (TypeError, ValueError) as exc:
+                text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+                digest = _derived_digest(rev, name, text)
+            except (TypeError, ValueError) as exc:  # CanonicalJSONError is a ValueError
                 raise AiraError(STORE_ARGUMENT_INVALID, f"derived value {name!r}: {exc}") from None
-            rows.append((rev, name, body))
+            rows.append((rev, name, text.encode(), digest))
         with self._tx() as db:
             if not self._rev_exists(db, rev):
-                raise self._unknown_rev(rev)
-            db.executemany("INSERT OR REPLACE INTO derived VALUES (?, ?, ?)", rows)
+                raise self._unknown_rev(db, rev)
+            db.executemany("INSERT OR REPLACE INTO derived VALUES (?, ?, ?, ?)", rows)
 
     # -- writing ---------------------------------------------------------------------------
 
@@ -775,7 +1221,7 @@ class ModelStore:
     def init(self, document: Document, message: str = "init") -> Revision:
         """Create ``main`` at ``document`` (``STORE_ALREADY_INITIALISED`` if it exists),
         creating the store first if there is none: the one write that may."""
-        rev, body = _encode_document(document)
+        encoded = _encode_document(document)
         message = _check_message(message)
         self._connection(create=True)
         with self._tx() as db:
@@ -784,14 +1230,13 @@ class ModelStore:
             return self._append(
                 db,
                 branch=MAIN,
-                rev=rev,
-                body=body,
+                rev=encoded.rev,
+                document=encoded,
                 parent=None,
                 base_seq=None,
                 kind="init",
                 message=message,
                 meta=None,
-                new_branch=True,
             )
 
     @_guarded
@@ -814,29 +1259,30 @@ class ModelStore:
         same transaction: a commit that is refused leaves no branch behind.
         """
         name = _check_branch(branch)
-        rev, body = _encode_document(document)  # outside the write lock: pure CPU
+        encoded = _encode_document(document)  # outside the write lock: pure CPU
         message = _check_message(message)
         meta_text = _encode_meta(meta)
         with self._tx() as db:
             if create_branch:
                 self._create_branch(db, name, expected_head)
-            head, head_seq = self._cas(db, name, expected_head)
-            if rev == head:
+            head = self._cas(db, name, expected_head)
+            if encoded.rev == head.rev:
                 raise AiraError(
                     STORE_NO_CHANGE,
-                    f"the document is the head of {name} already ({head}); nothing to commit",
+                    f"the document is the head of {name} already ({head.rev}); nothing to commit",
                     subject=name,
                 )
             return self._append(
                 db,
                 branch=name,
-                rev=rev,
-                body=body,
-                parent=head,
-                base_seq=head_seq,
+                rev=encoded.rev,
+                document=encoded,
+                parent=head.rev,
+                base_seq=head.seq,
                 kind="commit",
                 message=message,
                 meta=meta_text,
+                branch_created_at=head.created_at,
             )
 
     @_guarded
@@ -860,16 +1306,20 @@ class ModelStore:
                 STORE_BRANCH_INVALID, "main is created by init, not branched", subject=name
             )
         row = db.execute(
-            "SELECT c.seq FROM commits c LEFT JOIN branches b ON b.head_seq = c.seq "
+            "SELECT c.seq, c.digest FROM commits c LEFT JOIN branches b ON b.head_seq = c.seq "
             "WHERE c.rev = ? ORDER BY b.name IS NULL, b.name != 'main', b.name, c.seq DESC "
             "LIMIT 1",
             (from_rev,),
         ).fetchone()
         if row is None:
-            raise self._unknown_rev(from_rev)
+            raise self._unknown_rev(db, from_rev)
+        seq, digest = row
+        record = db.execute(f"SELECT {_RECORD_COLUMNS} FROM commits c WHERE c.seq = ?", (seq,))
+        self._checked_record(record.fetchone())  # a branch starts at an intact record only
+        now = _now()
         db.execute(
-            "INSERT INTO branches (name, head_seq, created_at) VALUES (?, ?, ?)",
-            (name, row[0], _now()),
+            "INSERT INTO branches (name, head_seq, created_at, digest) VALUES (?, ?, ?, ?)",
+            (name, seq, now, _branch_digest(name, seq, now, digest)),
         )
 
     @_guarded
@@ -893,16 +1343,16 @@ class ModelStore:
         message = _check_message(message)
         meta_text = _encode_meta(meta)
         with self._tx() as db:
-            head, head_seq = self._cas(db, name, expected_head)
+            head = self._cas(db, name, expected_head)
             if not self._rev_exists(db, to_rev):
-                raise self._unknown_rev(to_rev)
+                raise self._unknown_rev(db, to_rev)
             if not self._in_history(db, name, to_rev):
                 raise AiraError(
                     STORE_REVISION_NOT_IN_BRANCH,
                     f"revision {to_rev} is not in the history of {name}",
                     subject=to_rev,
                 )
-            if to_rev == head:
+            if to_rev == head.rev:
                 raise AiraError(
                     STORE_NO_CHANGE, f"{to_rev} is the head of {name} already", subject=name
                 )
@@ -910,12 +1360,13 @@ class ModelStore:
                 db,
                 branch=name,
                 rev=to_rev,
-                body=None,
-                parent=head,
-                base_seq=head_seq,
+                document=None,
+                parent=head.rev,
+                base_seq=head.seq,
                 kind="revert",
                 message=message,
                 meta=meta_text,
+                branch_created_at=head.created_at,
             )
 
     @_guarded
@@ -942,8 +1393,10 @@ class ModelStore:
         message = _check_message(message)
         meta_text = _encode_meta(meta)
         with self._tx() as db:
-            task_head, task_seq = self._head(db, task)
-            main_head, main_seq = self._cas(db, MAIN, expected_main_head)
+            task_at = self._head(db, task)
+            main_at = self._cas(db, MAIN, expected_main_head)
+            task_head, task_seq = task_at.rev, task_at.seq
+            main_head, main_seq = main_at.rev, main_at.seq
             descends = db.execute(
                 # Seqs only decrease along a history, so stop below main's head record.
                 """WITH RECURSIVE chain(seq) AS (
@@ -972,12 +1425,13 @@ class ModelStore:
                 db,
                 branch=MAIN,
                 rev=task_head,
-                body=None,
+                document=None,
                 parent=main_head,
                 base_seq=task_seq,
                 kind="publish",
                 message=message,
                 meta=meta_text,
+                branch_created_at=main_at.created_at,
             )
 
     # -- checking --------------------------------------------------------------------------
@@ -986,17 +1440,44 @@ class ModelStore:
     def check(self) -> list[str]:
         """A full consistency check; returns the problems found (empty: consistent).
 
-        ``PRAGMA integrity_check``, foreign keys, every document against its content
-        address, every record's link to the record it continues, every branch's head.
+        ``PRAGMA integrity_check``, foreign keys, every document and blob against its
+        content address, every record, branch pointer and kept value against its digest,
+        every record's link to the record it continues, every branch's head.
         Reads the whole file: for tests and repair tools, not for every open.
         """
         db = self._connection()
         problems = [row[0] for row in db.execute("PRAGMA integrity_check")]
         problems = [] if problems == ["ok"] else [f"integrity_check: {p}" for p in problems]
         problems += [f"foreign key: {row}" for row in db.execute("PRAGMA foreign_key_check")]
-        for rev, body in db.execute("SELECT rev, body FROM documents"):
-            if f"rev:sha256:{sha256_bytes_hex(_unpack(bytes(body)))}" != rev:
-                problems.append(f"document {rev} does not match its id")
+        for rev, body in db.execute("SELECT rev, body FROM documents").fetchall():
+            try:
+                self._document_bytes(db, rev, body)
+            except AiraError as exc:
+                problems.append(f"document {rev}: {exc.diagnostic.message}")
+        for digest, body in db.execute("SELECT digest, body FROM blobs").fetchall():
+            try:
+                intact = f"blob:sha256:{sha256_bytes_hex(_unpack(body))}" == digest
+            except _Damaged:
+                intact = False
+            if not intact:
+                problems.append(f"{digest} does not match its id")
+        for row in db.execute(f"SELECT {_RECORD_COLUMNS} FROM commits c").fetchall():
+            try:
+                self._checked_record(row)
+            except AiraError as exc:
+                problems.append(exc.diagnostic.message)
+        for row in db.execute(
+            f"SELECT {_HEAD_COLUMNS} FROM branches b LEFT JOIN commits c ON c.seq = b.head_seq"
+        ).fetchall():
+            try:
+                self._checked_head(row)
+            except AiraError as exc:
+                problems.append(exc.diagnostic.message)
+        for rev, name in db.execute("SELECT rev, name FROM derived").fetchall():
+            try:
+                self.derived(rev, name)
+            except AiraError as exc:
+                problems.append(exc.diagnostic.message)
         for seq, base_seq, kind, parent, base_rev, base_exists in db.execute(
             "SELECT c.seq, c.base_seq, c.kind, c.parent, b.rev, b.seq IS NOT NULL "
             "FROM commits c LEFT JOIN commits b ON b.seq = c.base_seq"
