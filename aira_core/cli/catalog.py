@@ -132,10 +132,12 @@ def catalog_sign(
         _print_diagnostics(findings)
         raise typer.Exit(1)
     sig = sign_manifest(parsed.raw, private, parsed.manifest.publisher)
+    # the trust store is read before anything is written: a damaged one refuses the command
+    # with the package as it was
+    trusted = any(r.key.key_id == sig.key_id for r in TrustPolicy.load().records())
     out = signature_path(path)
     # replaces the package's signature, atomically and never through a symlink
     write_file(out, (json.dumps(sig.to_wire(), indent=2) + "\n").encode(), force=True)
-    trusted = any(r.key.key_id == sig.key_id for r in TrustPolicy.load().records())
     typer.echo(
         f"signed {parsed.manifest.name} {parsed.manifest.version} as "
         f"{sig.publisher} with key {sig.key_id} -> {out.name}"

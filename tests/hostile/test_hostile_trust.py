@@ -406,3 +406,22 @@ def test_a_reset_state_next_to_a_trust_store_still_guards_it(
     (aira_home / TRUST_FILE).unlink()
     out = aira("trust", "list")
     assert out.stderr.startswith("error: TRUST_STORE_MISSING: "), out.stderr
+
+
+@pytest.mark.parametrize("key", [IDENTITY], ids=["identity"])
+def test_sign_with_a_degenerate_trust_store_leaves_the_package_as_it_was(
+    aira: RunAira, aira_home: Path, tmp_path: Path, key: str
+) -> None:
+    """``catalog sign`` reads the trust store before it writes: a damaged store refuses the
+    command and the package keeps its old (here: no) signature."""
+    from factory import write_package
+
+    pkg = write_package(tmp_path / "pkg", manifest())
+    pem = VENDOR.write_pem(tmp_path / "vendor.pem")
+    CatalogState().close()
+    _write_trust(aira_home, "v", key)
+    before = snapshot(aira_home, pkg)
+    out = aira("catalog", "sign", str(pkg), "--key", str(pem))
+    assert out.returncode == 1 and "KEY_INVALID" in out.stderr, out.stderr
+    assert "Traceback" not in out.stderr
+    assert_unchanged(before, aira_home, pkg)
