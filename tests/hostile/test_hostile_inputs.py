@@ -233,7 +233,8 @@ def test_lint_of_200k_unknown_keys_is_fast_and_small(aira: RunAira, tmp_path: Pa
     out = aira("catalog", "lint", str(path), "--json")
     elapsed = time.monotonic() - started
     assert out.returncode == 1 and "Traceback" not in out.stderr
-    assert elapsed < 30, f"lint took {elapsed:.1f} s"  # was 116 s (33 s on an idle machine)
+    # was 116 s (33 s here, idle); now ~4 s idle: the bound only guards against a hang
+    assert elapsed < 60, f"lint took {elapsed:.1f} s"
     assert len(out.stdout) < 64 * 1024  # was 14 MB (40 MB here)
     findings = json.loads(out.stdout)["findings"]
     assert [f["code"] for f in findings[:-1]] == ["LINT_FIELD_UNKNOWN"] * FINDINGS_PER_CODE
