@@ -65,6 +65,21 @@ _CODES = (
         ("INPUT_NOT_JSON", "a file a command reads (patch, document …) is not strict JSON"),
         ("INPUT_UNREADABLE", "a file a command reads cannot be read"),
         (
+            "INPUT_NOT_FILE",
+            "a file a command reads is a FIFO, a device, a socket or a directory, not a "
+            "regular file; refused without blocking or reading",
+        ),
+        (
+            "INPUT_TOO_LARGE",
+            "a file a command reads is over the size cap of its kind (docs/security.md); "
+            "no more than the cap is read",
+        ),
+        (
+            "FINDINGS_TRUNCATED",
+            "a list of findings was cut to the first 20 of each code (200 in all); this "
+            "one counts the rest by code",
+        ),
+        (
             "OUTPUT_NOT_JSON",
             "a result cannot be printed as JSON (NaN, a lone surrogate, too "
             "deep); nothing half-printed",
@@ -88,7 +103,7 @@ _CODES = (
         ("KEY_EXISTS", "making a signing key refuses an existing file or symlink at the path"),
         ("TRUST_PUBLISHER_INVALID", "a publisher name is not lowercase words joined by . or -"),
         ("IMPORT_UNSUPPORTED", "no admitted importer reads the file's kind"),
-        ("IMPORT_FAILED", "the file to import is too large, not text, or cannot be read"),
+        ("IMPORT_FAILED", "the file to import is not UTF-8 text, or cannot be read"),
         ("LABEL_INVALID", "an import's label cannot be a body alias"),
         ("LABEL_TAKEN", "an import's label already names a body of the head revision"),
         ("EXPORT_FAILED", "the kernel wrote nothing for the format"),

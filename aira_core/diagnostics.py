@@ -144,3 +144,59 @@ def _prefix_pattern(pairs: tuple[tuple[str, str], ...]) -> tuple[re.Pattern[str]
     per set of prefixes."""
     alternation = "|".join(re.escape(prefix) for prefix, _ in pairs) or r"(?!)"
     return re.compile(f"(?:{alternation})" + r"(?=[/\\]|\b|$)"), dict(pairs)
+
+
+FINDINGS_TRUNCATED = "FINDINGS_TRUNCATED"
+FINDINGS_PER_CODE = 20
+"""At most this many findings of one code are listed (lint, conformance, plan check)."""
+FINDINGS_MAX = 200
+"""At most this many findings are listed in all; the rest are counted."""
+
+
+class FindingCap:
+    """Bounds a list of findings one input could blow up (a manifest with 200,000 unknown
+    keys): the first :data:`FINDINGS_PER_CODE` of each code, :data:`FINDINGS_MAX` in all,
+    then one ``FINDINGS_TRUNCATED`` finding that counts the rest by code. Ask :meth:`keep`
+    before building a finding, so the ones left out cost nothing."""
+
+    def __init__(
+        self,
+        per_code: int = FINDINGS_PER_CODE,
+        total: int = FINDINGS_MAX,
+        subject: str | None = None,
+    ) -> None:
+        self.per_code, self.total, self.subject = per_code, total, subject
+        self.kept: dict[str, int] = {}
+        self.listed = 0
+        self.omitted: dict[str, int] = {}
+
+    def keep(self, code: str) -> bool:
+        """Whether a finding of ``code`` is listed (otherwise it is counted)."""
+        if self.kept.get(code, 0) >= self.per_code or self.listed >= self.total:
+            self.omitted[code] = self.omitted.get(code, 0) + 1
+            return False
+        self.kept[code] = self.kept.get(code, 0) + 1
+        self.listed += 1
+        return True
+
+    def summary(self) -> list[Diagnostic]:
+        """The ``FINDINGS_TRUNCATED`` finding, if anything was left out (else nothing)."""
+        if not self.omitted:
+            return []
+        n = sum(self.omitted.values())
+        by_code = sorted(self.omitted.items(), key=lambda kv: (-kv[1], kv[0]))
+        shown = ", ".join(f"{count} {code}" for code, count in by_code[:10])
+        more = f" and {len(by_code) - 10} more codes" if len(by_code) > 10 else ""
+        return [
+            Diagnostic(
+                code=FINDINGS_TRUNCATED,
+                subject=self.subject,
+                message=f"{n} more finding(s) not listed ({shown}{more}); the first "
+                f"{self.per_code} of each code, {self.total} in all, are",
+            )
+        ]
+
+    def apply(self, findings: Any) -> list[Diagnostic]:
+        """``findings`` (an iterable of Diagnostics) capped, with the summary at the end."""
+        out = [f for f in findings if self.keep(f.code)]
+        return out + self.summary()

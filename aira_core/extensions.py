@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-from aira_core.diagnostics import Diagnostic
+from aira_core.diagnostics import AiraError, Diagnostic
+from aira_core.inputs import read_input
 
 MANIFEST_FILE = "manifest.json"
 SIGNATURE_FILE = "manifest.sig"
@@ -73,6 +74,9 @@ class CapabilityPackageSource:
     implementations: Sequence[TargetImplementation] = ()
     origin: str = ""
     """Where the bytes came from, for messages (a path relative to the plugin, never absolute)."""
+    read_error: Diagnostic | None = None
+    """Why ``manifest.json`` could not be read (a FIFO, a device, over the size cap):
+    the package is quarantined with it, rather than failing the plugin's load."""
 
     @classmethod
     def from_directory(
@@ -90,9 +94,14 @@ class CapabilityPackageSource:
         """
         path = Path(path)
         manifest_path = path / MANIFEST_FILE
-        manifest = manifest_path.read_bytes() if manifest_path.is_file() else b""
+        manifest, read_error = b"", None
+        if manifest_path.exists():
+            try:  # the one input reader: a regular file within the JSON cap
+                manifest = read_input(manifest_path, "json", what="manifest")
+            except AiraError as exc:
+                read_error = exc.diagnostic
         sig_path = path / SIGNATURE_FILE
-        signature = sig_path.read_bytes() if sig_path.is_file() else None
+        signature = read_signature(sig_path)
         if name is None:
             from aira_core.canonical import loads_strict
 
@@ -106,7 +115,19 @@ class CapabilityPackageSource:
             signature=signature,
             implementations=tuple(implementations),
             origin=origin if origin is not None else path.name,
+            read_error=read_error,
         )
+
+
+def read_signature(path: Path) -> bytes | None:
+    """The signature file's bytes; ``None`` when there is none, or none that can be used (not
+    a regular file, over the ``key`` cap): the package is then unsigned, which fails closed."""
+    if not path.exists():
+        return None
+    try:
+        return read_input(path, "key", what="signature")
+    except AiraError:
+        return None
 
 
 @dataclass(frozen=True)

@@ -558,7 +558,7 @@ def test_cli_io_errors_get_codes_and_no_private_paths(aira: RunAira, tmp_path) -
     file_home.write_text("")
     cases = [
         (aira("catalog", "keygen", str(tmp_path / "no" / "k.pem")), "OUTPUT_UNWRITABLE"),
-        (aira("catalog", "sign", str(pkg), "--key", str(tmp_path)), "KEY_INVALID"),
+        (aira("catalog", "sign", str(pkg), "--key", str(tmp_path)), "INPUT_NOT_FILE"),
         (aira("catalog", "sign", str(pkg), "--key", str(key)), "OUTPUT_UNWRITABLE"),
         (aira("trust", "list", home=file_home), "TRUST_STORE_UNAVAILABLE"),
         (aira("catalog", "list", home=file_home), "TRUST_STORE_UNAVAILABLE"),

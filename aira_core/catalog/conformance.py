@@ -17,7 +17,7 @@ from typing import Any
 from aira_core.canonical import sha256_hex
 from aira_core.contracts.capability import TARGET_REF_PATTERN, CapabilityDescriptor
 from aira_core.contracts.package import ConformanceCheck, ConformanceReport, PackageManifest
-from aira_core.diagnostics import Diagnostic, redact
+from aira_core.diagnostics import Diagnostic, FindingCap, redact
 from aira_core.extensions import TargetImplementation
 
 CONFORMANCE_TARGET_UNRESOLVED = "CONFORMANCE_TARGET_UNRESOLVED"
@@ -28,6 +28,8 @@ CONFORMANCE_UNDECLARED_DIAGNOSTIC = "CONFORMANCE_UNDECLARED_DIAGNOSTIC"
 CONFORMANCE_CHECK_CRASHED = "CONFORMANCE_CHECK_CRASHED"
 
 _TARGET_REF = re.compile(TARGET_REF_PATTERN)
+_REASONS_SHOWN = 5
+"""How many of an implementation's reasons for rejecting an example one finding quotes."""
 
 
 class ImplementationIndex:
@@ -78,11 +80,15 @@ def check_descriptor(d: CapabilityDescriptor, index: ImplementationIndex) -> Con
     field, ref = d.target
     cap = d.capability_id
     found: list[Diagnostic] = []
+    # A descriptor with thousands of examples, or an implementation that raises thousands
+    # of codes, must not make a report of thousands of findings: the first of each code.
+    bound = FindingCap(subject=cap)
 
     def fail(code: str, message: str) -> None:
-        found.append(
-            Diagnostic(code=code, subject=cap, message=f"{cap} ({field} {ref}): {message}")
-        )
+        if bound.keep(code):
+            found.append(
+                Diagnostic(code=code, subject=cap, message=f"{cap} ({field} {ref}): {message}")
+            )
 
     impl = index.get(ref)
     if impl is None:
@@ -128,10 +134,12 @@ def check_descriptor(d: CapabilityDescriptor, index: ImplementationIndex) -> Con
             fail(CONFORMANCE_CHECK_CRASHED, f"the implementation's check raised on {what}: {crash}")
             continue
         if diags:
+            more = len(diags) - _REASONS_SHOWN
             fail(
                 code,
                 f"the implementation rejects {what}: "
-                + "; ".join(f"{x.code}: {x.message}" for x in diags),
+                + "; ".join(f"{x.code}: {x.message[:400]}" for x in diags[:_REASONS_SHOWN])
+                + (f"; and {more} more" if more > 0 else ""),
             )
         for x in diags:
             if x.code not in declared:
@@ -140,6 +148,7 @@ def check_descriptor(d: CapabilityDescriptor, index: ImplementationIndex) -> Con
                     f"the implementation raised {x.code} on {what}, which the descriptor "
                     "does not declare",
                 )
+    found += bound.summary()
     return ConformanceCheck(
         capability_id=cap, target=ref, implementation=ref, passed=not found, diagnostics=found
     )

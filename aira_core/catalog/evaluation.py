@@ -27,6 +27,7 @@ from typing import Any
 from aira_core.canonical import loads_strict
 from aira_core.catalog.search import BM25_ONLY, HYBRID, SearchIndex
 from aira_core.diagnostics import AiraError
+from aira_core.inputs import read_input
 
 BENCHMARK_FORMAT = "aira.discovery-benchmark/1"
 WARMUP = 5
@@ -50,7 +51,8 @@ def load_queries(path: Path) -> tuple[str, list[Query]]:
     """The catalog name and queries of a benchmark file; ``BENCH_QUERIES_INVALID`` if it is
     not one."""
     try:
-        doc = loads_strict(path.read_bytes(), f"query set {path.name!r}")[0]
+        data = read_input(path, "json", what="query set", unreadable="BENCH_QUERIES_INVALID")
+        doc = loads_strict(data, f"query set {path.name!r}")[0]
         if doc.get("format") != BENCHMARK_FORMAT:
             raise ValueError(f"format is not {BENCHMARK_FORMAT}")
         queries = [
@@ -64,10 +66,6 @@ def load_queries(path: Path) -> tuple[str, list[Query]]:
             for q in doc["queries"]
         ]
         return str(doc.get("catalog", "")), queries
-    except OSError as exc:
-        raise AiraError(
-            "BENCH_QUERIES_INVALID", f"cannot read {path.name}: {exc.strerror}"
-        ) from None
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
         raise AiraError(
             "BENCH_QUERIES_INVALID", f"{path.name} is not a discovery benchmark: {exc}"

@@ -11,7 +11,7 @@ import functools
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from jsonschema import Draft202012Validator
 from pydantic import ValidationError
@@ -35,7 +35,7 @@ from aira_core.contracts.capability import (
     RelationType,
 )
 from aira_core.contracts.package import PackageManifest
-from aira_core.diagnostics import Diagnostic, json_pointer
+from aira_core.diagnostics import Diagnostic, FindingCap, json_pointer
 
 SUMMARY_MAX_CHARS = 280
 
@@ -105,8 +105,13 @@ def _descriptor_id(raw: Any, loc: tuple[Any, ...]) -> str | None:
 
 
 def validation_diagnostics(exc: ValidationError, raw: Any, package: str) -> list[Diagnostic]:
+    """The manifest model's errors as lint findings, capped (:class:`FindingCap`): only the
+    findings listed are built, so 200,000 unknown keys cost little more than one."""
     out = []
-    for err in exc.errors(include_url=False):
+    cap = FindingCap(subject=package)
+    for err in exc.errors(include_url=False, include_input=False, include_context=False):
+        if not cap.keep(_lint_code(err)):
+            continue
         loc = tuple(p for p in err["loc"] if p != "[key]")
         subject = _descriptor_id(raw, loc) or package
         pointer = json_pointer(list(loc))
@@ -118,7 +123,7 @@ def validation_diagnostics(exc: ValidationError, raw: Any, package: str) -> list
                 message=f"{subject} {pointer or '/'}: {err['msg']}",
             )
         )
-    return out
+    return out + cap.summary()
 
 
 @dataclass
@@ -128,11 +133,27 @@ class _Ctx:
     known: set[str] | None
 
 
-def _diag(code: str, cap: str, parts: Iterable[str | int], message: str) -> Diagnostic:
-    pointer = json_pointer(list(parts))
-    return Diagnostic(
-        code=code, subject=cap, pointer=pointer, message=f"{cap} {pointer}: {message}"
-    )
+class _Finding(NamedTuple):
+    """A finding not yet made a :class:`Diagnostic`: :func:`lint_manifest` builds only the
+    ones its :class:`FindingCap` lists (building one redacts its message, which costs)."""
+
+    code: str
+    cap: str
+    parts: tuple[str | int, ...]
+    message: str
+
+    def diagnostic(self) -> Diagnostic:
+        pointer = json_pointer(list(self.parts))
+        return Diagnostic(
+            code=self.code,
+            subject=self.cap,
+            pointer=pointer,
+            message=f"{self.cap} {pointer}: {self.message}",
+        )
+
+
+def _diag(code: str, cap: str, parts: Iterable[str | int], message: str) -> _Finding:
+    return _Finding(code, cap, tuple(parts), message)
 
 
 # Draft 2020-12 keywords whose values are subschemas (so "$ref" inside "examples", "const",
@@ -230,9 +251,9 @@ def schema_problems(schema: dict[str, Any]) -> list[Problem]:
 
 def _compile_schemas(
     manifest: PackageManifest,
-) -> tuple[dict[str, Draft202012Validator], list[Diagnostic]]:
+) -> tuple[dict[str, Draft202012Validator], list[_Finding]]:
     validators: dict[str, Draft202012Validator] = {}
-    out: list[Diagnostic] = []
+    out: list[_Finding] = []
     for ref, schema in manifest.schemas.items():
         problems = schema_problems(schema)
         for path, message in problems:
@@ -255,7 +276,14 @@ def lint_manifest(
     """Lint a parsed manifest. ``known_capabilities`` is the set of capability ids a relation
     may point at besides the package's own; ``None`` means other packages are not known, and
     relations to them are not checked."""
-    validators, out = _compile_schemas(manifest)
+    cap = FindingCap(subject=manifest.name)  # 5,000 duplicate aliases: the first 20, a count
+    listed = [f.diagnostic() for f in _findings(manifest, known_capabilities) if cap.keep(f.code)]
+    return listed + cap.summary()
+
+
+def _findings(manifest: PackageManifest, known_capabilities: set[str] | None) -> Iterator[_Finding]:
+    validators, compiled = _compile_schemas(manifest)
+    yield from compiled
     own = {d.capability_id for d in manifest.descriptors}
     known = None if known_capabilities is None else known_capabilities | own
     ctx = _Ctx(manifest, validators, known)
@@ -263,22 +291,19 @@ def lint_manifest(
     for i, d in enumerate(manifest.descriptors):
         base = ("descriptors", i)
         if d.capability_id in seen:
-            out.append(
-                _diag(
-                    "LINT_CAPABILITY_DUPLICATE",
-                    d.capability_id,
-                    [*base, "capabilityId"],
-                    "this capability id is declared more than once in the package",
-                )
+            yield _diag(
+                "LINT_CAPABILITY_DUPLICATE",
+                d.capability_id,
+                [*base, "capabilityId"],
+                "this capability id is declared more than once in the package",
             )
         seen.add(d.capability_id)
-        out.extend(_lint_descriptor(ctx, d, base))
-    return out
+        yield from _lint_descriptor(ctx, d, base)
 
 
 def _lint_descriptor(
     ctx: _Ctx, d: CapabilityDescriptor, base: tuple[str | int, ...]
-) -> Iterator[Diagnostic]:
+) -> Iterator[_Finding]:
     cap = d.capability_id
     yield from _lint_target(d, base)
     yield from _lint_schemas(ctx, d, base)
@@ -325,7 +350,7 @@ def _lint_descriptor(
         )
 
 
-def _lint_target(d: CapabilityDescriptor, base: tuple[str | int, ...]) -> Iterator[Diagnostic]:
+def _lint_target(d: CapabilityDescriptor, base: tuple[str | int, ...]) -> Iterator[_Finding]:
     field, _ = d.target
     allowed = TARGETS_BY_KIND[d.kind]
     if field not in allowed:
@@ -339,7 +364,7 @@ def _lint_target(d: CapabilityDescriptor, base: tuple[str | int, ...]) -> Iterat
 
 def _lint_schemas(
     ctx: _Ctx, d: CapabilityDescriptor, base: tuple[str | int, ...]
-) -> Iterator[Diagnostic]:
+) -> Iterator[_Finding]:
     _, target_ref = d.target
     for part, io in (("inputs", d.inputs), ("outputs", d.outputs)):
         if io is None:
@@ -417,7 +442,7 @@ def _lint_defaults(
     validator: Draft202012Validator,
     props: dict[str, Any],
     required: set[str],
-) -> Iterator[Diagnostic]:
+) -> Iterator[_Finding]:
     cap = d.capability_id
     for key, value in d.defaults.items():
         pointer = [*base, "defaults", key]
@@ -501,7 +526,7 @@ def _lint_examples(
     base: tuple[str | int, ...],
     validator: Draft202012Validator,
     required: set[str],
-) -> Iterator[Diagnostic]:
+) -> Iterator[_Finding]:
     if required and not d.input_examples:
         yield _diag(
             "LINT_INPUT_EXAMPLE_MISSING",
@@ -525,7 +550,7 @@ _PREDICATE_VALIDATORS = {pid: Draft202012Validator(p.args_schema) for pid, p in 
 
 def _lint_predicates(
     cap: str, path: tuple[str | int, ...], predicates: list[Predicate], inputs: set[str] | None
-) -> Iterator[Diagnostic]:
+) -> Iterator[_Finding]:
     for k, pred in enumerate(predicates):
         pointer = [*path, k]
         validator = _PREDICATE_VALIDATORS.get(pred.id)
@@ -558,7 +583,7 @@ def _lint_predicates(
                 )
 
 
-def _lint_profile(d: CapabilityDescriptor, base: tuple[str | int, ...]) -> Iterator[Diagnostic]:
+def _lint_profile(d: CapabilityDescriptor, base: tuple[str | int, ...]) -> Iterator[_Finding]:
     cap = d.capability_id
     if not d.intent_examples:
         yield _diag(
@@ -584,7 +609,7 @@ def _lint_profile(d: CapabilityDescriptor, base: tuple[str | int, ...]) -> Itera
         seen.add(folded)
 
 
-def _lint_effects(d: CapabilityDescriptor, base: tuple[str | int, ...]) -> Iterator[Diagnostic]:
+def _lint_effects(d: CapabilityDescriptor, base: tuple[str | int, ...]) -> Iterator[_Finding]:
     cap = d.capability_id
     effects = set(d.effects)
     pointer = [*base, "effects"]
@@ -638,7 +663,7 @@ def _lint_effects(d: CapabilityDescriptor, base: tuple[str | int, ...]) -> Itera
         )
 
 
-def _lint_diagnostics(d: CapabilityDescriptor, base: tuple[str | int, ...]) -> Iterator[Diagnostic]:
+def _lint_diagnostics(d: CapabilityDescriptor, base: tuple[str | int, ...]) -> Iterator[_Finding]:
     seen: set[str] = set()
     for k, code in enumerate(d.diagnostics):
         if code in seen:
@@ -661,7 +686,7 @@ def _lint_diagnostics(d: CapabilityDescriptor, base: tuple[str | int, ...]) -> I
 
 def _lint_relations(
     ctx: _Ctx, d: CapabilityDescriptor, base: tuple[str | int, ...]
-) -> Iterator[Diagnostic]:
+) -> Iterator[_Finding]:
     cap = d.capability_id
     for relation, targets in d.relations.items():
         for k, target in enumerate(targets):

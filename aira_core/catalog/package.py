@@ -17,7 +17,13 @@ from aira_core import canonical
 from aira_core.canonical import Canonical
 from aira_core.contracts.package import PackageManifest
 from aira_core.diagnostics import AiraError, Diagnostic
-from aira_core.extensions import MANIFEST_FILE, SIGNATURE_FILE, CapabilityPackageSource
+from aira_core.extensions import (
+    MANIFEST_FILE,
+    SIGNATURE_FILE,
+    CapabilityPackageSource,
+    read_signature,
+)
+from aira_core.inputs import read_input
 
 MANIFEST_MISSING = "MANIFEST_MISSING"
 MANIFEST_NOT_JSON = "MANIFEST_NOT_JSON"
@@ -57,6 +63,9 @@ class ParsedPackage:
 def parse_package(source: CapabilityPackageSource) -> ParsedPackage:
     """Parse a package's manifest; never raises for bad input."""
     parsed = ParsedPackage(source)
+    if source.read_error is not None:  # a FIFO, a device, a manifest over the size cap
+        parsed.diagnostics.append(source.read_error.model_copy(update={"subject": source.name}))
+        return parsed
     if not source.manifest:
         parsed.diagnostics.append(
             Diagnostic(
@@ -84,14 +93,15 @@ def parse_package(source: CapabilityPackageSource) -> ParsedPackage:
 def source_from_path(path: str | Path) -> CapabilityPackageSource:
     """A package directory, or a manifest file with ``manifest.sig`` beside it."""
     path = Path(path)
-    if path.is_file():
+    if path.exists() and not path.is_dir():
+        # A file of any kind: the one input reader refuses all but a regular file within
+        # the JSON cap (a FIFO, /dev/zero), here or in from_directory.
         if path.name != MANIFEST_FILE:
-            data = path.read_bytes()
             sig = path.with_name(path.name + ".sig")
             return CapabilityPackageSource(
                 name=path.stem,
-                manifest=data,
-                signature=sig.read_bytes() if sig.is_file() else None,
+                manifest=read_input(path, "json", what="manifest"),
+                signature=read_signature(sig),
                 origin=path.name,
             )
         path = path.parent

@@ -19,6 +19,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey,
 from aira_core.canonical import canonical_bytes, sha256_bytes_hex
 from aira_core.contracts.package import PackageSignature
 from aira_core.diagnostics import AiraError
+from aira_core.inputs import read_input
 
 # The one place the context string is spelled is the signature contract itself.
 SIGNATURE_CONTEXT: str = PackageSignature.model_fields["context"].default
@@ -98,11 +99,8 @@ def load_private_key(path: str | Path) -> Ed25519PrivateKey:
     """An Ed25519 private key from an unencrypted PKCS#8 PEM file."""
     path = Path(path)
     try:
-        key = serialization.load_pem_private_key(path.read_bytes(), password=None)
-    except FileNotFoundError as exc:
-        raise AiraError(KEY_INVALID, f"key file {path.name!r} does not exist") from exc
-    except OSError as exc:
-        raise AiraError(KEY_INVALID, f"cannot read key file {path.name!r}: {exc.strerror}") from exc
+        data = read_input(path, "key", what="key file", unreadable=KEY_INVALID)
+        key = serialization.load_pem_private_key(data, password=None)
     except (ValueError, TypeError) as exc:
         raise AiraError(
             KEY_INVALID, f"key file {path.name!r} is not an unencrypted PKCS#8 PEM key"

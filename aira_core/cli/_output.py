@@ -56,13 +56,12 @@ def _loads(data: bytes | str, name: str, code: str) -> Any:
 def _read_json_file(
     path: Path, what: str, code: str = "INPUT_NOT_JSON", unreadable: str = "INPUT_UNREADABLE"
 ) -> Any:
-    """The JSON in the file at ``path`` (a ``what``, e.g. "patch"), read by :func:`_loads`."""
-    from aira_core.diagnostics import AiraError
+    """The JSON in the file at ``path`` (a ``what``, e.g. "patch"): read by the one input
+    reader (a regular file within the JSON cap, ``aira_core.inputs``), parsed by
+    :func:`_loads`."""
+    from aira_core.inputs import read_input
 
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise AiraError(unreadable, f"cannot read {what} {path.name!r}: {exc.strerror}") from None
+    data = read_input(path, "json", what=what, unreadable=unreadable)
     return _loads(data, f"{what} {path.name!r}", code)
 
 

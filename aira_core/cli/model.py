@@ -306,13 +306,14 @@ def model_import(
 ) -> None:
     """Import a file as a new body through an admitted importer (e.g. cap:io.importStep@1);
     the file's content goes into the revision, so the model does not depend on the file."""
-    from aira_core.runtime.imports import import_file
+    from aira_core.runtime.imports import import_file, read_text
 
+    text = read_text(file)  # a FIFO, a device, a huge file: refused before anything is opened
     chosen = _kernel(kernel, "--kernel") if kernel is not None else None
     with _repository(store) as repo:
         write = _write(_context(repo), chosen)
         label_used, envelope = import_file(
-            write, file, "import", kind=file_format, label=label, branch=branch
+            write, file, "import", kind=file_format, label=label, branch=branch, text=text
         )
     if not as_json:
         typer.echo(f"importing {file.name} as b:{label_used}")

@@ -51,7 +51,7 @@ from aira_core.contracts.amir import (
     param_fits,
     to_base,
 )
-from aira_core.diagnostics import AiraError, Diagnostic, json_pointer
+from aira_core.diagnostics import AiraError, Diagnostic, FindingCap, json_pointer
 from aira_core.model.operations import InputSpec, OperationSignature
 
 PATCH_INVALID = "PATCH_INVALID"
@@ -80,8 +80,35 @@ class PatchRejected(AiraError):
         self.diagnostics = list(diagnostics)
 
 
+def _invalid(exc: ValidationError, what: str) -> PatchRejected:
+    """A patch or document that failed its model, each error a ``PATCH_INVALID`` finding:
+    as many as a :class:`FindingCap` lists (a patch of 50,000 bad ops), the rest counted."""
+    cap = FindingCap()
+    return PatchRejected(
+        [
+            _problem(
+                PATCH_INVALID,
+                f"{what}: {e['msg']}",
+                *(p for p in e["loc"] if not str(p).startswith("function")),
+            )
+            for e in exc.errors(include_url=False, include_input=False, include_context=False)
+            if cap.keep(PATCH_INVALID)
+        ]
+        + cap.summary()
+    )
+
+
 def _problem(code: str, message: str, *pointer: str | int) -> Diagnostic:
     return Diagnostic(code=code, message=message, pointer=json_pointer(list(pointer)) or None)
+
+
+_Pending = tuple[str, str, tuple[Any, ...]]
+
+
+def _later(code: str, message: str, *pointer: Any) -> _Pending:
+    """A problem :func:`validate_document` makes a Diagnostic only if its cap lists it
+    (building one redacts its message, which costs)."""
+    return code, message, pointer
 
 
 # -- references ----------------------------------------------------------------------------
@@ -212,7 +239,7 @@ def _apply_op(draft: _Draft, i: int, op: PatchOp) -> None:
 
 
 def _check_value(
-    spec_type: str, value: Any, unit: str | None, where: tuple[Any, ...], out: list[Diagnostic]
+    spec_type: str, value: Any, unit: str | None, where: tuple[Any, ...], out: list[_Pending]
 ) -> float | None:
     """Type-check a scalar for an input of ``spec_type``; returns it in base units if numeric."""
     is_number = isinstance(value, int | float) and not isinstance(value, bool)
@@ -225,20 +252,20 @@ def _check_value(
         ParamType.STRING.value: isinstance(value, str),
     }.get(spec_type, True)
     if not ok:
-        out.append(_problem(AMIR_TYPE_MISMATCH, f"{value!r} is not a {spec_type}", *where))
+        out.append(_later(AMIR_TYPE_MISMATCH, f"{value!r} is not a {spec_type}", *where))
         return None
     if not is_number:
         if unit is not None:  # a Bool or a String has no unit to convert from
-            out.append(_problem(AMIR_TYPE_MISMATCH, f"a {spec_type} takes no unit", *where))
+            out.append(_later(AMIR_TYPE_MISMATCH, f"a {spec_type} takes no unit", *where))
         return None
     if spec_type in (ParamType.LENGTH.value, ParamType.ANGLE.value):
         try:
             return to_base(float(value), unit, ParamType(spec_type))
         except AiraError as exc:
-            out.append(_problem(exc.code, exc.diagnostic.message, *where))
+            out.append(_later(exc.code, exc.diagnostic.message, *where))
             return None
     if unit is not None:
-        out.append(_problem(AMIR_TYPE_MISMATCH, f"a {spec_type} takes no unit", *where))
+        out.append(_later(AMIR_TYPE_MISMATCH, f"a {spec_type} takes no unit", *where))
         return None
     return float(value)
 
@@ -248,19 +275,19 @@ def _check_inputs(
     signature: OperationSignature,
     params: Mapping[str, Parameter],
     where: tuple[Any, ...],
-    out: list[Diagnostic],
+    out: list[_Pending],
 ) -> None:
     for name in sorted(set(signature.inputs) - set(inputs)):
         if signature.inputs[name].required:
             out.append(
-                _problem(AMIR_INPUT_MISSING, f"{signature.ref} requires input {name!r}", *where)
+                _later(AMIR_INPUT_MISSING, f"{signature.ref} requires input {name!r}", *where)
             )
     for name, value in inputs.items():
         spec: InputSpec | None = signature.inputs.get(name)
         at = (*where, name)
         if spec is None:
             out.append(
-                _problem(
+                _later(
                     AMIR_INPUT_UNKNOWN,
                     f"{signature.ref} has no input {name!r}; "
                     f"inputs: {', '.join(sorted(signature.inputs))}",
@@ -271,15 +298,13 @@ def _check_inputs(
         if spec.type == SHAPE:
             if not isinstance(value, NodeInput):
                 out.append(
-                    _problem(
-                        AMIR_TYPE_MISMATCH, f"input {name!r} takes a node's shape {{node}}", *at
-                    )
+                    _later(AMIR_TYPE_MISMATCH, f"input {name!r} takes a node's shape {{node}}", *at)
                 )
             continue
         if spec.type == SELECTION:
             if not isinstance(value, SemanticInput):
                 out.append(
-                    _problem(
+                    _later(
                         AMIR_TYPE_MISMATCH,
                         f"input {name!r} takes a selection {{body, select}}",
                         *at,
@@ -289,7 +314,7 @@ def _check_inputs(
         if isinstance(value, NodeInput | SemanticInput):
             if spec.type != JSON:
                 out.append(
-                    _problem(AMIR_TYPE_MISMATCH, f"input {name!r} takes a {spec.type} value", *at)
+                    _later(AMIR_TYPE_MISMATCH, f"input {name!r} takes a {spec.type} value", *at)
                 )
             continue
         if spec.type == JSON:
@@ -301,7 +326,7 @@ def _check_inputs(
             why = param_fits(param.type.value, spec.type)
             if why is not None:
                 out.append(
-                    _problem(
+                    _later(
                         why,
                         f"parameter {param.id!r} is a {param.type.value}; "
                         f"input {name!r} takes a {spec.type}",
@@ -316,7 +341,7 @@ def _check_inputs(
             why = spec.out_of_range(base)
             if why is not None:
                 out.append(
-                    _problem(
+                    _later(
                         PARAMETER_OUT_OF_RANGE, f"input {name!r} of {signature.ref} is {why}", *at
                     )
                 )
@@ -362,14 +387,14 @@ def validate_document(
 ) -> list[Diagnostic]:
     """Every problem of a document: references, cycles, parameter ranges and, when
     ``signatures`` are given, each node's inputs against its operation's signature."""
-    out: list[Diagnostic] = []
+    out: list[_Pending] = []
     index = {name: {e.id: e for e in getattr(doc, name)} for name in BLOCKS}
     for block in BLOCKS:
         for i, entity in enumerate(getattr(doc, block)):
             for ref, target in references(entity):
                 if ref not in index[target]:
                     out.append(
-                        _problem(
+                        _later(
                             AMIR_DANGLING_REFERENCE,
                             f"{entity.id!r} refers to {ref!r}, which is not among the {target}",
                             block,
@@ -383,7 +408,7 @@ def validate_document(
             (p.min is not None and value < p.min) or (p.max is not None and value > p.max)
         ):
             out.append(
-                _problem(
+                _later(
                     PARAMETER_OUT_OF_RANGE,
                     f"parameter {p.id!r} = {p.value} is outside "
                     f"[{p.min if p.min is not None else '-inf'}, "
@@ -396,7 +421,7 @@ def validate_document(
     cycle = find_cycle(_node_graph(index["nodes"]))
     if cycle:
         out.append(
-            _problem(
+            _later(
                 AMIR_CYCLE, "nodes depend on each other in a cycle: " + " -> ".join(cycle), "nodes"
             )
         )
@@ -405,7 +430,7 @@ def validate_document(
             signature = signatures.get(node.op)
             if signature is None:
                 out.append(
-                    _problem(
+                    _later(
                         AMIR_OPERATION_UNKNOWN,
                         f"node {node.id!r} uses {node.op}, which no admitted capability provides",
                         "nodes",
@@ -415,7 +440,9 @@ def validate_document(
                 )
                 continue
             _check_inputs(node.inputs, signature, index["parameters"], ("nodes", i, "inputs"), out)
-    return out
+    # A document of 50,000 dangling references: only the findings listed are built.
+    cap = FindingCap()
+    return [_problem(c, m, *p) for c, m, p in out if cap.keep(c)] + cap.summary()
 
 
 def apply_patch(
@@ -428,16 +455,7 @@ def apply_patch(
         try:
             patch = Patch.model_validate(patch)
         except ValidationError as exc:
-            raise PatchRejected(
-                [
-                    _problem(
-                        PATCH_INVALID,
-                        f"not a valid patch: {e['msg']}",
-                        *(p for p in e["loc"] if not str(p).startswith("function")),
-                    )
-                    for e in exc.errors(include_url=False)
-                ]
-            ) from None
+            raise _invalid(exc, "not a valid patch") from None
     draft = _Draft(doc)
     for i, op in enumerate(patch.ops):
         _apply_op(draft, i, op)
@@ -448,16 +466,7 @@ def apply_patch(
     try:
         return AmirDocument.model_validate(result.to_wire())
     except ValidationError as exc:  # anything the op checks above did not catch
-        raise PatchRejected(
-            [
-                _problem(
-                    PATCH_INVALID,
-                    f"the patched document is not valid: {e['msg']}",
-                    *(p for p in e["loc"] if not str(p).startswith("function")),
-                )
-                for e in exc.errors(include_url=False)
-            ]
-        ) from None
+        raise _invalid(exc, "the patched document is not valid") from None
 
 
 def feature_ops(

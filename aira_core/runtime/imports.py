@@ -1,8 +1,9 @@
 """Importing a file as a new body: the importer, the bounded read, the label, the plan.
 
 A file's content goes into the revision (the model must not depend on the file), so it is
-read once, bounded, as UTF-8 text, and handed to an admitted importer capability (e.g.
-``cap:io.importStep@1``) as the one step of a plan that then takes the one write path.
+read once, bounded (the ``import`` cap of :mod:`aira_core.inputs`), as UTF-8 text, and
+handed to an admitted importer capability (e.g. ``cap:io.importStep@1``) as the one step
+of a plan that then takes the one write path.
 """
 
 from __future__ import annotations
@@ -13,12 +14,11 @@ from pathlib import Path
 from aira_core.contracts.capability import CapabilityKind, short_name
 from aira_core.contracts.plan import ObservationEnvelope, Plan
 from aira_core.diagnostics import AiraError
+from aira_core.inputs import read_input
 from aira_core.model.aliases import label_alias_safe
 from aira_core.model.store import MAIN
 from aira_core.runtime.write import WritePath
 
-IMPORT_MAX_BYTES = 8 * 1024 * 1024
-"""An imported file's content is stored in every later revision: keep it bounded."""
 SUFFIXES = {"stp": "step"}
 """File suffixes that name another format."""
 
@@ -50,22 +50,13 @@ def find_importer(write: WritePath, kind: str) -> str:
 
 
 def read_text(path: Path) -> str:
-    """The file's text: at most :data:`IMPORT_MAX_BYTES`, UTF-8 (``IMPORT_FAILED``)."""
+    """The file's text, read by the one input reader (a regular file of at most the
+    ``import`` cap, :mod:`aira_core.inputs`), as UTF-8 (``IMPORT_FAILED``)."""
+    data = read_input(path, "import", what="file to import", unreadable="IMPORT_FAILED")
     try:
-        size = path.stat().st_size
-        if size > IMPORT_MAX_BYTES:
-            raise AiraError(
-                "IMPORT_FAILED", f"{path.name!r} is {size} bytes; at most {IMPORT_MAX_BYTES}"
-            )
-        with path.open("rb") as f:  # read no more than the bound, even if the file grew
-            data = f.read(IMPORT_MAX_BYTES + 1)
-        if len(data) > IMPORT_MAX_BYTES:
-            raise AiraError("IMPORT_FAILED", f"{path.name!r} is over {IMPORT_MAX_BYTES} bytes")
         return data.decode("utf-8", errors="strict")
     except UnicodeDecodeError:
         raise AiraError("IMPORT_FAILED", f"{path.name!r} is not a text file") from None
-    except OSError as exc:
-        raise AiraError("IMPORT_FAILED", f"cannot read {path.name!r}: {exc.strerror}") from None
 
 
 def body_label(write: WritePath, head: str, stem: str, label: str | None = None) -> str:
@@ -99,12 +90,15 @@ def import_file(
     kind: str | None = None,
     label: str | None = None,
     branch: str = MAIN,
+    text: str | None = None,
 ) -> tuple[str, ObservationEnvelope]:
-    """Import ``path`` as a new body on ``branch`` through the write path: the label used
-    and the write's envelope. Refusals before the write are :class:`AiraError`."""
+    """Import ``path`` (whose :func:`read_text` is ``text``, if the caller read it already)
+    as a new body on ``branch`` through the write path: the label used and the write's
+    envelope. Refusals before the write are :class:`AiraError`."""
+    if text is None:
+        text = read_text(path)
     kind = file_format(path, kind)
     capability = find_importer(write, kind)
-    text = read_text(path)
     head = write.repository.head(branch)
     label = body_label(write, head, path.stem, label)
     step = {"id": "import", "capability": capability, "label": label, "args": {"data": text}}

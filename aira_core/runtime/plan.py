@@ -83,7 +83,7 @@ from aira_core.contracts.capability import (
     SessionGrant,
 )
 from aira_core.contracts.plan import CheckReport, IntentFrame, Plan, PlanStep, UncertaintyReport
-from aira_core.diagnostics import AiraError, Diagnostic, json_pointer
+from aira_core.diagnostics import AiraError, Diagnostic, FindingCap, json_pointer
 from aira_core.model.aliases import AliasTable, label_alias_safe
 from aira_core.model.operations import node_ref
 from aira_core.model.patch import PatchRejected, apply_patch, find_cycle, validate_document
@@ -149,6 +149,7 @@ class Lowered:
 class _Findings:
     def __init__(self) -> None:
         self.items: list[tuple[int | None, Diagnostic]] = []
+        self.cap = FindingCap()  # a plan of 50,000 bad steps: the first of each code
 
     def add(
         self,
@@ -159,6 +160,8 @@ class _Findings:
         **fields: Any,
     ) -> None:
         """One finding; ``fields`` are further :class:`Diagnostic` fields (expected …)."""
+        if not self.cap.keep(code):
+            return
         # The failing step is found by position (/steps/<i>), never by id: ids may be
         # duplicated in a plan refused for exactly that.
         index = pointer[1] if len(pointer) > 1 and pointer[0] == "steps" else None
@@ -1042,7 +1045,7 @@ def _report(
     return CheckReport(
         plan_id=plan_id,
         ok=not found,
-        diagnostics=[d for _, d in found.items],
+        diagnostics=[d for _, d in found.items] + found.cap.summary(),
         failed_step=failed_step,
         step_schema=schema,
         step_signature=compact,

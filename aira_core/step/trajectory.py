@@ -32,6 +32,7 @@ from aira_core.canonical import (
 from aira_core.contracts.base import WireModel
 from aira_core.contracts.script import DecisionScript  # defined there; replayed here
 from aira_core.diagnostics import AiraError
+from aira_core.inputs import CAPS, INPUT_TOO_LARGE, max_bytes, read_input
 
 TRAJECTORY_FORMAT = "aira.trajectory/1"
 SCRIPT_INVALID = "SCRIPT_INVALID"
@@ -57,9 +58,8 @@ def load_script(path: Path) -> DecisionScript:
     try:
         # strict: the task id hashes the script, so it needs canonical bytes (no NaN,
         # inexact integer, lone surrogate, duplicate key or nesting beyond the bound)
-        raw = loads_strict(path.read_bytes(), f"script {path.name!r}")[0]
-    except OSError as exc:
-        raise AiraError(SCRIPT_INVALID, f"cannot read {path.name}: {exc.strerror}") from None
+        data = read_input(path, "json", what="script", unreadable=SCRIPT_INVALID)
+        raw = loads_strict(data, f"script {path.name!r}")[0]
     except StrictJSONError as exc:
         raise AiraError(SCRIPT_INVALID, str(exc)) from None
     try:
@@ -243,10 +243,7 @@ def read_trajectory(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """The header and the step records of a trajectory, each checked against its model
     (a torn last line, from a killed process, is ignored); ``TRAJECTORY_INVALID`` for a
     file that is not one, naming the line."""
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise AiraError(TRAJECTORY_INVALID, f"cannot read {path.name}: {exc.strerror}") from None
+    data = read_input(path, "trajectory", what="trajectory", unreadable=TRAJECTORY_INVALID)
     return _records(data, path)
 
 
@@ -343,7 +340,14 @@ class TrajectoryWriter:
             return
         self._file = open_existing(path, TRAJECTORY_INVALID)
         try:
-            data = self._file.read()
+            cap = max_bytes("trajectory")  # the cap of read_trajectory: this file is read whole
+            data = self._file.read(cap + 1)
+            if len(data) > cap:
+                raise AiraError(
+                    INPUT_TOO_LARGE,
+                    f"trajectory {path.name!r} is over {cap} bytes, the cap of a trajectory "
+                    f"({CAPS['trajectory'].env} sets it)",
+                )
             self.header, self.records = _records(data, path)  # refuses what is no trajectory
         except BaseException:
             self._file.close()

@@ -395,6 +395,22 @@ def test_a_complete_nan_last_line_is_damage_not_a_torn_write(
     assert_unchanged(before, tmp_path)
 
 
+def test_a_resumed_trajectory_over_its_cap_is_refused_unread(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A continued trajectory is read whole once, by the writer that continues it (the
+    library entry point, below ``aira run --resume``): within the cap of every trajectory."""
+    from aira_core.step.trajectory import TrajectoryWriter
+
+    _ctx, _kernel, path, _decisions = killed_run(tmp_path)
+    monkeypatch.setenv("AIRA_MAX_TRAJECTORY_BYTES", str(path.stat().st_size - 1))
+    before = snapshot(tmp_path)
+    with pytest.raises(AiraError) as caught:
+        TrajectoryWriter(path, {})
+    assert caught.value.code == "INPUT_TOO_LARGE", caught.value.diagnostic.message
+    assert_unchanged(before, tmp_path)
+
+
 def test_a_trajectory_without_its_discovery_records_is_a_resume_mismatch(tmp_path: Path) -> None:
     ctx, kernel, path, decisions = killed_run(tmp_path)
     header, *records = [json.loads(line) for line in path.read_bytes().splitlines()]
