@@ -155,6 +155,8 @@ class CatalogState:
         """Remember the report and the version's content, and the version if it is the
         highest admitted so far; with ``lint_context``, that lint passed in that context."""
         key = (publisher, report.package)
+        if self._known(publisher, report, lint_context):
+            return  # a warm start writes nothing: the state file stays byte for byte as it was
         with self._tx() as db:
             row = db.execute(
                 "SELECT version FROM admitted_versions WHERE publisher = ? AND name = ?", key
@@ -183,6 +185,26 @@ class CatalogState:
                     (report.package, report.version, report.manifest_hash, lint_context),
                 )
 
+    def _known(self, publisher: str, report: ConformanceReport, lint_context: str | None) -> bool:
+        """Whether :meth:`record_admission` of this would change nothing."""
+        version, digest = report.version, report.manifest_hash
+        admitted = self.admitted_versions().get((publisher, report.package))
+        stored = self._db.execute(
+            "SELECT report FROM conformance WHERE name = ? AND version = ? AND manifest_hash = ?",
+            (report.package, version, digest),
+        ).fetchone()
+        return (
+            admitted is not None
+            and semver_key(version) <= semver_key(admitted)
+            and self.seen_hash(publisher, report.package, version) == digest
+            and stored is not None
+            and _same_result(stored[0], report)
+            and (
+                lint_context is None
+                or self.lint_passed(report.package, version, digest, lint_context)
+            )
+        )
+
     def lint_passed(self, name: str, version: str, manifest_hash: str, context: str) -> bool:
         """Whether this very manifest was linted clean in this context before."""
         row = self._db.execute(
@@ -206,6 +228,15 @@ class CatalogState:
             (name, version, manifest_hash),
         ).fetchone()
         return ConformanceReport.model_validate_json(row[0]) if row else None
+
+
+def _same_result(stored: str, report: ConformanceReport) -> bool:
+    """Whether a stored report says what ``report`` says (when it was checked aside)."""
+    try:
+        old = ConformanceReport.model_validate_json(stored)
+    except ValueError:
+        return False  # a damaged row is replaced
+    return old.model_copy(update={"checked_at": report.checked_at}) == report
 
 
 def reset_state(path: Path | None = None) -> int | None:

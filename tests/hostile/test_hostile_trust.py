@@ -305,6 +305,20 @@ def test_a_fresh_home_needs_no_reset(aira: RunAira, aira_home: Path, register_pl
     assert [p["name"] for p in _catalog(aira)["packages"]] == ["test.pkg"]
 
 
+def test_reading_the_catalog_again_writes_nothing(
+    aira: RunAira, aira_home: Path, register_plugin
+) -> None:
+    """Admission is remembered once: a catalog built again (its conformance re-run, as for a
+    kernel without a fingerprint) leaves AIRA_HOME byte for byte as it was, so a command
+    refused after it has changed nothing on disk."""
+    register_plugin(_packages_plugin(package_source(manifest(), VENDOR)), "p")
+    assert aira("trust", "add", VENDOR.publisher, VENDOR.public_b64).returncode == 0
+    assert [p["name"] for p in _catalog(aira)["packages"]] == ["test.pkg"]
+    before = snapshot(aira_home)
+    assert [p["name"] for p in _catalog(aira)["packages"]] == ["test.pkg"]
+    assert_unchanged(before, aira_home)
+
+
 def test_a_revoked_key_cannot_be_added_again(
     aira: RunAira, aira_home: Path, register_plugin
 ) -> None:
