@@ -49,7 +49,7 @@ from aira_core.canonical import (
     sha256_id,
 )
 from aira_core.config import aira_home
-from aira_core.diagnostics import AiraError
+from aira_core.diagnostics import AiraError, redact
 
 __all__ = [
     "CRASH_ENV",
@@ -271,7 +271,7 @@ def _check_branch(name: object) -> str:
 def _check_message(message: object) -> str:
     if not isinstance(message, str):
         raise AiraError(STORE_ARGUMENT_INVALID, f"a message must be a string, got {message!r}")
-    return message
+    return redact(message)  # user or model text, kept for good: no credential in it
 
 
 def _encode_document(document: object) -> tuple[str, bytes]:

@@ -30,7 +30,7 @@ from aira_core.canonical import (
 )
 from aira_core.contracts.base import WireModel
 from aira_core.contracts.script import DecisionScript  # defined there; replayed here
-from aira_core.diagnostics import AiraError
+from aira_core.diagnostics import AiraError, redact_value
 
 TRAJECTORY_FORMAT = "aira.trajectory/1"
 SCRIPT_INVALID = "SCRIPT_INVALID"
@@ -338,6 +338,10 @@ class TrajectoryWriter:
                 os.fsync(file.fileno())
 
     def write(self, record: dict[str, Any]) -> None:
+        # A record carries what the model wrote (notes, queries, summaries, staged content,
+        # plan arguments, the raw text of a refused decision) and what the host said of it:
+        # every string, keys included, is redacted before it is written down.
+        record = redact_value(record)
         self._file.write(json.dumps(record, ensure_ascii=False, sort_keys=True) + "\n")
         self._file.flush()
         os.fsync(self._file.fileno())
