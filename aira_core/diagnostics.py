@@ -113,22 +113,28 @@ _SEP = r"""\\?["']?[ \t]*[:=][ \t]*"""
 """Between a name and its value: an optional closing quote (``"token": …`` in JSON or a
 Python repr, JSON-escaped too) and ``:`` or ``=``."""
 
+_START = r"(?:(?<![\w])|(?<=\\[nrtbf])|(?<=\\u[0-9a-fA-F]{4}))"
+"""Where a token starts: not inside a word, or right after an escape (``\\n``, ``\\u0000``),
+as in a message that quotes a value as JSON or as Python's repr() does (``\\b`` would not
+match between the escape's letter and the token)."""
+
 _TOKEN_FORMATS = (
     # PEM private keys, whole blocks (or to the end, when the END line was cut off)
     r"-----BEGIN[A-Z0-9 ]*PRIVATE KEY-----(?:[\s\S]*?-----END[A-Z0-9 ]*PRIVATE KEY-----"
     r"|[A-Za-z0-9+/=\s\\]*)",
-    r"\bsk-[A-Za-z0-9_-]{8,}",  # OpenAI, Anthropic (sk-ant-…), DeepSeek (sk-<hex>)
-    r"\b[rs]k_(?:live|test)_[A-Za-z0-9]{8,}",  # Stripe
-    r"\bgh[pousr]_[A-Za-z0-9]{8,}",  # GitHub tokens
-    r"\bgithub_pat_[A-Za-z0-9_]{8,}",
-    r"\bglpat-[A-Za-z0-9_-]{8,}",  # GitLab
-    r"\b(?:AKIA|ASIA|ABIA|AGPA|AIDA|AROA)[A-Z0-9]{12,}\b",  # AWS access key ids
-    r"\bAIza[A-Za-z0-9_-]{20,}",  # Google API keys
-    r"\bxox[abposre]-[A-Za-z0-9-]{8,}",  # Slack
-    r"\bxapp-[A-Za-z0-9-]{8,}",
-    r"\bhf_[A-Za-z0-9]{20,}",  # Hugging Face
-    r"\bnpm_[A-Za-z0-9]{20,}",
-    r"\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*",  # JWT (header.payload.sig)
+    rf"{_START}sk-[A-Za-z0-9_-]{{8,}}",  # OpenAI, Anthropic (sk-ant-…), DeepSeek (sk-<hex>)
+    rf"{_START}[rs]k_(?:live|test)_[A-Za-z0-9]{{8,}}",  # Stripe
+    rf"{_START}gh[pousr]_[A-Za-z0-9]{{8,}}",  # GitHub tokens
+    rf"{_START}github_pat_[A-Za-z0-9_]{{8,}}",
+    rf"{_START}glpat-[A-Za-z0-9_-]{{8,}}",  # GitLab
+    rf"{_START}(?:AKIA|ASIA|ABIA|AGPA|AIDA|AROA)[A-Z0-9]{{12,}}(?![a-z0-9])",  # AWS access key ids
+    rf"{_START}AIza[A-Za-z0-9_-]{{20,}}",  # Google API keys
+    rf"{_START}xox[abposre]-[A-Za-z0-9-]{{8,}}",  # Slack
+    rf"{_START}xapp-[A-Za-z0-9-]{{8,}}",
+    rf"{_START}hf_[A-Za-z0-9]{{20,}}",  # Hugging Face
+    rf"{_START}npm_[A-Za-z0-9]{{20,}}",
+    # JWT: header.payload.signature
+    rf"{_START}eyJ[A-Za-z0-9_-]{{8,}}\.[A-Za-z0-9_-]{{8,}}\.[A-Za-z0-9_-]*",
 )
 """Secrets whatever surrounds them: replaced whole."""
 
@@ -157,19 +163,22 @@ _RULES: tuple[str, ...] = (
     # ?X-Amz-Signature=… &sig=… &token=…
     rf"(?P<k§>(?<=[?&])(?i:{'|'.join(_SIGNED_QUERY)})=)[^&#{_END}]+",
     # Authorization: Bearer …, "Authorization": "Basic …" (JSON), authorization=…
-    rf"(?P<k§>(?i:\b(?:proxy-)?authorization){_SEP}\\?[\"']?[ \t]*"
+    rf"(?P<k§>{_START}(?i:(?:proxy-)?authorization){_SEP}\\?[\"']?[ \t]*"
     rf"(?P<s§>(?i:{_SCHEMES})[ \t]+)?)(?(s§)[^{_END}]+|{_MIXED}[^{_END}]{{8,}})",
     # a bearer token anywhere
-    r"(?P<k§>(?i:\bbearer)[ \t]+)[A-Za-z0-9._~+/=-]{8,}",
+    rf"(?P<k§>{_START}(?i:bearer)[ \t]+)[A-Za-z0-9._~+/=-]{{8,}}",
     # password=…, "client_secret": "…", private_key: …
     rf"(?P<k§>(?i:{_ALWAYS})[\w.-]*{_SEP}(?P<q§>\\?[\"'])?)"
     rf"(?!{REDACTED})(?(q§)[^\"'\\\n]+|[^{_END}]{{3,}})",
     # key=…, token="…", sig: … when the value mixes letters and digits
     rf"(?P<k§>(?i:{_MAYBE})[\w.-]*{_SEP}\\?[\"']?){_OUR_IDS}{_MIXED}[^{_END}]{{8,}}",
 )
-_BASIC = r"(?P<k§>\bBasic[ \t]+)(?P<b§>[A-Za-z0-9+/]{8,}={0,2})(?![A-Za-z0-9+/=])"
+_BASIC = rf"(?P<k§>{_START}Basic[ \t]+)(?P<b§>[A-Za-z0-9+/]{{8,}}={{0,2}})(?![A-Za-z0-9+/=])"
 """``Basic <base64>`` anywhere: redacted when it decodes to ``user:password``."""
-_HOMES = r"(?<![\w.~-])(?:/home|/Users)/[^/\s'\"\\<>]+|(?<![\w])[A-Za-z]:\\Users\\[^\\\s'\"<>]+"
+_HOMES = (
+    r"(?:(?<![\w.~-])|(?<=\\[nrtbf]))(?:/home|/Users)/[^/\s'\"\\<>]+"
+    r"|(?<![\w])[A-Za-z]:\\Users\\[^\\\s'\"<>]+"
+)
 """Other users' home directories (the current one's is named ``~``)."""
 
 _ANCHORS = (

@@ -57,6 +57,10 @@ def load_script(path: Path) -> DecisionScript:
         raise AiraError(SCRIPT_INVALID, f"cannot read {path.name}: {exc.strerror}") from None
     except StrictJSONError as exc:
         raise AiraError(SCRIPT_INVALID, str(exc)) from None
+    # User-authored text (the intent, decisions, the document's labels) reaches outputs,
+    # prompts, the trajectory and the store from here: redacted once, as it is read. A
+    # script without credentials is unchanged, and with it its task id and revisions.
+    raw = redact_value(raw)
     try:
         script = DecisionScript.model_validate(raw, by_name=False)
         if script.document is not None:
