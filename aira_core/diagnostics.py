@@ -171,12 +171,16 @@ _RULES: tuple[str, ...] = (
     rf"(?P<k§>(?i:{_ALWAYS})[\w.-]*{_SEP}(?P<q§>\\?[\"'])?)"
     rf"(?!{REDACTED})(?(q§)[^\"'\\\n]+|[^{_END}]{{3,}})",
     # key=…, token="…", sig: … when the value mixes letters and digits
-    rf"(?P<k§>(?i:{_MAYBE})[\w.-]*{_SEP}\\?[\"']?){_OUR_IDS}{_MIXED}[^{_END}]{{8,}}",
+    rf"(?P<k§>(?<!public)(?<!public[_-])(?i:{_MAYBE})[\w.-]*{_SEP}\\?[\"']?)"
+    rf"{_OUR_IDS}{_MIXED}[^{_END}]{{8,}}",
 )
 _BASIC = rf"(?P<k§>{_START}Basic[ \t]+)(?P<b§>[A-Za-z0-9+/]{{8,}}={{0,2}})(?![A-Za-z0-9+/=])"
 """``Basic <base64>`` anywhere: redacted when it decodes to ``user:password``."""
+_PATH_START = r"(?:(?<![\w.~-])|(?<=\\[nrtbf]))"
+"""Where an absolute path starts: not inside a word or another path (``/var/tmp`` holds no
+``/tmp``), or right after an escape."""
 _HOMES = (
-    r"(?:(?<![\w.~-])|(?<=\\[nrtbf]))(?:/home|/Users)/[^/\s'\"\\<>]+"
+    rf"{_PATH_START}(?:/home|/Users)/[^/\s'\"\\<>]+"
     r"|(?<![\w])[A-Za-z]:\\Users\\[^\\\s'\"<>]+"
 )
 """Other users' home directories (the current one's is named ``~``)."""
@@ -196,31 +200,29 @@ character, and this test ~20 ns. None consists of hex digits only, which hashes 
 and none holds a character JSON escapes, so it finds the same in a value and in its JSON."""
 
 _SECRET_ENV = re.compile(r"(?i)(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL)")
-_secret_names: tuple[frozenset[str], list[str]] = (frozenset(), [])
+_secret_names: tuple[frozenset[Any], list[str]] = (frozenset(), [])
 
 
 def _secret_values() -> tuple[str, ...]:
-    """Values of environment variables named like credentials (``DEEPSEEK_API_KEY``...),
-    longest first: they are scrubbed wherever they appear, whatever their shape. The names
-    are matched again only when the environment's names change."""
+    """Values of environment variables named like credentials (``DEEPSEEK_API_KEY``...):
+    they are scrubbed wherever they appear, whatever their shape. The names are matched
+    again only when the environment's names change."""
     global _secret_names
-    names = os.environ.keys()
+    # os.environ's own store (encoded keys): iterating os.environ decodes every name.
+    names = getattr(os.environ, "_data", os.environ)
     if len(names) != len(_secret_names[0]) or not _secret_names[0].issuperset(names):
-        _secret_names = (frozenset(names), [k for k in names if _SECRET_ENV.search(k)])
-    found = {os.environ[k] for k in _secret_names[1] if len(os.environ.get(k, "")) >= 8}
-    return tuple(sorted(found, key=lambda v: (-len(v), v)))
+        found = [k for k in os.environ if _SECRET_ENV.search(k)]
+        _secret_names = (frozenset(names), found)
+    return tuple(v for k in _secret_names[1] if len(v := os.environ.get(k, "")) >= 8)
 
 
-def _private_prefixes() -> tuple[tuple[str, str], ...]:
-    # Longest first, so a venv inside the home directory is named as the environment.
-    pairs = {
-        str(Path(sys.prefix)): "<env>",
-        str(Path.home()): "~",
-        os.getcwd(): ".",
-        tempfile.gettempdir(): "<tmp>",
-    }
-    if os.environ.get("AIRA_HOME"):
-        pairs[os.environ["AIRA_HOME"]] = "$AIRA_HOME"
+def _private_prefixes(places: tuple[str | None, ...]) -> tuple[tuple[str, str], ...]:
+    """(prefix, name) for the environment, home, working directory, temp and AIRA_HOME,
+    longest first, so a venv inside the home directory is named as the environment."""
+    pairs: dict[str, str] = {}
+    for place, name in zip(places, ("<env>", "~", ".", "<tmp>", "$AIRA_HOME"), strict=True):
+        if place:
+            pairs[str(Path(place))] = name
     return tuple(
         sorted(((k, v) for k, v in pairs.items() if len(k) > 1), key=lambda kv: -len(kv[0]))
     )
@@ -243,11 +245,11 @@ class _Redactor:
         self.paths = dict(prefixes)
         if prefixes:
             alternation = "|".join(re.escape(prefix) for prefix, _ in prefixes)
-            alternatives.append(rf"(?P<path>(?:{alternation})(?=[/\\]|\b|$))")
+            alternatives.append(rf"(?P<path>{_PATH_START}(?:{alternation})(?=[/\\]|\b|$))")
         alternatives.append(f"(?P<home>{_HOMES})")
         self.pattern = re.compile("|".join(alternatives))
         literals = {*_ANCHORS, *(v.lower() for v in values), *(p.lower() for p, _ in prefixes)}
-        self.gate = re.compile("|".join(map(re.escape, sorted(literals)))).search
+        self.gate = re.compile(_trie(literals)).search
 
     def sub(self, text: str) -> str:
         if self.gate(text.lower()) is None:
@@ -268,6 +270,30 @@ class _Redactor:
         return (m.group(f"k{i}") or "") + REDACTED if i in self.kept else REDACTED
 
 
+def _trie(words: set[str]) -> str:
+    """A regular expression that finds any of ``words``, as a trie (``s(?:k[-_]|ecret)``):
+    Python's re tries every alternative of a flat list at every position, which costs three
+    times as much. A word that another one starts with is enough to stop at."""
+    root: dict[str, Any] = {}
+    for word in sorted(words, key=len):
+        node = root
+        for ch in word:
+            if "" in node:
+                break  # a shorter word is already there: the longer one adds nothing
+            node = node.setdefault(ch, {})
+        else:
+            node.clear()
+            node[""] = {}
+
+    def emit(node: dict[str, Any]) -> str:
+        if "" in node:
+            return ""
+        alternatives = [re.escape(ch) + emit(child) for ch, child in sorted(node.items())]
+        return alternatives[0] if len(alternatives) == 1 else f"(?:{'|'.join(alternatives)})"
+
+    return emit(root) if root else r"(?!)"
+
+
 def _is_basic_credential(text: str) -> bool:
     import base64
     import binascii
@@ -280,12 +306,23 @@ def _is_basic_credential(text: str) -> bool:
 
 
 @functools.lru_cache(maxsize=8)
-def _compiled(values: tuple[str, ...], prefixes: tuple[tuple[str, str], ...]) -> _Redactor:
-    return _Redactor(values, prefixes)
+def _compiled(values: tuple[str, ...], places: tuple[str | None, ...]) -> _Redactor:
+    return _Redactor(
+        tuple(sorted(set(values), key=lambda v: (-len(v), v))), _private_prefixes(places)
+    )
 
 
 def _redactor() -> _Redactor:
-    return _compiled(_secret_values(), _private_prefixes())
+    """The redactor for the environment as it is now (a few microseconds when it is the one
+    of the last call: compiled once per set of credential values and private places)."""
+    places = (
+        sys.prefix,
+        os.path.expanduser("~"),
+        os.getcwd(),
+        tempfile.tempdir or tempfile.gettempdir(),
+        os.environ.get("AIRA_HOME"),
+    )
+    return _compiled(_secret_values(), places)
 
 
 def redact(text: str) -> str:
