@@ -24,6 +24,11 @@ _VERBATIM = frozenset({"code", "severity", "approval"})
 """Diagnostic fields that hold no text from outside (a checked code, an enum, a flag)."""
 
 
+def _redact_fields(fields: Mapping[str, Any]) -> dict[str, Any]:
+    sub = _redactor().sub  # looked up once for all the fields
+    return {k: v if k in _VERBATIM or v is None else _walk(v, sub) for k, v in fields.items()}
+
+
 class Diagnostic(BaseModel):
     """One finding: a stable ``code`` to match on, a message for people, and where it applies."""
 
@@ -57,13 +62,13 @@ class Diagnostic(BaseModel):
         # kernel texts, and a diagnostic is printed, stored and written into trajectories:
         # redacted here, when it is made, so no use of it (str(), .message, a dump) can leak.
         if isinstance(data, dict):
-            return {k: v if k in _VERBATIM else redact_value(v) for k, v in data.items()}
+            return _redact_fields(data)
         return data
 
     def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Any:
         # model_copy skips validation: what an update brings in is redacted as well.
         if update:
-            update = {k: v if k in _VERBATIM else redact_value(v) for k, v in update.items()}
+            update = _redact_fields(update)
         return super().model_copy(update=update, deep=deep)
 
     def __str__(self) -> str:

@@ -265,6 +265,8 @@ def _check_branch(name: object) -> str:
             "A-Z a-z 0-9 . _ -",
             subject=str(name),
         )
+    if redact(name) != name:  # a branch name is stored and shown for good: no credential in it
+        raise AiraError(STORE_BRANCH_INVALID, "the branch name holds a credential", subject=name)
     return name
 
 

@@ -255,3 +255,29 @@ def test_what_a_model_writes_reaches_no_trajectory_and_no_store(tmp_path: Path) 
     assert ("plan", "ok") in results, results  # the plan committed: labels and message stored
     assert any("raw" in r["decision"] for r in outcome.records)
     assert not leaks(roots=(tmp_path / "run",))
+
+
+@pytest.mark.parametrize(
+    "token",
+    [
+        text
+        for text, _ in SECRETS
+        if all(c.isalnum() or c in "._-" for c in text) and len(text) <= 64
+    ],
+)
+def test_a_branch_named_by_a_credential_is_refused(
+    installed: RunAira, aira_home: Path, tmp_path: Path, token: str
+) -> None:
+    # A branch name is kept in the store and shown by every command: it cannot be redacted
+    # (it would no longer name the branch), so one that holds a credential is refused.
+    aira = installed
+    base = json.loads(aira("model", "init", "--json").stdout)["rev"]
+    plan = tmp_path / "plan.json"
+    steps = [s.to_wire() for s in composite_steps()]
+    plan.write_text(json.dumps({"baseRevision": base, "steps": steps}))
+    before = snapshot(aira_home / "models")
+    out = aira("plan", "apply", str(plan), "--branch", f"task/{token}", "--json")
+    assert out.returncode == 1 and "Traceback" not in out.stderr
+    assert "STORE_BRANCH_INVALID" in out.stdout
+    assert not leaks(out.stdout, out.stderr, roots=(aira_home,))
+    assert_unchanged(before, aira_home / "models")
