@@ -15,8 +15,14 @@ import typer
 def _json_text(obj: Any) -> str:
     """``obj`` as JSON text for stdout. NaN, Infinity, a lone surrogate or a value nested too
     deeply to write is ``OUTPUT_NOT_JSON``: what aira prints as JSON always parses."""
+    from aira_core.diagnostics import may_hold_secrets, redact_value
+
     try:
         text = json.dumps(obj, indent=2, ensure_ascii=False, allow_nan=False)
+        # The last line before stdout: every string, keys included, whatever built it. The
+        # fast test on the whole text spares the walk when nothing can need redacting.
+        if may_hold_secrets(text):
+            text = json.dumps(redact_value(obj), indent=2, ensure_ascii=False, allow_nan=False)
         text.encode("utf-8")  # a lone surrogate would fail on the way out, half printed
         return text
     except (ValueError, RecursionError) as exc:
@@ -75,13 +81,16 @@ def _table(title: str, columns: list[str], rows: list[list[str]]) -> None:
     from rich.table import Table
     from rich.text import Text
 
+    from aira_core.diagnostics import redact
+
     # Titles and cells hold user, model and catalog text: plain Text, never rich markup, so
-    # "[/x]" prints as written instead of failing (or styling) the output.
-    table = Table(title=Text(title, style="table.title"), title_justify="left")
+    # "[/x]" prints as written instead of failing (or styling) the output; redacted, as
+    # JSON output is.
+    table = Table(title=Text(redact(title), style="table.title"), title_justify="left")
     for col in columns:
         table.add_column(col, overflow="fold")
     for row in rows:
-        table.add_row(*(Text(cell) for cell in row))
+        table.add_row(*(Text(redact(cell)) for cell in row))
     _console().print(table)
 
 
@@ -164,11 +173,14 @@ def _report_envelope(envelope: Any, *, as_json: bool) -> None:
     else:
         from rich.markup import escape
 
+        from aira_core.diagnostics import redact
+
         console = _console()
         console.print(escape(f"{envelope.status}: {envelope.observed_revision}"), soft_wrap=True)
         for key in ("stage", "failedStep", "rev", "published"):
             if envelope.data.get(key):
-                console.print(escape(f"  {key}: {envelope.data[key]}"), soft_wrap=True)
+                line = redact(f"  {key}: {envelope.data[key]}")
+                console.print(escape(line), soft_wrap=True)
         _print_diagnostics(envelope.diagnostics)
     if envelope.status != "success":
         raise typer.Exit(1)

@@ -16,7 +16,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from aira_core.contracts.amir import AmirDocument
-from aira_core.diagnostics import AiraError
+from aira_core.diagnostics import AiraError, redact, redact_value
 from aira_core.model import blocks
 from aira_core.model.aliases import AliasTable
 from aira_core.model.operations import OperationSignature
@@ -94,6 +94,7 @@ class ModelRepository:
     # -- writing ---------------------------------------------------------------------------
 
     def _checked(self, document: AmirDocument) -> AmirDocument:
+        document = _redacted_labels(document)
         problems = validate_document(document, self.signatures)
         if problems:
             raise PatchRejected(problems)
@@ -127,10 +128,14 @@ class ModelRepository:
         ``checked``: the caller has just validated ``document`` (``apply_patch`` or
         ``validate_document``, as the write path's propose stage does), so it is not
         validated a second time."""
-        if not checked:
-            document = self._checked(document)
+        document = self._checked(document) if not checked else _redacted_labels(document)
         revision = self.store.commit(
-            branch, expected_head, document, message, meta, create_branch=create_branch
+            branch,
+            expected_head,
+            document,
+            message,
+            redact_value(meta),
+            create_branch=create_branch,
         )
         return self._kept(revision, document)
 
@@ -215,3 +220,21 @@ class ModelRepository:
         # read computes them again.
         self.store.keep_derived(rev, {BLOCKS_KEY: hashes, SUMMARY_KEY: summary.to_wire()})
         return hashes, summary
+
+
+def _redacted_labels(document: AmirDocument) -> AmirDocument:
+    """``document`` with its labels (the free text of a document: ids, references and values
+    are not) redacted; the same object when no label holds a credential, as is the rule, so
+    revision ids stay what they were."""
+    update: dict[str, tuple[Any, ...]] = {}
+    for block in ("parameters", "nodes", "bodies", "assertions"):
+        entities = getattr(document, block)
+        kept = tuple(
+            e
+            if not e.label or redact(e.label) == e.label
+            else e.model_copy(update={"label": redact(e.label)})
+            for e in entities
+        )
+        if any(a is not b for a, b in zip(kept, entities, strict=True)):
+            update[block] = kept
+    return document.model_copy(update=update) if update else document

@@ -51,7 +51,7 @@ from aira_core.canonical import (
     sha256_id,
 )
 from aira_core.config import aira_home
-from aira_core.diagnostics import AiraError
+from aira_core.diagnostics import AiraError, redact
 
 __all__ = [
     "CRASH_ENV",
@@ -322,12 +322,15 @@ def _check_branch(name: object) -> str:
             "A-Z a-z 0-9 . _ -",
             subject=str(name),
         )
+    if redact(name) != name:  # a branch name is stored and shown for good: no credential in it
+        raise AiraError(STORE_BRANCH_INVALID, "the branch name holds a credential", subject=name)
     return name
 
 
 def _check_message(message: object) -> str:
     if not isinstance(message, str):
         raise AiraError(STORE_ARGUMENT_INVALID, f"a message must be a string, got {message!r}")
+    message = redact(message)  # user or model text, kept for good: no credential in it
     try:  # it is part of its record's digest
         canonical_bytes(message)
     except CanonicalJSONError as exc:

@@ -83,7 +83,7 @@ from aira_core.contracts.capability import (
     SessionGrant,
 )
 from aira_core.contracts.plan import CheckReport, IntentFrame, Plan, PlanStep, UncertaintyReport
-from aira_core.diagnostics import AiraError, Diagnostic, FindingCap, json_pointer
+from aira_core.diagnostics import AiraError, Diagnostic, FindingCap, json_pointer, redact_value
 from aira_core.model.aliases import AliasTable, label_alias_safe
 from aira_core.model.operations import node_ref
 from aira_core.model.patch import PatchRejected, apply_patch, find_cycle, validate_document
@@ -1008,8 +1008,9 @@ def check_plan(
     asserted = len(lowered.assertion_of_step) + len(plan.acceptance_assertions)
     total = asserted + len(document.assertions)
     uncertainty = UncertaintyReport(
-        intent_ambiguity=list(ctx.intent.unknowns) if ctx.intent else [],
-        reference_resolution=dict(scope.resolved),
+        intent_ambiguity=redact_value(list(ctx.intent.unknowns)) if ctx.intent else [],
+        # keyed by the references as the plan wrote them: user or model text
+        reference_resolution=redact_value(dict(scope.resolved)),
         capability_sufficiency=sufficiency,
         runtime_applicability=applicability,
         estimated_geometric_risk=risk,

@@ -81,7 +81,7 @@ from aira_core.contracts.amir import (
 )
 from aira_core.contracts.base import WireModel, json_value
 from aira_core.contracts.plan import AcceptanceAssertion, Plan, PlanBindings, PlanStep
-from aira_core.diagnostics import AiraError, json_pointer
+from aira_core.diagnostics import AiraError, json_pointer, redact, redact_value
 from aira_core.model.aliases import LABEL_PATTERN, label_alias_safe
 from aira_core.model.blocks import MAX_SELECT_LIMIT, MAX_SELECT_OFFSET
 from aira_core.step.tiers import DEFAULT_BUDGETS, TaskBudgets, Tier
@@ -547,6 +547,10 @@ def parse_decision(
     """
     raw = _load(text)
     _check_raw(raw)
+    # What the model wrote goes on into the ledger, the capsule, the trajectory, commit
+    # messages and the documents the store keeps: credentials in it stop here. Strings that
+    # hold none (ids, aliases, selectors, labels) are unchanged, and with them the revisions.
+    raw = redact_value(raw)
     if not isinstance(raw, dict):
         raise DecisionRejected(
             STEP_DECISION_NOT_OBJECT,
@@ -632,8 +636,9 @@ def _load(text: Any) -> Any:
     try:
         return json.loads(text, object_pairs_hook=_pairs, parse_constant=_no_constant)
     except json.JSONDecodeError as exc:
-        before = _visible(text[max(0, exc.pos - 40) : exc.pos])
-        after = _visible(text[exc.pos : exc.pos + 40])
+        # Redacted whole, then cut: a credential cut in half would no longer be recognised.
+        before = redact(_visible(text[: exc.pos]))[-40:]
+        after = redact(_visible(text[exc.pos :]))[:40]
         hint = ""
         if text.lstrip().startswith("```"):
             hint = "; send the JSON object alone, without a code fence"
@@ -938,12 +943,12 @@ def _short(value: Any) -> str:
         text = json.dumps(value, ensure_ascii=False, sort_keys=True, default=repr)
     except (TypeError, ValueError, RecursionError):
         text = repr(value)
-    text = _visible(text)
+    text = redact(_visible(text))  # before the cut, which could leave half a key unrecognised
     return text if len(text) <= MESSAGE_VALUE_CHARS else text[:MESSAGE_VALUE_CHARS] + "…"
 
 
 def _clip(message: str, limit: int = 4 * MESSAGE_VALUE_CHARS) -> str:
-    message = _visible(message)
+    message = redact(_visible(message))
     return message if len(message) <= limit else message[:limit] + "…"
 
 

@@ -22,7 +22,7 @@ from pydantic import ValidationError
 from aira_core.canonical import CanonicalJSONError, canonical_bytes, sha256_id
 from aira_core.contracts.capability import Effect
 from aira_core.contracts.plan import IntentFrame
-from aira_core.diagnostics import AiraError
+from aira_core.diagnostics import AiraError, redact
 from aira_core.step.tiers import TaskBudgets, Tier
 
 __all__ = [
@@ -390,7 +390,9 @@ class Ledger:
         """One line for a committed plan (summary cut to 1 KB). A commit resolves the current
         rejection, which is folded."""
         self._fold_rejection()
-        text = " ".join(summary.split())  # one line, whatever the model wrote
+        # one line, whatever the model wrote; redacted before the cut (a resumed run's
+        # summary comes from a commit message, not from a parsed decision)
+        text = " ".join(redact(summary).split())
         self.commits.append(CommitRow(step, rev, truncate_utf8(text, COMMIT_SUMMARY_MAX_BYTES)))
 
     # -- note and usage -------------------------------------------------------------------------
@@ -399,6 +401,7 @@ class Ledger:
         """Replace the note (the model owns it; the host never summarises it). A note over
         b tokens is cut, and the returned notice (also shown with the note) says so."""
         limit = tier.bytes(tier.note)
+        text = redact(text)  # before the cut, which could leave half a key unrecognised
         size = utf8_size(text)
         self.note = truncate_utf8(text, limit)
         self.note_notice = None

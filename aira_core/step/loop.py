@@ -35,7 +35,7 @@ from typing import Any
 from aira_core.catalog.signatures import LEGEND, catalog_signatures
 from aira_core.contracts.amir import BODIES, NODES, PARAMETERS
 from aira_core.contracts.plan import IntentFrame
-from aira_core.diagnostics import AiraError
+from aira_core.diagnostics import AiraError, redact
 from aira_core.extensions import Kernel
 from aira_core.runtime.contract import CompletionAuthority, TerminalState
 from aira_core.runtime.plan import PlanContext
@@ -502,7 +502,7 @@ class StepHost:
             "budgetTokens": self.tier.budget,
             "decision": grammar.decision_to_wire(decision)
             if decision is not None
-            else {"raw": reply.text[:2000]},
+            else {"raw": redact(reply.text)[:2000]},  # redacted whole, then cut
             "result": _summary(result),
             "usage": dict(reply.usage),
             "model": reply.model,

@@ -31,7 +31,7 @@ from aira_core.canonical import (
 )
 from aira_core.contracts.base import WireModel
 from aira_core.contracts.script import DecisionScript  # defined there; replayed here
-from aira_core.diagnostics import AiraError
+from aira_core.diagnostics import AiraError, redact_value
 from aira_core.inputs import CAPS, INPUT_TOO_LARGE, max_bytes, read_input
 
 TRAJECTORY_FORMAT = "aira.trajectory/1"
@@ -62,6 +62,10 @@ def load_script(path: Path) -> DecisionScript:
         raw = loads_strict(data, f"script {path.name!r}")[0]
     except StrictJSONError as exc:
         raise AiraError(SCRIPT_INVALID, str(exc)) from None
+    # User-authored text (the intent, decisions, the document's labels) reaches outputs,
+    # prompts, the trajectory and the store from here: redacted once, as it is read. A
+    # script without credentials is unchanged, and with it its task id and revisions.
+    raw = redact_value(raw)
     try:
         script = DecisionScript.model_validate(raw, by_name=False)
         if script.document is not None:
@@ -365,6 +369,10 @@ class TrajectoryWriter:
             else:
                 self._file.write(b"\n")
             self._tail = None
+        # A record carries what the model wrote (notes, queries, summaries, staged content,
+        # plan arguments, the raw text of a refused decision) and what the host said of it:
+        # every string, keys included, is redacted before it is written down.
+        record = redact_value(record)
         line = json.dumps(record, ensure_ascii=False, sort_keys=True) + "\n"
         self._file.write(line.encode("utf-8"))
         self._file.flush()
