@@ -498,8 +498,13 @@ _CODES = (
         ),
         (
             "KERNEL_FAILED",
-            "a kernel raised, or answered a query with something other than "
-            "JSON data (a kernel bug)",
+            "a kernel raised (anything, BaseException included), answered with the wrong type "
+            "(a query: not JSON data), or left out the result of a body (a kernel bug)",
+        ),
+        (
+            "KERNEL_TIMEOUT",
+            "a kernel call did not answer within its deadline (AIRA_KERNEL_TIMEOUT), or the "
+            "kernel is still running a call that missed it",
         ),
     ),
     *_phase(

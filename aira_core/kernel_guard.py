@@ -23,7 +23,7 @@ from __future__ import annotations
 import contextvars
 import os
 import threading
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from aira_core.canonical import CanonicalJSONError, canonical_bytes
@@ -45,9 +45,12 @@ _running_lock = threading.Lock()
 class KernelFailure(AiraError):
     """A kernel call that failed (``KERNEL_FAILED``) or ran out of time (``KERNEL_TIMEOUT``)."""
 
-    def __init__(self, code: str, message: str, *, subject: str | None = None) -> None:
+    def __init__(
+        self, code: str, message: str, *, subject: str | None = None, affected: Sequence[str] = ()
+    ) -> None:
         super().__init__(code, message, subject=subject)
-        self.diagnostic = self.diagnostic.model_copy(update={"cause": "kernel"})
+        update = {"cause": "kernel", **({"affected": list(affected)} if affected else {})}
+        self.diagnostic = self.diagnostic.model_copy(update=update)
 
 
 def timeout() -> float:
@@ -119,11 +122,9 @@ def call(kernel: Any, method: str, *args: Any) -> Any:
     return outcome.get("value")
 
 
-def _wrong(kernel: Any, method: str, problem: str, subject: str | None = None) -> KernelFailure:
+def _wrong(kernel: Any, method: str, problem: str, **where: Any) -> KernelFailure:
     return KernelFailure(
-        KERNEL_FAILED,
-        f"the kernel {_name(kernel)!r} answered {method} with {problem}",
-        subject=subject,
+        KERNEL_FAILED, f"the kernel {_name(kernel)!r} answered {method} with {problem}", **where
     )
 
 
@@ -141,12 +142,13 @@ def evaluate(kernel: Any, document: Any, changed: Collection[str] | None = None)
     if not answer.diagnostics:
         missing = [b.id for b in document.bodies if b.id not in answer.bodies]
         if missing:
-            # subject: the first body without a result, so a plan names the step creating it
+            # affected: the bodies without a result, so a plan names the step creating one
             raise _wrong(
                 kernel,
                 "evaluate",
                 f"no result for body {', '.join(missing)}; a missing result is a failure",
                 subject=missing[0],
+                affected=missing,
             )
     return answer
 

@@ -328,12 +328,13 @@ class WritePath:
         try:
             return call()
         except KernelFailure as exc:
-            subject = exc.diagnostic.subject
+            where = [exc.diagnostic.subject, *(exc.diagnostic.affected or [])]
+            failed = next((s for e in where if e and (s := candidate.lowered.step_of(e))), None)
             raise self._repair(
                 request_id,
                 candidate,
                 [exc.diagnostic],
-                candidate.lowered.step_of(subject) if subject else None,
+                failed,
                 stage,
                 time.perf_counter() - started,
             ) from None
