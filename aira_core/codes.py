@@ -112,7 +112,16 @@ _CODES = (
             "PLUGIN_REGISTRATION_INVALID",
             "`register` got an object of the wrong type or without a name",
         ),
-        ("PLUGIN_DUPLICATE_NAME", "two plugins, or two objects of one type, share a name"),
+        (
+            "PLUGIN_DUPLICATE_NAME",
+            "two plugins, or two objects of one type, share a name (two distributions "
+            "declaring one plugin name: neither is loaded, unless one is first-party)",
+        ),
+        (
+            "PLUGIN_TIMEOUT",
+            "importing a plugin or calling its hook took longer than AIRA_PLUGIN_TIMEOUT; "
+            "the plugin (or what the hook registered) is ignored",
+        ),
         ("PLUGIN_LOAD_FAILED", "AIRA_STRICT_PLUGINS=1 and at least one of the errors above"),
     ),
     *_phase(
