@@ -20,10 +20,12 @@ start): this one is the host's backstop for a kernel that has none.
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
+import math
 import os
 import threading
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from typing import Any
 
 from aira_core.canonical import CanonicalJSONError, canonical_bytes
@@ -66,7 +68,7 @@ def timeout() -> float:
 def _name(kernel: Any) -> str:
     try:
         name = getattr(kernel, "name", "?")
-    except BaseException:
+    except BaseException:  # a hostile property: the kernel's failure is still reported
         return "?"
     return name if isinstance(name, str) else "?"
 
@@ -75,7 +77,7 @@ def _text(exc: BaseException) -> str:
     """``Type: message`` of what a kernel raised, even when its ``__str__`` raises too."""
     try:
         return f"{type(exc).__name__}: {exc}"
-    except BaseException:
+    except BaseException:  # a hostile __str__: the type still says enough
         return type(exc).__name__
 
 
@@ -99,7 +101,7 @@ def call(kernel: Any, method: str, *args: Any) -> Any:
     def run() -> None:
         try:
             outcome["value"] = getattr(kernel, method)(*args)
-        except BaseException as exc:
+        except BaseException as exc:  # in this thread, never the user's Ctrl-C
             outcome["error"] = exc
 
     context = contextvars.copy_context()
@@ -132,10 +134,27 @@ def _kind(value: Any) -> str:
     return f"a {type(value).__name__}"
 
 
+@contextlib.contextmanager
+def _reading(kernel: Any, method: str) -> Iterator[None]:
+    """Checking an answer: one whose parts raise when read (a hostile ``__eq__``, a
+    property) is the kernel's failure too."""
+    try:
+        yield
+    except KernelFailure:
+        raise
+    except Exception as exc:
+        raise _wrong(kernel, method, f"an answer that cannot be read ({_text(exc)})") from None
+
+
 def evaluate(kernel: Any, document: Any, changed: Collection[str] | None = None) -> Evaluation:
     """An :class:`Evaluation` with a result for every body of ``document`` (unless it failed:
     then its diagnostics say why)."""
     answer = call(kernel, "evaluate", document, changed)
+    with _reading(kernel, "evaluate"):
+        return _checked_evaluation(kernel, document, answer)
+
+
+def _checked_evaluation(kernel: Any, document: Any, answer: Any) -> Evaluation:
     problem = _evaluation_problem(answer)
     if problem is not None:
         raise _wrong(kernel, "evaluate", problem)
@@ -162,10 +181,28 @@ def _evaluation_problem(answer: Any) -> str | None:
         return "diagnostics that are not Diagnostics"
     if not all(isinstance(n, str) for n in _items(answer.evaluated_nodes)):
         return "evaluated nodes that are not node ids"
-    wrong = [str(b) for b, r in answer.bodies.items() if not isinstance(r, BodyResult)]
+    wrong = [str(b) for b, r in answer.bodies.items() if not _body_result_ok(r)]
     if wrong:
-        return f"results that are not BodyResults for {', '.join(wrong)}"
+        return (
+            f"results that are not BodyResults (a bool valid, finite numbers) for "
+            f"{', '.join(wrong)}"
+        )
     return None
+
+
+def _finite(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _body_result_ok(result: Any) -> bool:
+    if not isinstance(result, BodyResult) or not isinstance(result.valid, bool):
+        return False
+    if not all(v is None or _finite(v) for v in (result.volume, result.area)):
+        return False
+    box = result.bounding_box
+    return box is None or (
+        isinstance(box, tuple | list) and len(box) == 6 and all(map(_finite, box))
+    )
 
 
 def _items(value: Any) -> list[Any]:
@@ -178,6 +215,11 @@ def _items(value: Any) -> list[Any]:
 def validate(kernel: Any, document: Any, assertion: Any) -> ValidationOutcome:
     """A :class:`ValidationOutcome` of ``assertion`` (its id, a bool ``passed``)."""
     answer = call(kernel, "validate", document, assertion)
+    with _reading(kernel, f"assertion {assertion.id}"):
+        return _checked_outcome(kernel, assertion, answer)
+
+
+def _checked_outcome(kernel: Any, assertion: Any, answer: Any) -> ValidationOutcome:
     problem = None
     if not isinstance(answer, ValidationOutcome):
         problem = f"{_kind(answer)}, not a ValidationOutcome"
@@ -214,7 +256,8 @@ def answer_problem(answer: Any) -> str | None:
 def query(kernel: Any, document: Any, ref: str, args: Mapping[str, Any]) -> QueryResult:
     """A :class:`QueryResult` of JSON data (see :func:`answer_problem`)."""
     answer = call(kernel, "query", document, ref, args)
-    problem = answer_problem(answer)
+    with _reading(kernel, ref):
+        problem = answer_problem(answer)
     if problem is not None:
         raise _wrong(kernel, ref, problem)
     return answer

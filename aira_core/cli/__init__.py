@@ -14,12 +14,15 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
-from typing import NoReturn
+from typing import Any, NoReturn
 
 import typer
 
 from aira_core.cli import bench, catalog, model, plan, plugins, query, run, schema, trust
 from aira_core.cli._output import _error_json, _failure, _json_requested
+
+INTERRUPTED = 130
+"""The exit status of a command the user stopped with Ctrl-C (128 + SIGINT)."""
 
 app = typer.Typer(
     rich_markup_mode=None,  # plain help, as every group (_options.command_group)
@@ -56,22 +59,32 @@ def execute(args: list[str] | None = None) -> int:
         status = app(args=args, prog_name="aira", standalone_mode=False)
     except SystemExit as exc:  # typer's own exits (e.g. --help): their status
         return exc.code if isinstance(exc.code, int) else 0 if exc.code is None else 1
-    except KeyboardInterrupt:  # the user's Ctrl-C (a plugin's or kernel's is caught there)
-        typer.echo("error: ABORTED: interrupted", err=True)
-        return 130
+    except KeyboardInterrupt:
+        status = INTERRUPTED
     except Exception as exc:
         if type(exc).__name__ == "NoArgsIsHelpError":  # a bare group: its help, as typer does
             if exc.format_message():  # typer's Rich help printed itself already
                 exc.show()
             return exc.exit_code
         diagnostics, status = _failure(exc)
-        from aira_core.diagnostics import redact
+        _report(diagnostics, args)
+        return status
+    if status == INTERRUPTED:
+        # the user's Ctrl-C (typer answers a KeyboardInterrupt in a command with 130; a
+        # plugin's or a kernel's own KeyboardInterrupt is caught where it runs)
+        from aira_core.diagnostics import Diagnostic
 
-        for d in diagnostics:
-            typer.echo(f"error: {redact(str(d))}", err=True)
-        if _json_requested(args):
-            typer.echo(_error_json(diagnostics))
+        _report([Diagnostic(code="ABORTED", message="interrupted")], args)
     return status if isinstance(status, int) else 0
+
+
+def _report(diagnostics: list[Any], args: list[str]) -> None:
+    from aira_core.diagnostics import redact
+
+    for d in diagnostics:
+        typer.echo(f"error: {redact(str(d))}", err=True)
+    if _json_requested(args):
+        typer.echo(_error_json(diagnostics))
 
 
 def main() -> None:

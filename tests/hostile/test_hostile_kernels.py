@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 from cli_runner import RunAira
+from ctrl_c import interrupted
 from fakeplugins import drop_module, install_fake_distribution
 from runtime_factory import step
 from unchanged import assert_unchanged, snapshot
@@ -143,7 +144,8 @@ def test_query_by_a_hostile_kernel_is_kernel_failed(hostile, what, aira_home, mo
 
 @pytest.mark.parametrize(
     "behaviour",
-    [f"evaluate={w}" for w in [*MISBEHAVIOURS, "omit"]] + [f"validate={w}" for w in MISBEHAVIOURS],
+    [f"evaluate={w}" for w in [*MISBEHAVIOURS, "omit", "nan"]]
+    + [f"validate={w}" for w in MISBEHAVIOURS],
 )
 def test_plan_apply_on_a_hostile_kernel_commits_nothing(
     hostile, behaviour, aira_home, tmp_path, monkeypatch
@@ -210,11 +212,12 @@ def test_a_plan_apply_that_blocks_commits_nothing(hostile, aira_home, tmp_path, 
     assert_unchanged(before, *kept(aira_home))
 
 
-def test_a_blocking_installed_kernel_does_not_hang_the_process(
-    aira_process: RunAira, signed_package, throwaway_signer, aira_home, tmp_path
-) -> None:
-    """A new ``aira`` process with the kernel installed as a distribution: the export that
-    blocks is KERNEL_TIMEOUT, and the process exits although the call never returns."""
+@pytest.fixture
+def installed_hostile(
+    aira_process: RunAira, signed_package, throwaway_signer, tmp_path
+) -> Iterator[dict[str, str]]:
+    """The hostile kernel installed as a distribution, its publisher trusted and the plate
+    in the default store: the environment a new ``aira`` process needs to load it."""
     site = tmp_path / "site"
     site.mkdir()
     source = (PLUGINS / "hostile_kernel.py").read_text()
@@ -224,31 +227,47 @@ def test_a_blocking_installed_kernel_does_not_hang_the_process(
         "AIRA_PLUGINS": "hostile",
         "AIRA_HOSTILE_PACKAGE": str(signed_package()),
     }
-    try:
-        key = throwaway_signer.public_b64
-        added = aira_process("trust", "add", throwaway_signer.publisher, key, **env)
-        assert added.returncode == 0, added.stderr
-        document = tmp_path / "plate.json"
-        document.write_text(json.dumps(plate_document()))
-        assert aira_process("model", "init", "--from", str(document), **env).returncode == 0
-        out_file = tmp_path / "out.json"
-        before = snapshot(*kept(aira_home), out_file)
-        started = time.monotonic()
-        out = aira_process(
-            "model",
-            "export",
-            "--format",
-            "json",
-            "--out",
-            str(out_file),
-            "--json",
-            timeout=60,
-            AIRA_HOSTILE_KERNEL="export=sleep",
-            AIRA_KERNEL_TIMEOUT="1",
-            **env,
-        )
-        assert time.monotonic() - started < 60
-        refused(out, "KERNEL_TIMEOUT")
-        assert_unchanged(before, *kept(aira_home), out_file)
-    finally:
-        drop_module("aira-hostile-kernel")
+    key = throwaway_signer.public_b64
+    added = aira_process("trust", "add", throwaway_signer.publisher, key, **env)
+    assert added.returncode == 0, added.stderr
+    document = tmp_path / "plate.json"
+    document.write_text(json.dumps(plate_document()))
+    assert aira_process("model", "init", "--from", str(document), **env).returncode == 0
+    yield env
+    drop_module("aira-hostile-kernel")
+
+
+def test_a_blocking_installed_kernel_does_not_hang_the_process(
+    aira_process: RunAira, installed_hostile, aira_home, tmp_path
+) -> None:
+    """A new ``aira`` process with the kernel installed as a distribution: the export that
+    blocks is KERNEL_TIMEOUT, and the process exits although the call never returns."""
+    out_file = tmp_path / "out.json"
+    before = snapshot(*kept(aira_home), out_file)
+    started = time.monotonic()
+    out = aira_process(
+        "model", "export", "--format", "json", "--out", str(out_file), "--json",
+        timeout=60, AIRA_HOSTILE_KERNEL="export=sleep", AIRA_KERNEL_TIMEOUT="1",
+        **installed_hostile,
+    )  # fmt: skip
+    assert time.monotonic() - started < 60
+    refused(out, "KERNEL_TIMEOUT")
+    assert_unchanged(before, *kept(aira_home), out_file)
+
+
+def test_a_real_ctrl_c_during_a_kernel_call_stops_the_command(
+    installed_hostile, aira_home, tmp_path
+) -> None:
+    """The deadline is the host's; the user's Ctrl-C still ends the command at once (130),
+    with a code and no traceback."""
+    out_file = tmp_path / "out.json"
+    before = snapshot(*kept(aira_home), out_file)
+    out = interrupted(
+        "model", "export", "--format", "json", "--out", str(out_file),
+        mark=tmp_path / "started", AIRA_HOSTILE_KERNEL="export=sleep",
+        AIRA_KERNEL_TIMEOUT="120", **installed_hostile,
+    )  # fmt: skip
+    assert out.returncode == 130, (out.returncode, out.stdout, out.stderr)
+    assert "error: ABORTED: interrupted" in out.stderr
+    assert "Traceback" not in out.stderr
+    assert_unchanged(before, *kept(aira_home), out_file)

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 from cli_runner import RunAira
+from ctrl_c import interrupted
 from fakeplugins import drop_module, install_fake_distribution
 from unchanged import assert_unchanged, snapshot
 
@@ -115,6 +116,18 @@ def test_a_plugin_that_blocks_at_import_is_ignored_at_its_deadline(aira_site, si
     error = error_of(plugins_json(out), "hostile")
     assert error["code"] == "PLUGIN_TIMEOUT"
     assert "did not finish within 1 s" in error["message"]
+
+
+def test_a_real_ctrl_c_while_a_plugin_imports_stops_the_command(site: Path, tmp_path) -> None:
+    """The plugin's own KeyboardInterrupt is recorded; the user's still ends the command."""
+    install(site, "hostile", "sleeps_at_import")
+    out = interrupted(
+        "plugins", "--json", mark=tmp_path / "started",
+        PYTHONPATH=str(site), AIRA_PLUGINS="good,hostile", AIRA_PLUGIN_TIMEOUT="120",
+    )  # fmt: skip
+    assert out.returncode == 130, (out.returncode, out.stdout, out.stderr)
+    assert "error: ABORTED: interrupted" in out.stderr
+    assert "Traceback" not in out.stderr
 
 
 def test_a_non_daemon_thread_started_at_import_does_not_hang_the_host(

@@ -6,8 +6,9 @@ installed plugin serves every case, in this process or a new one)::
 
 ``raise`` (a RuntimeError), ``base`` (a BaseException subclass), ``interrupt``
 (KeyboardInterrupt), ``exit`` (SystemExit), ``wrong`` (an answer of the wrong type),
-``omit`` (evaluate: an evaluation without the document's bodies), ``sleep`` (blocks for
-``AIRA_HOSTILE_SLEEP`` seconds, default 600)."""
+``omit`` (evaluate: an evaluation without the document's bodies), ``nan`` (evaluate: a NaN
+volume for each body), ``sleep`` (blocks for
+``AIRA_HOSTILE_SLEEP`` seconds, default 600; touching ``AIRA_HOSTILE_MARK`` first)."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ import threading
 from pathlib import Path
 
 from aira_core import hookimpl
-from aira_core.extensions import CapabilityPackageSource, Evaluation
+from aira_core.extensions import BodyResult, CapabilityPackageSource, Evaluation
 from aira_core.testing.kernel import FakeGeometryKernel
 from aira_core.testing.package import fake_implementations, fake_kernel_manifest
 
@@ -36,7 +37,7 @@ def _behaviour(method: str) -> str | None:
     return None
 
 
-def _misbehave(method: str, what: str):  # type: ignore[no-untyped-def]
+def _misbehave(method: str, what: str, document=None):  # type: ignore[no-untyped-def]
     if what == "raise":
         raise RuntimeError(f"hostile {method}")
     if what == "base":
@@ -46,10 +47,16 @@ def _misbehave(method: str, what: str):  # type: ignore[no-untyped-def]
     if what == "exit":
         raise SystemExit(0)
     if what == "sleep":
+        if os.environ.get("AIRA_HOSTILE_MARK"):  # tells a test the call has started
+            Path(os.environ["AIRA_HOSTILE_MARK"]).touch()
         RELEASE.wait(float(os.environ.get("AIRA_HOSTILE_SLEEP", "600")))
         return None
     if what == "omit":
         return Evaluation(bodies={})
+    if what == "nan":
+        return Evaluation(
+            bodies={b.id: BodyResult(valid=True, volume=float("nan")) for b in document.bodies}
+        )
     if what == "wrong":
         return {"export": "not bytes", "validate": True}.get(method, "not a result")
     raise AssertionError(f"unknown behaviour {what!r}")
@@ -60,7 +67,9 @@ class HostileKernel(FakeGeometryKernel):
 
     def evaluate(self, document, changed=None):  # type: ignore[no-untyped-def]
         what = _behaviour("evaluate")
-        return _misbehave("evaluate", what) if what else super().evaluate(document, changed)
+        if what:
+            return _misbehave("evaluate", what, document)
+        return super().evaluate(document, changed)
 
     def validate(self, document, assertion):  # type: ignore[no-untyped-def]
         what = _behaviour("validate")
