@@ -139,7 +139,16 @@ _CODES = (
             "PLUGIN_REGISTRATION_INVALID",
             "`register` got an object of the wrong type or without a name",
         ),
-        ("PLUGIN_DUPLICATE_NAME", "two plugins, or two objects of one type, share a name"),
+        (
+            "PLUGIN_DUPLICATE_NAME",
+            "two plugins, or two objects of one type, share a name (two distributions "
+            "declaring one plugin name: neither is loaded, unless one is first-party)",
+        ),
+        (
+            "PLUGIN_TIMEOUT",
+            "importing a plugin or calling its hook took longer than AIRA_PLUGIN_TIMEOUT; "
+            "the plugin (or what the hook registered) is ignored",
+        ),
         ("PLUGIN_LOAD_FAILED", "AIRA_STRICT_PLUGINS=1 and at least one of the errors above"),
     ),
     *_phase(
@@ -537,8 +546,13 @@ _CODES = (
         ),
         (
             "KERNEL_FAILED",
-            "a kernel raised, or answered a query with something other than "
-            "JSON data (a kernel bug)",
+            "a kernel raised (anything, BaseException included), answered with the wrong type "
+            "(a query: not JSON data), or left out the result of a body (a kernel bug)",
+        ),
+        (
+            "KERNEL_TIMEOUT",
+            "a kernel call did not answer within its deadline (AIRA_KERNEL_TIMEOUT), or the "
+            "kernel is still running a call that missed it",
         ),
     ),
     *_phase(

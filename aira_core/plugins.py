@@ -5,13 +5,25 @@ stable error code and shown by ``aira plugins``; everything else keeps working.
 ``AIRA_STRICT_PLUGINS=1`` makes any load error fatal; ``AIRA_DISABLE_PLUGINS=a,b`` blocks
 plugins by name; ``AIRA_PLUGINS=a,b`` loads only those (empty: none). Only pluggy's public
 API is used.
+
+Plugin code is untrusted to behave: whatever an import or a hook raises (``BaseException``
+included: a plugin raising ``KeyboardInterrupt`` or ``SystemExit`` is not the user) is a
+recorded error; each import and each hook call runs in a daemon thread with a deadline
+(``AIRA_PLUGIN_TIMEOUT``), so a plugin that blocks is ``PLUGIN_TIMEOUT`` and ignored, while
+a real Ctrl-C still interrupts the wait; and what plugin code prints while it is loaded goes
+to stderr, never into a command's (``--json``) output. Two distributions declaring one entry
+point name: neither is loaded, unless one of them is the first-party distribution of that
+name (:data:`FIRST_PARTY`), which is kept; the error names both. (The CLI's exit does not
+wait for threads a plugin left running, nor run its ``atexit`` handlers: aira_core.cli.)
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from importlib import metadata
 from typing import Any
@@ -32,6 +44,17 @@ PLUGIN_HOOK_FAILED = "PLUGIN_HOOK_FAILED"
 PLUGIN_REGISTRATION_INVALID = "PLUGIN_REGISTRATION_INVALID"
 PLUGIN_DUPLICATE_NAME = "PLUGIN_DUPLICATE_NAME"
 PLUGIN_LOAD_FAILED = "PLUGIN_LOAD_FAILED"
+PLUGIN_TIMEOUT = "PLUGIN_TIMEOUT"
+
+TIMEOUT_ENV = "AIRA_PLUGIN_TIMEOUT"
+DEFAULT_TIMEOUT = 10.0
+"""Seconds one plugin import or one hook call may take (an entry-point module must be cheap
+to import: docs/plugins.md)."""
+
+FIRST_PARTY = {"occt": "aira-kernel-occt"}
+"""Entry point name -> the distribution shipped with Aira that declares it: a clash with any
+other distribution keeps this one (an empty package declaring ``occt`` must not withdraw
+the real kernel)."""
 
 
 @dataclass(frozen=True)
@@ -111,6 +134,88 @@ class _Origin:
     version: str | None
 
 
+class _TimedOut(Exception):
+    """Plugin code still running at its deadline (its thread is left to itself)."""
+
+
+class _PluginRaised(Exception):
+    """What plugin code raised, carried out of its thread: never confused with a
+    ``KeyboardInterrupt`` from the user's Ctrl-C while the host waits."""
+
+    def __init__(self, raised: BaseException) -> None:
+        super().__init__(type(raised).__name__)
+        self.raised = raised
+
+
+def plugin_timeout() -> float:
+    """``AIRA_PLUGIN_TIMEOUT`` when it is a positive number, else :data:`DEFAULT_TIMEOUT`."""
+    try:
+        value = float(os.environ.get(TIMEOUT_ENV, ""))
+    except ValueError:
+        return DEFAULT_TIMEOUT
+    return value if 0 < value < float("inf") else DEFAULT_TIMEOUT
+
+
+def _run_plugin_code(function: Callable[[], Any], what: str) -> Any:
+    """``function()`` in a daemon thread, waited for up to :func:`plugin_timeout` seconds:
+    its value, :class:`_PluginRaised` (whatever it raised) or :class:`_TimedOut`. The wait
+    is in the calling thread, so a real Ctrl-C interrupts it as a ``KeyboardInterrupt``."""
+    outcome: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            outcome["value"] = function()
+        except BaseException as exc:  # a plugin's KeyboardInterrupt is the plugin's, not the user's
+            outcome["error"] = exc
+
+    thread = threading.Thread(target=run, name=f"aira-plugin {what}", daemon=True)
+    thread.start()
+    thread.join(plugin_timeout())
+    if thread.is_alive():
+        raise _TimedOut(what)
+    if "error" in outcome:
+        raise _PluginRaised(outcome["error"])
+    return outcome.get("value")
+
+
+def _describe(exc: BaseException) -> str:
+    """``Type: message`` of what plugin code raised, even when its ``__str__`` raises too."""
+    try:
+        return f"{type(exc).__name__}: {exc}"
+    except BaseException:  # a hostile __str__: the type still says enough
+        return type(exc).__name__
+
+
+@contextlib.contextmanager
+def _stdout_to_stderr() -> Iterator[None]:
+    """While plugin code loads, stdout (``sys.stdout`` and file descriptor 1) is stderr:
+    what a plugin prints must not end up in a command's output (``--json``)."""
+    saved = sys.stdout
+    for stream in (saved, sys.__stdout__):
+        with contextlib.suppress(Exception):
+            stream.flush()  # type: ignore[union-attr]
+    try:
+        saved_fd: int | None = os.dup(1)
+        os.dup2(2, 1)
+    except OSError:  # no fd 1 or 2 (an embedding host): sys.stdout still is redirected
+        saved_fd = None
+    sys.stdout = sys.stderr
+    try:
+        yield
+    finally:
+        for stream in (sys.stdout, sys.__stdout__):
+            with contextlib.suppress(Exception):
+                stream.flush()  # type: ignore[union-attr]
+        sys.stdout = saved
+        if saved_fd is not None:
+            os.dup2(saved_fd, 1)
+            os.close(saved_fd)
+
+
+def _normalized(distribution: str) -> str:
+    return distribution.lower().replace("_", "-").replace(".", "-")
+
+
 class PluginSystem:
     """A pluggy manager for group ``aira`` plus the rules above.
 
@@ -185,13 +290,15 @@ class PluginSystem:
         return None
 
     def load_entrypoints(self) -> None:
-        """Discover and import the installed plugins, each inside its own try."""
+        """Discover and import the installed plugins, each inside its own guard (see the
+        module docstring)."""
         with self._lock:
             if self._entrypoints_loaded:
                 return
             self._entrypoints_loaded = True
             disabled = disabled_plugin_names()
             allowed = allowed_plugin_names()
+            claims: dict[str, list[tuple[metadata.EntryPoint, _Origin]]] = {}
             for ep in metadata.entry_points(group=ENTRY_POINT_GROUP):
                 dist = ep.dist.name if ep.dist is not None else "<unknown>"
                 version = ep.dist.version if ep.dist is not None else None
@@ -199,29 +306,80 @@ class PluginSystem:
                     self.pm.set_blocked(ep.name)
                     self._disabled.append(PluginInfo(ep.name, dist, version, "disabled"))
                     continue
-                try:
-                    plugin = ep.load()
-                # SystemExit too: a plugin calling sys.exit() at import must not end the host
-                except (Exception, SystemExit) as exc:
+                claims.setdefault(ep.name, []).append((ep, _Origin(dist, version)))
+            with _stdout_to_stderr():
+                for name, claimants in claims.items():
+                    chosen = self._one_claimant(name, claimants)
+                    if chosen is not None:
+                        self._load_one(*chosen)
+            self._registry = None
+
+    def _one_claimant(
+        self, name: str, claimants: list[tuple[metadata.EntryPoint, _Origin]]
+    ) -> tuple[metadata.EntryPoint, _Origin] | None:
+        """The entry point to load for ``name``: the only one; when several distributions
+        declare it, the first-party one (the others are reported), else none (all are
+        reported: which would win depends on install order). Nothing refused is imported."""
+        if len(claimants) == 1:
+            return claimants[0]
+        first_party = FIRST_PARTY.get(name)
+        kept = next(
+            (c for c in claimants if first_party and _normalized(c[1].distribution) == first_party),
+            None,
+        )
+        named = " and ".join(
+            f"{o.distribution}{f' {o.version}' if o.version else ''}" for _, o in claimants
+        )
+        if kept is not None:
+            for _, origin in claimants:
+                if origin is not kept[1]:
                     self._load_errors.append(
                         PluginError(
-                            ep.name,
-                            dist,
-                            version,
-                            PLUGIN_IMPORT_FAILED,
-                            redact(f"importing {ep.value} raised {type(exc).__name__}: {exc}"),
+                            name,
+                            origin.distribution,
+                            origin.version,
+                            PLUGIN_DUPLICATE_NAME,
+                            f"plugin name {name!r} is declared by both {named}; the first-party "
+                            f"{kept[1].distribution} is kept and {origin.distribution} is not "
+                            "loaded",
                         )
                     )
-                    continue
-                error = self._register_checked(plugin, ep.name, _Origin(dist, version))
-                if error is not None:
-                    if error.code == PLUGIN_DUPLICATE_NAME and self.pm.has_plugin(ep.name):
-                        # Two distributions claim one plugin name: neither is used, as for
-                        # any other name clash (which would win depends on install order).
-                        self.pm.unregister(name=ep.name)
-                        self._clashed.add(ep.name)
-                    self._load_errors.append(error)
-            self._registry = None
+            return kept
+        self._clashed.add(name)
+        _, first = claimants[0]
+        self._load_errors.append(
+            PluginError(
+                name,
+                first.distribution,
+                first.version,
+                PLUGIN_DUPLICATE_NAME,
+                f"plugin name {name!r} is declared by both {named}; neither is loaded (which "
+                "would win depends on install order)",
+            )
+        )
+        return None
+
+    def _load_one(self, ep: metadata.EntryPoint, origin: _Origin) -> None:
+        def failed(code: str, message: str) -> None:
+            self._load_errors.append(
+                PluginError(ep.name, origin.distribution, origin.version, code, redact(message))
+            )
+
+        try:
+            plugin = _run_plugin_code(ep.load, f"import {ep.name}")
+        except _TimedOut:
+            failed(
+                PLUGIN_TIMEOUT,
+                f"importing {ep.value} did not finish within {plugin_timeout():g} s "
+                f"({TIMEOUT_ENV}); the plugin is ignored",
+            )
+            return
+        except _PluginRaised as exc:  # sys.exit() or KeyboardInterrupt too: not the host's end
+            failed(PLUGIN_IMPORT_FAILED, f"importing {ep.value} raised {_describe(exc.raised)}")
+            return
+        error = self._register_checked(plugin, ep.name, origin)
+        if error is not None:
+            self._load_errors.append(error)
 
     # -- collection --------------------------------------------------------------------
     def registry(self) -> Registry:
@@ -246,17 +404,19 @@ class PluginSystem:
 
     def _collect(self) -> Registry:
         registry = Registry(errors=list(self._load_errors))
-        failed: set[str] = {e.plugin for e in self._load_errors}
+        # by plugin and distribution: a refused claimant of a name does not fail the kept one
+        failed = {(e.plugin, e.distribution) for e in self._load_errors}
         hooks_of: dict[str, list[str]] = {}
-        for ext in EXTENSION_TYPES:
-            for error in self._collect_type(ext, registry, hooks_of):
-                registry.errors.append(error)
-                failed.add(error.plugin)
+        with _stdout_to_stderr():
+            for ext in EXTENSION_TYPES:
+                for error in self._collect_type(ext, registry, hooks_of):
+                    registry.errors.append(error)
+                    failed.add((error.plugin, error.distribution))
         for name, plugin in self.pm.list_name_plugin():
             if plugin is None:  # blocked
                 continue
             origin = self._origins.get(name, _Origin(IN_PROCESS, None))
-            status = "failed" if name in failed else "loaded"
+            status = "failed" if (name, origin.distribution) in failed else "loaded"
             registry.plugins.append(
                 PluginInfo(
                     name, origin.distribution, origin.version, status, tuple(hooks_of.get(name, ()))
@@ -279,6 +439,7 @@ class PluginSystem:
         # Names registered twice are withdrawn entirely: which one would win depends on
         # install order, and silently picking one is how a shadowing plugin gets in.
         clashes: set[str] = set()
+        closed: set[int] = set()
         caller = getattr(self.pm.hook, ext.hook)
         for impl in caller.get_hookimpls():
             plugin_name = impl.plugin_name
@@ -301,6 +462,8 @@ class PluginSystem:
                 _pending: dict[str, Any] = pending,
                 _error: Any = error,
             ) -> None:
+                if id(_pending) in closed:  # a hook past its deadline, still registering
+                    return
                 name = getattr(obj, "name", None)
                 if not isinstance(obj, _ext.protocol) or not isinstance(name, str) or not name:
                     errors.append(
@@ -316,13 +479,24 @@ class PluginSystem:
                 _pending.setdefault(name, obj)
 
             kwargs = {"register": register}
+            call = {arg: kwargs[arg] for arg in impl.argnames}
             try:
-                impl.function(**{arg: kwargs[arg] for arg in impl.argnames})
-            except (Exception, SystemExit) as exc:  # one plugin's bug must not stop the others
+                _run_plugin_code(
+                    lambda _f=impl.function, _k=call: _f(**_k), f"{ext.hook} {plugin_name}"
+                )
+            except _TimedOut:
+                closed.add(id(pending))  # what it registers from now on is dropped
                 errors.append(
                     error(
-                        PLUGIN_HOOK_FAILED, redact(f"{ext.hook} raised {type(exc).__name__}: {exc}")
+                        PLUGIN_TIMEOUT,
+                        f"{ext.hook} did not return within {plugin_timeout():g} s "
+                        f"({TIMEOUT_ENV}); what it registered is ignored",
                     )
+                )
+                continue
+            except _PluginRaised as exc:  # one plugin's bug must not stop the others
+                errors.append(
+                    error(PLUGIN_HOOK_FAILED, redact(f"{ext.hook} raised {_describe(exc.raised)}"))
                 )
                 continue
             for name, obj in pending.items():

@@ -6,8 +6,9 @@ result type, ``subprocess.CompletedProcess`` (``returncode``, ``stdout``, ``stde
         out = aira("catalog", "list", "--json")
         assert out.returncode == 0, out.stderr
 
-``in_process`` runs ``main()`` in this process under typer's ``CliRunner`` (stderr apart from
-stdout): fast, and the command sees the plugins a test registered with ``register_plugin``.
+``in_process`` runs ``execute()`` (what ``main()`` runs before it ends the process) in this
+process under typer's ``CliRunner`` (stderr apart from stdout): fast, and the command sees
+the plugins a test registered with ``register_plugin``.
 ``new_process`` starts ``python -m aira_core.cli``: for what needs a real process (startup
 and imports, argv bytes, installed entry points selected by ``AIRA_PLUGINS``).
 """
@@ -58,7 +59,7 @@ def in_process(
         formatting.FORCED_WIDTH = None
         sys.argv = ["aira", *argv]
         try:
-            cli.main()
+            status = cli.execute()  # main() would end this process
         except SystemExit as exc:
             status = exc.code if isinstance(exc.code, int) else 0 if exc.code is None else 1
         finally:

@@ -414,22 +414,23 @@ def test_two_writers_on_one_head_one_wins_the_other_is_stale(tmp_path: Path) -> 
 def test_writer_overtaken_between_check_and_commit_gets_stale(tmp_path: Path) -> None:
     ctx, kernel, repository = make_runtime(tmp_path)
     base = repository.head()
-    # Another writer with its own connection to the same store and its own kernel.
-    other = ModelRepository.open(tmp_path / "store.sqlite3", repository.signatures)
-    other_ctx = PlanContext(ctx.catalog, other, capabilities=ctx.capabilities)
     winner: list[ObservationEnvelope] = []
 
     def overtake(document: Any) -> None:
+        # Another writer with its own connection to the same store and its own kernel,
+        # opened here: kernel calls run in a thread of their own (kernel_guard's deadline).
         kernel.on_evaluate = None
-        winner.append(
-            WritePath(other_ctx, FakeGeometryKernel()).apply(plan(base, post_step()), "w2")
-        )
+        other = ModelRepository.open(tmp_path / "store.sqlite3", repository.signatures)
+        try:
+            other_ctx = PlanContext(ctx.catalog, other, capabilities=ctx.capabilities)
+            winner.append(
+                WritePath(other_ctx, FakeGeometryKernel()).apply(plan(base, post_step()), "w2")
+            )
+        finally:
+            other.close()
 
     kernel.on_evaluate = overtake
-    try:
-        envelope = WritePath(ctx, kernel).apply(plan(base, *composite_steps()), "w1")
-    finally:
-        other.close()
+    envelope = WritePath(ctx, kernel).apply(plan(base, *composite_steps()), "w1")
 
     assert [w.status for w in winner] == ["success"]
     head = repository.head()

@@ -266,7 +266,10 @@ def model_export(
         at = _rev(repo, rev)
         document = repo.document(at)
         target = repo.aliases(at).resolve(body) if body is not None else None
-    data = chosen.export(document, file_format.lower(), target)
+    from aira_core import kernel_guard
+
+    # a kernel that raises, answers with something else than bytes or blocks: a stable code
+    data = kernel_guard.export(chosen, document, file_format.lower(), target)
     if not data:
         reasons = getattr(chosen, "last_export_diagnostics", None) or []
         detail = "; ".join(f"{d.code}: {d.message}" for d in reasons)

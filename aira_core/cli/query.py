@@ -39,7 +39,9 @@ def query_cmd(
     chosen = _kernel(kernel, f"running {name}")
     with _repository(store) as repo:
         envelope = read_query(_context(repo), chosen, name, arguments, rev=_rev(repo, rev))
-    if envelope.status == "blocked" or any(d.code == "KERNEL_FAILED" for d in envelope.diagnostics):
+    if envelope.status == "blocked" or any(
+        d.code in {"KERNEL_FAILED", "KERNEL_TIMEOUT"} for d in envelope.diagnostics
+    ):
         # refused before the kernel, or a kernel that failed: the command's error, not a result
         first = envelope.diagnostics[0]
         raise AiraError(first.code, first.message)

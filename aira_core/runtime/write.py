@@ -30,7 +30,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from aira_core.canonical import CanonicalJSONError, canonical_bytes
+from aira_core import kernel_guard
 from aira_core.catalog.capabilities import node_signatures
 from aira_core.catalog.signatures import signature
 from aira_core.contracts.amir import BLOCKS, AmirDocument, Patch
@@ -43,6 +43,7 @@ from aira_core.contracts.plan import (
 )
 from aira_core.diagnostics import AiraError, Diagnostic
 from aira_core.extensions import BodyResult, Evaluation, Kernel, QueryResult, ValidationOutcome
+from aira_core.kernel_guard import KernelFailure
 from aira_core.model.patch import (
     PatchRejected,
     added_entity,
@@ -54,7 +55,6 @@ from aira_core.model.store import MAIN, StaleRevision
 from aira_core.runtime.plan import Lowered, PlanContext, check_plan
 
 PUBLISH_ACTION = "publish"
-KERNEL_FAILED = "KERNEL_FAILED"
 KERNEL_UNAVAILABLE = "KERNEL_UNAVAILABLE"
 ASSERTION_FAILED = "ASSERTION_FAILED"
 PLAN_APPROVAL_REQUIRED = "PLAN_APPROVAL_REQUIRED"
@@ -125,34 +125,6 @@ def _step_of_pointer(
         index = int(parts[1])
         if index < len(ids):
             return lowered.step_of(ids[index])
-    return None
-
-
-def kernel_failure(kernel: Any, exc: BaseException, **fields: Any) -> Diagnostic:
-    """A kernel that raised (a kernel bug) as the one ``KERNEL_FAILED`` diagnostic."""
-    name = getattr(kernel, "name", "?")
-    return Diagnostic(
-        code=KERNEL_FAILED,
-        cause="kernel",
-        message=f"the kernel {name!r} raised {type(exc).__name__}: {exc}",
-        **fields,
-    )
-
-
-def answer_problem(answer: Any) -> str | None:
-    """What is wrong with a kernel's answer to a query, if anything: it must be a
-    QueryResult with Diagnostics and data a prompt and a trajectory can carry (canonical
-    JSON: no NaN, no foreign types)."""
-    if not isinstance(answer, QueryResult):
-        return f"a {type(answer).__name__}, not a QueryResult"
-    if not isinstance(answer.data, Mapping):
-        return f"data that is a {type(answer.data).__name__}, not an object"
-    if not all(isinstance(d, Diagnostic) for d in answer.diagnostics):
-        return "diagnostics that are not Diagnostics"
-    try:
-        canonical_bytes(dict(answer.data))
-    except CanonicalJSONError as exc:
-        return f"data that is not JSON: {exc}"
     return None
 
 
@@ -351,15 +323,18 @@ class WritePath:
         started: float,
         call: Callable[[], T],
     ) -> T:
-        """A kernel call whose exception (a kernel bug) becomes ``KERNEL_FAILED``."""
+        """A guarded kernel call (:mod:`aira_core.kernel_guard`): a kernel that raises, answers
+        with the wrong type or misses its deadline refuses the write at ``stage``."""
         try:
             return call()
-        except Exception as exc:
+        except KernelFailure as exc:
+            where = [exc.diagnostic.subject, *(exc.diagnostic.affected or [])]
+            failed = next((s for e in where if e and (s := candidate.lowered.step_of(e))), None)
             raise self._repair(
                 request_id,
                 candidate,
-                [kernel_failure(self.kernel, exc)],
-                None,
+                [exc.diagnostic],
+                failed,
                 stage,
                 time.perf_counter() - started,
             ) from None
@@ -374,7 +349,7 @@ class WritePath:
             candidate,
             "preview",
             started,
-            lambda: kernel.evaluate(candidate.document, changed),
+            lambda: kernel_guard.evaluate(kernel, candidate.document, changed),
         )
         seconds = time.perf_counter() - started
         if not evaluation.ok:
@@ -404,7 +379,10 @@ class WritePath:
             candidate,
             "validate",
             started,
-            lambda: [kernel.validate(candidate.document, a) for a in candidate.document.assertions],
+            lambda: [
+                kernel_guard.validate(kernel, candidate.document, a)
+                for a in candidate.document.assertions
+            ],
         )
         seconds += time.perf_counter() - started
         failing = [o for o in outcomes if not o.passed]
@@ -751,23 +729,9 @@ class WritePath:
                 ],
             )
         try:
-            answer = self.kernel.query(document, ref, resolved)
-        except Exception as exc:
-            return QueryResult(data={}, diagnostics=[kernel_failure(self.kernel, exc)])
-        problem = answer_problem(answer)
-        if problem is not None:
-            name = getattr(self.kernel, "name", "?")
-            return QueryResult(
-                data={},
-                diagnostics=[
-                    Diagnostic(
-                        code=KERNEL_FAILED,
-                        cause="kernel",
-                        message=f"the kernel {name!r} answered {ref} with {problem}",
-                    )
-                ],
-            )
-        return answer
+            return kernel_guard.query(self.kernel, document, ref, resolved)
+        except KernelFailure as exc:
+            return QueryResult(data={}, diagnostics=[exc.diagnostic])
 
     def _queries(self, candidate: Candidate, diagnostics: list[Diagnostic]) -> dict[str, Any]:
         """Run the plan's query steps (read-only) on the candidate document; their
@@ -775,9 +739,11 @@ class WritePath:
         out: dict[str, Any] = {}
         for step, ref, args in candidate.lowered.queries:
             try:
-                result = self.kernel.query(candidate.document, ref, args)  # type: ignore[union-attr]
-            except Exception as exc:
-                diagnostics.append(kernel_failure(self.kernel, exc, phase="query", subject=step))
+                result = kernel_guard.query(self.kernel, candidate.document, ref, args)
+            except KernelFailure as exc:
+                diagnostics.append(
+                    exc.diagnostic.model_copy(update={"phase": "query", "subject": step})
+                )
                 continue
             out[step] = dict(result.data)
             diagnostics += [

@@ -14,6 +14,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from aira_core import kernel_guard
 from aira_core.diagnostics import AiraError
 from aira_core.files import write_file
 from aira_core.model.patch import PatchRejected
@@ -207,7 +208,7 @@ def _artefacts(kernel: Any, repository: Any, head: str, base: Path, store: Path)
     base.parent.mkdir(parents=True, exist_ok=True)
     out = {}
     for fmt in ("step", "svg"):
-        data = kernel.export(document, fmt)
+        data = kernel_guard.export(kernel, document, fmt)
         if data:
             path = base.with_suffix(f".{fmt}")
             write_file(path, data, force=True, protect=[store])

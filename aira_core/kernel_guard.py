@@ -1,0 +1,271 @@
+"""Every call the host makes into a kernel (evaluate, validate, query, export) goes through
+here: a kernel is plugin code, so whatever it does is an answer with a stable code, never a
+traceback, a hang or a pass it did not earn.
+
+- Anything it raises, ``BaseException`` included (a kernel raising ``KeyboardInterrupt`` or
+  ``SystemExit`` is hostile, not the user), is ``KERNEL_FAILED``.
+- An answer of the wrong type (not an ``Evaluation``, ``ValidationOutcome``, ``QueryResult``
+  of JSON data, or ``bytes``), or an evaluation without a result for a body of the document,
+  is ``KERNEL_FAILED``: a missing result is a failure, never a pass.
+- Each call has a deadline (``AIRA_KERNEL_TIMEOUT`` seconds, default
+  :data:`DEFAULT_TIMEOUT`): the call runs in a daemon thread the host stops waiting for, so a
+  kernel that blocks is ``KERNEL_TIMEOUT`` and the process can still exit. A kernel whose
+  abandoned call is still running is not called again (``KERNEL_TIMEOUT`` at once): its
+  state cannot be trusted, and waiting on it would be a second hang.
+
+The caller waits in its own thread, so a real Ctrl-C still interrupts the wait and stops
+the command. The OCCT kernel's worker has its own, shorter deadlines (60 s a call, 180 s to
+start): this one is the host's backstop for a kernel that has none.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import math
+import os
+import threading
+from collections.abc import Collection, Iterator, Mapping, Sequence
+from typing import Any
+
+from aira_core.canonical import CanonicalJSONError, canonical_bytes
+from aira_core.diagnostics import AiraError, Diagnostic
+from aira_core.extensions import BodyResult, Evaluation, QueryResult, ValidationOutcome
+
+KERNEL_FAILED = "KERNEL_FAILED"
+KERNEL_TIMEOUT = "KERNEL_TIMEOUT"
+TIMEOUT_ENV = "AIRA_KERNEL_TIMEOUT"
+DEFAULT_TIMEOUT = 300.0
+"""Seconds: above the OCCT worker's own worst case (start 180 s + call 60 s)."""
+
+# Calls abandoned at their deadline and still running, by kernel (id: kernels need not be
+# hashable or weak-referenceable); an entry goes when its thread ends.
+_running: dict[int, threading.Thread] = {}
+_running_lock = threading.Lock()
+
+
+class KernelFailure(AiraError):
+    """A kernel call that failed (``KERNEL_FAILED``) or ran out of time (``KERNEL_TIMEOUT``)."""
+
+    def __init__(
+        self, code: str, message: str, *, subject: str | None = None, affected: Sequence[str] = ()
+    ) -> None:
+        super().__init__(code, message, subject=subject)
+        update = {"cause": "kernel", **({"affected": list(affected)} if affected else {})}
+        self.diagnostic = self.diagnostic.model_copy(update=update)
+
+
+def timeout() -> float:
+    """The deadline of one kernel call in seconds: ``AIRA_KERNEL_TIMEOUT`` when it is a
+    positive number, else :data:`DEFAULT_TIMEOUT` (a call always has a deadline)."""
+    try:
+        value = float(os.environ.get(TIMEOUT_ENV, ""))
+    except ValueError:
+        return DEFAULT_TIMEOUT
+    return value if 0 < value < float("inf") else DEFAULT_TIMEOUT
+
+
+def _name(kernel: Any) -> str:
+    try:
+        name = getattr(kernel, "name", "?")
+    except BaseException:  # a hostile property: the kernel's failure is still reported
+        return "?"
+    return name if isinstance(name, str) else "?"
+
+
+def _text(exc: BaseException) -> str:
+    """``Type: message`` of what a kernel raised, even when its ``__str__`` raises too."""
+    try:
+        return f"{type(exc).__name__}: {exc}"
+    except BaseException:  # a hostile __str__: the type still says enough
+        return type(exc).__name__
+
+
+def call(kernel: Any, method: str, *args: Any) -> Any:
+    """``kernel.<method>(*args)`` within the deadline; whatever it raises is
+    :class:`KernelFailure` (its answer is the caller's to check)."""
+    name = _name(kernel)
+    with _running_lock:
+        stuck = _running.get(id(kernel))
+        if stuck is not None and not stuck.is_alive():
+            del _running[id(kernel)]
+            stuck = None
+    if stuck is not None:
+        raise KernelFailure(
+            KERNEL_TIMEOUT,
+            f"the kernel {name!r} is still running a call that missed its deadline; "
+            "it is not called again in this process",
+        )
+    outcome: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            outcome["value"] = getattr(kernel, method)(*args)
+        except BaseException as exc:  # in this thread, never the user's Ctrl-C
+            outcome["error"] = exc
+
+    context = contextvars.copy_context()
+    thread = threading.Thread(
+        target=context.run, args=(run,), name=f"aira-kernel-{method}", daemon=True
+    )
+    limit = timeout()
+    thread.start()
+    thread.join(limit)  # a real Ctrl-C interrupts this wait: the command stops
+    if thread.is_alive():
+        with _running_lock:
+            _running[id(kernel)] = thread
+        raise KernelFailure(
+            KERNEL_TIMEOUT,
+            f"the kernel {name!r} did not answer {method} within {limit:g} s "
+            f"({TIMEOUT_ENV} sets the deadline)",
+        )
+    if "error" in outcome:
+        raise KernelFailure(KERNEL_FAILED, f"the kernel {name!r} raised {_text(outcome['error'])}")
+    return outcome.get("value")
+
+
+def _wrong(kernel: Any, method: str, problem: str, **where: Any) -> KernelFailure:
+    return KernelFailure(
+        KERNEL_FAILED, f"the kernel {_name(kernel)!r} answered {method} with {problem}", **where
+    )
+
+
+def _kind(value: Any) -> str:
+    return f"a {type(value).__name__}"
+
+
+@contextlib.contextmanager
+def _reading(kernel: Any, method: str) -> Iterator[None]:
+    """Checking an answer: one whose parts raise when read (a hostile ``__eq__``, a
+    property) is the kernel's failure too."""
+    try:
+        yield
+    except KernelFailure:
+        raise
+    except Exception as exc:
+        raise _wrong(kernel, method, f"an answer that cannot be read ({_text(exc)})") from None
+
+
+def evaluate(kernel: Any, document: Any, changed: Collection[str] | None = None) -> Evaluation:
+    """An :class:`Evaluation` with a result for every body of ``document`` (unless it failed:
+    then its diagnostics say why)."""
+    answer = call(kernel, "evaluate", document, changed)
+    with _reading(kernel, "evaluate"):
+        return _checked_evaluation(kernel, document, answer)
+
+
+def _checked_evaluation(kernel: Any, document: Any, answer: Any) -> Evaluation:
+    problem = _evaluation_problem(answer)
+    if problem is not None:
+        raise _wrong(kernel, "evaluate", problem)
+    if not answer.diagnostics:
+        missing = [b.id for b in document.bodies if b.id not in answer.bodies]
+        if missing:
+            # affected: the bodies without a result, so a plan names the step creating one
+            raise _wrong(
+                kernel,
+                "evaluate",
+                f"no result for body {', '.join(missing)}; a missing result is a failure",
+                subject=missing[0],
+                affected=missing,
+            )
+    return answer
+
+
+def _evaluation_problem(answer: Any) -> str | None:
+    if not isinstance(answer, Evaluation):
+        return f"{_kind(answer)}, not an Evaluation"
+    if not isinstance(answer.bodies, Mapping):
+        return f"bodies that are {_kind(answer.bodies)}, not a mapping"
+    if not all(isinstance(d, Diagnostic) for d in _items(answer.diagnostics)):
+        return "diagnostics that are not Diagnostics"
+    if not all(isinstance(n, str) for n in _items(answer.evaluated_nodes)):
+        return "evaluated nodes that are not node ids"
+    wrong = [str(b) for b, r in answer.bodies.items() if not _body_result_ok(r)]
+    if wrong:
+        return (
+            f"results that are not BodyResults (a bool valid, finite numbers) for "
+            f"{', '.join(wrong)}"
+        )
+    return None
+
+
+def _finite(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _body_result_ok(result: Any) -> bool:
+    if not isinstance(result, BodyResult) or not isinstance(result.valid, bool):
+        return False
+    if not all(v is None or _finite(v) for v in (result.volume, result.area)):
+        return False
+    box = result.bounding_box
+    return box is None or (
+        isinstance(box, tuple | list) and len(box) == 6 and all(map(_finite, box))
+    )
+
+
+def _items(value: Any) -> list[Any]:
+    """The items of a sequence a kernel answered (a str or a mapping is not one)."""
+    if isinstance(value, str | bytes | Mapping) or not isinstance(value, Collection):
+        return [object()]  # fails every item check
+    return list(value)
+
+
+def validate(kernel: Any, document: Any, assertion: Any) -> ValidationOutcome:
+    """A :class:`ValidationOutcome` of ``assertion`` (its id, a bool ``passed``)."""
+    answer = call(kernel, "validate", document, assertion)
+    with _reading(kernel, f"assertion {assertion.id}"):
+        return _checked_outcome(kernel, assertion, answer)
+
+
+def _checked_outcome(kernel: Any, assertion: Any, answer: Any) -> ValidationOutcome:
+    problem = None
+    if not isinstance(answer, ValidationOutcome):
+        problem = f"{_kind(answer)}, not a ValidationOutcome"
+    elif answer.assertion != assertion.id:
+        problem = f"the outcome of another assertion ({answer.assertion!r})"
+    elif not isinstance(answer.passed, bool):
+        problem = f"passed = {_kind(answer.passed)}, not a bool"
+    elif not isinstance(answer.measured, Mapping):
+        problem = f"measured values that are {_kind(answer.measured)}, not a mapping"
+    elif not all(isinstance(d, Diagnostic) for d in _items(answer.diagnostics)):
+        problem = "diagnostics that are not Diagnostics"
+    if problem is not None:
+        raise _wrong(kernel, f"assertion {assertion.id}", problem, subject=assertion.id)
+    return answer
+
+
+def answer_problem(answer: Any) -> str | None:
+    """What is wrong with a kernel's answer to a query, if anything: it must be a
+    QueryResult with Diagnostics and data a prompt and a trajectory can carry (canonical
+    JSON: no NaN, no foreign types)."""
+    if not isinstance(answer, QueryResult):
+        return f"{_kind(answer)}, not a QueryResult"
+    if not isinstance(answer.data, Mapping):
+        return f"data that is {_kind(answer.data)}, not an object"
+    if not all(isinstance(d, Diagnostic) for d in _items(answer.diagnostics)):
+        return "diagnostics that are not Diagnostics"
+    try:
+        canonical_bytes(dict(answer.data))
+    except CanonicalJSONError as exc:
+        return f"data that is not JSON: {exc}"
+    return None
+
+
+def query(kernel: Any, document: Any, ref: str, args: Mapping[str, Any]) -> QueryResult:
+    """A :class:`QueryResult` of JSON data (see :func:`answer_problem`)."""
+    answer = call(kernel, "query", document, ref, args)
+    with _reading(kernel, ref):
+        problem = answer_problem(answer)
+    if problem is not None:
+        raise _wrong(kernel, ref, problem)
+    return answer
+
+
+def export(kernel: Any, document: Any, format: str, body: str | None = None) -> bytes:
+    """The bytes a kernel exported (``b""``: it wrote nothing, its reasons are its own)."""
+    answer = call(kernel, "export", document, format, body)
+    if not isinstance(answer, bytes | bytearray):
+        raise _wrong(kernel, f"export {format!r}", f"{_kind(answer)}, not bytes")
+    return bytes(answer)

@@ -1,0 +1,15 @@
+"""HOSTILE: starts a non-daemon thread that never ends while it is imported (the
+interpreter's shutdown would wait for it); otherwise a working plugin."""
+
+import threading
+import time
+from types import SimpleNamespace
+
+from aira_core import hookimpl
+
+threading.Thread(target=time.sleep, args=(120,), name="hostile-non-daemon", daemon=False).start()
+
+
+@hookimpl
+def aira_register_transports(register):  # type: ignore[no-untyped-def]
+    register(SimpleNamespace(name="thread-transport"))
