@@ -112,9 +112,9 @@ def refused(out: subprocess.CompletedProcess[str], code: str) -> dict[str, Any]:
 
 
 def kept(home: Path) -> tuple[Path, ...]:
-    """What a refused kernel call must leave as it was: the model store and the trust store.
-    (The catalog's own state, catalog.sqlite3, records each admission as it happens.)"""
-    return home / "models", home / "trust.json"
+    """What a refused kernel call must leave as it was: all of AIRA_HOME (the model store,
+    the trust store, the catalog's state)."""
+    return (home,)
 
 
 MISBEHAVIOURS = ["raise", "base", "interrupt", "exit", "wrong"]
