@@ -177,7 +177,7 @@ _RULES: tuple[str, ...] = (
     rf"(?P<k§>{_START}(?i:bearer)[ \t]+)[A-Za-z0-9._~+/=-]{{8,}}",
     # password=…, "client_secret": "…", private_key: …
     rf"(?P<k§>(?i:{_ALWAYS})[\w.-]*{_SEP}(?P<q§>\\?[\"'])?)"
-    rf"(?!{REDACTED})(?(q§)[^\"'\\\n]+|[^{_END}]{{3,}})",
+    rf"(?!{REDACTED})(?(q§)[^\"'\\\n]+|[^{_END}]+)",
     # key=…, token="…", sig: … when the value mixes letters and digits
     rf"(?P<k§>(?<!public)(?<!public[_-])(?i:{_MAYBE})[\w.-]*{_SEP}\\?[\"']?)"
     rf"{_OUR_IDS}{_MIXED}[^{_END}]{{8,}}",

@@ -109,6 +109,13 @@ CREDENTIALS = [
 ]
 
 
+@pytest.mark.parametrize("name", ["secret_key", "private_key", "password", "api_key"])
+@pytest.mark.parametrize("value", ["x", "ab", "hunter2"])
+def test_a_credential_named_as_such_is_removed_however_short(name: str, value: str) -> None:
+    assert redact(f"{name}={value}") == f"{name}=<redacted>"
+    assert redact(f'"{name}": "{value}"') == f'"{name}": "<redacted>"'
+
+
 @pytest.mark.parametrize(("text", "secret"), CREDENTIALS)
 def test_every_credential_format_is_removed(text: str, secret: str) -> None:
     out = redact(text)

@@ -8,7 +8,12 @@ store, the run's store and trajectory, sqlite files included)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+import shutil
+import sqlite3
+import tempfile
+import zlib
 from pathlib import Path
 
 import pytest
@@ -68,13 +73,46 @@ SECRETS: list[tuple[str, str]] = [
 ALL = "\n".join(text for text, _ in SECRETS)
 
 
+def _inflated(path: Path) -> list[bytes]:
+    """The zlib-compressed cells of an SQLite file, inflated: the model store keeps document
+    bodies compressed, so their text is not in the file's raw bytes."""
+    if not path.read_bytes().startswith(b"SQLite format 3\x00"):
+        return []
+    out = []
+    # read from a copy (with its WAL): opening the file itself would make -wal/-shm files
+    # beside it, a change on disk the refusal did not make
+    copy = Path(tempfile.mkdtemp()) / "db.sqlite3"
+    shutil.copyfile(path, copy)
+    if Path(f"{path}-wal").exists():
+        shutil.copyfile(f"{path}-wal", f"{copy}-wal")
+    db = sqlite3.connect(copy)
+    try:
+        tables = [t for (t,) in db.execute("SELECT name FROM sqlite_master WHERE type='table'")]
+        for table in tables:
+            for row in db.execute(f'SELECT * FROM "{table}"'):
+                for cell in row:
+                    if not isinstance(cell, bytes):
+                        continue
+                    if cell.startswith(b"\x00aira.frame/1\n"):  # refs, newline, then zlib
+                        cell = cell.partition(b"\n")[2].partition(b"\n")[2]
+                    with contextlib.suppress(zlib.error):
+                        out.append(zlib.decompressobj().decompress(cell))
+    finally:
+        db.close()
+        shutil.rmtree(copy.parent)
+    return out
+
+
 def leaks(*outputs: str, roots: tuple[Path, ...] = ()) -> list[str]:
     """Every (secret, place) where a secret's marker appears: in an output, or in the bytes of
     a file under ``roots``."""
     found = []
     places = [(f"output {i}", out.encode()) for i, out in enumerate(outputs)]
     for root in roots:
-        places += [(str(p), p.read_bytes()) for p in sorted(root.rglob("*")) if p.is_file()]
+        for path in sorted(root.rglob("*")):
+            if path.is_file():
+                places.append((str(path), path.read_bytes()))
+                places += [(f"{path} (inflated)", data) for data in _inflated(path)]
     for _, marker in SECRETS:
         found += [f"{marker} in {where}" for where, data in places if marker.encode() in data]
     return found
