@@ -19,7 +19,7 @@ from typing import Any, NoReturn
 import typer
 
 from aira_core.cli import bench, catalog, model, plan, plugins, query, run, schema, trust
-from aira_core.cli._output import _error_json, _failure, _json_requested
+from aira_core.cli._output import _error_json, _failure, _json_requested, printable
 
 INTERRUPTED = 130
 """The exit status of a command the user stopped with Ctrl-C (128 + SIGINT)."""
@@ -81,8 +81,8 @@ def execute(args: list[str] | None = None) -> int:
 def _report(diagnostics: list[Any], args: list[str]) -> None:
     from aira_core.diagnostics import redact
 
-    for d in diagnostics:
-        typer.echo(f"error: {redact(str(d))}", err=True)
+    for d in diagnostics:  # a subject or message may hold what a user or model wrote
+        typer.echo(f"error: {printable(redact(str(d)))}", err=True)
     if _json_requested(args):
         typer.echo(_error_json(diagnostics))
 

@@ -71,6 +71,18 @@ def _read_json_file(
     return _loads(data, f"{what} {path.name!r}", code)
 
 
+def printable(text: str) -> str:
+    """``text`` safe to show on a terminal: each control or format character (escape
+    sequences, carriage returns, bidi overrides) shown as its Python escape (``\\x1b``), so
+    a commit message or a subject cannot move the cursor, recolour or retitle the terminal, or hide
+    text. JSON output is not passed through this: it keeps the data, escaped as JSON is."""
+    if text.isprintable():
+        return text
+    return "".join(
+        c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text
+    )
+
+
 def _console() -> Any:
     from rich.console import Console
 
@@ -86,11 +98,11 @@ def _table(title: str, columns: list[str], rows: list[list[str]]) -> None:
     # Titles and cells hold user, model and catalog text: plain Text, never rich markup, so
     # "[/x]" prints as written instead of failing (or styling) the output; redacted, as
     # JSON output is.
-    table = Table(title=Text(redact(title), style="table.title"), title_justify="left")
+    table = Table(title=Text(printable(redact(title)), style="table.title"), title_justify="left")
     for col in columns:
         table.add_column(col, overflow="fold")
     for row in rows:
-        table.add_row(*(Text(redact(cell)) for cell in row))
+        table.add_row(*(Text(printable(redact(cell))) for cell in row))
     _console().print(table)
 
 
@@ -99,7 +111,7 @@ def _print_diagnostics(diags: list[Any]) -> None:
 
     console = _console()
     for d in diags:
-        console.print(f"  [red]{d.code}[/red] {escape(d.message)}")
+        console.print(f"  [red]{d.code}[/red] {escape(printable(d.message))}")
 
 
 USAGE_INVALID = "USAGE_INVALID"

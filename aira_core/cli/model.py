@@ -82,18 +82,6 @@ def model_init(
         typer.echo(f"initialised main at {envelope.data['rev']}")
 
 
-def _printable(text: str) -> str:
-    """``text`` safe to show on a terminal: each control or format character (escape
-    sequences, carriage returns, bidi overrides) shown as its Python escape (``\\x1b``), so
-    a commit message cannot move the cursor, recolour or retitle the terminal, or hide
-    text. JSON output is not passed through this: it keeps the data, escaped as JSON is."""
-    if text.isprintable():
-        return text
-    return "".join(
-        c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text
-    )
-
-
 @model_app.command("log")
 def model_log(
     branch: BranchOption = "main",
@@ -122,10 +110,7 @@ def model_log(
     _table(
         f"History of {branch}",
         ["seq", "kind", "rev", "message", "at"],
-        [
-            [str(r["seq"]), *(_printable(r[k]) for k in ("kind", "rev", "message", "createdAt"))]
-            for r in rows
-        ],
+        [[str(r["seq"]), *(r[k] for k in ("kind", "rev", "message", "createdAt"))] for r in rows],
     )
 
 
@@ -149,7 +134,7 @@ def model_show(
         _table(
             "Aliases",
             ["alias", "id"],
-            [[_printable(a), _printable(i)] for a, i in summary.aliases.items()],
+            [[a, i] for a, i in summary.aliases.items()],
         )
     if summary.aliases_omitted:
         console.print(f"  {summary.aliases_omitted} more aliases: `aira model read --select`")

@@ -275,3 +275,17 @@ def test_log_shows_control_characters_escaped(
     assert "x\\x1b]0;owned\\x07\\x1b[2J\\x1b[31mred\\rback\\u202etxt\\x9b1m" in text
     # JSON keeps the data, escaped as JSON escapes it
     assert ok(aira, "model", "log")["records"][0]["message"] == hostile
+
+
+def test_an_error_line_shows_control_characters_escaped(
+    aira: RunAira, aira_home: Path, built: dict[str, str]
+) -> None:
+    """The human error line quotes what the user wrote (a subject): an OSC sequence or a bidi
+    override in it is shown escaped, never sent to the terminal raw."""
+    before = snapshot(aira_home)
+    out = aira("model", "show", "--", "x\x1b]0;owned\x07y\u202ez")
+    assert out.returncode == 1 and out.stderr.startswith("error: ")
+    for raw in ("\x1b", "\x07", "\u202e"):
+        assert raw not in out.stderr
+    assert "x\\x1b]0;owned\\x07y\\u202ez" in out.stderr
+    assert_unchanged(before, aira_home)
