@@ -205,6 +205,12 @@ _CODES = (
             "(its revocations lost); `aira trust reset-state` starts over",
         ),
         (
+            "TRUST_STORE_MISMATCH",
+            "the trust store is not the one the catalog state beside it last wrote (restored "
+            "from a backup, edited by hand, or the state copied from another home); put the "
+            "pair back, or `aira trust reset-state`",
+        ),
+        (
             "KEY_INVALID",
             "a key cannot be read or decoded (missing file, not a raw 32-byte Ed25519 key), "
             "or is degenerate (a small-order or non-canonical point, off the curve)",

@@ -66,6 +66,11 @@ CREATE TABLE IF NOT EXISTS lint_passed (
     context TEXT NOT NULL,
     PRIMARY KEY (name, version, manifest_hash, context)
 );
+CREATE TABLE IF NOT EXISTS trust_store_digest (
+    one INTEGER PRIMARY KEY CHECK (one = 1),
+    current TEXT,
+    pending TEXT
+);
 CREATE TABLE IF NOT EXISTS trust_store_written (
     written INTEGER PRIMARY KEY CHECK (written = 1)
 );
@@ -218,6 +223,38 @@ class CatalogState:
         """Remember that a trust store was written next to this state."""
         self._db.execute("INSERT OR IGNORE INTO trust_store_written VALUES (1)")
 
+    def trust_store_writing(self, digest: str) -> None:
+        """The trust store with ``digest`` is about to be written (a crash before
+        :meth:`trust_store_wrote` leaves it acceptable, and only it)."""
+        with self._tx() as db:
+            db.execute(
+                "INSERT INTO trust_store_digest VALUES (1, NULL, ?) "
+                "ON CONFLICT (one) DO UPDATE SET pending = excluded.pending",
+                (digest,),
+            )
+
+    def trust_store_wrote(self, digest: str) -> None:
+        """The trust store with ``digest`` is the one beside this state now."""
+        with self._tx() as db:
+            db.execute(
+                "INSERT INTO trust_store_digest VALUES (1, ?, NULL) "
+                "ON CONFLICT (one) DO UPDATE SET current = excluded.current, pending = NULL",
+                (digest,),
+            )
+            db.execute("INSERT OR IGNORE INTO trust_store_written VALUES (1)")
+
+    def trust_store_known(self, digest: str) -> bool:
+        """Whether a trust store with ``digest`` may stand beside this state: the one last
+        written with it (or being written when a process died). A state that never
+        recorded one (older, or new beside a hand-made store) knows nothing against it."""
+        row = self._db.execute("SELECT current, pending FROM trust_store_digest").fetchone()
+        if row is None or digest == row[0]:
+            return True
+        if digest == row[1]:
+            self.trust_store_wrote(digest)  # the write a crash cut short did land
+            return True
+        return False
+
     def trust_store_written(self) -> bool:
         """Whether a trust store was ever written next to this state."""
         return self._db.execute("SELECT 1 FROM trust_store_written").fetchone() is not None
@@ -269,7 +306,9 @@ def reset_state(path: Path | None = None) -> int | None:
     state = CatalogState(path, _reset=True)
     try:
         if _trust_store_beside(path):  # the new state guards the trust store there too
-            state.mark_trust_store_written()
+            from aira_core.canonical import sha256_bytes_hex
+
+            state.trust_store_wrote(sha256_bytes_hex((path.parent / "trust.json").read_bytes()))
     finally:
         state.close()
     return forgotten

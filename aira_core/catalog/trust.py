@@ -25,6 +25,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from aira_core.canonical import sha256_bytes_hex
 from aira_core.catalog import signing
 from aira_core.config import aira_home
 from aira_core.contracts.package import (
@@ -54,6 +55,7 @@ TRUST_KEY_CONFLICT = "TRUST_KEY_CONFLICT"
 TRUST_STORE_UNAVAILABLE = "TRUST_STORE_UNAVAILABLE"
 TRUST_PUBLISHER_INVALID = "TRUST_PUBLISHER_INVALID"
 TRUST_STORE_MISSING = "TRUST_STORE_MISSING"
+TRUST_STORE_MISMATCH = "TRUST_STORE_MISMATCH"
 
 MAX_PUBLISHER_LENGTH = 64
 """A publisher name is shown in every listing and message: short enough to read."""
@@ -151,7 +153,32 @@ def load_user_store(path: Path | None = None) -> TrustStore:
             f"({exc.error_count()} errors); fix or remove it",
         ) from exc
     _check_keys(store)
+    _check_belongs(path, data)
     return store
+
+
+def _check_belongs(path: Path, data: bytes) -> None:
+    """``TRUST_STORE_MISMATCH`` unless the trust store is the one the catalog state beside it
+    last wrote: a trust store restored from before a revocation, or a state copied in from
+    another home, must not pass for the pair that guards this one."""
+    from aira_core.catalog.state import RESET_COMMAND, STATE_FILE, CatalogState
+
+    state_path = path.parent / STATE_FILE
+    if not state_path.exists() or state_path.stat().st_size == 0:
+        return  # no state: CatalogState refuses that pair itself when it opens
+    state = CatalogState(state_path)
+    try:
+        known = state.trust_store_known(sha256_bytes_hex(data))
+    finally:
+        state.close()
+    if not known:
+        raise AiraError(
+            TRUST_STORE_MISMATCH,
+            f"the trust store {TRUST_FILE} in AIRA_HOME is not the one the catalog state beside "
+            "it last wrote (restored from a backup, edited by hand, or the state copied from "
+            "another home): its revocations or the rollback protection could be lost. Put the "
+            f"pair back, or run `{RESET_COMMAND}` to start a new state for this trust store",
+        )
 
 
 def save_user_store(store: TrustStore, path: Path | None = None) -> None:
@@ -166,9 +193,11 @@ def save_user_store(store: TrustStore, path: Path | None = None) -> None:
     _check_keys(store)
     data = json.dumps(store.to_wire(), indent=2, sort_keys=True).encode() + b"\n"
     state = CatalogState(path.parent / STATE_FILE)
+    digest = sha256_bytes_hex(data)
     try:
+        state.trust_store_writing(digest)
         _write_atomically(path, data)
-        state.mark_trust_store_written()
+        state.trust_store_wrote(digest)
     finally:
         state.close()
 

@@ -94,7 +94,9 @@ def main() -> None:
     At once: the interpreter's shutdown would wait for every non-daemon thread (a plugin's
     thread would hang ``aira``) and run every ``atexit`` handler (a plugin's ``os._exit(0)``
     would turn a failure into success). The host's own output is flushed and child
-    processes it started (the OCCT kernel's worker) are stopped first; nothing else of the
+    processes it started (the OCCT kernel's worker) are stopped and its SQLite databases
+    closed first (a WAL database's last close folds the log back into the file and removes
+    its ``-wal``/``-shm``, so a refused command leaves none behind); nothing else of the
     host needs the interpreter's shutdown.
     """
     _exit(execute())
@@ -105,9 +107,24 @@ def _exit(status: int) -> NoReturn:
         # a closed pipe (`aira … | head`): nothing left to flush to
         with contextlib.suppress(OSError, ValueError):
             stream.flush()
+    if "sqlite3" in sys.modules:
+        _close_databases()
     if "multiprocessing" in sys.modules:  # imported only by whoever started a child
         import multiprocessing
 
         for child in multiprocessing.active_children():
             child.kill()
     os._exit(status)
+
+
+def _close_databases() -> None:
+    """Close every open SQLite connection (some an error path left to the garbage
+    collector, which :func:`os._exit` never runs)."""
+    import gc
+    import sqlite3
+
+    for obj in gc.get_objects():
+        if isinstance(obj, sqlite3.Connection):
+            # another thread's connection, or one already closed: nothing to fold back here
+            with contextlib.suppress(sqlite3.Error):
+                obj.close()

@@ -289,3 +289,19 @@ def test_an_error_line_shows_control_characters_escaped(
         assert raw not in out.stderr
     assert "x\\x1b]0;owned\\x07y\\u202ez" in out.stderr
     assert_unchanged(before, aira_home)
+
+
+def test_the_process_end_closes_what_an_error_path_left_open(tmp_path: Path) -> None:
+    """``aira`` ends with os._exit (no plugin thread or atexit handler can hold it): the
+    SQLite connections an error path left to the garbage collector are closed first, so a
+    refused command leaves no -wal/-shm beside a store."""
+    import sqlite3
+
+    from aira_core import cli
+
+    db = sqlite3.connect(tmp_path / "s.sqlite3")
+    db.execute("PRAGMA journal_mode=WAL")
+    db.execute("CREATE TABLE t (x)")
+    assert (tmp_path / "s.sqlite3-wal").exists()
+    cli._close_databases()
+    assert sorted(p.name for p in tmp_path.glob("s.*")) == ["s.sqlite3"]

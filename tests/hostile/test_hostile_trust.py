@@ -439,3 +439,66 @@ def test_sign_with_a_degenerate_trust_store_leaves_the_package_as_it_was(
     assert out.returncode == 1 and "KEY_INVALID" in out.stderr, out.stderr
     assert "Traceback" not in out.stderr
     assert_unchanged(before, aira_home, pkg)
+
+
+def test_a_state_from_another_home_does_not_reset_rollback_protection(
+    aira: RunAira, aira_home: Path, tmp_path: Path, register_plugin, aira_plugin_system
+) -> None:
+    """A catalog state copied in from another home (where nothing was admitted yet) is not
+    this trust store's pair: TRUST_STORE_MISMATCH, not the older version admitted again."""
+    other = tmp_path / "other-home"
+    assert aira("trust", "add", "other", Signer().public_b64, home=other).returncode == 0
+    assert aira("trust", "add", VENDOR.publisher, VENDOR.public_b64).returncode == 0
+    register_plugin(_packages_plugin(package_source(manifest(version="1.4.0"), VENDOR)), "p")
+    assert [p["version"] for p in _catalog(aira)["packages"]] == ["1.4.0"]
+    aira_plugin_system.unregister("p")
+    register_plugin(_packages_plugin(package_source(manifest(version="1.3.9"), VENDOR)), "p")
+
+    (aira_home / STATE_FILE).write_bytes((other / STATE_FILE).read_bytes())
+    before = snapshot(aira_home)
+    for args in (["catalog", "list", "--json"], ["trust", "list"]):
+        out = aira(*args)
+        assert out.returncode == 1, out.stdout
+        assert out.stderr.startswith("error: TRUST_STORE_MISMATCH: "), out.stderr
+        assert "aira trust reset-state" in out.stderr and "Traceback" not in out.stderr
+    assert_unchanged(before, aira_home)
+
+
+def test_a_trust_store_restored_from_before_a_revocation_is_refused(
+    aira: RunAira, aira_home: Path, register_plugin
+) -> None:
+    """Putting back the trust.json of before ``trust revoke`` would un-revoke the key."""
+    register_plugin(_packages_plugin(package_source(manifest(), VENDOR)), "p")
+    assert aira("trust", "add", VENDOR.publisher, VENDOR.public_b64).returncode == 0
+    old = (aira_home / TRUST_FILE).read_bytes()
+    assert aira("trust", "revoke", VENDOR.key_id).returncode == 0
+    (aira_home / TRUST_FILE).write_bytes(old)
+    before = snapshot(aira_home)
+    out = aira("catalog", "list", "--json")
+    assert out.returncode == 1 and "TRUST_STORE_MISMATCH" in out.stderr, out.stderr
+    assert_unchanged(before, aira_home)
+    # The user's explicit choice: a new state for the trust store as it stands.
+    assert aira("trust", "reset-state").returncode == 0
+    assert [p["name"] for p in _catalog(aira)["packages"]] == ["test.pkg"]
+
+
+def test_a_trust_store_write_cut_short_by_a_crash_still_opens(aira_home: Path) -> None:
+    """A process killed between recording the new trust store and writing it leaves either
+    file acceptable: the write that landed, or the store as it was."""
+    from aira_core.canonical import sha256_bytes_hex
+    from aira_core.catalog.trust import add_key, load_user_store
+
+    add_key(VENDOR.publisher, VENDOR.public_b64)
+    data = (aira_home / TRUST_FILE).read_bytes()
+    state = CatalogState()
+    try:
+        state.trust_store_writing(sha256_bytes_hex(data + b" "))  # then the process died
+        assert state.trust_store_known(sha256_bytes_hex(data))  # the old file: it stands
+    finally:
+        state.close()
+    (aira_home / TRUST_FILE).write_bytes(data + b" ")  # ...or the new file landed
+    assert load_user_store().publishers
+    (aira_home / TRUST_FILE).write_bytes(data)  # and now the old one is no longer the pair
+    with pytest.raises(AiraError) as exc:
+        load_user_store()
+    assert exc.value.code == "TRUST_STORE_MISMATCH"
