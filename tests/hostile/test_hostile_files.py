@@ -21,7 +21,8 @@ from typing import Any
 
 import pytest
 from cli_runner import RunAira
-from runtime_factory import BOX, VOLUME_OUT_OF_RANGE, VOLUME_RANGE, make_runtime
+from runtime_factory import VOLUME_OUT_OF_RANGE, make_runtime
+from test_hostile_kernels import plate_document
 from test_plan_cli import PLUGIN, _install, plate_ops
 from test_step_loop import Killed, discovery, plan_decision, resume_from, run_killed, script
 from unchanged import assert_unchanged, snapshot
@@ -303,30 +304,10 @@ def test_a_trajectory_in_a_new_directory_is_made_with_it(
 
 
 def failing_document() -> dict[str, Any]:
-    """A 12,000 mm³ plate that asserts a volume of at most 100 mm³."""
-    return {
-        "parameters": [{"id": "pl", "label": "length", "type": "Length", "value": 40}],
-        "nodes": [
-            {
-                "id": "nbox",
-                "op": BOX,
-                "inputs": {
-                    "length": {"param": "pl"},
-                    "width": {"value": 30},
-                    "height": {"value": 10},
-                },
-            }
-        ],
-        "bodies": [{"id": "bplate", "label": "plate", "tip": "nbox"}],
-        "assertions": [
-            {
-                "id": "avol",
-                "validatorRef": VOLUME_RANGE,
-                "target": "bplate",
-                "args": {"min": {"value": 1}, "max": {"value": 100}},
-            }
-        ],
-    }
+    """The 12,000 mm³ plate of test_hostile_kernels, asserting a volume of at most 100 mm³."""
+    document = plate_document()
+    document["assertions"][0]["args"] = {"min": {"value": 1}, "max": {"value": 100}}
+    return document
 
 
 def test_run_refuses_a_document_whose_assertions_fail_as_model_init_does(
