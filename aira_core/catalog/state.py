@@ -219,10 +219,6 @@ class CatalogState:
         ).fetchone()
         return row is not None
 
-    def mark_trust_store_written(self) -> None:
-        """Remember that a trust store was written next to this state."""
-        self._db.execute("INSERT OR IGNORE INTO trust_store_written VALUES (1)")
-
     def trust_store_writing(self, digest: str) -> None:
         """The trust store with ``digest`` is about to be written (a crash before
         :meth:`trust_store_wrote` leaves it acceptable, and only it)."""

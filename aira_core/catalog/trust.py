@@ -18,10 +18,11 @@ import json
 import os
 import re
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
@@ -36,6 +37,9 @@ from aira_core.contracts.package import (
     TrustStore,
 )
 from aira_core.diagnostics import AiraError, Diagnostic
+
+if TYPE_CHECKING:
+    from aira_core.catalog.state import CatalogState
 
 BUILTIN_PUBLISHER = "aira-first-party"
 BUILTIN_PUBLIC_KEY = "V2lnYRZxGV2+riCrNuX/QrJd+riLuxGFfQ4s5pOgvHg="
@@ -94,18 +98,25 @@ def check_publisher(publisher: str) -> None:
         )
 
 
-def _check_not_lost(path: Path) -> None:
-    from aira_core.catalog.state import RESET_COMMAND, STATE_FILE, CatalogState
+def _ask_state(path: Path, question: Callable[[CatalogState], bool]) -> bool | None:
+    """``question`` of the catalog state beside the trust store at ``path``; None when there
+    is no state there (a fresh home, or one CatalogState refuses itself when it opens)."""
+    from aira_core.catalog.state import STATE_FILE, CatalogState
 
     state_path = path.parent / STATE_FILE
     if not state_path.exists() or state_path.stat().st_size == 0:
-        return  # no state, so no record of a trust store: a fresh home
+        return None
     state = CatalogState(state_path)
     try:
-        lost = state.trust_store_written()
+        return question(state)
     finally:
         state.close()
-    if lost:
+
+
+def _check_not_lost(path: Path) -> None:
+    from aira_core.catalog.state import RESET_COMMAND
+
+    if _ask_state(path, lambda state: state.trust_store_written()):
         raise AiraError(
             TRUST_STORE_MISSING,
             f"the trust store {TRUST_FILE} in AIRA_HOME is missing, but one was written "
@@ -161,17 +172,10 @@ def _check_belongs(path: Path, data: bytes) -> None:
     """``TRUST_STORE_MISMATCH`` unless the trust store is the one the catalog state beside it
     last wrote: a trust store restored from before a revocation, or a state copied in from
     another home, must not pass for the pair that guards this one."""
-    from aira_core.catalog.state import RESET_COMMAND, STATE_FILE, CatalogState
+    from aira_core.catalog.state import RESET_COMMAND
 
-    state_path = path.parent / STATE_FILE
-    if not state_path.exists() or state_path.stat().st_size == 0:
-        return  # no state: CatalogState refuses that pair itself when it opens
-    state = CatalogState(state_path)
-    try:
-        known = state.trust_store_known(sha256_bytes_hex(data))
-    finally:
-        state.close()
-    if not known:
+    digest = sha256_bytes_hex(data)
+    if _ask_state(path, lambda state: state.trust_store_known(digest)) is False:
         raise AiraError(
             TRUST_STORE_MISMATCH,
             f"the trust store {TRUST_FILE} in AIRA_HOME is not the one the catalog state beside "
