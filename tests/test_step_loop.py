@@ -289,7 +289,9 @@ def resume_from(ctx: Any, kernel: Any, path: Path, ran: DecisionScript, **kw: An
         writer.close()
 
 
-def test_an_interrupted_task_resumes_without_repeating_committed_work(tmp_path: Path) -> None:
+def killed_run(tmp_path: Path) -> tuple[Any, Any, Path, list[dict[str, Any]], Any]:
+    """A task killed right after its plan committed: (ctx, kernel, trajectory, decisions,
+    the killed run's outcome)."""
     decisions = [*discovery(), plan_decision(), {"act": "read"}, {"act": "done", "summary": "d"}]
     plan_at = len(discovery())
 
@@ -303,6 +305,11 @@ def test_an_interrupted_task_resumes_without_repeating_committed_work(tmp_path: 
     path = tmp_path / "trajectory.jsonl"
     writer = TrajectoryWriter(path, {"script": "plate"})
     first = run_killed(ctx, kernel, DiesAfterThePlan(script(decisions)), writer)
+    return ctx, kernel, path, decisions, first
+
+
+def test_an_interrupted_task_resumes_without_repeating_committed_work(tmp_path: Path) -> None:
+    ctx, kernel, path, decisions, first = killed_run(tmp_path)
     committed = first.task.head
     evaluations = kernel.calls.get("evaluate", 0) if isinstance(kernel.calls, dict) else None
 

@@ -21,14 +21,14 @@ from typing import Any
 
 import pytest
 from cli_runner import RunAira
-from runtime_factory import VOLUME_OUT_OF_RANGE, make_runtime
+from runtime_factory import VOLUME_OUT_OF_RANGE
 from test_hostile_kernels import plate_document
 from test_plan_cli import PLUGIN, _install, plate_ops
-from test_step_loop import Killed, discovery, plan_decision, resume_from, run_killed, script
+from test_step_loop import killed_run, resume_from, script
 from unchanged import assert_unchanged, snapshot
 
 from aira_core.diagnostics import AiraError
-from aira_core.step.trajectory import ScriptedSource, TrajectoryWriter, read_trajectory
+from aira_core.step.trajectory import TrajectoryWriter, read_trajectory
 
 SCRIPT = {
     "format": "aira.decision-script/1",
@@ -335,33 +335,11 @@ def test_run_refuses_a_document_whose_assertions_fail_as_model_init_does(
 # -- also: resuming damaged trajectories -------------------------------------------------------
 
 
-def killed_run(tmp_path: Path) -> tuple[Any, Any, Path, list[dict[str, Any]]]:
-    """A task killed right after its plan committed: (ctx, kernel, trajectory, decisions)."""
-    decisions = [*discovery(), plan_decision(), {"act": "read"}, {"act": "done", "summary": "d"}]
-    plan_at = len(discovery())
-
-    class DiesAfterThePlan(ScriptedSource):
-        def decide(self, step: int, prompt: str, schema: dict[str, Any]) -> Any:
-            if step == plan_at + 1:
-                raise Killed
-            return super().decide(step, prompt, schema)
-
-    ctx, kernel, _ = make_runtime(tmp_path)
-    path = tmp_path / "trajectory.jsonl"
-    run_killed(
-        ctx,
-        kernel,
-        DiesAfterThePlan(script(decisions)),
-        TrajectoryWriter(path, {"script": "plate"}),
-    )
-    return ctx, kernel, path, decisions
-
-
 @pytest.mark.parametrize("newline", [b"\n", b""])
 def test_a_complete_nan_last_line_is_damage_not_a_torn_write(
     tmp_path: Path, newline: bytes
 ) -> None:
-    ctx, kernel, path, decisions = killed_run(tmp_path)
+    ctx, kernel, path, decisions, _ = killed_run(tmp_path)
     lines = path.read_bytes().splitlines(keepends=True)
     last = json.loads(lines[-1])
     last["usage"]["usd"] = float("nan")
@@ -381,9 +359,8 @@ def test_a_resumed_trajectory_over_its_cap_is_refused_unread(
 ) -> None:
     """A continued trajectory is read whole once, by the writer that continues it (the
     library entry point, below ``aira run --resume``): within the cap of every trajectory."""
-    from aira_core.step.trajectory import TrajectoryWriter
 
-    _ctx, _kernel, path, _decisions = killed_run(tmp_path)
+    _ctx, _kernel, path, _decisions, _first = killed_run(tmp_path)
     monkeypatch.setenv("AIRA_MAX_TRAJECTORY_BYTES", str(path.stat().st_size - 1))
     before = snapshot(tmp_path)
     with pytest.raises(AiraError) as caught:
@@ -393,7 +370,7 @@ def test_a_resumed_trajectory_over_its_cap_is_refused_unread(
 
 
 def test_a_trajectory_without_its_discovery_records_is_a_resume_mismatch(tmp_path: Path) -> None:
-    ctx, kernel, path, decisions = killed_run(tmp_path)
+    ctx, kernel, path, decisions, _ = killed_run(tmp_path)
     header, *records = [json.loads(line) for line in path.read_bytes().splitlines()]
     # Drop the lookups that described the plan's capabilities; number the rest on.
     kept = [r for r in records if r["decision"].get("act") != "lookup"]
