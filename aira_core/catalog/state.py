@@ -26,6 +26,7 @@ from pathlib import Path
 from aira_core.config import aira_home
 from aira_core.contracts.base import semver_key
 from aira_core.contracts.package import ConformanceReport
+from aira_core.databases import hold
 from aira_core.diagnostics import AiraError
 
 STATE_FILE = "catalog.sqlite3"
@@ -102,6 +103,7 @@ class CatalogState:
                 raise _missing(self.path)  # before sqlite creates the file
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._db = sqlite3.connect(self.path, isolation_level=None)
+            hold(self)  # closed at the process end if still open (aira_core.databases)
             version = self._db.execute("PRAGMA user_version").fetchone()[0]
             if version == 0 and not _reset and _trust_store_beside(self.path):
                 # A database aira never set up (an emptied or replaced file) is no state.

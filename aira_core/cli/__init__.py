@@ -107,24 +107,13 @@ def _exit(status: int) -> NoReturn:
         # a closed pipe (`aira … | head`): nothing left to flush to
         with contextlib.suppress(OSError, ValueError):
             stream.flush()
-    if "sqlite3" in sys.modules:
-        _close_databases()
+    if "aira_core.databases" in sys.modules:  # imported only by whoever opened one
+        from aira_core.databases import close_all
+
+        close_all()
     if "multiprocessing" in sys.modules:  # imported only by whoever started a child
         import multiprocessing
 
         for child in multiprocessing.active_children():
             child.kill()
     os._exit(status)
-
-
-def _close_databases() -> None:
-    """Close every open SQLite connection (some an error path left to the garbage
-    collector, which :func:`os._exit` never runs)."""
-    import gc
-    import sqlite3
-
-    for obj in gc.get_objects():
-        if isinstance(obj, sqlite3.Connection):
-            # another thread's connection, or one already closed: nothing to fold back here
-            with contextlib.suppress(sqlite3.Error):
-                obj.close()

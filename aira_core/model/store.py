@@ -51,6 +51,7 @@ from aira_core.canonical import (
     sha256_id,
 )
 from aira_core.config import aira_home
+from aira_core.databases import hold
 from aira_core.diagnostics import AiraError, redact
 
 __all__ = [
@@ -553,6 +554,7 @@ class ModelStore:
         # session reads whole histories and every branch, often).
         self._checked_records: dict[tuple[Any, ...], CommitRecord] = {}
         self._checked_heads: dict[tuple[Any, ...], _Head] = {}
+        hold(self)  # closed at the process end if still open (aira_core.databases)
         if create or self.path.is_dir() or self._exists():
             try:
                 self._db = self._open(create)

@@ -293,15 +293,14 @@ def test_an_error_line_shows_control_characters_escaped(
 
 def test_the_process_end_closes_what_an_error_path_left_open(tmp_path: Path) -> None:
     """``aira`` ends with os._exit (no plugin thread or atexit handler can hold it): the
-    SQLite connections an error path left to the garbage collector are closed first, so a
-    refused command leaves no -wal/-shm beside a store."""
-    import sqlite3
+    stores an error path left open are closed first, so a refused command leaves no
+    -wal/-shm beside a store."""
+    from aira_core.databases import close_all
+    from aira_core.model.store import ModelStore
 
-    from aira_core import cli
-
-    db = sqlite3.connect(tmp_path / "s.sqlite3")
-    db.execute("PRAGMA journal_mode=WAL")
-    db.execute("CREATE TABLE t (x)")
+    store = ModelStore(tmp_path / "s.sqlite3", create=True)  # left open, as by an error path
+    store._conn().execute("SELECT count(*) FROM sqlite_master").fetchone()
     assert (tmp_path / "s.sqlite3-wal").exists()
-    cli._close_databases()
+    close_all()
     assert sorted(p.name for p in tmp_path.glob("s.*")) == ["s.sqlite3"]
+    assert store._db is None  # closed, not merely collected
