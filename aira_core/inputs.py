@@ -81,6 +81,30 @@ def _kind_of(mode: int) -> str | None:
     return "not a regular file"
 
 
+def _refuse_kind(name: str, mode: int) -> None:
+    from aira_core.diagnostics import AiraError
+
+    other = _kind_of(mode)
+    if other is not None:
+        raise AiraError(INPUT_NOT_FILE, f"{name} is {other}, not a regular file; nothing was read")
+
+
+def _refuse_size(name: str, kind: str, size: int, exact: bool = True) -> None:
+    from aira_core.diagnostics import AiraError
+
+    cap = max_bytes(kind)
+    if size > cap:
+        raise AiraError(
+            INPUT_TOO_LARGE,
+            f"{name} is {'' if exact else 'over '}{size if exact else cap} bytes; "
+            f"a {kind} input is at most {cap} bytes ({CAPS[kind].env} sets the cap)",
+        )
+
+
+def _name(path: Path, what: str) -> str:
+    return f"{what} {path.name or str(path)!r}"
+
+
 def read_input(
     path: str | Path, kind: str, *, what: str = "file", unreadable: str = "INPUT_UNREADABLE"
 ) -> bytes:
@@ -91,39 +115,36 @@ def read_input(
     from aira_core.diagnostics import AiraError
 
     path = Path(path)
-    cap = max_bytes(kind)
-    name = f"{what} {path.name or str(path)!r}"
-
-    def refuse_kind(mode: int) -> None:
-        other = _kind_of(mode)
-        if other is not None:
-            raise AiraError(
-                INPUT_NOT_FILE, f"{name} is {other}, not a regular file; nothing was read"
-            )
-
-    def refuse_size(size: int, exact: bool = True) -> None:
-        if size > cap:
-            raise AiraError(
-                INPUT_TOO_LARGE,
-                f"{name} is {'' if exact else 'over '}{size if exact else cap} bytes; "
-                f"a {kind} input is at most {cap} bytes ({CAPS[kind].env} sets the cap)",
-            )
-
+    name = _name(path, what)
     try:
         # Checked by name first, so a FIFO or a device is never even opened (opening some
         # devices has effects); then again on the descriptor, which is what is read.
-        refuse_kind(os.stat(path).st_mode)
+        _refuse_kind(name, os.stat(path).st_mode)
         # O_NONBLOCK: were the name swapped for a FIFO after the check, open must not wait
         # for a writer; O_NOCTTY: nor may a terminal become ours. (Not inherited: PEP 446.)
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY)
     except OSError as exc:
         raise AiraError(unreadable, f"cannot read {name}: {exc.strerror or exc}") from None
     try:
+        return read_open(fd, path, kind, what=what, unreadable=unreadable)
+    finally:
+        os.close(fd)
+
+
+def read_open(
+    fd: int, path: Path, kind: str, *, what: str = "file", unreadable: str = "INPUT_UNREADABLE"
+) -> bytes:
+    """:func:`read_input` of a file already open as ``fd`` (named ``path`` in messages),
+    from its current offset; the caller closes it."""
+    from aira_core.diagnostics import AiraError
+
+    name = _name(path, what)
+    try:
         info = os.fstat(fd)
-        refuse_kind(info.st_mode)
-        refuse_size(info.st_size)
+        _refuse_kind(name, info.st_mode)
+        _refuse_size(name, kind, info.st_size)
         chunks: list[bytes] = []
-        left = cap + 1  # one byte past the cap tells a file that grew since the fstat
+        left = max_bytes(kind) + 1  # one byte past the cap tells a file that grew since
         while left > 0:
             chunk = os.read(fd, min(left, MiB))
             if not chunk:
@@ -131,9 +152,7 @@ def read_input(
             chunks.append(chunk)
             left -= len(chunk)
         data = b"".join(chunks)
-        refuse_size(len(data), exact=False)
+        _refuse_size(name, kind, len(data), exact=False)
         return data
     except OSError as exc:
         raise AiraError(unreadable, f"cannot read {name}: {exc.strerror or exc}") from None
-    finally:
-        os.close(fd)

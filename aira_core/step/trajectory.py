@@ -32,7 +32,7 @@ from aira_core.canonical import (
 from aira_core.contracts.base import WireModel
 from aira_core.contracts.script import DecisionScript  # defined there; replayed here
 from aira_core.diagnostics import AiraError, redact_value
-from aira_core.inputs import CAPS, INPUT_TOO_LARGE, max_bytes, read_input
+from aira_core.inputs import read_input, read_open
 
 TRAJECTORY_FORMAT = "aira.trajectory/1"
 SCRIPT_INVALID = "SCRIPT_INVALID"
@@ -344,14 +344,14 @@ class TrajectoryWriter:
             return
         self._file = open_existing(path, TRAJECTORY_INVALID)
         try:
-            cap = max_bytes("trajectory")  # the cap of read_trajectory: this file is read whole
-            data = self._file.read(cap + 1)
-            if len(data) > cap:
-                raise AiraError(
-                    INPUT_TOO_LARGE,
-                    f"trajectory {path.name!r} is over {cap} bytes, the cap of a trajectory "
-                    f"({CAPS['trajectory'].env} sets it)",
-                )
+            # the cap of read_trajectory: a continued file is read whole, once
+            data = read_open(
+                self._file.fileno(),
+                path,
+                "trajectory",
+                what="trajectory",
+                unreadable=TRAJECTORY_INVALID,
+            )
             self.header, self.records = _records(data, path)  # refuses what is no trajectory
         except BaseException:
             self._file.close()
