@@ -87,6 +87,11 @@ class PluginError:
     code: str
     message: str
 
+    def __post_init__(self) -> None:
+        # plugin text (an exception's message, a name) may hold a credential or a private
+        # path: redacted here, once, for every error (as a Diagnostic is when it is made)
+        object.__setattr__(self, "message", redact(self.message))
+
     def to_json(self) -> dict[str, Any]:
         return {
             "plugin": self.plugin,
@@ -285,7 +290,7 @@ class PluginSystem:
         except pluggy.PluginValidationError as exc:
             if self.pm.has_plugin(name):
                 self.pm.unregister(name=name)
-            return error(PLUGIN_INVALID_HOOKIMPL, redact(str(exc)))
+            return error(PLUGIN_INVALID_HOOKIMPL, str(exc))
         self._origins[name] = origin
         return None
 
@@ -362,7 +367,7 @@ class PluginSystem:
     def _load_one(self, ep: metadata.EntryPoint, origin: _Origin) -> None:
         def failed(code: str, message: str) -> None:
             self._load_errors.append(
-                PluginError(ep.name, origin.distribution, origin.version, code, redact(message))
+                PluginError(ep.name, origin.distribution, origin.version, code, message)
             )
 
         try:
@@ -496,7 +501,7 @@ class PluginSystem:
                 continue
             except _PluginRaised as exc:  # one plugin's bug must not stop the others
                 errors.append(
-                    error(PLUGIN_HOOK_FAILED, redact(f"{ext.hook} raised {_describe(exc.raised)}"))
+                    error(PLUGIN_HOOK_FAILED, f"{ext.hook} raised {_describe(exc.raised)}")
                 )
                 continue
             for name, obj in pending.items():
