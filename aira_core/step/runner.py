@@ -82,7 +82,8 @@ def run_script(
         if script.document is not None
         else None
     )
-    header = {"script": script.name, "tier": chosen.name, "taskId": task_id(script)}
+    task = task_id(script)  # a hash of the whole script: computed once
+    header = {"script": script.name, "tier": chosen.name, "taskId": task}
     writer = TrajectoryWriter(trajectory, header, force=force, protect=[store])
     try:
         repository, ctx = _open(store)
@@ -106,7 +107,7 @@ def run_script(
                 ctx,
                 kernel,
                 ScriptedSource(script),
-                task_id=task_id(script),
+                task_id=task,
                 intent=script.intent,
                 tier=chosen,
                 budgets=budgets,
@@ -162,7 +163,7 @@ def resume_script(
                 ctx,
                 kernel,
                 source,
-                task_id=task_id(script),
+                task_id=expected,
                 intent=script.intent,
                 tier=chosen,
                 budgets=budgets,
