@@ -1,19 +1,20 @@
 """The objects a plugin registers through the hooks in :mod:`aira_core.hookspecs`.
 
 Every registered object has a ``name``; two objects of one type with the same name are a
-load error naming both distributions. These types are deliberately small: the runtime,
-gateway and step host grow the protocols they call when they are built, and a plugin only
-ever imports from here.
+load error naming both distributions. A plugin only ever imports from here: the kernel and
+validator protocols the runtime calls, and the provider seam (:class:`StepRequest`,
+:class:`StepReply`, :class:`Provider`, :class:`Transport`) the gateway calls.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
+from enum import StrEnum
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, ClassVar, Protocol, runtime_checkable
 
-from aira_core.diagnostics import AiraError, Diagnostic
+from aira_core.diagnostics import AiraError, Diagnostic, redact
 from aira_core.inputs import read_input
 
 MANIFEST_FILE = "manifest.json"
@@ -213,19 +214,302 @@ class Validator(TargetImplementation, Protocol):
     name: str
 
 
+# -- the provider seam -------------------------------------------------------------------------
+#
+# One step of the bounded-step host is one call through this seam: the host hands a decision
+# source a StepRequest (the capsule, the round's log as typed entries, the step's decision
+# schema, the tier and the budgets left) and gets a StepReply back. A script, the gateway and
+# a test double all implement DecisionSource; the gateway drives a Provider (the wire to one
+# model service) through a Transport (how the decision rides that wire) and records every
+# billable submission in its ledger before a byte leaves the machine (docs/gateway.md).
+
+
+class Acceptance(StrEnum):
+    """Whether the provider accepted a submission (spec 002 §3, §4): the only fact that may
+    allow an automatic failover (``not_accepted``). When in doubt it is ``unknown``."""
+
+    NONE = "none"
+    NOT_ACCEPTED = "not_accepted"
+    ACCEPTED = "accepted"
+    UNKNOWN = "unknown"
+
+
+@dataclass(frozen=True)
+class Usage:
+    """What one provider call used, as the provider reports it (0 when it does not say).
+    ``input_tokens`` = ``cache_hit_tokens`` + ``cache_miss_tokens`` when the provider reports
+    its cache; ``reasoning_tokens`` are part of ``output_tokens``."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_hit_tokens: int = 0
+    cache_miss_tokens: int = 0
+    reasoning_tokens: int = 0
+    cost_usd: float = 0.0
+
+    def to_wire(self) -> dict[str, Any]:
+        return {wire: getattr(self, name) for name, wire in _USAGE_WIRE}
+
+    @classmethod
+    def from_wire(cls, value: Mapping[str, Any]) -> Usage:
+        """The usage in a trajectory or ledger record (unknown keys ignored; the older
+        ``usd`` key read as ``costUsd``)."""
+        fields: dict[str, Any] = {}
+        for name, wire in _USAGE_WIRE:
+            raw = value.get(wire, value.get("usd") if wire == "costUsd" else None)
+            if isinstance(raw, bool) or not isinstance(raw, int | float):
+                continue
+            fields[name] = float(raw) if name == "cost_usd" else int(raw)
+        return cls(**fields)
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(*(getattr(self, n) + getattr(other, n) for n, _ in _USAGE_WIRE))
+
+
+_USAGE_WIRE = (
+    ("input_tokens", "inputTokens"),
+    ("output_tokens", "outputTokens"),
+    ("cache_hit_tokens", "cacheHitTokens"),
+    ("cache_miss_tokens", "cacheMissTokens"),
+    ("reasoning_tokens", "reasoningTokens"),
+    ("cost_usd", "costUsd"),
+)
+
+
+@dataclass(frozen=True)
+class DecisionEntry:
+    """A decision in the round log: the text the model answered, its reasoning (sent back
+    within the round, spec 003 §6.6) and the call id its result answers."""
+
+    call_id: str
+    text: str
+    reasoning: str = ""
+    kind: ClassVar[str] = "decision"
+
+
+@dataclass(frozen=True)
+class ResultEntry:
+    """The host's result for the decision with the same ``call_id``."""
+
+    call_id: str
+    text: str
+    kind: ClassVar[str] = "result"
+
+
+RoundEntry = DecisionEntry | ResultEntry
+
+
+@dataclass(frozen=True)
+class BudgetsLeft:
+    """What the task may still spend when the step starts."""
+
+    steps: int
+    input_tokens: int
+    output_tokens: int
+    usd: float
+
+
+@dataclass(frozen=True)
+class StepRequest:
+    """One step as a decision source sees it. ``capsule`` and ``log`` together are the prompt
+    (|capsule| + |log| <= B by construction); ``schema`` is this step's decision schema;
+    ``call_id`` is the host's id for the call (a tool-calling provider may answer with its
+    own, which the reply then carries)."""
+
+    task_id: str
+    step: int
+    call_id: str
+    tier: str
+    capsule: str
+    log: tuple[RoundEntry, ...]
+    schema: Mapping[str, Any]
+    budgets: BudgetsLeft
+
+
+@dataclass(frozen=True)
+class StepReply:
+    """A decision source's answer: the decision text, the call id, the model's reasoning,
+    typed usage, why it stopped (``stop``, ``tool_calls``, ``length``, ``content_filter``,
+    ``other``), the repairs the channel made to get a decision out of the reply (e.g.
+    ``text-as-done``) and the provider and model that answered."""
+
+    text: str
+    call_id: str
+    provider: str
+    model: str
+    reasoning: str = ""
+    usage: Usage = field(default_factory=Usage)
+    stop_reason: str = "stop"
+    repairs: tuple[str, ...] = ()
+
+    def to_wire(self) -> dict[str, Any]:
+        return {
+            "text": self.text,
+            "callId": self.call_id,
+            "provider": self.provider,
+            "model": self.model,
+            "reasoning": self.reasoning,
+            "usage": self.usage.to_wire(),
+            "stopReason": self.stop_reason,
+            "repairs": list(self.repairs),
+        }
+
+    @classmethod
+    def from_wire(cls, value: Mapping[str, Any]) -> StepReply:
+        return cls(
+            text=str(value.get("text", "")),
+            call_id=str(value.get("callId", "")),
+            provider=str(value.get("provider", "")),
+            model=str(value.get("model", "")),
+            reasoning=str(value.get("reasoning", "")),
+            usage=Usage.from_wire(value.get("usage") or {}),
+            stop_reason=str(value.get("stopReason", "stop")),
+            repairs=tuple(str(r) for r in value.get("repairs") or ()),
+        )
+
+
 @runtime_checkable
-class Provider(Protocol):
-    """A model provider adapter: ``name`` is its providerId, ``models`` the models it serves."""
+class DecisionSource(Protocol):
+    """Where decisions come from: a script, or a model through the gateway. The loop only
+    calls :meth:`decide`; an exception from it interrupts the run (which can be resumed)."""
 
     name: str
-    models: Sequence[str]
+
+    def decide(self, request: StepRequest) -> StepReply: ...
+
+
+@dataclass(frozen=True)
+class AcceptanceTable:
+    """A provider's documented classification: the HTTP statuses its own documentation says
+    are refusals before any processing (``not_accepted``), each with what it means and where
+    that is written. Everything else follows the gateway's defaults (docs/gateway.md): a 2xx
+    with a body is ``accepted``; any other status, ``unknown``."""
+
+    provider: str
+    refusals: Mapping[int, str] = field(default_factory=dict)
+    source: str = ""
+
+
+@dataclass(frozen=True)
+class PreparedCall:
+    """A request ready to send. ``headers`` may hold credentials: never persisted, logged or
+    shown; the gateway keeps only a digest of ``body``."""
+
+    url: str
+    body: Mapping[str, Any]
+    headers: Mapping[str, str] = field(default_factory=dict)
+    idempotency_key: str | None = None
+
+
+@dataclass(frozen=True)
+class ProviderResponse:
+    """An HTTP answer: its status and decoded JSON body."""
+
+    status: int
+    body: Mapping[str, Any]
+
+
+class ProviderError(AiraError):
+    """A provider call that did not give a decision, as structured, redacted facts: the
+    ``stage`` it failed in (``prepare``, ``submit``, ``poll``, ``fetch``, ``parse``,
+    ``cancel``), a ``category`` (``validation``, ``connect``, ``timeout``, ``deadline``,
+    ``protocol``, ``http``, ``body``…), the HTTP status and the provider's own error code when
+    there was one, the ``acceptance`` it proves, and whether the failure is of a kind that may
+    pass (``retryable``) — which never by itself allows a resubmission."""
+
+    def __init__(
+        self,
+        code: str,
+        message: str,
+        *,
+        stage: str,
+        category: str,
+        acceptance: Acceptance | str,
+        http_status: int | None = None,
+        provider_code: str | None = None,
+        retryable: bool = False,
+    ) -> None:
+        super().__init__(code, message)
+        self.stage = stage
+        self.category = category
+        self.acceptance = Acceptance(acceptance)
+        self.http_status = http_status
+        self.provider_code = redact(provider_code)[:200] if provider_code else None
+        self.retryable = retryable
+
+    def to_wire(self) -> dict[str, Any]:
+        return {
+            "code": self.code,
+            "message": self.diagnostic.message,  # redacted when the Diagnostic was made
+            "stage": self.stage,
+            "category": self.category,
+            "acceptance": self.acceptance.value,
+            "httpStatus": self.http_status,
+            "providerCode": self.provider_code,
+            "retryable": self.retryable,
+        }
 
 
 @runtime_checkable
 class Transport(Protocol):
-    """A decision transport (``tool``, ``json``, strict structured output)."""
+    """A decision transport: how the step's decision schema rides a chat request and how the
+    decision comes back (``tool``: one ``aira_step`` tool call; ``json``: JSON text).
+
+    ``render`` gives the request-body fields it adds (``tools``/``tool_choice``, or
+    ``response_format``); ``parse`` takes the reply's assistant message and returns the
+    decision text, the call id (the tool call's, else ``request.call_id``) and the repairs it
+    made. Both are local: no I/O."""
 
     name: str
+
+    def render(self, request: StepRequest) -> dict[str, Any]: ...
+
+    def parse(
+        self, message: Mapping[str, Any], request: StepRequest
+    ) -> tuple[str, str, tuple[str, ...]]: ...
+
+
+@runtime_checkable
+class Provider(Protocol):
+    """A model provider adapter; ``name`` is its providerId, ``models`` the models it serves.
+
+    The gateway calls it in phases so that it can persist each fact before the next byte
+    moves: ``prepare`` (local; a failure there is always ``not_accepted``), then ``send``
+    (synchronous) or ``submit`` → ``poll`` → ``fetch`` (``jobs``; ``cancel`` asks the provider
+    to stop a job and says whether it confirmed), then ``reply`` (local: the decision out of
+    the response). Failures are :class:`ProviderError`; anything else raised is treated as
+    ``unknown``. ``deadline`` is an absolute :func:`time.monotonic` by which the call must end.
+    ``acceptance`` is the provider's documented classification table; ``idempotency`` says
+    whether it honours :attr:`PreparedCall.idempotency_key`."""
+
+    name: str
+    models: Sequence[str]
+    acceptance: AcceptanceTable
+    idempotency: bool
+    jobs: bool
+
+    def prepare(
+        self,
+        request: StepRequest,
+        model: str,
+        transport: Transport,
+        *,
+        idempotency_key: str | None = None,
+    ) -> PreparedCall: ...
+
+    def send(self, call: PreparedCall, *, deadline: float) -> ProviderResponse: ...
+
+    def reply(
+        self, response: ProviderResponse, request: StepRequest, model: str, transport: Transport
+    ) -> StepReply: ...
+
+    def submit(self, call: PreparedCall, *, deadline: float) -> str: ...
+
+    def poll(self, remote_id: str, *, deadline: float) -> str: ...
+
+    def fetch(self, remote_id: str, *, deadline: float) -> ProviderResponse: ...
+
+    def cancel(self, remote_id: str, *, deadline: float) -> bool: ...
 
 
 @runtime_checkable

@@ -521,18 +521,19 @@ def test_the_round_log_appends_and_meters() -> None:
     log = RoundLog()
     assert (log.bytes, log.tokens, log.text, len(log)) == (0, 0, "", 0)
     decision = {"act": "read", "select": [["nodes"]]}
-    expected = RoundLog.entry_bytes("decision", decision)
-    log.append("decision", decision)
+    entry = RoundLog.decision("c0", decision)
+    expected = RoundLog.entry_bytes(entry)
+    log.append(entry)
     assert log.bytes == expected == len(log.text.encode())
     decision["act"] = "plan"  # the caller's dict changing later does not rewrite the log
     assert '"act":"read"' in log.text
-    log.append("result", "中" * 10)
+    log.append(RoundLog.result("c", "中" * 10))
     assert log.bytes == len(log.text.encode()) and log.tokens == host_tokens(log.text)
     assert [e.kind for e in log.entries] == ["decision", "result"]
     first = '# decision\n{"act":"read","select":[["nodes"]]}\n'
     assert log.text == first + "# result\n" + "中" * 10 + "\n"
-    with pytest.raises(ValueError):
-        log.append("reasoning", "x")  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        log.append("x")  # type: ignore[arg-type]
 
 
 def test_would_fit_and_window_full_against_b() -> None:
@@ -544,9 +545,9 @@ def test_would_fit_and_window_full_against_b() -> None:
     assert not log.would_fit(capsule, room + 1, tier)
     assert not log.would_fit(capsule, room, tier, margin_tokens=1)
     assert not log.window_full(capsule, tier, 2_000)
-    log.append("result", "r" * (room - tier.bytes(1_999) - 20))
+    log.append(RoundLog.result("c", "r" * (room - tier.bytes(1_999) - 20)))
     assert not log.window_full(capsule, tier, 2_000)
-    log.append("result", "r" * tier.bytes(10))
+    log.append(RoundLog.result("c", "r" * tier.bytes(10)))
     assert log.window_full(capsule, tier, 2_000)
     assert host_tokens(capsule.text + log.text) <= tier.budget
 
@@ -562,7 +563,7 @@ def test_text_a_prompt_cannot_carry_is_cleaned_not_fatal() -> None:
     assert capsule.bytes == len(capsule.text.encode()) and "note ? end" in capsule.text
     assert "[pg:1] nodes/n? pinned" in capsule.text
     log = RoundLog()
-    log.append("result", {"x": float("inf"), "y": "\ud800"})
-    log.append("decision", "\ud800")
+    log.append(RoundLog.result("c", {"x": float("inf"), "y": "\ud800"}))
+    log.append(RoundLog.decision("c", "\ud800"))
     assert log.bytes == len(log.text.encode())
     assert Ledger.from_wire(json.loads(json.dumps(ledger.to_wire()))) == ledger

@@ -22,22 +22,29 @@ from runtime_factory import (
 
 from aira_core.contracts.plan import IntentFrame
 from aira_core.diagnostics import AiraError
-from aira_core.extensions import QueryResult
+from aira_core.extensions import QueryResult, StepReply, StepRequest
 from aira_core.runtime.contract import TerminalState
-from aira_core.step.log import RoundLog
+from aira_core.step.log import RoundLog, prompt_text
 from aira_core.step.loop import StepHost
 from aira_core.step.runner import resume_script, task_id
 from aira_core.step.tiers import TIERS, TaskBudgets, host_tokens
 from aira_core.step.trajectory import (
     DecisionScript,
     ScriptedSource,
-    SourceReply,
     TrajectoryWriter,
     read_trajectory,
 )
 
 CAPS = [DEFINE_CAP, BOX_CAP, FILLET_CAP, VOLUME_RANGE_CAP, MASS_PROPERTIES_CAP]
 INTENT = IntentFrame(goal="a 40 x 30 x 10 plate with its vertical edges rounded 2 mm")
+
+
+def prompt_of(request: StepRequest) -> str:
+    return prompt_text(request)
+
+
+def reply_of(request: StepRequest, text: str, model: str = "test") -> StepReply:
+    return StepReply(text=text, call_id=request.call_id, provider="test", model=model)
 
 
 def plan_decision(**kw: Any) -> dict[str, Any]:
@@ -161,10 +168,11 @@ def test_a_write_inside_a_batch_refuses_the_batch(tmp_path: Path) -> None:
 
 def test_text_that_is_not_json_is_a_rejection_that_says_where(tmp_path: Path) -> None:
     class Chatty(ScriptedSource):
-        def decide(self, step: int, prompt: str, schema: dict[str, Any]) -> Any:
-            reply = super().decide(step, prompt, schema)
+        def decide(self, request: StepRequest) -> Any:
+            step = request.step
+            reply = super().decide(request)
             if step == 0:
-                return type(reply)(text='{"act": "read",', model="chatty")
+                return reply_of(request, text='{"act": "read",', model="chatty")
             return reply
 
     ctx, kernel, _ = make_runtime(tmp_path)
@@ -185,10 +193,11 @@ def test_a_plan_on_a_head_that_moved_is_stale(tmp_path: Path) -> None:
     h, repo, w = host(tmp_path, [*discovery(), plan_decision(), {"act": "abstain", "reason": "x"}])
 
     class Meddler(ScriptedSource):
-        def decide(self, step: int, prompt: str, schema: dict[str, Any]) -> Any:
+        def decide(self, request: StepRequest) -> Any:
+            step = request.step
             if step == len(discovery()):  # just before the plan: another writer commits
                 seed(repo_for_task, "intruder")
-            return super().decide(step, prompt, schema)
+            return super().decide(request)
 
     repo_for_task = _BranchWriter(repo, h.task.branch)
     h.source = Meddler(h.source.script)
@@ -296,10 +305,11 @@ def killed_run(tmp_path: Path) -> tuple[Any, Any, Path, list[dict[str, Any]], An
     plan_at = len(discovery())
 
     class DiesAfterThePlan(ScriptedSource):
-        def decide(self, step: int, prompt: str, schema: dict[str, Any]) -> Any:
+        def decide(self, request: StepRequest) -> Any:
+            step = request.step
             if step == plan_at + 1:
                 raise Killed
-            return super().decide(step, prompt, schema)
+            return super().decide(request)
 
     ctx, kernel, _repo = make_runtime(tmp_path)
     path = tmp_path / "trajectory.jsonl"
@@ -406,13 +416,14 @@ def test_the_log_is_metered_with_its_framing_so_no_prompt_exceeds_b(tmp_path: Pa
     prompts: list[int] = []
 
     class Filler(ScriptedSource):
-        def decide(self, step: int, prompt: str, schema: dict[str, Any]) -> Any:
+        def decide(self, request: StepRequest) -> Any:
+            step, prompt = request.step, prompt_of(request)
             prompts.append(host_tokens(prompt))
             if step == 0:
                 gap = h.tier.budget - h.capsule.tokens
                 text = _note_of(gap, {"status": "ok", "act": "note"})
-                return SourceReply(text=text, model="filler")
-            return super().decide(step, prompt, schema)
+                return reply_of(request, text=text, model="filler")
+            return super().decide(request)
 
     h, _, w = host(tmp_path, [{"act": "abstain", "reason": "stop"}], tier="T32")
     h.source = Filler(h.source.script)
@@ -433,17 +444,18 @@ def test_window_full_reaches_the_model_in_the_next_prompt_and_the_trajectory(
     prompts: list[str] = []
 
     class Filler(ScriptedSource):
-        def decide(self, step: int, prompt: str, schema: dict[str, Any]) -> Any:
+        def decide(self, request: StepRequest) -> Any:
+            step, prompt = request.step, prompt_of(request)
             prompts.append(prompt)
             if step == 0:
-                framing = RoundLog.entry_bytes("decision", "") + RoundLog.entry_bytes(
-                    "result", json.dumps(told, sort_keys=True)
+                framing = RoundLog.entry_bytes(RoundLog.decision("c", "")) + RoundLog.entry_bytes(
+                    RoundLog.result("c", json.dumps(told, sort_keys=True))
                 )
                 text = _note_of(h.tier.budget - h.capsule.tokens, told, framing)
-                return SourceReply(text=text, model="filler")
+                return reply_of(request, text=text, model="filler")
             if step == 1:
                 assert h.capsule.tokens + h.log.tokens == h.tier.budget
-            return super().decide(step, prompt, schema)
+            return super().decide(request)
 
     h, _, w = host(tmp_path, [{"act": "abstain", "reason": "stop"}], tier="T32")
     h.source = Filler(h.source.script)
@@ -467,14 +479,17 @@ def test_a_model_told_the_window_is_full_writes_the_note_the_next_round_starts_f
     told_at: list[int] = []
 
     class NoteTaker(ScriptedSource):
-        def decide(self, step: int, prompt: str, schema: dict[str, Any]) -> Any:
+        def decide(self, request: StepRequest) -> Any:
+            step, prompt = request.step, prompt_of(request)
             if '"windowFull": true' in prompt and not told_at:
                 told_at.append(step)
-                return SourceReply(text='{"act":"note","note":"carry: plate 40 mm"}', model="m")
+                return reply_of(
+                    request, text='{"act":"note","note":"carry: plate 40 mm"}', model="m"
+                )
             if told_at and step == told_at[0] + 1:
                 assert "carry: plate 40 mm" in h.capsule.text  # rebuilt from the note
-                return SourceReply(text='{"act":"abstain","reason":"seen"}', model="m")
-            return super().decide(step, prompt, schema)
+                return reply_of(request, text='{"act":"abstain","reason":"seen"}', model="m")
+            return super().decide(request)
 
     h, _, w = host(tmp_path, lookups, tier="T32")
     h.source = NoteTaker(h.source.script)
@@ -498,13 +513,14 @@ def test_schema_pages_a_repair_keeps_cannot_take_the_capsule_over_b(tmp_path: Pa
         h.pending = set(CAPS)
 
     class Oversize(ScriptedSource):
-        def decide(self, step: int, prompt: str, schema: dict[str, Any]) -> Any:
+        def decide(self, request: StepRequest) -> Any:
+            step = request.step
             if step == 0:  # a decision that does not fit the round: it ends
                 big_pages(h)
-                return SourceReply(
-                    text=json.dumps({"act": "note", "note": "n" * 100_000}), model="m"
+                return reply_of(
+                    request, text=json.dumps({"act": "note", "note": "n" * 100_000}), model="m"
                 )
-            return super().decide(step, prompt, schema)
+            return super().decide(request)
 
     h, _, w = host(tmp_path, [{"act": "abstain", "reason": "stop"}], tier="T32")
     h.source = Oversize(h.source.script)
@@ -533,7 +549,7 @@ def test_a_log_over_b_is_compacted_before_the_prompt_is_sent(tmp_path: Path) -> 
     # broken, the host must compact rather than send more than B (and not only assert).
     h, _, w = host(tmp_path, [{"act": "read"}, {"act": "abstain", "reason": "x"}], tier="T32")
     h.capsule = h._build_capsule()
-    h.log.append("result", "r" * h.tier.bytes(h.tier.budget))
+    h.log.append(RoundLog.result("c", "r" * h.tier.bytes(h.tier.budget)))
     outcome = h.run()
     w.close()
     assert [r["round"] for r in outcome.records] == [1, 1]
@@ -553,10 +569,11 @@ def test_a_kernel_failing_an_inspect_is_the_acts_result_not_the_runs_end(
         return None if failure == "none" else QueryResult({"volume": float("nan")})
 
     class Breaks(ScriptedSource):
-        def decide(self, step: int, prompt: str, schema: dict[str, Any]) -> Any:
+        def decide(self, request: StepRequest) -> Any:
+            step = request.step
             if step == len(discovery()) + 1:  # after the plan (whose query step must work)
                 h.kernel.query = broken  # type: ignore[method-assign]
-            return super().decide(step, prompt, schema)
+            return super().decide(request)
 
     h, _, w = host(tmp_path, [*decisions[:-1], {"act": "done", "summary": "d"}])
     h.source = Breaks(h.source.script)

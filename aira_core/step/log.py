@@ -1,8 +1,9 @@
 """The round log (spec 003 §4.2, §6.6): what follows the capsule within one round.
 
-A round's prompt is the capsule plus this log of decisions (with the model's reasoning) and
-results. The log only grows, so every step's prompt starts with the previous step's prompt
-byte for byte and the provider's prefix cache hits. It is bounded by the loop: before an
+A round's prompt is the capsule plus this log of decisions (each with the model's reasoning
+and its call id) and results (answering that call id). The log only grows, so every step's
+prompt starts with the previous step's prompt byte for byte and the provider's prefix cache
+hits. It is bounded by the loop: before an
 entry goes in, the loop asks :meth:`RoundLog.would_fit`; when it would not, the round ends
 (compaction: a new capsule from the ledger, an empty log). Asked with a margin, it also says
 when to warn the model first (``host.windowFull``, added to the result before it is
@@ -13,64 +14,77 @@ as it stands.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
+from aira_core.extensions import DecisionEntry, ResultEntry, RoundEntry, StepRequest
 from aira_core.step.ledger import to_text, utf8_size
 from aira_core.step.tiers import HOST_BYTES_PER_TOKEN, Tier
 
 if TYPE_CHECKING:
     from aira_core.step.capsule import Capsule
 
-__all__ = ["LOG_KINDS", "LogEntry", "RoundLog"]
-
-LogKind = Literal["decision", "result"]
-LOG_KINDS: tuple[str, ...] = ("decision", "result")
+__all__ = ["RoundLog", "prompt_text", "render"]
 
 
-@dataclass(frozen=True)
-class LogEntry:
-    """One entry as the prompt carries it: a header line ``# <kind>`` and the payload text
-    (a string as given, anything else as canonical JSON)."""
+def render(entry: RoundEntry) -> str:
+    """An entry as the host meters it: a header line ``# <kind>``, the model's reasoning (when
+    it sent any) under ``# reasoning``, then the text. A provider renders the same entries as
+    its own messages (the decision with its reasoning and call id, the result answering that
+    call id); this rendering is what B is checked against."""
+    if isinstance(entry, DecisionEntry) and entry.reasoning:
+        return f"# {entry.kind}\n# reasoning\n{entry.reasoning}\n{entry.text}\n"
+    return f"# {entry.kind}\n{entry.text}\n"
 
-    kind: LogKind
-    body: str
 
-    @property
-    def text(self) -> str:
-        return f"# {self.kind}\n{self.body}\n"
+def prompt_text(request: StepRequest) -> str:
+    """The prompt of a step as one text, as the host meters it: the capsule, then every log
+    entry rendered. For a source that takes text; a chat provider renders the entries as
+    messages instead."""
+    return request.capsule + "".join(render(entry) for entry in request.log)
 
 
 class RoundLog:
-    """The append-only log of one round."""
+    """The append-only log of one round: typed entries (:class:`DecisionEntry`,
+    :class:`ResultEntry`), never a flat string."""
 
     def __init__(self) -> None:
-        self._entries: list[LogEntry] = []
+        self._entries: list[RoundEntry] = []
         self._parts: list[str] = []
         self._bytes = 0
 
     @staticmethod
-    def entry_bytes(kind: LogKind, payload: str | Mapping[str, Any] | Sequence[Any]) -> int:
-        """The bytes :meth:`append` would add for this entry (for :meth:`would_fit`)."""
-        return utf8_size(_entry(kind, payload).text)
+    def decision(call_id: str, text: str | Mapping[str, Any], reasoning: str = "") -> DecisionEntry:
+        """A decision entry: the text as the model sent it (a decision given as a value is
+        rendered as canonical JSON) and its reasoning."""
+        return DecisionEntry(call_id=call_id, text=to_text(text), reasoning=to_text(reasoning))
 
-    def append(self, kind: LogKind, payload: str | Mapping[str, Any] | Sequence[Any]) -> LogEntry:
-        """Add an entry. The payload is rendered now, so later changes to a dict the
-        caller still holds cannot rewrite what the model has already been sent."""
-        entry = _entry(kind, payload)
-        text = entry.text
+    @staticmethod
+    def result(call_id: str, payload: str | Mapping[str, Any] | Sequence[Any]) -> ResultEntry:
+        """A result entry. The payload is rendered now, so later changes to a dict the caller
+        still holds cannot rewrite what the model has already been sent."""
+        return ResultEntry(call_id=call_id, text=to_text(payload))
+
+    @staticmethod
+    def entry_bytes(entry: RoundEntry) -> int:
+        """The bytes :meth:`append` would add for this entry (for :meth:`would_fit`)."""
+        return utf8_size(render(entry))
+
+    def append(self, entry: RoundEntry) -> RoundEntry:
+        if not isinstance(entry, DecisionEntry | ResultEntry):
+            raise TypeError(f"a log entry is a DecisionEntry or a ResultEntry, not {entry!r}")
+        text = render(entry)
         self._entries.append(entry)
         self._parts.append(text)
         self._bytes += utf8_size(text)
         return entry
 
     @property
-    def entries(self) -> tuple[LogEntry, ...]:
+    def entries(self) -> tuple[RoundEntry, ...]:
         return tuple(self._entries)
 
     @property
     def text(self) -> str:
-        """The log as it follows the capsule in the prompt."""
+        """The log as the host meters it after the capsule."""
         return "".join(self._parts)
 
     @property
@@ -96,12 +110,6 @@ class RoundLog:
 
     def __len__(self) -> int:
         return len(self._entries)
-
-
-def _entry(kind: LogKind, payload: str | Mapping[str, Any] | Sequence[Any]) -> LogEntry:
-    if kind not in LOG_KINDS:
-        raise ValueError(f"a log entry is one of {', '.join(LOG_KINDS)}, not {kind!r}")
-    return LogEntry(kind, to_text(payload))
 
 
 def _tokens_of(n_bytes: int) -> int:

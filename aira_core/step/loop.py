@@ -36,7 +36,7 @@ from aira_core.catalog.signatures import LEGEND, catalog_signatures
 from aira_core.contracts.amir import BODIES, NODES, PARAMETERS
 from aira_core.contracts.plan import IntentFrame
 from aira_core.diagnostics import AiraError, redact
-from aira_core.extensions import Kernel
+from aira_core.extensions import BudgetsLeft, DecisionSource, Kernel, StepReply, StepRequest
 from aira_core.runtime.contract import CompletionAuthority, TerminalState
 from aira_core.runtime.plan import PlanContext
 from aira_core.runtime.session import Task, TaskProtocol
@@ -45,7 +45,7 @@ from aira_core.step.capsule import Capsule, CapsuleOverBudget, build_capsule
 from aira_core.step.ledger import Ledger, to_text, utf8_size
 from aira_core.step.log import RoundLog
 from aira_core.step.tiers import TaskBudgets, Tier, host_tokens
-from aira_core.step.trajectory import DecisionSource, TrajectoryWriter
+from aira_core.step.trajectory import TrajectoryWriter
 
 WINDOW_MARGIN = 2_000
 """Tokens kept free in a round for the next decision and result: below it, windowFull."""
@@ -307,6 +307,15 @@ class StepHost:
             "head": self.task.head,
         }
 
+    def _budgets_left(self) -> BudgetsLeft:
+        b = self.budgets
+        return BudgetsLeft(
+            steps=max(0, b.steps - self.step),
+            input_tokens=max(0, b.input_tokens - self.input_tokens),
+            output_tokens=max(0, b.output_tokens - self.output_tokens),
+            usd=max(0.0, b.usd - self.usd),
+        )
+
     def _write(self, record: dict[str, Any]) -> None:
         if self.trajectory is not None:
             self.trajectory.write(record)
@@ -338,13 +347,23 @@ class StepHost:
             prompt_tokens = host_tokens(prompt)
             self.max_prompt = max(self.max_prompt, prompt_tokens)
             aliases = self._aliases()
-            schema = grammar.decision_schema(aliases, budgets=self.budgets)
+            request = StepRequest(
+                task_id=self.task.task_id,
+                step=self.step,
+                call_id=f"aira_s{self.step}",
+                tier=self.tier.name,
+                capsule=capsule.text,
+                log=self.log.entries,
+                schema=grammar.decision_schema(aliases, budgets=self.budgets),
+                budgets=self._budgets_left(),
+            )
             built = time.perf_counter()
-            reply = self.source.decide(self.step, prompt, schema)
+            reply = self.source.decide(request)
             decided = time.perf_counter()
-            used_in = int(reply.usage.get("inputTokens") or prompt_tokens)
-            used_out = int(reply.usage.get("outputTokens") or host_tokens(reply.text))
-            used_usd = float(reply.usage.get("usd") or 0.0)
+            # A source that reports no usage (a script) is metered by the host's own count.
+            used_in = reply.usage.input_tokens or prompt_tokens
+            used_out = reply.usage.output_tokens or host_tokens(reply.text)
+            used_usd = reply.usage.cost_usd
             self.input_tokens += used_in
             self.output_tokens += used_out
             self.usd += used_usd
@@ -364,7 +383,7 @@ class StepHost:
             executed = time.perf_counter()
             # Settled before the record is written: a windowFull the result gains is what the
             # model reads next and what the trajectory keeps.
-            self._settle(capsule, reply.text, result)
+            self._settle(capsule, reply, result)
             record = self._record(
                 reply,
                 decision,
@@ -414,7 +433,7 @@ class StepHost:
             records=records,
         )
 
-    def _settle(self, capsule: Capsule, decision_text: str, result: dict[str, Any]) -> None:
+    def _settle(self, capsule: Capsule, reply: StepReply, result: dict[str, Any]) -> None:
         """Settle the round after a step (spec 003 §4.5): the decision and result go into the
         log only when capsule + log + both entries stay within B, metered as the log will
         hold them; otherwise, or when the model was told the window is full and has had its
@@ -426,10 +445,13 @@ class StepHost:
         if self.window_full_told:
             self._end_round()
             return
-        decision_bytes = RoundLog.entry_bytes("decision", decision_text)
+        # The decision keeps the model's reasoning: a provider sends it back within the round
+        # (spec 003 §6.6), so it is metered against B like the rest of the log.
+        decision = RoundLog.decision(reply.call_id, reply.text, reply.reasoning)
+        decision_bytes = RoundLog.entry_bytes(decision)
 
         def fits(rendered: str, margin: int = 0) -> bool:
-            extra = decision_bytes + RoundLog.entry_bytes("result", rendered)
+            extra = decision_bytes + RoundLog.entry_bytes(RoundLog.result(reply.call_id, rendered))
             return self.log.would_fit(capsule, extra, self.tier, margin)
 
         rendered = _text(result)
@@ -441,8 +463,8 @@ class StepHost:
                 return
             result["host"] = told["host"]
             self.window_full_told = True
-        self.log.append("decision", decision_text)
-        self.log.append("result", rendered)
+        self.log.append(decision)
+        self.log.append(RoundLog.result(reply.call_id, rendered))
 
     def _end_round(self) -> None:
         """Compaction: an empty log, and a capsule rebuilt from the ledger and the note at
@@ -481,7 +503,7 @@ class StepHost:
 
     def _record(
         self,
-        reply: Any,
+        reply: StepReply,
         decision: Any,
         result: dict[str, Any],
         prompt_tokens: int,
@@ -504,8 +526,13 @@ class StepHost:
             if decision is not None
             else {"raw": redact(reply.text)[:2000]},  # redacted whole, then cut
             "result": _summary(result),
-            "usage": dict(reply.usage),
+            "usage": reply.usage.to_wire(),
             "model": reply.model,
+            "provider": reply.provider,
+            "callId": reply.call_id,
+            "stopReason": reply.stop_reason,
+            "repairs": list(reply.repairs),
+            "reasoningBytes": utf8_size(reply.reasoning),
             "timings": {
                 "capsuleMs": round((built - started) * 1000, 3),
                 "decideMs": round((decided - built) * 1000, 3),

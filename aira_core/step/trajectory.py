@@ -19,9 +19,8 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any, BinaryIO, Literal, Protocol
+from typing import Annotated, Any, BinaryIO, Literal
 
 from pydantic import ConfigDict, Field, ValidationError
 
@@ -32,6 +31,7 @@ from aira_core.canonical import (
 from aira_core.contracts.base import WireModel
 from aira_core.contracts.script import DecisionScript  # defined there; replayed here
 from aira_core.diagnostics import AiraError, redact_value
+from aira_core.extensions import StepReply, StepRequest
 from aira_core.inputs import read_input, read_open
 
 TRAJECTORY_FORMAT = "aira.trajectory/1"
@@ -78,30 +78,10 @@ def load_script(path: Path) -> DecisionScript:
     return script
 
 
-@dataclass(frozen=True)
-class SourceReply:
-    """What a decision source answers for one step."""
-
-    text: str
-    """The decision as text (JSON when the source is well behaved)."""
-    model: str
-    usage: dict[str, float] = field(default_factory=dict)
-    """``inputTokens``, ``outputTokens``, ``usd`` as the provider reports them."""
-    reasoning: str = ""
-
-
-class DecisionSource(Protocol):
-    """Where decisions come from: a script now, a model provider through the gateway later.
-    The loop only ever calls :meth:`decide`."""
-
-    name: str
-
-    def decide(self, step: int, prompt: str, schema: dict[str, Any]) -> SourceReply: ...
-
-
 class ScriptedSource:
-    """Replays a script's decisions in order; after the last one it abstains (a script that
-    never says ``done`` must not loop forever). Costs nothing."""
+    """A :class:`~aira_core.extensions.DecisionSource` that replays a script's decisions in
+    order; after the last one it abstains (a script that never says ``done`` must not loop
+    forever). Costs nothing."""
 
     def __init__(self, script: DecisionScript, *, start: int = 0) -> None:
         self.script = script
@@ -116,7 +96,7 @@ class ScriptedSource:
         """Continue from decision ``position`` (a resumed run)."""
         self._next = max(0, position)
 
-    def decide(self, step: int, prompt: str, schema: dict[str, Any]) -> SourceReply:
+    def decide(self, request: StepRequest) -> StepReply:
         if self._next >= len(self.script.decisions):
             decision: dict[str, Any] = {
                 "act": "abstain",
@@ -125,11 +105,11 @@ class ScriptedSource:
         else:
             decision = self.script.decisions[self._next]
         self._next += 1
-        text = json.dumps(decision, ensure_ascii=False)
-        return SourceReply(
-            text=text,
+        return StepReply(
+            text=json.dumps(decision, ensure_ascii=False),
+            call_id=request.call_id,
+            provider="script",
             model=self.name,
-            usage={"inputTokens": 0, "outputTokens": 0, "usd": 0.0},
         )
 
 

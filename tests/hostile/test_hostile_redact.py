@@ -31,9 +31,10 @@ from test_plan_cli import PLUGIN, _install
 from unchanged import assert_unchanged, snapshot
 
 from aira_core.contracts.plan import IntentFrame
+from aira_core.extensions import StepReply, StepRequest
 from aira_core.step.loop import StepHost
 from aira_core.step.tiers import TIERS
-from aira_core.step.trajectory import SourceReply, TrajectoryWriter
+from aira_core.step.trajectory import TrajectoryWriter
 
 PEM_BODY = "MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7"
 JWT = (
@@ -265,9 +266,10 @@ class Model:
     def __init__(self, texts: list[str]) -> None:
         self.texts = texts
 
-    def decide(self, step: int, prompt: str, schema: dict[str, object]) -> SourceReply:
+    def decide(self, request: StepRequest) -> StepReply:
+        step = request.step
         text = self.texts[step] if step < len(self.texts) else '{"act": "abstain", "reason": "x"}'
-        return SourceReply(text=text, model=self.name)
+        return StepReply(text=text, call_id=request.call_id, provider="hostile", model=self.name)
 
 
 def test_what_a_model_writes_reaches_no_trajectory_and_no_store(tmp_path: Path) -> None:
