@@ -7,7 +7,7 @@ host's own and may change; tests/test_public_api.py fails on a first-party plugi
 imports it.
 
 - ``hookimpl``: the marker for plugin hook implementations.
-- the extension types a plugin registers (:mod:`aira_core.extensions`);
+- the extension types a plugin registers, and the provider seam (:mod:`aira_core.extensions`);
 - ``Diagnostic``, ``AiraError``: stable codes and clear messages (:mod:`aira_core.diagnostics`);
 - canonical JSON bytes and sha256 ids, the only hasher (:mod:`aira_core.canonical`);
 - the AMIR vocabulary: blocks, parameter and input types, units, which parameter type may feed
@@ -37,23 +37,41 @@ PUBLIC_MODULES: tuple[str, ...] = (
     "aira_core.contracts.search",
     "aira_core.diagnostics",
     "aira_core.extensions",
+    "aira_core.gateway.chat",
+    "aira_core.gateway.http",
+    "aira_core.gateway.openai_compat",
+    "aira_core.gateway.transports",
     "aira_core.testing",
 )
-"""The modules a plugin may import from: the flat names below, the wire shapes, and the
-pytest plugin for its tests."""
+"""The modules a plugin may import from: the flat names below, the wire shapes, the pieces a
+provider plugin is built from (the one HTTP call and its classification, the chat wire, the
+decision transports, the OpenAI-compatible adapter), and the pytest plugin for its tests."""
 
 _EXPORTS: dict[str, tuple[str, ...]] = {
     "aira_core.extensions": (
+        "Acceptance",
+        "AcceptanceTable",
         "BodyResult",
+        "BudgetsLeft",
         "CapabilityPackageSource",
+        "DecisionEntry",
+        "DecisionSource",
         "Evaluation",
         "Implementation",
         "Integration",
         "Kernel",
+        "PreparedCall",
         "Provider",
+        "ProviderError",
+        "ProviderResponse",
         "QueryResult",
+        "ResultEntry",
+        "RoundEntry",
+        "StepReply",
+        "StepRequest",
         "TargetImplementation",
         "Transport",
+        "Usage",
         "ValidationOutcome",
         "Validator",
     ),

@@ -8,7 +8,7 @@ The bundled scripts (``aira_core/step/scripts``) are the demo's tasks.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -16,6 +16,7 @@ from typing import Any
 
 from aira_core import kernel_guard
 from aira_core.diagnostics import AiraError
+from aira_core.extensions import DecisionSource
 from aira_core.files import write_file
 from aira_core.model.patch import PatchRejected
 from aira_core.runtime.write import WritePath
@@ -64,8 +65,14 @@ def run_script(
     outputs: Path | None = None,
     on_step: Callable[[dict[str, Any]], None] | None = None,
     force: bool = False,
+    source: DecisionSource | None = None,
+    header: Mapping[str, Any] | None = None,
 ) -> Run:
     """Replay ``script`` on a fresh store at ``store`` (it must not exist yet).
+
+    ``source`` answers the steps instead of the script's own decisions (the gateway and a
+    provider that serves them, say); ``header`` adds fields to the trajectory's header (the
+    gateway's task id, so that a resume finds its ledger task).
 
     The trajectory is created first, exclusively on its resolved path (``TRAJECTORY_EXISTS``
     for a path that exists, unless ``force`` replaces it). A run refused after that (a
@@ -83,8 +90,8 @@ def run_script(
         else None
     )
     task = task_id(script)  # a hash of the whole script: computed once
-    header = {"script": script.name, "tier": chosen.name, "taskId": task}
-    writer = TrajectoryWriter(trajectory, header, force=force, protect=[store])
+    first = {**(header or {}), "script": script.name, "tier": chosen.name, "taskId": task}
+    writer = TrajectoryWriter(trajectory, first, force=force, protect=[store])
     try:
         repository, ctx = _open(store)
         try:
@@ -106,7 +113,7 @@ def run_script(
             host = StepHost(
                 ctx,
                 kernel,
-                ScriptedSource(script),
+                source or ScriptedSource(script),
                 task_id=task,
                 intent=script.intent,
                 tier=chosen,
@@ -135,9 +142,11 @@ def resume_script(
     budgets: TaskBudgets | None = None,
     outputs: Path | None = None,
     on_step: Callable[[dict[str, Any]], None] | None = None,
+    source: DecisionSource | None = None,
 ) -> Run:
     """Continue an interrupted run of ``script`` from its trajectory and store, without
-    running its committed plans again. The trajectory is opened once, read and continued
+    running its committed plans again. ``source`` as for :func:`run_script` (a gateway
+    answers a step whose reply it already delivered from its ledger, never sending it again). The trajectory is opened once, read and continued
     through the same descriptor; a resume refused before its first record changes
     neither the trajectory nor the store."""
     if not store.exists():
@@ -158,11 +167,11 @@ def resume_script(
         chosen = tier(tier_name or header.get("tier") or script.tier)
         repository, ctx = _open(store)
         try:
-            source = ScriptedSource(script)
+            scripted = ScriptedSource(script)
             host = StepHost(
                 ctx,
                 kernel,
-                source,
+                source or scripted,
                 task_id=expected,
                 intent=script.intent,
                 tier=chosen,
@@ -170,7 +179,7 @@ def resume_script(
                 trajectory=writer,
                 on_step=on_step,
             )
-            source.seek(host.resume(records))
+            scripted.seek(host.resume(records))
             outcome = host.run()
             files = (
                 _artefacts(kernel, repository, outcome.head, outputs / script.name, store)
