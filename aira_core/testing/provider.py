@@ -930,7 +930,7 @@ class _HTTPServer(ThreadingHTTPServer):
         with self.guard:
             handlers = list(self.handlers)
         for thread in handlers:
-            thread.join()
+            thread.join(timeout=5)  # a handler still alive after that is a bug tests will see
 
 
 class _Handler(BaseHTTPRequestHandler):
