@@ -17,12 +17,16 @@ its transports. They are for tests only, never for production:
 - :mod:`aira_core.testing.package`: :func:`fake_kernel_manifest`, the package declaring the
   fake kernel's operations, and accept-all :func:`fake_implementations` for any manifest;
 - :mod:`aira_core.testing.signing`: :class:`ThrowawaySigner` (a fresh Ed25519 publisher
-  key) and :func:`trust_policy_for` (trust in such keys).
+  key) and :func:`trust_policy_for` (trust in such keys);
+- :mod:`aira_core.testing.provider`: :class:`FakeProviderServer`, an OpenAI-compatible
+  HTTP server on 127.0.0.1 answering from a decision script, with :class:`Fault` to make
+  it misbehave (status codes, keep-alive blank lines, dropped connections, jobs, ...).
 
 They are importable from here (``from aira_core.testing import FakeGeometryKernel``) but
 load only when first used: pytest imports this module in every session, which must stay
-cheap. The fixtures ``fake_kernel``, ``throwaway_signer``, ``throwaway_trust`` and
-``signed_package`` hand them to a test ready to use (docs/plugins.md, "Testing a plugin").
+cheap. The fixtures ``fake_kernel``, ``throwaway_signer``, ``throwaway_trust``,
+``signed_package`` and ``fake_provider`` hand them to a test ready to use (docs/plugins.md,
+"Testing a plugin").
 """
 
 from __future__ import annotations
@@ -47,6 +51,7 @@ if TYPE_CHECKING:
         package_source,
         write_package,
     )
+    from aira_core.testing.provider import FakeProviderServer, Fault
     from aira_core.testing.signing import (
         ThrowawaySigner,
         trust_policy_for,
@@ -63,6 +68,8 @@ _LAZY = {
     "fake_kernel_manifest": "package",
     "package_source": "package",
     "write_package": "package",
+    "FakeProviderServer": "provider",
+    "Fault": "provider",
     "ThrowawaySigner": "signing",
     "trust_policy_for": "signing",
     "trust_store_for": "signing",
@@ -70,6 +77,8 @@ _LAZY = {
 
 __all__ = [
     "FakeGeometryKernel",
+    "FakeProviderServer",
+    "Fault",
     "RegisterPlugin",
     "SignPackage",
     "Solid",
@@ -227,3 +236,18 @@ def signed_package(tmp_path: Path, throwaway_signer: ThrowawaySigner) -> SignPac
         return write_package(fresh(str(manifest.get("name", "package"))), manifest, signer)
 
     return sign
+
+
+@pytest.fixture
+def fake_provider() -> Iterator[FakeProviderServer]:
+    """A started FAKE OpenAI-compatible provider
+    (:class:`~aira_core.testing.provider.FakeProviderServer`) on 127.0.0.1, stopped after the
+    test. It has no decisions yet (it abstains): give it some with
+    ``fake_provider.configure(decisions=script.decisions, mode="json", ...)``."""
+    from aira_core.testing.provider import FakeProviderServer
+
+    server = FakeProviderServer().start()
+    try:
+        yield server
+    finally:
+        server.stop()
