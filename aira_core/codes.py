@@ -44,6 +44,8 @@ PHASES: dict[str, str] = {
     "terminal": "why the runtime ends a task, or lets it continue (TerminalDecision.reason)",
     "kernel": "kernel calls made by the core (a kernel's own codes: see its package)",
     "step": "the step host: decisions, ledger, capsule, runs and trajectories (docs/step.md)",
+    "gateway": "the provider gateway: tasks, attempts and their facts in the attempt ledger "
+    "($AIRA_HOME/gateway.sqlite3)",
 }
 """The phases, in the order docs/codes.md lists them: the part of Aira that raises a code.
 (A :class:`~aira_core.diagnostics.Diagnostic` may also carry a ``phase`` field: the runtime
@@ -605,6 +607,39 @@ _CODES = (
             "that ended the task, a commit it cannot have made, or one its earlier records "
             "(discovery) do not allow",
         ),
+    ),
+    *_phase(
+        "gateway",
+        (
+            "LEDGER_UNAVAILABLE",
+            "the attempt ledger cannot be created, opened or written (a read-only or missing "
+            "location, a directory, a lock held too long, a closed ledger), or was written "
+            "by a newer Aira",
+        ),
+        (
+            "LEDGER_CORRUPT",
+            "the attempt ledger is damaged (integrity check, schema, a row that cannot be "
+            "read, an empty file); the file is left as it is",
+        ),
+        (
+            "LEDGER_NOT_A_LEDGER",
+            "the file at the ledger's path is not an attempt ledger (not SQLite, or another "
+            "application's database); the file is left as it is",
+        ),
+        (
+            "LEDGER_TRANSITION_INVALID",
+            "a change the task/attempt facts forbid (a final acceptance, outcome, delivery or "
+            "cancel changed; a second attempt after one that was not not_accepted; ready "
+            "without deliver): a programming error, nothing is written",
+        ),
+        (
+            "LEDGER_ARGUMENT_INVALID",
+            "a value for the ledger outside its form: a fact outside the spec's enums, an "
+            "unknown stage, an error or reply of the wrong shape, a request given instead of "
+            "its digest",
+        ),
+        ("LEDGER_TASK_UNKNOWN", "the attempt ledger has no task of that id"),
+        ("LEDGER_ATTEMPT_UNKNOWN", "the attempt ledger has no attempt of that id"),
     ),
 )
 
