@@ -700,7 +700,12 @@ class AttemptLedger:
                 "is an empty file (0 bytes), not a ledger; it was left as it is: restore it "
                 "from a backup, or move it away to start a new ledger",
             )
-        uri = self.path.resolve().as_uri() + "?mode=ro"
+        # A WAL database that no connection has open has no -wal/-shm beside it, and a reader
+        # would create them (and leave them if it is not the last to close): read such a file
+        # as immutable, so a file that is refused is left exactly as it was. One that has them
+        # is in use (or a crashed writer's): read it the ordinary way.
+        idle = not any(self.path.with_name(self.path.name + x).exists() for x in ("-wal", "-shm"))
+        uri = self.path.resolve().as_uri() + ("?mode=ro&immutable=1" if idle else "?mode=ro")
         try:
             ro = sqlite3.connect(uri, uri=True, timeout=self._busy_timeout)
         except sqlite3.Error as exc:
@@ -1039,7 +1044,6 @@ class AttemptLedger:
         """A new task for ``intent`` (JSON data, stored redacted), revision 1, nothing
         happened yet. ``retry_of``: the task it retries knowingly (see
         :meth:`informed_retry`, which is this with the old task's intent)."""
-        intent = redact_value(intent)
         with self._tx() as db:
             if retry_of is None:
                 return self._task_of(db, self._insert_task(db, intent, None))
