@@ -102,15 +102,6 @@ def test_each_axis_has_exactly_the_specs_values(enum: type) -> None:
     assert all(isinstance(m, str) and str(m) == m.value for m in enum)
 
 
-def test_the_spec_text_lists_the_same_values() -> None:
-    spec = Path("/work/shared/spec/002_b19b5bb0a96f76c4.txt")
-    if not spec.exists():
-        pytest.skip("the spec text is not on this machine")
-    text = spec.read_text(encoding="utf-8")
-    for values in SPEC_AXES.values():
-        assert values in text
-
-
 def test_facts_wire_form_round_trips_and_refuses_what_is_not_one() -> None:
     facts = Facts("running", "accepted", "active", "unknown", "none", "requested")
     assert facts.acceptance is Acceptance.ACCEPTED  # strings become members
@@ -409,6 +400,29 @@ def test_two_ledgers_on_one_file_keep_one_revision_count(path: Path) -> None:
         )
         assert one.task(task.id).revision == two.task(task.id).revision == 4
         assert one.check() == []
+
+
+def test_threads_may_share_one_ledger(ledger: AttemptLedger) -> None:
+    tasks = [ledger.create_task(f"t{i}") for i in range(4)]
+    failures: list[BaseException] = []
+
+    def work(task: TaskFacts) -> None:
+        try:
+            for step in range(1, 6):
+                a = begin(ledger, task, step=step)
+                ledger.update_attempt(a.id, acceptance="accepted", phase="accepted")
+                ledger.deliver(a.id, {"text": str(step)})
+        except BaseException as exc:  # reported below, in the test's thread
+            failures.append(exc)
+
+    threads = [threading.Thread(target=work, args=(t,)) for t in tasks]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=30)
+    assert not failures and not any(t.is_alive() for t in threads)
+    assert [ledger.task(t.id).revision for t in tasks] == [1 + 5 * 3] * 4
+    assert ledger.check() == []
 
 
 # -- the task mirrors its latest attempt -------------------------------------------------------
@@ -888,6 +902,15 @@ def test_an_unwritable_location_is_unavailable(tmp_path: Path) -> None:
             AttemptLedger(where)
         assert info.value.code == "LEDGER_UNAVAILABLE", info.value
     assert blocker.read_text() == "not a directory"
+    # A ledger whose write-ahead log cannot be made (a directory in its place).
+    path = tmp_path / "blocked.sqlite3"
+    AttemptLedger(path).close()
+    before = path.read_bytes()
+    (tmp_path / "blocked.sqlite3-wal").mkdir()
+    with pytest.raises(AiraError) as info:
+        AttemptLedger(path)
+    assert info.value.code == "LEDGER_UNAVAILABLE", info.value
+    assert path.read_bytes() == before
     closed = AttemptLedger(tmp_path / "g.sqlite3")
     closed.close()
     with pytest.raises(AiraError) as info:
