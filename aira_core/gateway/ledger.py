@@ -50,7 +50,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Final, ParamSpec, TypeVar, cast
 
-from aira_core.canonical import CanonicalJSONError, canonical_bytes, loads_strict, sha256_id
+from aira_core.canonical import CanonicalJSONError, canonical_bytes, loads_strict, sha256_hex
 from aira_core.config import aira_home
 from aira_core.databases import hold
 from aira_core.diagnostics import AiraError, redact, redact_value
@@ -101,16 +101,17 @@ ATTEMPT_STAGES: Final = (
     "preparing",
     "uploading",
     "submitting",
-    "polling",
+    "watching",
     "fetching",
     "parsing",
     "delivering",
     "done",
 )
-"""What an attempt is doing. ``preparing``: nothing has been sent (a process that died here
-sent nothing); ``uploading`` (temporary inputs) and ``submitting`` (the billable request)
-are distinct stages, as spec 002 §5 requires: a process that died while ``submitting`` may
-have been accepted (``unknown``)."""
+"""The stages the gateway uses (any lowercase identifier is stored: a stage is what an
+attempt is doing, not a fact). ``preparing``, the stage of a new attempt: nothing has been
+sent (a process that died here sent nothing); ``uploading`` (temporary inputs) and
+``submitting`` (the billable request) are distinct stages, as spec 002 §5 requires: a process
+that died while ``submitting`` may have been accepted (``unknown``)."""
 
 ERROR_KEYS: Final = (
     "stage",
@@ -173,7 +174,7 @@ _SCHEMA = (
     model TEXT NOT NULL,
     stage TEXT NOT NULL,
     idempotency_key TEXT,
-    request_digest TEXT NOT NULL,
+    request_digest TEXT,
     remote_id TEXT,
     started_at TEXT NOT NULL,
     updated_at TEXT NOT NULL,
@@ -191,7 +192,7 @@ _SCHEMA = (
     """CREATE TRIGGER tasks_no_delete BEFORE DELETE ON tasks
     BEGIN SELECT RAISE(ABORT, 'tasks are never deleted'); END""",
     """CREATE TRIGGER attempts_identity BEFORE UPDATE OF id, task_id, step, ordinal,
-    provider_id, model, idempotency_key, request_digest, started_at ON attempts
+    provider_id, model, idempotency_key, started_at ON attempts
     BEGIN SELECT RAISE(ABORT, 'an attempt''s identity never changes'); END""",
     f"""CREATE TRIGGER attempts_final_facts BEFORE UPDATE ON attempts
     WHEN (OLD.acceptance IN {_FINAL_ACCEPTANCE} AND NEW.acceptance IS NOT OLD.acceptance)
@@ -199,6 +200,7 @@ _SCHEMA = (
       OR (OLD.delivery_state = 'ready' AND NEW.delivery_state IS NOT 'ready')
       OR (OLD.cancel_state IN {_FINAL_CANCEL} AND NEW.cancel_state IS NOT OLD.cancel_state)
       OR (OLD.remote_id IS NOT NULL AND NEW.remote_id IS NOT OLD.remote_id)
+      OR (OLD.request_digest IS NOT NULL AND NEW.request_digest IS NOT OLD.request_digest)
       OR (OLD.reply IS NOT NULL AND NEW.reply IS NOT OLD.reply)
     BEGIN SELECT RAISE(ABORT, 'a final fact of an attempt never changes'); END""",
     """CREATE TRIGGER attempts_no_delete BEFORE DELETE ON attempts
@@ -258,7 +260,8 @@ _ATTEMPT_ID_RE = re.compile(r"attempt_[0-9a-f]{32}")
 _PROVIDER_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 _MODEL_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/@+:-]{0,199}")
 _KEY_RE = re.compile(r"[\x21-\x7e]{1,255}")
-_DIGEST_RE = re.compile(r"request:sha256:[0-9a-f]{64}")
+_DIGEST_RE = re.compile(r"(?:[a-z][a-z0-9_-]*:)?sha256:[0-9a-f]{64}")
+_STAGE_RE = re.compile(r"[a-z][a-z0-9_-]{0,31}")
 _CODE_RE = re.compile(r"[A-Z][A-Z0-9_]*")
 _REMOTE_ID_MAX = 512
 _CHAIN_MAX = 10_000  # retry links followed at most: a damaged file cannot loop a read
@@ -285,9 +288,9 @@ def default_ledger_path() -> Path:
 
 
 def request_digest(body: Any) -> str:
-    """``request:sha256:<hex>`` of a request body's canonical JSON: what the ledger stores
-    instead of the body (aira_core.canonical's one hasher)."""
-    return sha256_id("request", body)
+    """``sha256:<hex>`` of a request body's canonical JSON: what the ledger stores instead of
+    the body (aira_core.canonical's one hasher)."""
+    return "sha256:" + sha256_hex(body)
 
 
 def _now() -> str:
@@ -340,9 +343,9 @@ def _error_wire(error: object) -> dict[str, Any] | None:
     if unknown:
         raise _invalid(f"an error has unknown keys: {', '.join(unknown[:5])}")
     code, message = data.get("code"), data.get("message")
-    if not isinstance(code, str) or not _CODE_RE.fullmatch(code):
+    if code is not None and (not isinstance(code, str) or not _CODE_RE.fullmatch(code)):
         raise _invalid(f"an error's code must be a diagnostic code, got {_shown(code)!r}")
-    if not isinstance(message, str):
+    if message is not None and not isinstance(message, str):
         raise _invalid("an error's message must be a string")
     status = data.get("httpStatus")
     if status is not None and (type(status) is not int or not 100 <= status <= 599):
@@ -361,7 +364,7 @@ def _error_wire(error: object) -> dict[str, Any] | None:
         if value is not None and not isinstance(value, str):
             raise _invalid(f"an error's {key} must be a string")
         texts[key] = value[:200] if isinstance(value, str) else None
-    if len(message) > _MESSAGE_MAX:
+    if message is not None and len(message) > _MESSAGE_MAX:
         message = message[:_MESSAGE_MAX] + "…"
     out = {
         **texts,
@@ -400,7 +403,8 @@ class AttemptFacts:
     """``providerId::modelId``."""
     stage: str
     idempotency_key: str | None
-    request_digest: str
+    request_digest: str | None
+    """The digest of the request body (:func:`request_digest`), once the body is built."""
     remote_id: str | None
     started_at: str
     updated_at: str
@@ -1084,7 +1088,7 @@ class AttemptLedger:
         provider_id: str,
         model_id: str,
         *,
-        request_digest: str,
+        request_digest: str | None = None,
         idempotency_key: str | None = None,
         task_phase: Phase | str | _Keep = KEEP,
     ) -> AttemptFacts:
@@ -1092,7 +1096,8 @@ class AttemptLedger:
         ``preparing``, nothing accepted, ordinal 1 for the step's first attempt and one more
         for each next. Committed and synced when this returns, so call it before anything of
         the request leaves the machine. ``request_digest``: :func:`request_digest` of the
-        request body (the body is never stored).
+        request body (the body is never stored), here or, once the body is built, with
+        :meth:`update_attempt`.
 
         Another attempt of a step is allowed only after the previous one was ``not_accepted``
         (spec 002 §4: any other acceptance may have been billed), and only for the task's
@@ -1100,11 +1105,7 @@ class AttemptLedger:
         ``LEDGER_TRANSITION_INVALID``."""
         step = _step(step)
         provider_id, model = _model(provider_id, model_id)
-        if not isinstance(request_digest, str) or not _DIGEST_RE.fullmatch(request_digest):
-            raise _invalid(
-                "request_digest must be request_digest(body) (request:sha256:<hex>), never "
-                "the body itself"
-            )
+        request_digest = None if request_digest is None else _digest(request_digest)
         if idempotency_key is not None and (
             not isinstance(idempotency_key, str)
             or not _KEY_RE.fullmatch(idempotency_key)
@@ -1171,6 +1172,7 @@ class AttemptLedger:
         *,
         stage: str | _Keep = KEEP,
         remote_id: str | _Keep = KEEP,
+        request_digest: str | _Keep = KEEP,
         phase: Phase | str | _Keep = KEEP,
         acceptance: Acceptance | str | _Keep = KEEP,
         watch_state: WatchState | str | _Keep = KEEP,
@@ -1203,6 +1205,7 @@ class AttemptLedger:
                 changes[name] = axis_value(_FACT_VALUES[name], value, name)
         new_stage = None if stage is KEEP else _stage(stage)
         new_remote = None if remote_id is KEEP else _remote_id(remote_id)
+        new_digest = None if request_digest is KEEP else _digest(request_digest)
         new_error = KEEP if error is KEEP else _error_wire(error)
         t_phase = None if task_phase is KEEP else axis_value(Phase, task_phase, "task_phase")
         with self._tx() as db:
@@ -1213,6 +1216,7 @@ class AttemptLedger:
                 changes,
                 stage=new_stage,
                 remote_id=new_remote,
+                request_digest=new_digest,
                 error=new_error,
                 task_phase=t_phase,
             )
@@ -1258,6 +1262,7 @@ class AttemptLedger:
         *,
         stage: str | None = None,
         remote_id: str | None = None,
+        request_digest: str | None = None,
         error: object = KEEP,
         reply: str | None = None,
         task_phase: Phase | None = None,
@@ -1275,6 +1280,9 @@ class AttemptLedger:
         after = Facts(**axes)
         new_remote = old.remote_id if remote_id is None else remote_id
         _check_facts(before, after, old.remote_id, new_remote, old.id, delivering=delivering)
+        new_digest = old.request_digest if request_digest is None else request_digest
+        if old.request_digest is not None and new_digest != old.request_digest:
+            raise _transition(f"{old.id}: its request digest is written once", old.id)
         new_stage = old.stage if stage is None else stage
         stored_error = old.error if error is KEEP else error
         task = self._task_of(db, old.task_id)
@@ -1282,6 +1290,7 @@ class AttemptLedger:
             after == before
             and new_stage == old.stage
             and new_remote == old.remote_id
+            and new_digest == old.request_digest
             and stored_error == old.error
             and reply is None
             and (task_phase is None or task_phase is task.phase)
@@ -1289,12 +1298,13 @@ class AttemptLedger:
         if unchanged:
             return old
         db.execute(
-            "UPDATE attempts SET stage = ?, remote_id = ?, updated_at = ?, "
+            "UPDATE attempts SET stage = ?, remote_id = ?, request_digest = ?, updated_at = ?, "
             + ", ".join(f"{a} = ?" for a in _AXES)
             + ", error = ?, reply = ? WHERE id = ?",
             (
                 new_stage,
                 new_remote,
+                new_digest,
                 _now(),
                 *(str(getattr(after, a)) for a in _AXES),
                 None if stored_error is None else _json_text(stored_error, "the error"),
@@ -1414,11 +1424,20 @@ def _step(step: object) -> int:
 
 
 def _stage(stage: object) -> str:
-    if stage not in ATTEMPT_STAGES:
+    if not isinstance(stage, str) or not _STAGE_RE.fullmatch(stage):
         raise _invalid(
-            f"an attempt's stage must be one of {', '.join(ATTEMPT_STAGES)}; got {_shown(stage)!r}"
+            f"an attempt's stage is a lowercase identifier (1-32 of a-z 0-9 _ -, such as "
+            f"{', '.join(ATTEMPT_STAGES[:3])}); got {_shown(stage)!r}"
         )
-    return cast(str, stage)
+    return stage
+
+
+def _digest(digest: object) -> str:
+    if not isinstance(digest, str) or not _DIGEST_RE.fullmatch(digest):
+        raise _invalid(
+            "request_digest must be request_digest(body) (sha256:<hex>), never the body itself"
+        )
+    return digest
 
 
 def _model(provider_id: object, model_id: object) -> tuple[str, str]:
@@ -1485,11 +1504,6 @@ def _check_facts(
             raise no(f"outcome {before.outcome} never goes back to none")
     if after.outcome is Outcome.SUCCEEDED and after.acceptance is not Acceptance.ACCEPTED:
         raise no(f"outcome succeeded needs acceptance accepted, not {after.acceptance}")
-    if after.outcome is Outcome.CANCELED and after.cancel_state not in CONFIRMED_CANCEL:
-        raise no(
-            "outcome canceled needs a confirmed cancel (remote_confirmed or local_confirmed), "
-            f"not cancelState {after.cancel_state}"
-        )
     # delivery: only of a success; ready only by deliver(), and final.
     if after.delivery_state is not before.delivery_state:
         if before.delivery_state is DeliveryState.READY:
@@ -1500,17 +1514,14 @@ def _check_facts(
             raise no(f"deliveryState {before.delivery_state} never goes back to none")
     if after.delivery_state is not DeliveryState.NONE and after.outcome is not Outcome.SUCCEEDED:
         raise no(f"deliveryState {after.delivery_state} needs outcome succeeded")
-    # cancel: requested first; a confirmation is final; a local stop confirms a cancel only
-    # where nothing remote may exist.
+    # cancel: a confirmation is final; a local stop confirms a cancel only where nothing
+    # remote may exist. (An outcome canceled the provider reports without a confirmed cancel
+    # of ours is a fact too; only a confirmed one derives "canceled", spec §3.1.)
     if after.cancel_state is not before.cancel_state:
         if before.cancel_state in CONFIRMED_CANCEL:
             raise no(f"cancelState {before.cancel_state} is final, never {after.cancel_state}")
         if after.cancel_state is CancelState.NONE:
             raise no(f"cancelState {before.cancel_state} never goes back to none")
-        if before.cancel_state is CancelState.NONE and after.cancel_state is not (
-            CancelState.REQUESTED
-        ):
-            raise no(f"a cancel is requested first, before {after.cancel_state}")
     if after.cancel_state is CancelState.LOCAL_CONFIRMED and after.acceptance not in (
         Acceptance.NONE,
         Acceptance.NOT_ACCEPTED,

@@ -62,12 +62,12 @@ def ledger(path: Path) -> Iterator[AttemptLedger]:
 
 def begin(ledger: AttemptLedger, task: TaskFacts, step: int = 1, **kw: Any) -> AttemptFacts:
     return ledger.begin_attempt(
-        task.id, step, kw.pop("provider", "deepseek"), "deepseek-chat", request_digest=DIGEST, **kw
+        task.id, step, kw.pop("provider", "deepseek"), "deepseek-chat", **kw
     )
 
 
 def accepted(ledger: AttemptLedger, attempt: AttemptFacts) -> AttemptFacts:
-    ledger.update_attempt(attempt.id, stage="submitting", phase="submitting")
+    ledger.update_attempt(attempt.id, stage="submitting", phase="submitting", request_digest=DIGEST)
     return ledger.update_attempt(attempt.id, acceptance="accepted", phase="accepted")
 
 
@@ -246,7 +246,7 @@ def test_begin_attempt_writes_the_specs_record_before_returning(
     assert wire["idempotencyKey"] == "k-1"
     assert wire["id"].startswith("attempt_") and len(wire["id"]) == len("attempt_") + 32
     assert wire["taskId"] == task.id and wire["step"] == 1
-    assert wire["requestDigest"] == DIGEST and DIGEST.startswith("request:sha256:")
+    assert wire["requestDigest"] == DIGEST and DIGEST.startswith("sha256:")
     import re
 
     assert re.fullmatch(ISO_MS_Z, wire["startedAt"]) and re.fullmatch(ISO_MS_Z, wire["updatedAt"])
@@ -565,14 +565,14 @@ FORBIDDEN: list[tuple[str, Callable[[AttemptLedger], AttemptFacts], Change]] = [
         lambda g, a: g.update_attempt(a.id, delivery_state="pending"),
     ),
     (
-        "canceled without confirmation",
-        _with_remote,
+        "canceled after a success",
+        _delivered,
         lambda g, a: g.update_attempt(a.id, outcome="canceled"),
     ),
     (
-        "confirmed without a request",
-        _with_remote,
-        lambda g, a: g.update_attempt(a.id, cancel_state="remote_confirmed"),
+        "request digest rewritten",
+        _accepted,
+        lambda g, a: g.update_attempt(a.id, request_digest="sha256:" + "1" * 64),
     ),
     (
         "a local stop of an accepted job",
@@ -653,12 +653,108 @@ def test_what_new_evidence_may_change(ledger: AttemptLedger) -> None:
     assert ledger.check() == []
 
 
+def test_the_gateways_sequences_are_allowed(ledger: AttemptLedger) -> None:
+    """The calls aira_core/gateway/gateway.py makes, in its order (sync, job, leftovers,
+    cancel)."""
+    task = ledger.create_task("run")
+    # sync: begin before the body exists; its digest with the move to submitting
+    a = ledger.begin_attempt(task.id, 1, "deepseek", "deepseek-chat", idempotency_key="aira-k-s1")
+    assert a.request_digest is None and a.stage == "preparing"
+    ledger.update_attempt(a.id, stage="submitting", phase="submitting", request_digest=DIGEST)
+    a = ledger.update_attempt(
+        a.id,
+        stage="delivering",
+        phase="accepted",
+        acceptance="accepted",
+        outcome="succeeded",
+        delivery_state="pending",
+    )
+    a = ledger.deliver(a.id, {"text": "{}", "callId": "aira_s1"})
+    ledger.set_task(task.id, phase="running")
+    assert (a.request_digest, a.status) == (DIGEST, LegacyStatus.SUCCEEDED)
+    # job: accepted with a remote id, watched, exhausted, watched again, fetched, undelivered
+    j = ledger.begin_attempt(task.id, 2, "jobs", "m")
+    ledger.update_attempt(j.id, stage="submitting", phase="submitting", request_digest=DIGEST)
+    j = ledger.update_attempt(
+        j.id,
+        stage="watching",
+        phase="accepted",
+        acceptance="accepted",
+        remote_id="job-1",
+        watch_state="active",
+    )
+    j = ledger.update_attempt(j.id, watch_state="exhausted", outcome="unknown")
+    j = ledger.update_attempt(j.id, stage="watching", watch_state="active")
+    j = ledger.update_attempt(j.id, phase="running")
+    j = ledger.update_attempt(
+        j.id, outcome="succeeded", watch_state="idle", delivery_state="pending"
+    )
+    j = ledger.update_attempt(j.id, stage="fetching", delivery_state="downloading")
+    j = ledger.update_attempt(
+        j.id, delivery_state="failed", error={"code": "PROVIDER_BODY", "message": "bad body"}
+    )
+    j = ledger.update_attempt(j.id, stage="fetching", delivery_state="downloading")
+    j = ledger.deliver(j.id, {"text": "{}", "callId": "aira_s2"})
+    # a job the provider says was canceled (not by us): a fact, not a confirmed cancel
+    c = ledger.begin_attempt(task.id, 3, "jobs", "m")
+    ledger.update_attempt(c.id, stage="submitting", phase="submitting", request_digest=DIGEST)
+    ledger.update_attempt(
+        c.id, phase="accepted", acceptance="accepted", remote_id="job-2", watch_state="active"
+    )
+    c = ledger.update_attempt(c.id, outcome="canceled", watch_state="idle")
+    assert (c.status, c.human_state) == (LegacyStatus.RUNNING, HumanState.NEEDS_CONFIRMATION)
+    # leftovers of a dead process: an error without a code
+    left = ledger.create_task("left")
+    p = ledger.begin_attempt(left.id, 1, "deepseek", "m")
+    p = ledger.update_attempt(
+        p.id,
+        acceptance="not_accepted",
+        phase="terminal",
+        error={
+            "stage": "prepare",
+            "category": "interrupted",
+            "acceptance": "not_accepted",
+            "message": "ended",
+        },
+    )
+    assert p.error is not None and p.error["code"] is None and p.error["retryable"] is False
+    s = ledger.begin_attempt(left.id, 1, "deepseek", "m")
+    ledger.update_attempt(s.id, stage="submitting", phase="submitting", request_digest=DIGEST)
+    s = ledger.update_attempt(
+        s.id, acceptance="unknown", outcome="unknown", error={"stage": "submit", "message": "ended"}
+    )
+    # cancel: requested, then confirmed by the provider, or locally for what never left
+    ledger.update_attempt(s.id, cancel_state="requested")
+    s = ledger.update_attempt(s.id, cancel_state="unknown")
+    assert s.outcome is Outcome.UNKNOWN and s.human_state is HumanState.NEEDS_CONFIRMATION
+    other = ledger.create_task("cancel me")
+    q = ledger.begin_attempt(other.id, 1, "deepseek", "m")
+    ledger.update_attempt(q.id, cancel_state="requested")
+    q = ledger.update_attempt(
+        q.id, cancel_state="local_confirmed", outcome="canceled", phase="terminal"
+    )
+    assert q.status is LegacyStatus.CANCELED
+    r = ledger.begin_attempt(other.id, 2, "jobs", "m")
+    ledger.update_attempt(r.id, stage="submitting", phase="submitting", request_digest=DIGEST)
+    ledger.update_attempt(r.id, phase="accepted", acceptance="accepted", remote_id="job-3")
+    ledger.update_attempt(r.id, cancel_state="requested")
+    r = ledger.update_attempt(
+        r.id,
+        cancel_state="remote_confirmed",
+        outcome="canceled",
+        watch_state="idle",
+        phase="terminal",
+    )
+    assert r.status is LegacyStatus.CANCELED
+    assert ledger.check() == []
+
+
 def test_bad_values_are_argument_errors(ledger: AttemptLedger) -> None:
     task = ledger.create_task("x")
     a = begin(ledger, task)
     bad: list[Callable[[], object]] = [
         lambda: ledger.update_attempt(a.id, outcome="maybe"),
-        lambda: ledger.update_attempt(a.id, stage="sending"),
+        lambda: ledger.update_attempt(a.id, stage="Sending now"),
         lambda: ledger.update_attempt(a.id, error={"code": "X_Y", "message": "m", "body": "…"}),
         lambda: ledger.update_attempt(a.id, error={"code": "not a code", "message": "m"}),
         lambda: ledger.update_attempt(
