@@ -24,6 +24,7 @@ from enum import StrEnum
 from typing import Any
 
 from aira_core.diagnostics import AiraError
+from aira_core.extensions import Acceptance  # the seam's: one enum for providers and ledger
 
 __all__ = [
     "LEDGER_ARGUMENT_INVALID",
@@ -51,18 +52,6 @@ class Phase(StrEnum):
     ACCEPTED = "accepted"
     RUNNING = "running"
     TERMINAL = "terminal"
-
-
-# The seam (aira_core.extensions) is to hold Acceptance; until the lead's seam commit lands
-# on main it is defined here, and the lead moves it (this module then re-exports it).
-class Acceptance(StrEnum):
-    """The provider-side acceptance of the current/final attempt (spec 002 §4): only
-    ``not_accepted`` lets a gateway switch providers on its own."""
-
-    NONE = "none"
-    NOT_ACCEPTED = "not_accepted"
-    ACCEPTED = "accepted"
-    UNKNOWN = "unknown"
 
 
 class WatchState(StrEnum):
