@@ -24,7 +24,8 @@ except ``phase``, which is the task's own.
 Facts that must never regress are checked on every write, and again by triggers in the file:
 an accepted or refused attempt stays so, a final outcome is never replaced (a failed delivery
 never makes a success a failure), ``deliveryState=ready`` is written only by
-:meth:`AttemptLedger.deliver`, a confirmed cancel stays confirmed, a remote id is written once.
+:meth:`AttemptLedger.deliver`, a confirmed cancel stays confirmed, a remote id and a request
+digest are written once.
 A forbidden change is a programming error: ``LEDGER_TRANSITION_INVALID``, nothing written.
 
 Nothing stored is a credential, a request body, a private path or a signed URL: a request is

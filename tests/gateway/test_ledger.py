@@ -1056,7 +1056,7 @@ elif operation == "deliver":
     ledger.deliver(attempt_id, {"text": "{}", "callId": "aira_s1"}, task_phase="terminal")
 elif operation == "begin":
     task_id = ledger.attempt(attempt_id).task_id
-    ledger.begin_attempt(task_id, 2, "deepseek", "m", request_digest="request:sha256:" + "0" * 64)
+    ledger.begin_attempt(task_id, 2, "deepseek", "m", request_digest="sha256:" + "0" * 64)
 print("not killed", flush=True)
 """
 
@@ -1116,7 +1116,7 @@ task = ledger.create_task("looping")
 step = 0
 while True:
     step += 1
-    digest = "request:sha256:" + "0" * 64
+    digest = "sha256:" + "0" * 64
     a = ledger.begin_attempt(task.id, step, "deepseek", "deepseek-chat", request_digest=digest)
     ledger.update_attempt(a.id, stage="submitting", phase="submitting")
     ledger.update_attempt(a.id, acceptance="accepted", phase="accepted")
