@@ -640,6 +640,39 @@ _CODES = (
         ),
         ("LEDGER_TASK_UNKNOWN", "the attempt ledger has no task of that id"),
         ("LEDGER_ATTEMPT_UNKNOWN", "the attempt ledger has no attempt of that id"),
+        (
+            "GATEWAY_RETRY_UNCONFIRMED",
+            "an informed retry asked for without --yes: the step may be charged again",
+        ),
+        ("GATEWAY_NO_ROUTE", "a gateway was given no providerId::modelId to submit to"),
+        (
+            "GATEWAY_ALL_REFUSED",
+            "every configured provider refused the step before processing it (not_accepted): "
+            "nothing was charged; fix the cause (key, balance, rate) and resume",
+        ),
+        (
+            "ATTEMPT_UNKNOWN",
+            "a provider may have processed the step but its answer was lost (timeout, reset, "
+            "a 5xx, the process ended mid-call): not resubmitted; an informed retry "
+            "(aira gateway retry) is needed",
+        ),
+        (
+            "ATTEMPT_UNDELIVERED",
+            "a provider answered the step but the reply could not be read or kept; a job's "
+            "result is fetched again on resume, a synchronous answer needs an informed retry",
+        ),
+        (
+            "ATTEMPT_WATCH_EXHAUSTED",
+            "an accepted job could not be polled, several times in a row: it is not failed "
+            "and not resubmitted; resuming watches it again",
+        ),
+        ("ATTEMPT_FAILED", "the provider says the accepted job failed; not resubmitted"),
+        ("ATTEMPT_CANCELED", "the provider says the accepted job was canceled"),
+        (
+            "PROVIDER_PLUGIN_FAILED",
+            "a provider plugin raised something other than a ProviderError: classified by "
+            "the stage it was in (nothing sent while preparing, unknown after)",
+        ),
     ),
 )
 

@@ -24,9 +24,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import json
-
-from aira_core.canonical import CanonicalJSONError, sha256_bytes_hex, sha256_hex
 from aira_core.diagnostics import AiraError, redact
 from aira_core.extensions import (
     Acceptance,
@@ -40,7 +37,7 @@ from aira_core.extensions import (
     Transport,
 )
 from aira_core.gateway.facts import CancelState, DeliveryState, Outcome, Phase, WatchState
-from aira_core.gateway.ledger import AttemptFacts, AttemptLedger, TaskFacts
+from aira_core.gateway.ledger import AttemptFacts, AttemptLedger, TaskFacts, request_digest
 
 GATEWAY_NO_ROUTE = "GATEWAY_NO_ROUTE"
 GATEWAY_ALL_REFUSED = "GATEWAY_ALL_REFUSED"
@@ -155,28 +152,33 @@ class Gateway(DecisionSource):
     def _attempt(self, route: Route, request: StepRequest) -> StepReply:
         provider = route.provider
         key = self._idempotency_key(request.step) if provider.idempotency else None
+        try:
+            call = provider.prepare(request, route.model, self.transport, idempotency_key=key)
+            digest = request_digest(dict(call.body))  # a body canonical JSON refuses: refused
+        except Exception as exc:  # nothing was sent: refused, whatever was raised
+            error = (
+                exc
+                if isinstance(exc, ProviderError)
+                else _plugin_error(exc, "prepare", Acceptance.NOT_ACCEPTED)
+            )
+            attempt = self.ledger.begin_attempt(
+                self.task_id, request.step, provider.name, route.model, idempotency_key=key
+            )
+            self._refused(attempt, error, stage="prepare")
+            if error is exc:
+                raise
+            raise error from None
+        # Persisted and synced before the first byte moves (one write: the request is built
+        # already): dying from here on leaves an attempt the next run sees as unknown.
         attempt = self.ledger.begin_attempt(
             self.task_id,
             request.step,
             provider.name,
             route.model,
             idempotency_key=key,
-        )
-        try:
-            call = provider.prepare(request, route.model, self.transport, idempotency_key=key)
-        except ProviderError as exc:
-            self._refused(attempt, exc, stage="prepare")
-            raise
-        except Exception as exc:  # a plugin's bug before anything was sent
-            error = _plugin_error(exc, "prepare", Acceptance.NOT_ACCEPTED)
-            self._refused(attempt, error, stage="prepare")
-            raise error from None
-        # Synced before the first byte moves: dying from here on leaves an unknown attempt.
-        attempt = self.ledger.update_attempt(
-            attempt.id,
-            stage="submitting",
-            phase=Phase.SUBMITTING,
-            request_digest=_digest(call),
+            request_digest=digest,
+            task_phase=Phase.SUBMITTING,
+            submitting=True,
         )
         deadline = time.monotonic() + self.deadline_s
         if provider.jobs:
@@ -190,14 +192,6 @@ class Gateway(DecisionSource):
             error = _plugin_error(exc, "submit", Acceptance.UNKNOWN)
             self._failed(attempt, error)
             raise error from None
-        attempt = self.ledger.update_attempt(
-            attempt.id,
-            stage="delivering",
-            phase=Phase.ACCEPTED,
-            acceptance=Acceptance.ACCEPTED,
-            outcome=Outcome.SUCCEEDED,
-            delivery_state=DeliveryState.PENDING,
-        )
         return self._deliver(provider, attempt, response, request)
 
     def _submit_job(
@@ -331,8 +325,8 @@ class Gateway(DecisionSource):
         except Exception as exc:
             error = exc if isinstance(exc, ProviderError) else _plugin_error(exc, "parse", None)
             self._undelivered(attempt, error)
-        self.ledger.deliver(attempt.id, reply.to_wire())
-        self.ledger.set_task(self.task_id, phase=Phase.RUNNING)
+        # One write: the reply, and with it the acceptance it proves.
+        self.ledger.deliver(attempt.id, reply.to_wire(), task_phase=Phase.RUNNING)
         return reply
 
     # -- facts --------------------------------------------------------------------------------
@@ -510,15 +504,6 @@ def cancel(
             phase=Phase.TERMINAL,
         )
     return ledger.update_attempt(attempt_id, cancel_state=CancelState.UNKNOWN)
-
-
-def _digest(call: PreparedCall) -> str:
-    """The request as the ledger knows it: a digest of the body, never the body itself."""
-    try:
-        return "sha256:" + sha256_hex(dict(call.body))
-    except CanonicalJSONError:  # a value canonical JSON refuses still gets a stable digest
-        data = json.dumps(call.body, sort_keys=True, default=str).encode("utf-8", "replace")
-        return "sha256:" + sha256_bytes_hex(data)
 
 
 def _error_wire(error: ProviderError, acceptance: Acceptance | None) -> dict[str, Any]:

@@ -1092,9 +1092,12 @@ class AttemptLedger:
         request_digest: str | None = None,
         idempotency_key: str | None = None,
         task_phase: Phase | str | _Keep = KEEP,
+        submitting: bool = False,
     ) -> AttemptFacts:
         """A new attempt of step ``step`` of a task, at ``providerId::modelId``: stage
-        ``preparing``, nothing accepted, ordinal 1 for the step's first attempt and one more
+        ``preparing`` (or, with ``submitting``, stage ``submitting`` and phase
+        ``submitting``: the request is built and goes out next, one sync instead of two),
+        nothing accepted, ordinal 1 for the step's first attempt and one more
         for each next. Committed and synced when this returns, so call it before anything of
         the request leaves the machine. ``request_digest``: :func:`request_digest` of the
         request body (the body is never stored), here or, once the body is built, with
@@ -1141,7 +1144,8 @@ class AttemptLedger:
                         latest.id,
                     )
                 ordinal = latest.ordinal + 1
-            attempt_id, now, facts = _new_id("attempt"), _now(), Facts()
+            attempt_id, now = _new_id("attempt"), _now()
+            facts = Facts(phase=Phase.SUBMITTING) if submitting else Facts()
             db.execute(
                 f"INSERT INTO attempts ({', '.join(_ATTEMPT_COLUMNS)}) "
                 f"VALUES ({', '.join('?' * len(_ATTEMPT_COLUMNS))})",
@@ -1152,7 +1156,7 @@ class AttemptLedger:
                     ordinal,
                     provider_id,
                     model,
-                    "preparing",
+                    "submitting" if submitting else "preparing",
                     idempotency_key,
                     request_digest,
                     None,
