@@ -51,6 +51,7 @@ if TYPE_CHECKING:
         package_source,
         write_package,
     )
+    from aira_core.testing.jobs import FakeJobProvider
     from aira_core.testing.provider import FakeProviderServer, Fault
     from aira_core.testing.signing import (
         ThrowawaySigner,
@@ -68,6 +69,7 @@ _LAZY = {
     "fake_kernel_manifest": "package",
     "package_source": "package",
     "write_package": "package",
+    "FakeJobProvider": "jobs",
     "FakeProviderServer": "provider",
     "Fault": "provider",
     "ThrowawaySigner": "signing",
@@ -77,6 +79,7 @@ _LAZY = {
 
 __all__ = [
     "FakeGeometryKernel",
+    "FakeJobProvider",
     "FakeProviderServer",
     "Fault",
     "RegisterPlugin",
