@@ -288,6 +288,8 @@ def _call(
             status = response.status_code
             ok = 200 <= status < 300
             data = _read(response, deadline, max_bytes if ok else MAX_ERROR_BODY_BYTES, ok)
+        if watchdog.fired:  # a body that ends at close ended when the watchdog shut it down
+            raise _DeadlineExceeded
     except _DeadlineExceeded:
         raise _deadline(name, stage, status) from None
     except _TooLarge:

@@ -51,9 +51,10 @@ TEXT_SYSTEM = (
 JSON_SYSTEM = (
     "You make the decisions of an Aira CAD task, one step at a time. The first user message "
     "is the task and the model's state; each later user message is the host's result of "
-    "your previous decision. Answer every step with exactly one JSON object and nothing "
-    "else: one decision, valid against this JSON schema:\n"
+    "your previous decision. Answer every step in json: exactly one JSON object and nothing "
+    "else, one decision, valid against this JSON schema:\n"
 )
+"""DeepSeek's JSON mode requires the word "json" in the prompt."""
 
 _FENCE = re.compile(r"\A```[ \t]*(?:json|JSON)?[ \t]*\r?\n(.*?)\r?\n?```\Z", re.DOTALL)
 
