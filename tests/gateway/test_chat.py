@@ -54,7 +54,14 @@ ROUND = (
 
 def test_the_tool_style_renders_the_round_as_user_assistant_tool() -> None:
     messages = render_messages(request(ROUND), style="tool", system="SYS")
-    assert [m["role"] for m in messages] == ["system", "user", "assistant", "tool", "assistant", "tool"]
+    assert [m["role"] for m in messages] == [
+        "system",
+        "user",
+        "assistant",
+        "tool",
+        "assistant",
+        "tool",
+    ]
     assert messages[0] == {"role": "system", "content": "SYS"}
     assert messages[1] == {"role": "user", "content": "CAPSULE TEXT"}
     assert messages[2] == {
@@ -69,7 +76,11 @@ def test_the_tool_style_renders_the_round_as_user_assistant_tool() -> None:
         ],
         "reasoning_content": "I should read the parameters.",
     }
-    assert messages[3] == {"role": "tool", "tool_call_id": "call_a", "content": '{"ok":true,"pages":[]}'}
+    assert messages[3] == {
+        "role": "tool",
+        "tool_call_id": "call_a",
+        "content": '{"ok":true,"pages":[]}',
+    }
     assert "reasoning_content" not in messages[4]  # empty reasoning is not sent
     assert messages[4]["tool_calls"][0]["id"] == messages[5]["tool_call_id"] == "aira_s2"
     json.dumps(messages)  # plain JSON
@@ -85,7 +96,14 @@ def test_the_reasoning_goes_back_under_the_providers_field_or_not_at_all() -> No
 
 def test_the_json_style_renders_decisions_as_text_and_results_as_user_messages() -> None:
     messages = render_messages(request(ROUND), style="json", system="SYS json")
-    assert [m["role"] for m in messages] == ["system", "user", "assistant", "user", "assistant", "user"]
+    assert [m["role"] for m in messages] == [
+        "system",
+        "user",
+        "assistant",
+        "user",
+        "assistant",
+        "user",
+    ]
     assert messages[2] == {"role": "assistant", "content": DECISION_1}
     assert messages[3] == {"role": "user", "content": 'result of call_a:\n{"ok":true,"pages":[]}'}
 
@@ -137,7 +155,16 @@ def test_parse_completion_without_usage_or_finish_reason() -> None:
         {"choices": [{"finish_reason": "stop"}]},
         {"error": {"code": "context_length_exceeded", "message": "too long"}},
     ],
-    ids=["empty", "no-choices", "null", "string", "null-choice", "message-text", "no-message", "error"],
+    ids=[
+        "empty",
+        "no-choices",
+        "null",
+        "string",
+        "null-choice",
+        "message-text",
+        "no-message",
+        "error",
+    ],
 )
 def test_a_body_without_a_message_is_a_parse_failure_of_an_accepted_call(body: Any) -> None:
     with pytest.raises(ProviderError) as info:

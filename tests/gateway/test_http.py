@@ -150,7 +150,11 @@ def test_any_other_status_is_unknown(status: int, retryable: bool) -> None:
     err = failure(lambda r: httpx2.Response(status, json={"error": {"type": "server_error"}}))
     assert err.code == "PROVIDER_HTTP_STATUS"
     assert err.acceptance is Acceptance.UNKNOWN
-    assert (err.http_status, err.retryable, err.provider_code) == (status, retryable, "server_error")
+    assert (err.http_status, err.retryable, err.provider_code) == (
+        status,
+        retryable,
+        "server_error",
+    )
 
 
 def test_an_error_body_is_read_only_as_far_as_its_head() -> None:
@@ -204,7 +208,9 @@ def test_a_connect_phase_error_is_not_accepted(exc: type[Exception], category: s
 
 
 @pytest.mark.parametrize(("exc", "code"), MAYBE_SENT, ids=lambda v: getattr(v, "__name__", v))
-def test_an_error_after_the_request_may_have_left_is_unknown(exc: type[Exception], code: str) -> None:
+def test_an_error_after_the_request_may_have_left_is_unknown(
+    exc: type[Exception], code: str
+) -> None:
     err = failure(raising(exc))
     assert err.code == code and err.acceptance is Acceptance.UNKNOWN
 
@@ -258,7 +264,7 @@ def test_get_json_has_the_same_classification() -> None:
     assert info.value.acceptance is Acceptance.UNKNOWN and info.value.stage == "fetch"
 
 
-# -- what a message may say -------------------------------------------------------------------------
+# -- what a message may say ------------------------------------------------------------------
 
 
 def test_messages_never_hold_the_query_the_headers_or_the_body() -> None:
@@ -361,9 +367,8 @@ class Server:
             t.join(timeout=2)
 
     def _serve(self, conn: socket.socket) -> None:
-        with conn:
-            with contextlib.suppress(OSError):
-                self.behaviour(conn, self.stop)
+        with conn, contextlib.suppress(OSError):
+            self.behaviour(conn, self.stop)
 
 
 @contextlib.contextmanager
@@ -490,7 +495,7 @@ def test_real_answer_and_a_fresh_connection_per_call() -> None:
         while read_request(conn):
             conn.sendall(
                 b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
-                b"Content-Length: 11\r\n\r\n{\"ok\":true}"
+                b'Content-Length: 11\r\n\r\n{"ok":true}'
             )
 
     with server(keep) as s:
@@ -512,7 +517,7 @@ def test_real_malformed_status_line_is_unknown() -> None:
 def test_real_body_cut_off_is_unknown() -> None:
     def cut(conn: socket.socket, stop: threading.Event) -> None:
         read_request(conn)
-        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n{\"choi")
+        conn.sendall(b'HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n{"choi')
 
     with server(cut) as s:
         err = real_failure(s.url)
@@ -568,10 +573,18 @@ DESIGN_TABLE: list[tuple[str, Callable[[], Any], Acceptance]] = [
     ("ConnectError", _row_mock(raising(httpx2.ConnectError)), Acceptance.NOT_ACCEPTED),
     ("ConnectTimeout", _row_mock(raising(httpx2.ConnectTimeout)), Acceptance.NOT_ACCEPTED),
     ("PoolTimeout", _row_mock(raising(httpx2.PoolTimeout)), Acceptance.NOT_ACCEPTED),
-    ("UnsupportedProtocol", _row_mock(raising(httpx2.UnsupportedProtocol)), Acceptance.NOT_ACCEPTED),
+    (
+        "UnsupportedProtocol",
+        _row_mock(raising(httpx2.UnsupportedProtocol)),
+        Acceptance.NOT_ACCEPTED,
+    ),
     ("DNS failure", _row_mock(_dns), Acceptance.NOT_ACCEPTED),
     ("LocalProtocolError", _row_mock(raising(httpx2.LocalProtocolError)), Acceptance.NOT_ACCEPTED),
-    ("2xx with a JSON body", _row_mock(lambda r: httpx2.Response(201, json={})), Acceptance.ACCEPTED),
+    (
+        "2xx with a JSON body",
+        _row_mock(lambda r: httpx2.Response(201, json={})),
+        Acceptance.ACCEPTED,
+    ),
     ("2xx, not JSON", _row_mock(lambda r: httpx2.Response(200, text="<h1>")), Acceptance.ACCEPTED),
     ("status in refusals", _row_mock(lambda r: httpx2.Response(429)), Acceptance.NOT_ACCEPTED),
     ("500", _row_mock(lambda r: httpx2.Response(500)), Acceptance.UNKNOWN),
@@ -589,7 +602,9 @@ DESIGN_TABLE: list[tuple[str, Callable[[], Any], Acceptance]] = [
 
 
 @pytest.mark.parametrize(("row", "run", "expected"), DESIGN_TABLE, ids=[r[0] for r in DESIGN_TABLE])
-def test_the_design_table_row_by_row(row: str, run: Callable[[], Any], expected: Acceptance) -> None:
+def test_the_design_table_row_by_row(
+    row: str, run: Callable[[], Any], expected: Acceptance
+) -> None:
     got = run()
     acceptance = got.acceptance if isinstance(got, ProviderError) else got
     assert acceptance is expected, (row, got)

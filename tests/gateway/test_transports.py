@@ -82,7 +82,10 @@ def test_tool_parse_takes_the_calls_arguments_and_id() -> None:
 def test_a_text_reply_without_a_call_is_done_with_the_text_as_summary() -> None:
     message = {"content": "  The bracket is finished; all checks pass.  "}
     text, call_id, repairs = ToolTransport().parse(message, request())
-    assert json.loads(text) == {"act": "done", "summary": "The bracket is finished; all checks pass."}
+    assert json.loads(text) == {
+        "act": "done",
+        "summary": "The bracket is finished; all checks pass.",
+    }
     assert call_id == "aira_s3" and repairs == ("text-as-done",)
 
 
@@ -104,13 +107,19 @@ def test_no_call_and_no_text_is_a_reply_without_a_decision(content: Any) -> None
 
 def test_arguments_encoded_twice_are_unwrapped() -> None:
     message = {"tool_calls": [call(json.dumps(DECISION))]}
-    assert ToolTransport().parse(message, request()) == (DECISION, "call_1", ("arguments-unwrapped",))
+    assert ToolTransport().parse(message, request()) == (
+        DECISION,
+        "call_1",
+        ("arguments-unwrapped",),
+    )
 
 
 def test_arguments_as_an_object_are_encoded() -> None:
     message = {"tool_calls": [call({"act": "done", "summary": "ok"})]}
     text, _, repairs = ToolTransport().parse(message, request())
-    assert json.loads(text) == {"act": "done", "summary": "ok"} and repairs == ("arguments-encoded",)
+    assert json.loads(text) == {"act": "done", "summary": "ok"} and repairs == (
+        "arguments-encoded",
+    )
 
 
 @pytest.mark.parametrize(
@@ -149,7 +158,9 @@ def test_only_calls_of_other_tools_hold_no_decision() -> None:
 
 def test_a_call_without_an_id_gets_the_hosts() -> None:
     for missing in (None, "", 7):
-        text, call_id, repairs = ToolTransport().parse({"tool_calls": [call(DECISION, id=missing)]}, request())
+        _text, call_id, repairs = ToolTransport().parse(
+            {"tool_calls": [call(DECISION, id=missing)]}, request()
+        )
         assert (call_id, repairs) == ("aira_s3", ("call-id-assigned",))
 
 
@@ -157,7 +168,7 @@ def test_junk_in_tool_calls_is_ignored() -> None:
     message = {"content": "done here", "tool_calls": ["junk", None, {"function": "x"}]}
     with pytest.raises(ProviderError):  # mappings without an aira_step name: other tools
         ToolTransport().parse(message, request())
-    text, _, repairs = ToolTransport().parse({"content": "fine", "tool_calls": "junk"}, request())
+    _text, _, repairs = ToolTransport().parse({"content": "fine", "tool_calls": "junk"}, request())
     assert repairs == ("text-as-done",)
 
 
@@ -179,7 +190,11 @@ def test_json_render_asks_for_a_json_object_and_carries_the_schema_in_the_system
 
 
 def test_json_parse_takes_the_content() -> None:
-    assert JsonTransport().parse({"content": f"  {DECISION}\n"}, request()) == (DECISION, "aira_s3", ())
+    assert JsonTransport().parse({"content": f"  {DECISION}\n"}, request()) == (
+        DECISION,
+        "aira_s3",
+        (),
+    )
 
 
 @pytest.mark.parametrize(
