@@ -288,7 +288,10 @@ def _call(
             status = response.status_code
             ok = 200 <= status < 300
             data = _read(response, deadline, max_bytes if ok else MAX_ERROR_BODY_BYTES, ok)
-        if watchdog.fired:  # a body that ends at close ended when the watchdog shut it down
+        if watchdog.fired and not (ok and _is_object(data)):
+            # A body delimited by the connection's end ended when the watchdog shut the
+            # socket: cut short, unless what came is a whole reply (the deadline passed
+            # between its last chunk and here).
             raise _DeadlineExceeded
     except _DeadlineExceeded:
         raise _deadline(name, stage, status) from None
@@ -357,6 +360,13 @@ def _decode(data: bytes, name: str, status: int, stage: str) -> dict[str, Any]:
             status=status,
         )
     return body
+
+
+def _is_object(data: bytes) -> bool:
+    try:
+        return isinstance(json.loads(data.decode("utf-8"), parse_constant=_no_constant), dict)
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        return False
 
 
 def _no_constant(name: str) -> Any:

@@ -13,6 +13,7 @@ its prices, the name its server gives the reasoning field, extra body fields (De
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -174,6 +175,17 @@ class OpenAICompatProvider:
             **transport.render(request),
             **self.extra_body,
         }
+        try:  # here, so a body that cannot be sent fails before the gateway records a send
+            json.dumps(body, allow_nan=False)
+        except (TypeError, ValueError) as exc:
+            raise ProviderError(
+                PROVIDER_REQUEST_INVALID,
+                f"the request body for provider {self.name!r} is not JSON "
+                f"({type(exc).__name__}); nothing was sent",
+                stage="prepare",
+                category="validation",
+                acceptance=Acceptance.NOT_ACCEPTED,
+            ) from None
         headers = {"Accept": "application/json"}
         if self._api_key:
             headers["Authorization"] = f"Bearer {self._api_key}"

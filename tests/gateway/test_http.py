@@ -454,6 +454,25 @@ def test_real_blank_lines_past_the_deadline_end_the_call_at_the_deadline() -> No
     assert 0.3 <= elapsed < 0.3 + 0.25
 
 
+def test_real_a_whole_reply_before_the_deadline_is_delivered_though_the_connection_stays() -> None:
+    """A body delimited by the connection's end: what came by the deadline is a whole JSON
+    object, so it is the reply (not a deadline), and the call still ends at the deadline."""
+
+    def reply_then_blank(conn: socket.socket, stop: threading.Event) -> None:
+        read_request(conn)
+        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n\r\n")
+        conn.sendall(b'\n\n{"ok": true}')
+        while not stop.wait(0.05):
+            conn.sendall(b"\n")
+
+    started = time.monotonic()
+    with server(reply_then_blank) as s:
+        response = real_call(s.url, seconds=0.3)
+        elapsed = time.monotonic() - started
+    assert response.body == {"ok": True}
+    assert elapsed < 0.3 + 0.25
+
+
 def test_real_header_bytes_trickled_past_the_deadline_end_the_call_at_the_deadline() -> None:
     """No chunk of body ever comes, so only the watchdog can end the call in time."""
 

@@ -150,6 +150,16 @@ def test_a_prepare_failure_is_not_accepted(kw: dict[str, Any], model: str, code:
     )
 
 
+def test_a_body_that_is_not_json_fails_at_prepare() -> None:
+    with pytest.raises(ProviderError) as info:
+        provider(extra_body={"temperature": float("nan")}).prepare(
+            request(), "model-a", ToolTransport()
+        )
+    err = info.value
+    assert err.code == "PROVIDER_REQUEST_INVALID"
+    assert (err.stage, err.acceptance) == ("prepare", Acceptance.NOT_ACCEPTED)
+
+
 def test_send_and_reply_give_the_decision() -> None:
     seen: list[httpx2.Request] = []
 
