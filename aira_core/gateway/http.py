@@ -288,12 +288,14 @@ def _call(
             status = response.status_code
             ok = 200 <= status < 300
             data = _read(response, deadline, max_bytes if ok else MAX_ERROR_BODY_BYTES, ok)
-        if watchdog.fired and not (ok and _is_object(data)):
+        if watchdog.fired and ok and not _is_object(data):
             # A body delimited by the connection's end ended when the watchdog shut the
             # socket: cut short, unless what came is a whole reply (the deadline passed
             # between its last chunk and here).
             raise _DeadlineExceeded
     except _DeadlineExceeded:
+        if status is not None and not 200 <= status < 300:  # the status alone decides
+            raise _status_error(name, status, None, table, stage) from None
         raise _deadline(name, stage, status) from None
     except _TooLarge:
         raise _error(

@@ -167,6 +167,16 @@ def test_an_error_body_is_read_only_as_far_as_its_head() -> None:
     assert err.code == "PROVIDER_HTTP_STATUS" and err.provider_code is None  # cut: no JSON
 
 
+def test_an_error_status_decides_even_when_its_body_outlasts_the_deadline() -> None:
+    def blank_lines() -> Iterator[bytes]:
+        for _ in range(100):
+            time.sleep(0.02)
+            yield b"\n"
+
+    err = failure(lambda r: httpx2.Response(429, content=blank_lines()), seconds=0.1)
+    assert err.code == "PROVIDER_REFUSED" and err.acceptance is Acceptance.NOT_ACCEPTED
+
+
 def test_provider_code_is_short_redacted_and_only_a_code() -> None:
     register_secret("plain-looking-provider-secret")
     assert provider_code(b'{"error": {"code": "plain-looking-provider-secret"}}') == "<redacted>"
