@@ -44,6 +44,8 @@ PHASES: dict[str, str] = {
     "terminal": "why the runtime ends a task, or lets it continue (TerminalDecision.reason)",
     "kernel": "kernel calls made by the core (a kernel's own codes: see its package)",
     "step": "the step host: decisions, ledger, capsule, runs and trajectories (docs/step.md)",
+    "provider": "the wire to a model provider: provider settings, the HTTP call, the chat "
+    "request and its reply (docs/gateway.md)",
     "gateway": "the provider gateway: tasks, attempts and their facts in the attempt ledger "
     "($AIRA_HOME/gateway.sqlite3)",
 }
@@ -606,6 +608,74 @@ _CODES = (
             "the trajectory does not match the task branch it resumes: a step after the one "
             "that ended the task, a commit it cannot have made, or one its earlier records "
             "(discovery) do not allow",
+        ),
+    ),
+    *_phase(
+        "provider",
+        (
+            "PROVIDER_CONFIG_INVALID",
+            "providers.toml in AIRA_HOME is not valid TOML or not valid provider settings "
+            "(the message names the key path, never a value); or a provider is built with "
+            "settings it cannot use",
+        ),
+        (
+            "PROVIDER_REQUEST_INVALID",
+            "a provider call cannot be prepared (an unknown model, a body that is not JSON); "
+            "nothing was sent",
+        ),
+        (
+            "PROVIDER_KEY_MISSING",
+            "the provider needs an API key and none is set (api_key_env names an unset "
+            "variable); nothing was sent",
+        ),
+        (
+            "PROVIDER_CONNECT_FAILED",
+            "no connection to the provider (refused, DNS, connect or pool timeout, an "
+            "unsupported URL); the request was not sent: not_accepted",
+        ),
+        (
+            "PROVIDER_TIMEOUT",
+            "the provider stopped answering after the request was sent (read or write "
+            "timeout): acceptance unknown",
+        ),
+        (
+            "PROVIDER_CONNECTION_LOST",
+            "the connection broke after the request was sent (read/write error, the server "
+            "closed it or sent no valid response): acceptance unknown",
+        ),
+        (
+            "PROVIDER_DEADLINE",
+            "the call's overall deadline passed (keep-alive lines do not extend it): "
+            "acceptance unknown, or not_accepted when it passed before sending",
+        ),
+        (
+            "PROVIDER_SEND_FAILED",
+            "an unexpected failure while calling the provider: acceptance unknown",
+        ),
+        (
+            "PROVIDER_REFUSED",
+            "the provider answered with a status its documentation says is a refusal "
+            "before processing (its acceptance table): not_accepted",
+        ),
+        (
+            "PROVIDER_HTTP_STATUS",
+            "the provider answered with a status its documentation does not call a refusal "
+            "(500, 503, 404 …): acceptance unknown",
+        ),
+        (
+            "PROVIDER_BODY_INVALID",
+            "the provider answered 2xx with a body that is not a JSON object, or is over "
+            "the size cap: accepted, but nothing was delivered",
+        ),
+        (
+            "PROVIDER_REPLY_INVALID",
+            "the provider's reply holds no decision (no choices, no message, blank content, "
+            "no aira_step call): accepted",
+        ),
+        (
+            "PROVIDER_UNSUPPORTED",
+            "the provider has no such path (e.g. submit/poll on a provider without jobs); "
+            "nothing was sent",
         ),
     ),
     *_phase(

@@ -209,19 +209,36 @@ and none holds a character JSON escapes, so it finds the same in a value and in 
 
 _SECRET_ENV = re.compile(r"(?i)(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL)")
 _secret_names: tuple[frozenset[Any], list[str]] = (frozenset(), [])
+_registered: tuple[str, ...] = ()
+"""Secrets read from elsewhere than the environment (an API key in providers.toml), in the
+order they were registered: one tuple, so the compiled pattern's cache key stays the same
+between registrations."""
+SECRET_MIN_CHARS = 8
+"""Shorter values are not scrubbed: they would match ordinary words and numbers."""
+
+
+def register_secret(value: str) -> None:
+    """Scrub ``value`` wherever it appears from now on, whatever its shape, as the values of
+    credential-named environment variables are (values under :data:`SECRET_MIN_CHARS`
+    characters are ignored)."""
+    global _registered
+    if isinstance(value, str) and len(value) >= SECRET_MIN_CHARS and value not in _registered:
+        _registered = (*_registered, value)
 
 
 def _secret_values() -> tuple[str, ...]:
-    """Values of environment variables named like credentials (``DEEPSEEK_API_KEY``...):
-    they are scrubbed wherever they appear, whatever their shape. The names are matched
-    again only when the environment's names change."""
+    """Values of environment variables named like credentials (``DEEPSEEK_API_KEY``...),
+    then the values given to :func:`register_secret`: they are scrubbed wherever they
+    appear, whatever their shape. The names are matched again only when the environment's
+    names change."""
     global _secret_names
     # os.environ's own store (encoded keys): iterating os.environ decodes every name.
     names = getattr(os.environ, "_data", os.environ)
     if len(names) != len(_secret_names[0]) or not _secret_names[0].issuperset(names):
         found = [k for k in os.environ if _SECRET_ENV.search(k)]
         _secret_names = (frozenset(names), found)
-    return tuple(v for k in _secret_names[1] if len(v := os.environ.get(k, "")) >= 8)
+    found = tuple(v for k in _secret_names[1] if len(v := os.environ.get(k, "")) >= 8)
+    return found + _registered if _registered else found
 
 
 def _private_prefixes(places: tuple[str | None, ...]) -> tuple[tuple[str, str], ...]:
