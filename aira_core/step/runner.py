@@ -146,9 +146,10 @@ def resume_script(
 ) -> Run:
     """Continue an interrupted run of ``script`` from its trajectory and store, without
     running its committed plans again. ``source`` as for :func:`run_script` (a gateway
-    answers a step whose reply it already delivered from its ledger, never sending it again). The trajectory is opened once, read and continued
-    through the same descriptor; a resume refused before its first record changes
-    neither the trajectory nor the store."""
+    answers a step whose reply it already delivered from its ledger, never sending it
+    again). The trajectory is opened once, read and continued through the same descriptor;
+    a resume refused before its first record changes neither the trajectory nor the
+    store."""
     if not store.exists():
         raise AiraError("RUN_STORE_MISSING", f"{store.name} does not exist; nothing to resume")
     writer = TrajectoryWriter(trajectory, None)  # no header: continue the file

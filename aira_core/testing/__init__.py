@@ -43,6 +43,7 @@ from aira_core.plugins import IN_PROCESS, PluginSystem, Registry
 
 if TYPE_CHECKING:
     from aira_core.catalog.trust import TrustPolicy
+    from aira_core.testing.jobs import FakeJobProvider
     from aira_core.testing.kernel import FakeGeometryKernel, Solid, box_volume
     from aira_core.testing.package import (
         accept_all,
@@ -51,7 +52,6 @@ if TYPE_CHECKING:
         package_source,
         write_package,
     )
-    from aira_core.testing.jobs import FakeJobProvider
     from aira_core.testing.provider import FakeProviderServer, Fault
     from aira_core.testing.signing import (
         ThrowawaySigner,

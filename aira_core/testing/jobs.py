@@ -1,6 +1,7 @@
-"""A FAKE provider client for the job mode of :class:`~aira_core.testing.provider.FakeProviderServer`:
-the gateway's asynchronous path (submit → remote id, poll, fetch, cancel) driven over real
-HTTP against Aira's own fake job protocol. For tests only; no real provider speaks it.
+"""A FAKE provider client for the job mode of
+:class:`~aira_core.testing.provider.FakeProviderServer`: the gateway's asynchronous path
+(submit → remote id, poll, fetch, cancel) driven over real HTTP against Aira's own fake job
+protocol. For tests only; no real provider speaks it.
 
 It is :class:`~aira_core.gateway.openai_compat.OpenAICompatProvider` (the same request, the
 same reply parsing) with ``jobs`` on: a plugin author whose service has a job API writes the
