@@ -8,10 +8,14 @@ import textwrap
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from aira_core.extensions import (
+    Acceptance,
+    AcceptanceTable,
     Evaluation,
     Implementation,
+    ProviderError,
     QueryResult,
     TargetImplementation,
     ValidationOutcome,
@@ -54,13 +58,40 @@ class FakeValidator:
 
 @dataclass
 class FakeProvider:
+    """A FAKE provider: the whole protocol, and every call refused before sending."""
+
     name: str
     models: Sequence[str] = ("fake-model",)
+    idempotency: bool = False
+    jobs: bool = False
+
+    @property
+    def acceptance(self) -> AcceptanceTable:
+        return AcceptanceTable(provider=self.name)
+
+    def _refused(self, *_a: Any, **_k: Any) -> Any:
+        raise ProviderError(
+            "PROVIDER_UNSUPPORTED",
+            "a fake provider sends nothing",
+            stage="prepare",
+            category="unsupported",
+            acceptance=Acceptance.NOT_ACCEPTED,
+        )
+
+    prepare = send = reply = submit = poll = fetch = cancel = _refused
 
 
 @dataclass
 class FakeTransport:
+    """A FAKE transport: adds nothing to a request, reads the message's content."""
+
     name: str
+
+    def render(self, request: Any) -> dict[str, Any]:
+        return {}
+
+    def parse(self, message: Any, request: Any) -> tuple[str, str, tuple[str, ...]]:
+        return str(message.get("content") or ""), request.call_id, ()
 
 
 @dataclass

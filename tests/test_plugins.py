@@ -339,7 +339,11 @@ def test_register_plugin_fixture_always_unregisters(pytester: pytest.Pytester) -
 
         @hookimpl
         def aira_register_transports(register):
-            register(SimpleNamespace(name="leaky"))
+            from aira_core.gateway.transports import JsonTransport
+
+            transport = JsonTransport()
+            transport.name = "leaky"
+            register(transport)
 
         def test_registers_and_fails(register_plugin):
             register_plugin(SimpleNamespace(aira_register_transports=aira_register_transports),

@@ -9,13 +9,6 @@ import time
 from typing import Any
 
 import pytest
-from gateway.conftest import (
-    REFUSALS,
-    closed_port,
-    make_gateway,
-    provider,
-    step_request,
-)
 
 from aira_core.diagnostics import AiraError
 from aira_core.extensions import Acceptance
@@ -31,6 +24,13 @@ from aira_core.gateway.facts import (
 from aira_core.gateway.gateway import GatewayPaused, cancel
 from aira_core.gateway.ledger import AttemptLedger
 from aira_core.testing.provider import Fault
+from gateway.conftest import (
+    REFUSALS,
+    closed_port,
+    make_gateway,
+    provider,
+    step_request,
+)
 
 
 def only_attempt(ledger: AttemptLedger, gateway: Any) -> Any:
@@ -330,9 +330,7 @@ def test_a_poll_failure_below_the_limit_is_only_a_watch_fact(servers, ledger) ->
     assert only_attempt(ledger, gw).outcome == Outcome.SUCCEEDED and fake.submissions == 1
 
 
-def test_success_then_download_failure_fetches_again_without_regenerating(
-    servers, ledger
-) -> None:
+def test_success_then_download_failure_fetches_again_without_regenerating(servers, ledger) -> None:
     fake = servers()
     jobs = provider(fake, jobs=True)
     fake.inject(Fault.status(500), on="fetch")

@@ -197,12 +197,14 @@ def test_an_empty_distribution_claiming_occt_does_not_withdraw_the_real_kernel(
 # -- the rules in process ---------------------------------------------------------------------
 
 CLASH = """
-from types import SimpleNamespace
 from aira_core import hookimpl
+from aira_core.gateway.transports import JsonTransport
 
 @hookimpl
 def aira_register_transports(register):
-    register(SimpleNamespace(name="from-{dist}"))
+    transport = JsonTransport()
+    transport.name = "from-{dist}"
+    register(transport)
 """
 
 

@@ -4,7 +4,6 @@
 
 import os
 import time
-from types import SimpleNamespace
 
 from aira_core import hookimpl
 
@@ -25,5 +24,7 @@ def aira_register_transports(register):  # type: ignore[no-untyped-def]
 
 @hookimpl
 def aira_register_providers(register):  # type: ignore[no-untyped-def]
-    register(SimpleNamespace(name="late-provider", models=["m"]))
+    from aira_core.gateway.openai_compat import OpenAICompatProvider
+
+    register(OpenAICompatProvider("late-provider", "http://127.0.0.1:9/v1", ["m"]))
     time.sleep(float(os.environ.get("AIRA_HOSTILE_SLEEP", "120")))

@@ -3,7 +3,6 @@ original sys.__stdout__ and file descriptor 1), as if it owned the command's out
 
 import os
 import sys
-from types import SimpleNamespace
 
 from aira_core import hookimpl
 
@@ -16,4 +15,13 @@ os.write(1, b"FD1-AT-IMPORT\n")
 def aira_register_transports(register):  # type: ignore[no-untyped-def]
     print("PRINTED-IN-HOOK")
     os.write(1, b"FD1-IN-HOOK\n")
-    register(SimpleNamespace(name="noisy-transport"))
+    register(_transport("noisy-transport"))
+
+
+def _transport(name):  # type: ignore[no-untyped-def]
+    """A real (built-in) transport under this plugin's own name."""
+    from aira_core.gateway.transports import JsonTransport
+
+    transport = JsonTransport()
+    transport.name = name
+    return transport

@@ -3,7 +3,6 @@ interpreter's shutdown would wait for it); otherwise a working plugin."""
 
 import threading
 import time
-from types import SimpleNamespace
 
 from aira_core import hookimpl
 
@@ -12,4 +11,13 @@ threading.Thread(target=time.sleep, args=(120,), name="hostile-non-daemon", daem
 
 @hookimpl
 def aira_register_transports(register):  # type: ignore[no-untyped-def]
-    register(SimpleNamespace(name="thread-transport"))
+    register(_transport("thread-transport"))
+
+
+def _transport(name):  # type: ignore[no-untyped-def]
+    """A real (built-in) transport under this plugin's own name."""
+    from aira_core.gateway.transports import JsonTransport
+
+    transport = JsonTransport()
+    transport.name = name
+    return transport
