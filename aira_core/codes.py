@@ -715,6 +715,10 @@ _CODES = (
             "an informed retry asked for without --yes: the step may be charged again",
         ),
         ("GATEWAY_NO_ROUTE", "a gateway was given no providerId::modelId to submit to"),
+        ("GATEWAY_ROUTE_INVALID", "a route that is not written providerId::modelId"),
+        ("GATEWAY_PROVIDER_UNKNOWN", "a route names a provider no plugin registered"),
+        ("GATEWAY_MODEL_UNKNOWN", "a route names a model its provider does not serve"),
+        ("GATEWAY_TRANSPORT_UNKNOWN", "a decision transport neither built in nor registered"),
         (
             "GATEWAY_ALL_REFUSED",
             "every configured provider refused the step before processing it (not_accepted): "

@@ -40,6 +40,10 @@ from aira_core.gateway.facts import CancelState, DeliveryState, Outcome, Phase, 
 from aira_core.gateway.ledger import AttemptFacts, AttemptLedger, TaskFacts, request_digest
 
 GATEWAY_NO_ROUTE = "GATEWAY_NO_ROUTE"
+GATEWAY_ROUTE_INVALID = "GATEWAY_ROUTE_INVALID"
+GATEWAY_PROVIDER_UNKNOWN = "GATEWAY_PROVIDER_UNKNOWN"
+GATEWAY_MODEL_UNKNOWN = "GATEWAY_MODEL_UNKNOWN"
+GATEWAY_TRANSPORT_UNKNOWN = "GATEWAY_TRANSPORT_UNKNOWN"
 GATEWAY_ALL_REFUSED = "GATEWAY_ALL_REFUSED"
 ATTEMPT_UNKNOWN = "ATTEMPT_UNKNOWN"
 ATTEMPT_UNDELIVERED = "ATTEMPT_UNDELIVERED"
@@ -470,6 +474,62 @@ class Gateway(DecisionSource):
                 task=self.task_id,
                 attempt=attempt.id,
             ) from None
+
+
+def resolve_routes(refs: Sequence[str], registry: Any = None) -> list[Route]:
+    """The routes ``providerId::modelId`` name, in order, from the providers the plugins
+    registered (``aira_register_providers``): a provider plugin needs nothing else."""
+    if registry is None:
+        from aira_core.plugins import get_registry
+
+        registry = get_registry()
+    providers = registry.named("providers")
+    routes = []
+    for ref in refs:
+        provider_id, sep, model = ref.partition("::")
+        if not sep or not provider_id or not model:
+            raise AiraError(
+                GATEWAY_ROUTE_INVALID,
+                f"{redact(ref)[:120]!r} is no route: write providerId::modelId",
+            )
+        provider = providers.get(provider_id)
+        if provider is None:
+            raise AiraError(
+                GATEWAY_PROVIDER_UNKNOWN,
+                f"no provider {provider_id!r} is installed "
+                f"(installed: {', '.join(sorted(providers)) or 'none'})",
+            )
+        if model not in provider.models:
+            raise AiraError(
+                GATEWAY_MODEL_UNKNOWN,
+                f"provider {provider_id!r} serves no model {model!r} "
+                f"(it serves {', '.join(provider.models) or 'none'})",
+            )
+        routes.append(Route(provider, model))
+    return routes
+
+
+def resolve_transport(name: str, registry: Any = None) -> Transport:
+    """The decision transport ``name``: a plugin's (``aira_register_transports``), else a
+    built-in one (``tool``, ``json``)."""
+    if registry is None:
+        from aira_core.plugins import get_registry
+
+        registry = get_registry()
+    from aira_core.gateway.transports import BUILTIN_TRANSPORTS
+
+    registered = registry.named("transports")
+    transport = registered.get(name)
+    if transport is not None:
+        return transport
+    builtin = BUILTIN_TRANSPORTS.get(name)
+    if builtin is None:
+        known = sorted({*registered, *BUILTIN_TRANSPORTS})
+        raise AiraError(
+            GATEWAY_TRANSPORT_UNKNOWN,
+            f"no decision transport {redact(name)[:60]!r} (known: {', '.join(known)})",
+        )
+    return builtin() if isinstance(builtin, type) else builtin
 
 
 def cancel(
