@@ -126,7 +126,8 @@ class Gateway(DecisionSource):
         for attempt in self.ledger.attempts(self.task_id, request.step):
             if attempt.acceptance == Acceptance.NOT_ACCEPTED:
                 continue
-            if attempt.remote_id and attempt.acceptance == Acceptance.ACCEPTED:
+            ended = attempt.outcome in (Outcome.FAILED, Outcome.CANCELED)
+            if attempt.remote_id and attempt.acceptance == Acceptance.ACCEPTED and not ended:
                 # An accepted job of an earlier process: watch it again, never resubmit.
                 return self._watch(self._provider_of(attempt), attempt, request)
             self._pause_for(attempt)
@@ -416,6 +417,15 @@ class Gateway(DecisionSource):
 
     def _pause_for(self, attempt: AttemptFacts) -> None:
         self.ledger.set_task(self.task_id, phase=Phase.TERMINAL)
+        if attempt.outcome in (Outcome.FAILED, Outcome.CANCELED):
+            raise GatewayPaused(
+                ATTEMPT_FAILED if attempt.outcome == Outcome.FAILED else ATTEMPT_CANCELED,
+                f"{attempt.model}: step {attempt.step} was accepted and then "
+                f"{attempt.outcome.value} at the provider; it is not resubmitted "
+                "automatically: `aira gateway retry` to submit it again",
+                task=self.task_id,
+                attempt=attempt.id,
+            )
         if attempt.acceptance == Acceptance.ACCEPTED:
             raise GatewayPaused(
                 ATTEMPT_UNDELIVERED,

@@ -391,3 +391,16 @@ def test_a_lost_cancel_response_is_unknown_and_fakes_no_cancel(servers, ledger) 
     task = ledger.task(done.task_id)
     assert (task.human_state, task.status) == (HumanState.NEEDS_CONFIRMATION, LegacyStatus.RUNNING)
     assert fake.cancels == 1 and fake.submissions == 1
+
+
+def test_a_failed_job_stays_failed_on_resume_without_a_poll(servers, ledger) -> None:
+    fake = servers(job_outcome="failed")
+    jobs = provider(fake, jobs=True)
+    gw = make_gateway(ledger, jobs)
+    with pytest.raises(GatewayPaused):
+        gw.decide(step_request())
+    polls = fake.polls
+    with pytest.raises(GatewayPaused) as err:
+        make_gateway(ledger, jobs, task=gw.task_id).decide(step_request())
+    assert err.value.code == "ATTEMPT_FAILED"
+    assert (fake.polls, fake.submissions) == (polls, 1)
