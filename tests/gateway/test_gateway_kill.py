@@ -18,11 +18,26 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from runtime_factory import (
+    BOX_CAP,
+    DEFINE_CAP,
+    FILLET_CAP,
+    MASS_PROPERTIES_CAP,
+    PUBLISHER,
+    VOLUME_RANGE_CAP,
+    FakeGeometryKernel,
+    composite_steps,
+    package_source,
+    runtime_implementations,
+    runtime_manifest,
+)
 
-from aira_core.extensions import Acceptance
+from aira_core import hookimpl
+from aira_core.extensions import Acceptance, StepReply, StepRequest
 from aira_core.gateway.facts import (
     DeliveryState,
     HumanState,
@@ -31,9 +46,13 @@ from aira_core.gateway.facts import (
     Phase,
     WatchState,
 )
-from aira_core.gateway.gateway import ATTEMPT_UNKNOWN, GatewayPaused
+from aira_core.gateway.gateway import ATTEMPT_UNKNOWN, Gateway, GatewayPaused
 from aira_core.gateway.ledger import AttemptFacts, AttemptLedger
+from aira_core.runtime.contract import TerminalState
+from aira_core.step.runner import resume_script, run_script
+from aira_core.step.trajectory import DecisionScript, read_trajectory
 from aira_core.testing.provider import FakeProviderServer, Fault
+from aira_core.testing.signing import ThrowawaySigner, trust_policy_for
 
 from .conftest import DECISIONS, make_gateway, provider, step_request
 
@@ -189,3 +208,131 @@ def test_killed_while_running_the_resume_watches_the_job_to_its_end(
     assert done.delivery_state == DeliveryState.READY
     assert done.status == LegacyStatus.SUCCEEDED
     assert ledger.task(task).human_state == HumanState.RUNNING
+
+
+# -- killed after the reply was delivered, before the run recorded the step ----------------------
+
+PLATE_QUERIES = (
+    "box plate block",
+    "fillet round edges",
+    "define a parameter",
+    "volume range mass properties",
+)
+
+
+class Killed(Exception):
+    """Stands for the process dying (raised by the source wrapper)."""
+
+
+class DiesAfterTheReply:
+    """The gateway, and a death right after its ``decide`` returned (the reply delivered and
+    persisted) at step ``at``: before the host could record that step."""
+
+    name = "gateway"
+
+    def __init__(self, gateway: Gateway, at: int) -> None:
+        self.gateway, self.at = gateway, at
+
+    def decide(self, request: StepRequest) -> StepReply:
+        reply = self.gateway.decide(request)
+        if request.step == self.at:
+            raise Killed
+        return reply
+
+
+@pytest.fixture
+def plate(
+    aira_home: Path, register_plugin: Any, monkeypatch: pytest.MonkeyPatch
+) -> tuple[DecisionScript, Any]:
+    """The plate script on the FAKE kernel, its package admitted by the production catalog
+    (run_script's): (script, kernel). Search uses the hashing embedder: no model to load."""
+    monkeypatch.setenv("AIRA_EMBEDDER", "hashing")
+    signer = ThrowawaySigner(PUBLISHER)
+    trust_policy_for(signer, path=aira_home / "trust.json")
+    manifest = runtime_manifest()
+    impls = runtime_implementations(manifest)
+
+    @hookimpl
+    def aira_register_capability_packages(register: Any) -> None:
+        register(package_source(manifest, signer, impls))
+
+    plugin = SimpleNamespace(aira_register_capability_packages=aira_register_capability_packages)
+    register_plugin(plugin, "plate-package")
+    caps = [DEFINE_CAP, BOX_CAP, FILLET_CAP, VOLUME_RANGE_CAP, MASS_PROPERTIES_CAP]
+    steps = [s.to_wire() for s in composite_steps()]
+    decisions = [
+        *({"act": "lookup", "query": q} for q in PLATE_QUERIES),
+        *({"act": "lookup", "capability": c} for c in caps),
+        {"act": "plan", "summary": "the rounded plate", "plan": {"steps": steps}},
+        {"act": "read"},
+        {"act": "done", "summary": "the plate is modelled"},
+    ]
+    script = DecisionScript.model_validate(
+        {
+            "format": "aira.decision-script/1",
+            "name": "plate",
+            "intent": {"goal": "a 40 x 30 x 10 plate with its vertical edges rounded 2 mm"},
+            "tier": "T128",
+            "decisions": decisions,
+        }
+    )
+    return script, FakeGeometryKernel(impls)
+
+
+def test_killed_after_the_reply_before_the_record_the_resume_sends_no_step_twice(
+    servers: Callable[..., FakeProviderServer],
+    ledger: AttemptLedger,
+    tmp_path: Path,
+    plate: tuple[DecisionScript, Any],
+) -> None:
+    script, kernel = plate
+    decisions = list(script.decisions)
+    plan_at = len(decisions) - 3
+
+    # The run as it goes uninterrupted, through a gateway of its own.
+    whole_fake = servers(decisions)
+    whole = run_script(
+        script,
+        kernel=kernel,
+        store=tmp_path / "whole" / "store.sqlite3",
+        trajectory=tmp_path / "whole" / "trajectory.jsonl",
+        source=make_gateway(ledger, provider(whole_fake)),
+    )
+    assert whole.outcome.terminal is TerminalState.COMPLETED, whole.outcome.reason
+    assert whole_fake.submissions == len(decisions)
+
+    # The same run, killed once the plan's reply was delivered, before its step was recorded.
+    fake = servers(decisions)
+    gateway = make_gateway(ledger, provider(fake))
+    task = gateway.task_id
+    store, trajectory = tmp_path / "killed" / "store.sqlite3", tmp_path / "killed" / "t.jsonl"
+    with pytest.raises(Killed):
+        run_script(
+            script,
+            kernel=kernel,
+            store=store,
+            trajectory=trajectory,
+            source=DiesAfterTheReply(gateway, plan_at),
+            header={"gatewayTask": task},
+        )
+    assert fake.submissions == plan_at + 1
+    header, records = read_trajectory(trajectory)
+    assert header["gatewayTask"] == task
+    assert [r["step"] for r in records if "step" in r] == list(range(plan_at))
+    kept = ledger.attempts(task, plan_at)
+    assert [a.delivery_state for a in kept] == [DeliveryState.READY]
+
+    # The resume: a new gateway on the same ledger and task answers the plan from the ledger.
+    resumed_gateway = make_gateway(ledger, provider(fake), task=header["gatewayTask"])
+    resumed = resume_script(
+        script, kernel=kernel, store=store, trajectory=trajectory, source=resumed_gateway
+    )
+    assert resumed.outcome.terminal is whole.outcome.terminal
+    assert resumed.outcome.head == whole.outcome.head
+    assert fake.submissions == len(decisions)  # every step sent once: none twice
+    attempts = ledger.attempts(task)
+    assert sorted(a.step for a in attempts) == list(range(len(decisions)))
+    assert all(a.delivery_state == DeliveryState.READY for a in attempts)
+    assert resumed_gateway.finish().status == LegacyStatus.SUCCEEDED
+    _, records = read_trajectory(trajectory)
+    assert [r["step"] for r in records if "step" in r] == list(range(len(decisions)))
