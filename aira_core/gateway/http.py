@@ -24,6 +24,7 @@ httpx2 is imported inside the functions only: ``aira --help`` must not load it.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import socket
 import threading
@@ -230,6 +231,16 @@ def _error(
     )
 
 
+@functools.cache
+def _tls_context() -> Any:
+    """The TLS context of every call, made once per process: building one loads the CA
+    certificates (~60 ms), which a fresh transport per call would otherwise pay every time.
+    The environment's SSL_CERT_FILE / SSL_CERT_DIR are read when it is first made."""
+    import httpx2
+
+    return httpx2.create_ssl_context()
+
+
 def _call(
     method: str,
     url: str,
@@ -265,9 +276,11 @@ def _call(
         # No keep-alive: every call on a fresh connection. No retries. The client's limits
         # too, as proxy transports taken from the environment are built with them.
         limits = httpx2.Limits(max_keepalive_connections=0)
+        tls = _tls_context()
         client = httpx2.Client(
-            transport=httpx2.HTTPTransport(retries=0, limits=limits),
+            transport=httpx2.HTTPTransport(retries=0, limits=limits, verify=tls),
             limits=limits,
+            verify=tls,
             timeout=timeout,
             follow_redirects=False,
         )
