@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import socket
 import threading
 import time
@@ -152,6 +153,26 @@ def get_json(
     return _call("GET", url, None, headers, deadline, timeouts, table, stage, client, max_bytes)
 
 
+_SSL_CONTEXTS: dict[tuple[str | None, str | None], Any] = {}
+_SSL_LOCK = threading.Lock()
+
+
+def _ssl_context() -> Any:
+    """The verifying SSL context every call's fresh client uses, made once per process (per
+    ``SSL_CERT_FILE`` / ``SSL_CERT_DIR``, which httpx2 honours): loading the CA bundle takes
+    ~40 ms, ten times the gateway's whole overhead per step (benchmarks/
+    bench_gateway_overhead.py). A context is shared safely between threads; each call still
+    opens its own connection."""
+    import httpx2
+
+    key = (os.environ.get("SSL_CERT_FILE"), os.environ.get("SSL_CERT_DIR"))
+    with _SSL_LOCK:
+        context = _SSL_CONTEXTS.get(key)
+        if context is None:
+            context = _SSL_CONTEXTS[key] = httpx2.create_ssl_context()
+    return context
+
+
 class _Watchdog:
     """Shuts the call's sockets down when the deadline passes, so a read or write that
     blocks (a server trickling header bytes, a stalled upload) ends then, not at its own
@@ -266,7 +287,7 @@ def _call(
         # too, as proxy transports taken from the environment are built with them.
         limits = httpx2.Limits(max_keepalive_connections=0)
         client = httpx2.Client(
-            transport=httpx2.HTTPTransport(retries=0, limits=limits),
+            transport=httpx2.HTTPTransport(retries=0, limits=limits, verify=_ssl_context()),
             limits=limits,
             timeout=timeout,
             follow_redirects=False,
