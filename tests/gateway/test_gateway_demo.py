@@ -91,6 +91,7 @@ def kernel() -> Iterator[Any]:
 @pytest.fixture
 def occt(register_plugin: Any) -> None:
     """The first-party plugin registered in-process, so the production catalog has it."""
+    pytest.importorskip("cadquery")
     import aira_kernel_occt.plugin
 
     register_plugin(aira_kernel_occt.plugin, "occt")
