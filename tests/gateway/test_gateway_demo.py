@@ -31,7 +31,14 @@ from runtime_factory import (
 )
 
 from aira_core.contracts.plan import IntentFrame
-from aira_core.extensions import Acceptance, DecisionEntry, ResultEntry, Transport
+from aira_core.extensions import (
+    Acceptance,
+    DecisionEntry,
+    ResultEntry,
+    StepReply,
+    StepRequest,
+    Transport,
+)
 from aira_core.gateway.chat import TOOL_NAME
 from aira_core.gateway.facts import DeliveryState, HumanState, Outcome, Phase
 from aira_core.gateway.gateway import GATEWAY_ALL_REFUSED, Gateway, GatewayPaused, Route
@@ -42,7 +49,7 @@ from aira_core.runtime.contract import TerminalState
 from aira_core.step.ledger import utf8_size
 from aira_core.step.log import RoundLog
 from aira_core.step.loop import StepHost
-from aira_core.step.runner import BUNDLED, bundled_script, run_script
+from aira_core.step.runner import BUNDLED, bundled_script, resume_script, run_script
 from aira_core.step.tiers import TIERS
 from aira_core.step.trajectory import DecisionScript, TrajectoryWriter, read_trajectory
 from aira_core.testing.provider import FakeProviderServer
@@ -168,6 +175,61 @@ def test_the_demo_through_the_gateway_reaches_the_plain_runs_heads(
         assert record["stopReason"] == ("tool_calls" if mode == "tool" else "stop")
     # The fake's prefix cache: within the one round every request repeats the last one's.
     assert all(r["usage"]["cacheHitTokens"] > 0 for r in steps[1:])
+
+
+class Interrupted(Exception):
+    """The process "dies" after the provider's answer was delivered, before the host
+    recorded the step."""
+
+
+class DiesAfterDelivery:
+    """A gateway that is interrupted once step ``at`` has been answered and delivered."""
+
+    name = "gateway"
+
+    def __init__(self, gateway: Gateway, at: int) -> None:
+        self.gateway, self.at = gateway, at
+
+    def decide(self, request: StepRequest) -> StepReply:
+        reply = self.gateway.decide(request)
+        if request.step == self.at:
+            raise Interrupted(f"killed after step {request.step} was delivered")
+        return reply
+
+
+def test_an_interrupted_gateway_run_resumes_from_the_ledger_without_sending_again(
+    occt: None, kernel: Any, servers: Any, ledger: AttemptLedger, tmp_path: Path
+) -> None:
+    name = "parametric_edit"
+    script = bundled_script(name)
+    at = next(i for i, d in enumerate(script.decisions) if d["act"] == "plan")
+    fake = servers(script.decisions, mode="tool", reasoning=REASONING)
+    task = ledger.create_task({"intent": script.name})
+    store, trajectory = tmp_path / "store.sqlite3", tmp_path / "trajectory.jsonl"
+    first = gateway_on(fake, ledger, task.id, ToolTransport())
+    with pytest.raises(Interrupted):
+        run_script(
+            script,
+            kernel=kernel,
+            store=store,
+            trajectory=trajectory,
+            source=DiesAfterDelivery(first, at),
+            header={"gatewayTask": task.id},
+        )
+    assert fake.submissions == at + 1
+    assert ledger.task(task.id).human_state is HumanState.RUNNING  # not ended: resumable
+
+    header, _ = steps_of(trajectory)
+    again = gateway_on(fake, ledger, header["gatewayTask"], ToolTransport())
+    run = resume_script(script, kernel=kernel, store=store, trajectory=trajectory, source=again)
+    assert run.outcome.terminal is TerminalState.COMPLETED
+    assert run.outcome.head == DEMO_HEADS[name]
+    # The delivered step was answered from the ledger: every decision was sent exactly once.
+    assert fake.submissions == len(script.decisions)
+    assert [a.step for a in ledger.attempts(task.id)] == list(range(len(script.decisions)))
+    assert ledger.task(task.id).human_state is HumanState.COMPLETED
+    _, steps = steps_of(trajectory)
+    assert [r["step"] for r in steps] == list(range(len(script.decisions)))
 
 
 # -- the reasoning round trip through the loop (spec 003 §6.6), on the fake kernel --------------
