@@ -1,7 +1,9 @@
 """The demo through the gateway: every bundled decision script, answered by the loopback fake
 provider through a Gateway on an OpenAI-compatible provider, reaches the same head revision,
 terminal state and steps as the plain scripted run, with one delivered ledger attempt per
-step and provider, model, call id and usage in the trajectory (issue 14, "Tests").
+step and provider, model, call id and usage in the trajectory (issue 14, "Tests"); a run
+interrupted after a step's reply was delivered resumes from the ledger without sending it
+again.
 
 And the reasoning round trip of spec 003 §6.6 through the real loop: a fake that refuses a
 tool turn without its ``reasoning_content`` (DeepSeek's thinking-mode rule) is driven through
