@@ -20,6 +20,7 @@ SMALL = {
     "bench_occt.py": ["--runs", "1", "--queries", "5"],
     "discovery/bench_scale.py": ["--sizes", "50,200", "--queries", "10"],
     "bench_catalog_search.py": ["--runs", "1", "--embedder", "hashing"],
+    "bench_gateway_overhead.py": ["--steps", "5", "--capsule-kb", "2"],
 }
 
 
@@ -39,3 +40,29 @@ def test_benchmark_runs_and_reports_json(script: str, tmp_path: Path) -> None:
     )
     assert out.returncode == 0, out.stderr[-2000:]
     assert isinstance(json.loads(out.stdout), dict)
+
+
+def test_the_gateway_benchmark_splits_the_overhead_it_reports(tmp_path: Path) -> None:
+    """Its parts are timed inside the same steps: they add up to the overhead, and the
+    in-process send it leaves out is reported beside it."""
+    out = subprocess.run(
+        [sys.executable, str(BENCHMARKS / "bench_gateway_overhead.py"), "--steps", "5", "--json"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=tmp_path,
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    report = json.loads(out.stdout)
+    assert report["steps"] == 5 and report["ledger_writes_per_step"] == 2
+    mean = report["split_mean_seconds"]
+    assert set(mean) == {"ledger_write", "ledger_read", "build", "digest", "parse", "gateway"}
+    assert all(mean[k] > 0 for k in ("ledger_write", "ledger_read", "build", "digest", "parse"))
+    overhead = report["overhead_seconds"]
+    assert overhead["min"] <= overhead["p50"] <= overhead["p95"] <= overhead["max"]
+    assert report["send_in_process_seconds"]["p50"] > 0
+    assert report["target"] == {
+        "metric": "overhead p50",
+        "max_seconds": 0.003,
+        "met": overhead["p50"] <= 0.003,
+    }

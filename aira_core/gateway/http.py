@@ -24,8 +24,8 @@ httpx2 is imported inside the functions only: ``aira --help`` must not load it.
 from __future__ import annotations
 
 import contextlib
-import functools
 import json
+import os
 import socket
 import threading
 import time
@@ -153,6 +153,26 @@ def get_json(
     return _call("GET", url, None, headers, deadline, timeouts, table, stage, client, max_bytes)
 
 
+_SSL_CONTEXTS: dict[tuple[str | None, str | None], Any] = {}
+_SSL_LOCK = threading.Lock()
+
+
+def _ssl_context() -> Any:
+    """The verifying SSL context every call's fresh client uses, made once per process (per
+    ``SSL_CERT_FILE`` / ``SSL_CERT_DIR``, which httpx2 honours): loading the CA bundle takes
+    ~40 ms, ten times the gateway's whole overhead per step (benchmarks/
+    bench_gateway_overhead.py). A context is shared safely between threads; each call still
+    opens its own connection."""
+    import httpx2
+
+    key = (os.environ.get("SSL_CERT_FILE"), os.environ.get("SSL_CERT_DIR"))
+    with _SSL_LOCK:
+        context = _SSL_CONTEXTS.get(key)
+        if context is None:
+            context = _SSL_CONTEXTS[key] = httpx2.create_ssl_context()
+    return context
+
+
 class _Watchdog:
     """Shuts the call's sockets down when the deadline passes, so a read or write that
     blocks (a server trickling header bytes, a stalled upload) ends then, not at its own
@@ -231,16 +251,6 @@ def _error(
     )
 
 
-@functools.cache
-def _tls_context() -> Any:
-    """The TLS context of every call, made once per process: building one loads the CA
-    certificates (~60 ms), which a fresh transport per call would otherwise pay every time.
-    The environment's SSL_CERT_FILE / SSL_CERT_DIR are read when it is first made."""
-    import httpx2
-
-    return httpx2.create_ssl_context()
-
-
 def _call(
     method: str,
     url: str,
@@ -276,7 +286,7 @@ def _call(
         # No keep-alive: every call on a fresh connection. No retries. The client's limits
         # too, as proxy transports taken from the environment are built with them.
         limits = httpx2.Limits(max_keepalive_connections=0)
-        tls = _tls_context()
+        tls = _ssl_context()
         client = httpx2.Client(
             transport=httpx2.HTTPTransport(retries=0, limits=limits, verify=tls),
             limits=limits,

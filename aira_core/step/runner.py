@@ -72,7 +72,9 @@ def run_script(
 
     ``source`` answers the steps instead of the script's own decisions (the gateway and a
     provider that serves them, say); ``header`` adds fields to the trajectory's header (the
-    gateway's task id, so that a resume finds its ledger task).
+    gateway's task id, so that a resume finds its ledger task). When the run ends (the host
+    decided a terminal state), a source with a ``finish()`` is told: the gateway's ledger
+    task becomes terminal.
 
     The trajectory is created first, exclusively on its resolved path (``TRAJECTORY_EXISTS``
     for a path that exists, unless ``force`` replaces it). A run refused after that (a
@@ -122,6 +124,7 @@ def run_script(
                 on_step=on_step,
             )
             outcome = host.run()
+            _finish_source(source)
         finally:
             writer.close()
         files: dict[str, Path] = {}
@@ -147,9 +150,9 @@ def resume_script(
     """Continue an interrupted run of ``script`` from its trajectory and store, without
     running its committed plans again. ``source`` as for :func:`run_script` (a gateway
     answers a step whose reply it already delivered from its ledger, never sending it
-    again). The trajectory is opened once, read and continued through the same descriptor;
-    a resume refused before its first record changes neither the trajectory nor the
-    store."""
+    again; it is told when the run ends). The trajectory is opened once, read and continued
+    through the same descriptor; a resume refused before its first record changes neither
+    the trajectory nor the store."""
     if not store.exists():
         raise AiraError("RUN_STORE_MISSING", f"{store.name} does not exist; nothing to resume")
     writer = TrajectoryWriter(trajectory, None)  # no header: continue the file
@@ -182,6 +185,7 @@ def resume_script(
             )
             scripted.seek(host.resume(records))
             outcome = host.run()
+            _finish_source(source)
             files = (
                 _artefacts(kernel, repository, outcome.head, outputs / script.name, store)
                 if outputs
@@ -192,6 +196,16 @@ def resume_script(
     finally:
         writer.close()
     return Run(script, outcome, store, trajectory, files)
+
+
+def _finish_source(source: DecisionSource | None) -> None:
+    """Tell ``source`` that its run ended, when it keeps state about the run: the gateway
+    then marks its ledger task terminal (it would otherwise stay ``running``, a task Aira
+    still advances, and never show ``completed``). Not called when the run stops by an
+    exception: a paused gateway has set its own facts, and an interrupted run may resume."""
+    finish = getattr(source, "finish", None)
+    if callable(finish):
+        finish()
 
 
 def _open(store: Path) -> tuple[Any, Any]:
