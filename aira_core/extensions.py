@@ -393,12 +393,15 @@ class AcceptanceTable:
 @dataclass(frozen=True)
 class PreparedCall:
     """A request ready to send. ``headers`` may hold credentials: never persisted, logged or
-    shown; the gateway keeps only a digest of ``body``."""
+    shown. ``content`` is ``body`` encoded as it will be sent, when the provider encoded it
+    already (encoded once: the gateway's digest and the send use these bytes); the gateway
+    keeps only a digest of the request, never the request."""
 
     url: str
     body: Mapping[str, Any]
     headers: Mapping[str, str] = field(default_factory=dict)
     idempotency_key: str | None = None
+    content: bytes | None = None
 
 
 @dataclass(frozen=True)

@@ -6,8 +6,9 @@ before the request may leave, then the delivered reply: two ``synchronous=FULL``
 transactions) and its reads (is this step delivered already? attempts left by an earlier
 process?), the request build (``OpenAICompatProvider.prepare``: the chat messages of the
 capsule and the round log, the ``aira_step`` tool with the step's decision schema, the
-body's JSON check), the request digest the ledger keeps instead of the body, and the reply
-parse (``OpenAICompatProvider.reply``: the tool call, reasoning, usage and cost).
+body, encoded once), the request digest the ledger keeps instead of the body (of the bytes
+sent), and the reply parse (``OpenAICompatProvider.reply``: the tool call, reasoning, usage
+and cost).
 
 What is measured is the Gateway's real ``decide`` on a real ``AttemptLedger`` file in a
 temporary directory (``--dir`` chooses where; the report names the filesystem, since fsync
@@ -359,9 +360,9 @@ def run(steps: int, capsule_kb: int, log_pairs: int, where: Path | None) -> dict
     make = requests(capsule_kb, log_pairs)
     sample_request = make("t", 0)
     body = provider.prepare(sample_request, MODEL, ToolTransport()).body
-    real_digest = gateway_module.request_digest
+    real_digest = gateway_module._digest
     # Timed where the gateway calls it, so the digest has its own line in the split.
-    gateway_module.request_digest = clock.timed("digest", real_digest)
+    gateway_module._digest = clock.timed("digest", real_digest)
     rows: list[dict[str, float]] = []
     try:
         with tempfile.TemporaryDirectory(dir=where, prefix="aira-bench-gateway-") as tmp:
@@ -417,7 +418,7 @@ def run(steps: int, capsule_kb: int, log_pairs: int, where: Path | None) -> dict
                 ledger.close()
             floor = synced_commit_seconds(Path(tmp))
     finally:
-        gateway_module.request_digest = real_digest
+        gateway_module._digest = real_digest
         client.close()
     overhead = quantiles([r["overhead"] for r in rows])
     parts = ("ledger_write", "ledger_read", "build", "digest", "parse", "gateway")
@@ -457,7 +458,7 @@ LABELS = {
     "ledger_write": "ledger writes, synced (attempt submitting; delivery)",
     "ledger_read": "ledger reads (delivered already? leftovers of a dead process?)",
     "build": "request build (prepare: messages, tool schema, JSON check)",
-    "digest": "request digest (canonical JSON + SHA-256 of the body)",
+    "digest": "request digest (SHA-256 of the bytes sent)",
     "parse": "reply parse (reply: tool call, reasoning, usage, cost)",
     "gateway": "the gateway's own glue (the rest)",
 }

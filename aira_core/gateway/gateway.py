@@ -24,6 +24,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from aira_core.canonical import sha256_bytes_hex
 from aira_core.diagnostics import AiraError, redact
 from aira_core.extensions import (
     Acceptance,
@@ -112,18 +113,25 @@ class Gateway(DecisionSource):
         self.deadline_s = deadline_s
         self.watch = watch or WatchPolicy()
         self._sleep = sleep
-        self.task_id = ledger.chain(task_id)[-1].id  # an informed retry continues the run
+        chain = ledger.chain(task_id)
+        self.task_id = chain[-1].id  # an informed retry continues the run
+        self._root = chain[0].id
+        self._earlier = tuple(task.id for task in reversed(chain[:-1]))
+        """The tasks this run's task retries, newest first: their delivered steps count."""
         self._providers = {route.provider.name: route.provider for route in self.routes}
 
     # -- the seam ---------------------------------------------------------------------------
 
     def decide(self, request: StepRequest) -> StepReply:
-        delivered = self._delivered(request.step)
+        attempts = self.ledger.attempts(self.task_id, request.step)
+        delivered = self._delivered(attempts, request.step)
         if delivered is not None:
             return delivered  # answered before (the process died before the step's record)
-        for attempt in self.ledger.attempts(self.task_id, request.step):
-            self._settle_leftover(attempt, request)
-        for attempt in self.ledger.attempts(self.task_id, request.step):
+        if any(a.acceptance == Acceptance.NONE for a in attempts):
+            for attempt in attempts:
+                self._settle_leftover(attempt)
+            attempts = self.ledger.attempts(self.task_id, request.step)
+        for attempt in attempts:
             if attempt.acceptance == Acceptance.NOT_ACCEPTED:
                 continue
             ended = attempt.outcome in (Outcome.FAILED, Outcome.CANCELED)
@@ -159,7 +167,7 @@ class Gateway(DecisionSource):
         key = self._idempotency_key(request.step) if provider.idempotency else None
         try:
             call = provider.prepare(request, route.model, self.transport, idempotency_key=key)
-            digest = request_digest(dict(call.body))  # a body canonical JSON refuses: refused
+            digest = _digest(call)  # a body that cannot be encoded: refused, nothing sent
         except Exception as exc:  # nothing was sent: refused, whatever was raised
             error = (
                 exc
@@ -383,7 +391,7 @@ class Gateway(DecisionSource):
             attempt=attempt.id,
         ) from None
 
-    def _settle_leftover(self, attempt: AttemptFacts, request: StepRequest) -> None:
+    def _settle_leftover(self, attempt: AttemptFacts) -> None:
         """An attempt an earlier process left unfinished: still ``preparing`` (nothing was
         sent: not accepted), or ``submitting`` with no answer recorded (it may have been
         sent: unknown)."""
@@ -460,9 +468,14 @@ class Gateway(DecisionSource):
             attempt=latest.id,
         )
 
-    def _delivered(self, step: int) -> StepReply | None:
-        for task in reversed(self.ledger.chain(self.task_id)):
-            for attempt in self.ledger.attempts(task.id, step):
+    def _delivered(self, attempts: Sequence[AttemptFacts], step: int) -> StepReply | None:
+        """The reply delivered for ``step``: by this task (``attempts``) or by a task it
+        retries (a step delivered before the informed retry is not sent again)."""
+        for attempt in attempts:
+            if attempt.delivery_state == DeliveryState.READY and attempt.reply:
+                return StepReply.from_wire(attempt.reply)
+        for task in self._earlier:
+            for attempt in self.ledger.attempts(task, step):
                 if attempt.delivery_state == DeliveryState.READY and attempt.reply:
                     return StepReply.from_wire(attempt.reply)
         return None
@@ -470,8 +483,7 @@ class Gateway(DecisionSource):
     def _idempotency_key(self, step: int) -> str:
         """One key per step of the run's root task: an informed retry of the step sends the
         same key, so a provider that honours it answers the first processing again."""
-        root = self.ledger.chain(self.task_id)[0].id
-        return f"aira-{root}-s{step}"
+        return f"aira-{self._root}-s{step}"
 
     def _provider_of(self, attempt: AttemptFacts) -> Provider:
         try:
@@ -574,6 +586,14 @@ def cancel(
             phase=Phase.TERMINAL,
         )
     return ledger.update_attempt(attempt_id, cancel_state=CancelState.UNKNOWN)
+
+
+def _digest(call: PreparedCall) -> str:
+    """What the ledger keeps of a request: the digest of the bytes sent when the provider
+    encoded them (one encoding, one hash pass), else of the body's canonical JSON."""
+    if call.content is not None:
+        return "sha256:" + sha256_bytes_hex(call.content)
+    return request_digest(dict(call.body))
 
 
 def _error_wire(error: ProviderError, acceptance: Acceptance | None) -> dict[str, Any]:

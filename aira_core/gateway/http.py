@@ -106,6 +106,35 @@ def url_problem(url: Any) -> str | None:
     return None
 
 
+def encode_json(body: Mapping[str, Any]) -> bytes:
+    """``body`` as a request sends it: compact UTF-8 JSON, no NaN; a read-only mapping (a
+    schema may be one) is encoded as the object it is. ``TypeError``/``ValueError`` for a
+    body that is not JSON.
+
+    pydantic-core's encoder (Rust; the project already depends on it) writes the same bytes
+    as ``json.dumps(..., ensure_ascii=False, separators=(",", ":"))`` three times as fast,
+    which is most of the gateway's request build for an 80 KB body. It writes a non-finite
+    number as ``NaN``/``Infinity``, which is no JSON: a body in which either word occurs is
+    encoded again by the standard encoder, which refuses a real one."""
+    import pydantic_core
+
+    try:
+        data = pydantic_core.to_json(body, fallback=_as_json)
+    except pydantic_core.PydanticSerializationError as exc:
+        raise TypeError(str(exc)) from None
+    if b"NaN" in data or b"Infinity" in data:  # rare: the words in a text, or a real NaN
+        data = json.dumps(
+            body, ensure_ascii=False, allow_nan=False, separators=(",", ":"), default=_as_json
+        ).encode("utf-8")
+    return data
+
+
+def _as_json(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return dict(value)
+    raise TypeError(f"{type(value).__name__} is not JSON")
+
+
 def post_json(
     url: str,
     body: Mapping[str, Any],
@@ -117,23 +146,26 @@ def post_json(
     stage: str = "submit",
     client: Any = None,
     max_bytes: int = MAX_RESPONSE_BYTES,
+    content: bytes | None = None,
 ) -> ProviderResponse:
     """POST ``body`` as JSON to ``url``; the decoded answer of a 2xx, else a
     :class:`ProviderError` classified as the module says. ``deadline`` is an absolute
     :func:`time.monotonic`; ``client`` an ``httpx2.Client`` to use instead of a fresh one
     (tests pass one on ``httpx2.MockTransport``); ``stage`` names the ledger stage the
-    failure belongs to (``submit``, ``poll``, ``fetch``, ``cancel``)."""
-    try:
-        content = json.dumps(body, ensure_ascii=False, allow_nan=False).encode("utf-8")
-    except (TypeError, ValueError) as exc:
-        raise ProviderError(
-            PROVIDER_REQUEST_INVALID,
-            f"the request body for {where(url)} is not JSON ({type(exc).__name__}); "
-            "nothing was sent",
-            stage=stage,
-            category="validation",
-            acceptance=Acceptance.NOT_ACCEPTED,
-        ) from None
+    failure belongs to (``submit``, ``poll``, ``fetch``, ``cancel``); ``content``:
+    ``body`` already encoded (:func:`encode_json`), sent as it is."""
+    if content is None:
+        try:
+            content = encode_json(body)
+        except (TypeError, ValueError) as exc:
+            raise ProviderError(
+                PROVIDER_REQUEST_INVALID,
+                f"the request body for {where(url)} is not JSON ({type(exc).__name__}); "
+                "nothing was sent",
+                stage=stage,
+                category="validation",
+                acceptance=Acceptance.NOT_ACCEPTED,
+            ) from None
     sent = {**headers, "Content-Type": "application/json"}
     return _call("POST", url, content, sent, deadline, timeouts, table, stage, client, max_bytes)
 

@@ -39,6 +39,7 @@ number of them, in any processes, may share a file.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import os
 import re
@@ -255,6 +256,7 @@ _DAMAGE_ERRORS = ("no such column", "no such table", "Could not decode to UTF-8"
 _TASK_SELECT = f"SELECT {', '.join(_TASK_COLUMNS)} FROM tasks"
 _ATTEMPT_SELECT = f"SELECT {', '.join(_ATTEMPT_COLUMNS)} FROM attempts"
 _LATEST = _ATTEMPT_SELECT + " WHERE task_id = ? ORDER BY step DESC, ordinal DESC LIMIT 1"
+_LATEST_ID = "SELECT id FROM attempts WHERE task_id = ? ORDER BY step DESC, ordinal DESC LIMIT 1"
 
 _TASK_ID_RE = re.compile(r"task_[0-9a-f]{32}")
 _ATTEMPT_ID_RE = re.compile(r"attempt_[0-9a-f]{32}")
@@ -308,6 +310,18 @@ def _invalid(message: str) -> AiraError:
 
 def _transition(message: str, subject: str) -> AiraError:
     return AiraError(LEDGER_TRANSITION_INVALID, message, subject=subject)
+
+
+@dataclass(frozen=True)
+class _Row:
+    """A row named in a message, redacted only when a message needs it (every read names
+    its rows, and redacting each name costs more than reading the row)."""
+
+    kind: str
+    id: object
+
+    def __str__(self) -> str:
+        return f"{self.kind} {_shown(self.id)}"
 
 
 def _shown(value: object) -> str:
@@ -832,20 +846,20 @@ class AttemptLedger:
 
     # -- rows --------------------------------------------------------------------------------
 
-    def _damaged(self, what: str, why: str) -> AiraError:
+    def _damaged(self, what: _Row | str, why: str) -> AiraError:
         return self._error(LEDGER_CORRUPT, f"{what} is damaged: {why}")
 
-    def _load(self, text: object, what: str) -> Any:
+    def _load(self, text: object, row: _Row, column: str) -> Any:
         if text is None:
             return None
         if not isinstance(text, str):
-            raise self._damaged(what, "not JSON text")
+            raise self._damaged(f"{row} {column}", "not JSON text")
         try:
-            return loads_strict(text, what)[0]
+            return loads_strict(text, column)[0]
         except CanonicalJSONError:
-            raise self._damaged(what, "not readable JSON") from None
+            raise self._damaged(f"{row} {column}", "not readable JSON") from None
 
-    def _axes(self, row: Mapping[str, Any], what: str) -> dict[str, Any]:
+    def _axes(self, row: Mapping[str, Any], what: _Row) -> dict[str, Any]:
         try:
             return {a: enum(row[a]) for a, enum in _FACT_VALUES.items()}
         except ValueError:
@@ -853,7 +867,7 @@ class AttemptLedger:
 
     def _task(self, values: Sequence[Any]) -> TaskFacts:
         row = dict(zip(_TASK_COLUMNS, values, strict=True))
-        what = f"task {_shown(row['id'])}"
+        what = _Row("task", row["id"])
         if not all(isinstance(row[c], str) for c in ("id", "created_at", "state_epoch")):
             raise self._damaged(what, "a text column holds another type")
         if type(row["revision"]) is not int:
@@ -862,19 +876,19 @@ class AttemptLedger:
             id=row["id"],
             created_at=row["created_at"],
             updated_at=row["updated_at"],
-            intent=self._load(row["intent"], f"{what} intent"),
+            intent=self._load(row["intent"], what, "intent"),
             retry_of=row["retry_of"],
             handled_by_retry=row["handled_by_retry"],
             revision=row["revision"],
             state_epoch=row["state_epoch"],
             model_ref=row["model_ref"],
-            error=self._load(row["error"], f"{what} error"),
+            error=self._load(row["error"], what, "error"),
             **self._axes(row, what),
         )
 
     def _attempt(self, values: Sequence[Any]) -> AttemptFacts:
         row = dict(zip(_ATTEMPT_COLUMNS, values, strict=True))
-        what = f"attempt {_shown(row['id'])}"
+        what = _Row("attempt", row["id"])
         if type(row["step"]) is not int or type(row["ordinal"]) is not int:
             raise self._damaged(what, "its step or ordinal is not an integer")
         if not isinstance(row["model"], str) or "::" not in row["model"]:
@@ -892,8 +906,8 @@ class AttemptLedger:
             remote_id=row["remote_id"],
             started_at=row["started_at"],
             updated_at=row["updated_at"],
-            error=self._load(row["error"], f"{what} error"),
-            reply=self._load(row["reply"], f"{what} reply"),
+            error=self._load(row["error"], what, "error"),
+            reply=self._load(row["reply"], what, "reply"),
             **self._axes(row, what),
         )
 
@@ -931,17 +945,24 @@ class AttemptLedger:
         facts: Facts | None = None,
         error: object = KEEP,
         handled_by_retry: str | None = None,
-        mirror: bool = False,
+        mirror: bool | AttemptFacts = False,
     ) -> None:
         """Persist a change of ``task``: revision + 1, this ledger's epoch, and (``mirror``)
-        the facts, model and error of its latest attempt."""
+        the facts, model and error of its latest attempt; ``mirror`` may be the attempt
+        just written, used as it is when it is the latest (no read and decode of it)."""
         axes = {a: getattr(task, a) for a in _AXES}
         model_ref = task.model_ref
         stored_error = None if task.error is None else _json_text(task.error, "the error")
         if facts is not None:
             axes.update({a: getattr(facts, a) for a in _AXES})
         if mirror:
-            latest = self._latest(db, task.id)
+            latest: AttemptFacts | None = None
+            if isinstance(mirror, AttemptFacts):
+                row = db.execute(_LATEST_ID, (task.id,)).fetchone()
+                if row is not None and row[0] == mirror.id:
+                    latest = mirror
+            if latest is None:
+                latest = self._latest(db, task.id)
             if latest is not None:
                 axes.update({a: getattr(latest, a) for a in _AXES if a != "phase"})
                 model_ref = latest.model
@@ -1167,8 +1188,23 @@ class AttemptLedger:
                     None,
                 ),
             )
-            self._write_task(db, task, phase=phase, mirror=True)
-            return self._attempt_of(db, attempt_id)
+            made = AttemptFacts(
+                id=attempt_id,
+                task_id=task.id,
+                step=step,
+                ordinal=ordinal,
+                provider_id=provider_id,
+                model=model,
+                stage="submitting" if submitting else "preparing",
+                idempotency_key=idempotency_key,
+                request_digest=request_digest,
+                remote_id=None,
+                started_at=now,
+                updated_at=now,
+                **{a: getattr(facts, a) for a in _AXES},
+            )
+            self._write_task(db, task, phase=phase, mirror=made)
+            return made
 
     @_guarded
     def update_attempt(
@@ -1302,23 +1338,38 @@ class AttemptLedger:
         )
         if unchanged:
             return old
+        now = _now()
+        error_text = None if stored_error is None else _json_text(stored_error, "the error")
         db.execute(
             "UPDATE attempts SET stage = ?, remote_id = ?, request_digest = ?, updated_at = ?, "
             + ", ".join(f"{a} = ?" for a in _AXES)
-            + ", error = ?, reply = ? WHERE id = ?",
+            + ", error = ?"
+            + (", reply = ?" if reply is not None else "")  # else as it is: not rewritten
+            + " WHERE id = ?",
             (
                 new_stage,
                 new_remote,
                 new_digest,
-                _now(),
+                now,
                 *(str(getattr(after, a)) for a in _AXES),
-                None if stored_error is None else _json_text(stored_error, "the error"),
-                reply if reply is not None else _reply_text(old),
+                error_text,
+                *((reply,) if reply is not None else ()),
                 old.id,
             ),
         )
-        self._write_task(db, task, phase=task_phase, mirror=True)
-        return self._attempt_of(db, old.id)
+        # What a read would give, without reading it back: the stored texts decode to these.
+        changed = dataclasses.replace(
+            old,
+            stage=new_stage,
+            remote_id=new_remote,
+            request_digest=new_digest,
+            updated_at=now,
+            error=None if error_text is None else loads_strict(error_text, "the error")[0],
+            reply=old.reply if reply is None else loads_strict(reply, "the reply")[0],
+            **{a: getattr(after, a) for a in _AXES},
+        )
+        self._write_task(db, task, phase=task_phase, mirror=changed)
+        return changed
 
     @_guarded
     def set_task(
@@ -1416,10 +1467,6 @@ class AttemptLedger:
                     if new is None or new.retry_of != task.id:
                         problems.append(f"task {task.id}: retry link disagrees")
             return problems
-
-
-def _reply_text(attempt: AttemptFacts) -> str | None:
-    return None if attempt.reply is None else _json_text(attempt.reply, "the reply")
 
 
 def _step(step: object) -> int:

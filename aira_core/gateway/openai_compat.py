@@ -13,7 +13,6 @@ its prices, the name its server gives the reasoning field, extra body fields (De
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -176,7 +175,7 @@ class OpenAICompatProvider:
             **self.extra_body,
         }
         try:  # here, so a body that cannot be sent fails before the gateway records a send
-            json.dumps(body, allow_nan=False)
+            content = http.encode_json(body)
         except (TypeError, ValueError) as exc:
             raise ProviderError(
                 PROVIDER_REQUEST_INVALID,
@@ -190,7 +189,11 @@ class OpenAICompatProvider:
         if self._api_key:
             headers["Authorization"] = f"Bearer {self._api_key}"
         return PreparedCall(
-            url=self.url, body=body, headers=headers, idempotency_key=idempotency_key
+            url=self.url,
+            body=body,
+            headers=headers,
+            idempotency_key=idempotency_key,
+            content=content,
         )
 
     def send(self, call: PreparedCall, *, deadline: float) -> ProviderResponse:
@@ -203,6 +206,7 @@ class OpenAICompatProvider:
             table=self.acceptance,
             stage="submit",
             client=self.client,
+            content=call.content,
         )
 
     def reply(

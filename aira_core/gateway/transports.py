@@ -116,7 +116,8 @@ class ToolTransport:
             "function": {
                 "name": TOOL_NAME,
                 "description": self.description,
-                "parameters": plain(request.schema),
+                # as it is: the request encoder writes a read-only mapping as an object
+                "parameters": request.schema,
             },
         }
         return {"tools": [tool], "tool_choice": self.tool_choice}

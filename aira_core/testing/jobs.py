@@ -52,6 +52,7 @@ class FakeJobProvider(OpenAICompatProvider):
             table=self.acceptance,
             stage="submit",
             client=self.client,
+            content=call.content,
         )
         job = response.body.get("id")
         if not isinstance(job, str) or not job:
