@@ -742,6 +742,7 @@ _CODES = (
         ),
         ("ATTEMPT_FAILED", "the provider says the accepted job failed; not resubmitted"),
         ("ATTEMPT_CANCELED", "the provider says the accepted job was canceled"),
+        ("ATTEMPT_ENDED", "a cancel asked of an attempt whose outcome is already final"),
         (
             "PROVIDER_PLUGIN_FAILED",
             "a provider plugin raised something other than a ProviderError: classified by "

@@ -5,9 +5,9 @@ it can leave the machine (spec 002; docs/gateway.md).
 
 The rules it keeps, whatever fails:
 
-- an Attempt is persisted (synced) with stage ``preparing`` before the request is built, and
-  moved to ``submitting`` (synced) before it is sent: a process that dies while sending leaves
-  an attempt that the next run classifies ``unknown``;
+- an Attempt is written and synced with stage ``submitting`` once the request is built
+  (locally) and before a byte of it is sent, in one write: a process that dies while
+  sending leaves an attempt that the next run classifies ``unknown``;
 - the next route is tried only after ``not_accepted`` (nothing was processed); an ``accepted``
   or ``unknown`` attempt is never submitted again by the gateway. The task pauses
   (:class:`GatewayPaused`, a code a person can act on) until an informed retry
@@ -19,6 +19,7 @@ The rules it keeps, whatever fails:
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -51,6 +52,7 @@ ATTEMPT_UNDELIVERED = "ATTEMPT_UNDELIVERED"
 ATTEMPT_WATCH_EXHAUSTED = "ATTEMPT_WATCH_EXHAUSTED"
 ATTEMPT_FAILED = "ATTEMPT_FAILED"
 ATTEMPT_CANCELED = "ATTEMPT_CANCELED"
+ATTEMPT_ENDED = "ATTEMPT_ENDED"
 
 DEFAULT_CALL_DEADLINE_S = 15 * 60.0
 """One provider call's whole time (the step liveness bound less a minute, spec 003 §7 item 15)."""
@@ -168,18 +170,12 @@ class Gateway(DecisionSource):
         try:
             call = provider.prepare(request, route.model, self.transport, idempotency_key=key)
             digest = _digest(call)  # a body that cannot be encoded: refused, nothing sent
-        except Exception as exc:  # nothing was sent: refused, whatever was raised
-            error = (
-                exc
-                if isinstance(exc, ProviderError)
-                else _plugin_error(exc, "prepare", Acceptance.NOT_ACCEPTED)
-            )
+        except Exception as exc:  # nothing was sent: refused, whatever was raised or claimed
+            error = _refusal(exc)
             attempt = self.ledger.begin_attempt(
                 self.task_id, request.step, provider.name, route.model, idempotency_key=key
             )
             self._refused(attempt, error, stage="prepare")
-            if error is exc:
-                raise
             raise error from None
         # Persisted and synced before the first byte moves (one write: the request is built
         # already): dying from here on leaves an attempt the next run sees as unknown.
@@ -218,11 +214,11 @@ class Gateway(DecisionSource):
         try:
             remote_id = provider.submit(call, deadline=deadline)
         except ProviderError as exc:
-            self._failed(attempt, exc)
+            self._failed(attempt, exc, job=True)
             raise
         except Exception as exc:
             error = _plugin_error(exc, "submit", Acceptance.UNKNOWN)
-            self._failed(attempt, error)
+            self._failed(attempt, error, job=True)
             raise error from None
         attempt = self.ledger.update_attempt(
             attempt.id,
@@ -338,6 +334,7 @@ class Gateway(DecisionSource):
         except Exception as exc:
             error = exc if isinstance(exc, ProviderError) else _plugin_error(exc, "parse", None)
             self._undelivered(attempt, error)
+        reply = _storable(reply)
         # One write: the reply, and with it the acceptance it proves.
         self.ledger.deliver(attempt.id, reply.to_wire(), task_phase=Phase.RUNNING)
         return reply
@@ -353,27 +350,35 @@ class Gateway(DecisionSource):
             error=_error_wire(error, Acceptance.NOT_ACCEPTED),
         )
 
-    def _failed(self, attempt: AttemptFacts, error: ProviderError) -> None:
-        """A submission that gave no response: its acceptance is what the error proves."""
+    def _failed(self, attempt: AttemptFacts, error: ProviderError, *, job: bool = False) -> None:
+        """A submission that gave no response: its acceptance is what the error proves. The
+        attempt will not be advanced automatically (phase terminal) unless it was refused,
+        and then a next route may be tried."""
         changes: dict[str, Any] = {
             "acceptance": error.acceptance,
             "error": _error_wire(error, error.acceptance),
+            "phase": Phase.TERMINAL,
         }
-        if error.acceptance == Acceptance.NOT_ACCEPTED:
-            changes["phase"] = Phase.TERMINAL
-        elif error.acceptance == Acceptance.ACCEPTED:
+        if error.acceptance == Acceptance.ACCEPTED and not job:
             # processed (a 2xx) but its body could not be read: succeeded, not delivered
             changes.update(outcome=Outcome.SUCCEEDED, delivery_state=DeliveryState.FAILED)
-        else:
+        elif error.acceptance != Acceptance.NOT_ACCEPTED:
+            # unknown, or a job submit answered without a readable id: whether anything is
+            # being generated is not known (never a made-up success)
             changes["outcome"] = Outcome.UNKNOWN
         self.ledger.update_attempt(attempt.id, **changes)
         if error.acceptance != Acceptance.NOT_ACCEPTED:
             self.ledger.set_task(self.task_id, phase=Phase.TERMINAL)
 
     def _undelivered(self, attempt: AttemptFacts, error: ProviderError) -> Any:
+        # An answer came (a 2xx, or a job the provider says succeeded): accepted, succeeded,
+        # and only its delivery failed.
         self.ledger.update_attempt(
             attempt.id,
+            acceptance=Acceptance.ACCEPTED,
+            outcome=Outcome.SUCCEEDED,
             delivery_state=DeliveryState.FAILED,
+            phase=Phase.TERMINAL,
             error=_error_wire(error, Acceptance.ACCEPTED),
         )
         self.ledger.set_task(self.task_id, phase=Phase.TERMINAL)
@@ -454,10 +459,11 @@ class Gateway(DecisionSource):
 
     def _paused_by(self, exc: ProviderError) -> GatewayPaused:
         latest = self.ledger.attempts(self.task_id)[-1]
-        code = ATTEMPT_UNDELIVERED if exc.acceptance == Acceptance.ACCEPTED else ATTEMPT_UNKNOWN
+        undelivered = latest.delivery_state == DeliveryState.FAILED
+        code = ATTEMPT_UNDELIVERED if undelivered else ATTEMPT_UNKNOWN
         what = (
             "answered, but its reply could not be read"
-            if code == ATTEMPT_UNDELIVERED
+            if undelivered
             else "may have processed the request"
         )
         return GatewayPaused(
@@ -560,7 +566,16 @@ def cancel(
     """Ask for an attempt to stop (spec 002 §8): ``requested`` first; the provider's
     confirmation makes it ``remote_confirmed`` (outcome canceled); an attempt that never left
     the machine is ``local_confirmed``; no answer, a refusal or no cancel support leaves
-    ``unknown`` and the outcome as it was."""
+    ``unknown`` and the outcome as it was. An attempt whose outcome is already final
+    (succeeded, failed, canceled) has nothing left to stop: ``ATTEMPT_ENDED``, nothing
+    written."""
+    before = ledger.attempt(attempt_id)
+    if before.outcome in (Outcome.SUCCEEDED, Outcome.FAILED, Outcome.CANCELED):
+        raise AiraError(
+            ATTEMPT_ENDED,
+            f"attempt {attempt_id} already {before.outcome.value}: there is nothing to cancel",
+            subject=attempt_id,
+        )
     attempt = ledger.update_attempt(attempt_id, cancel_state=CancelState.REQUESTED)
     if attempt.stage == "preparing" or attempt.acceptance == Acceptance.NOT_ACCEPTED:
         return ledger.update_attempt(
@@ -586,6 +601,42 @@ def cancel(
             phase=Phase.TERMINAL,
         )
     return ledger.update_attempt(attempt_id, cancel_state=CancelState.UNKNOWN)
+
+
+def _refusal(exc: BaseException) -> ProviderError:
+    """What a failure while preparing proves: nothing was sent, so not_accepted, whatever
+    the plugin raised or claimed."""
+    if isinstance(exc, ProviderError) and exc.acceptance == Acceptance.NOT_ACCEPTED:
+        return exc
+    if isinstance(exc, ProviderError):
+        return ProviderError(
+            exc.code,
+            exc.diagnostic.message,
+            stage="prepare",
+            category=exc.category,
+            acceptance=Acceptance.NOT_ACCEPTED,
+            http_status=exc.http_status,
+            provider_code=exc.provider_code,
+            retryable=exc.retryable,
+        )
+    return _plugin_error(exc, "prepare", Acceptance.NOT_ACCEPTED)
+
+
+def _storable(reply: StepReply) -> StepReply:
+    """The reply with texts UTF-8 can carry (a lone surrogate, valid in a JSON string,
+    becomes ``?``), as the prompt and the ledger hold it."""
+    from aira_core.step.ledger import clean_text
+
+    return dataclasses.replace(
+        reply,
+        text=clean_text(reply.text),
+        call_id=clean_text(reply.call_id),
+        reasoning=clean_text(reply.reasoning),
+        provider=clean_text(reply.provider),
+        model=clean_text(reply.model),
+        stop_reason=clean_text(reply.stop_reason),
+        repairs=tuple(clean_text(r) for r in reply.repairs),
+    )
 
 
 def _digest(call: PreparedCall) -> str:

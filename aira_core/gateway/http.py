@@ -253,7 +253,10 @@ def _shutdown(sock: socket.socket) -> None:
 
 
 class _DeadlineExceeded(Exception):
-    pass
+    def __init__(self, data: bytes = b"") -> None:
+        super().__init__()
+        self.data = data
+        """What had arrived when the deadline passed."""
 
 
 class _TooLarge(Exception):
@@ -348,9 +351,11 @@ def _call(
             # socket: cut short, unless what came is a whole reply (the deadline passed
             # between its last chunk and here).
             raise _DeadlineExceeded
-    except _DeadlineExceeded:
+    except _DeadlineExceeded as late:
         if status is not None and not 200 <= status < 300:  # the status alone decides
             raise _status_error(name, status, None, table, stage) from None
+        if status is not None and _is_object(late.data):  # a whole reply came in time
+            return ProviderResponse(status=status, body=_decode(late.data, name, status, stage))
         raise _deadline(name, stage, status) from None
     except _TooLarge:
         raise _error(
@@ -391,7 +396,9 @@ def _read(response: Any, deadline: float, cap: int, ok: bool) -> bytes:
     size = 0
     for chunk in response.iter_bytes():
         if time.monotonic() >= deadline:
-            raise _DeadlineExceeded
+            # A keep-alive chunk after a whole reply must not cost the reply: the caller
+            # keeps what had come when it is a whole JSON object.
+            raise _DeadlineExceeded(b"".join(chunks))
         size += len(chunk)
         if size > cap:
             if ok:

@@ -404,3 +404,93 @@ def test_a_failed_job_stays_failed_on_resume_without_a_poll(servers, ledger) -> 
         make_gateway(ledger, jobs, task=gw.task_id).decide(step_request())
     assert err.value.code == "ATTEMPT_FAILED"
     assert (fake.polls, fake.submissions) == (polls, 1)
+
+
+# -- found in review ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "fault",
+    [Fault.status(200, body={"foo": 1}), Fault.status(200)],
+    ids=["2xx-json-not-a-completion", "2xx-error-body"],
+)
+def test_a_2xx_that_is_no_completion_is_accepted_succeeded_and_undelivered(
+    servers, ledger, fault: Fault
+) -> None:
+    fake = servers()
+    fake.inject(fault)
+    gw = make_gateway(ledger, provider(fake))
+    with pytest.raises(GatewayPaused) as err:
+        gw.decide(step_request())
+    attempt = only_attempt(ledger, gw)
+    assert err.value.code == "ATTEMPT_UNDELIVERED"
+    assert (attempt.acceptance, attempt.outcome, attempt.delivery_state, attempt.phase) == (
+        Acceptance.ACCEPTED,
+        Outcome.SUCCEEDED,
+        DeliveryState.FAILED,
+        Phase.TERMINAL,
+    )
+    assert fake.submissions == 1
+
+
+def test_a_reply_with_a_lone_surrogate_is_delivered_cleaned(servers, ledger) -> None:
+    # JSON may escape a lone surrogate ("\ud800"); decoded, it is a str UTF-8 cannot carry.
+    completion = (
+        '{"choices":[{"index":0,"finish_reason":"stop","message":{"role":"assistant",'
+        '"content":"{\\"act\\":\\"note\\",\\"note\\":\\"x\\ud800y\\"}"}}],'
+        '"usage":{"prompt_tokens":1,"completion_tokens":1}}'
+    )
+    fake = servers()
+    fake.inject(Fault.status(200, body=completion))
+    gw = make_gateway(ledger, provider(fake))
+    gw.transport = __import__("aira_core.gateway.transports", fromlist=["x"]).JsonTransport()
+    reply = gw.decide(step_request())
+    assert reply.text == '{"act":"note","note":"x?y"}'
+    assert only_attempt(ledger, gw).delivery_state == DeliveryState.READY
+
+
+def test_a_job_submit_answered_without_an_id_is_no_made_up_success(servers, ledger) -> None:
+    fake = servers()
+    fake.inject(Fault.status(200, body="<html>ok</html>"), on="submit")
+    gw = make_gateway(ledger, provider(fake, jobs=True))
+    with pytest.raises(GatewayPaused) as err:
+        gw.decide(step_request())
+    attempt = only_attempt(ledger, gw)
+    assert err.value.code == "ATTEMPT_UNKNOWN"
+    assert (attempt.acceptance, attempt.outcome, attempt.delivery_state) == (
+        Acceptance.ACCEPTED,
+        Outcome.UNKNOWN,
+        DeliveryState.NONE,
+    )
+    assert ledger.task(gw.task_id).human_state == HumanState.NEEDS_CONFIRMATION
+    assert fake.submissions == 1
+
+
+def test_a_prepare_that_claims_unknown_is_still_a_refusal(servers, ledger, monkeypatch) -> None:
+    from aira_core.extensions import ProviderError
+
+    fake, other = servers(), servers()
+    first = provider(fake)
+
+    def claims(*_a: Any, **_k: Any) -> Any:
+        raise ProviderError(
+            "PROVIDER_REQUEST_INVALID", "no", stage="prepare", category="x", acceptance="unknown"
+        )
+
+    monkeypatch.setattr(first, "prepare", claims)
+    gw = make_gateway(ledger, first, provider(other, "other"))
+    assert gw.decide(step_request()).provider == "other"
+    assert ledger.attempts(gw.task_id)[0].acceptance == Acceptance.NOT_ACCEPTED
+    assert (fake.submissions, other.submissions) == (0, 1)
+
+
+def test_a_finished_attempt_has_nothing_to_cancel(servers, ledger) -> None:
+    fake = servers()
+    jobs = provider(fake, jobs=True)
+    gw = make_gateway(ledger, jobs)
+    gw.decide(step_request())
+    attempt = only_attempt(ledger, gw)
+    with pytest.raises(AiraError) as err:
+        cancel(ledger, attempt.id, jobs)
+    assert err.value.code == "ATTEMPT_ENDED" and fake.cancels == 0
+    assert ledger.attempt(attempt.id) == attempt
