@@ -8,12 +8,13 @@ it (accepted or not, the remote id, the outcome, the delivered reply) is written
 before the gateway acts on it. So a process that dies at any point leaves a ledger that says
 what may have been sent, and a restart never resubmits what was accepted or may have been.
 
-Conventions of :mod:`aira_core.model.store`: one ``BEGIN IMMEDIATE`` transaction per write, in
-WAL mode with ``synchronous=FULL`` (a write that returned is on disk; a crash keeps the last
-one that returned); an existing file is checked read-only on open (``PRAGMA quick_check``,
-application id, schema version, schema objects) and a file that is not a ledger, or a damaged
-one, is left exactly as it is (``LEDGER_NOT_A_LEDGER`` / ``LEDGER_CORRUPT``); a new ledger is
-built in a temporary file and linked into place, so the path never holds a half-made one.
+The conventions of :mod:`aira_core.sqlite_file`, shared with the model store: one
+``BEGIN IMMEDIATE`` transaction per write, in WAL mode with ``synchronous=FULL`` (a write that
+returned is on disk; a crash keeps the last one that returned); an existing file is checked
+read-only on open (``PRAGMA quick_check``, application id, schema version, schema objects) and
+a file that is not a ledger, or a damaged one, is left exactly as it is
+(``LEDGER_NOT_A_LEDGER`` / ``LEDGER_CORRUPT``); a new ledger is built in a temporary file and
+linked into place, so the path never holds a half-made one.
 
 Every persisted change of a task or of one of its attempts bumps the task's ``revision`` by
 exactly 1 (the database itself refuses anything else) and stamps it with this ledger's
@@ -38,15 +39,13 @@ number of them, in any processes, may share a file.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import functools
 import os
 import re
 import sqlite3
 import threading
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -72,6 +71,7 @@ from aira_core.gateway.facts import (
     human_state,
     legacy_status,
 )
+from aira_core.sqlite_file import DAMAGE_ERRORS, SqliteFile, errorname, sync_directory
 
 __all__ = [
     "ATTEMPT_STAGES",
@@ -251,7 +251,6 @@ _REQUIRED_OBJECTS = frozenset(
         "attempts_no_delete",
     }
 )
-_DAMAGE_ERRORS = ("no such column", "no such table", "Could not decode to UTF-8")
 
 _TASK_SELECT = f"SELECT {', '.join(_TASK_COLUMNS)} FROM tasks"
 _ATTEMPT_SELECT = f"SELECT {', '.join(_ATTEMPT_COLUMNS)} FROM attempts"
@@ -558,7 +557,7 @@ def _guarded(method: Callable[P, T]) -> Callable[P, T]:
     return wrapper
 
 
-class AttemptLedger:
+class AttemptLedger(SqliteFile):
     """Tasks, attempts and their facts in one SQLite file (see the module docstring).
 
     ``AttemptLedger(path)`` (or :meth:`open`) opens the ledger at ``path`` (default
@@ -568,6 +567,20 @@ class AttemptLedger:
     empty file), ``LEDGER_UNAVAILABLE`` (a location that cannot be written, a lock held too
     long, a newer schema). Use as a context manager or call :meth:`close`.
     """
+
+    NOUN = "attempt ledger"
+    SHORT = "ledger"
+    APPLICATION_ID = APPLICATION_ID
+    SCHEMA_VERSION = SCHEMA_VERSION
+    SCHEMA = _SCHEMA
+    UNAVAILABLE = LEDGER_UNAVAILABLE
+    CORRUPT = LEDGER_CORRUPT
+    EMPTY_FILE = (
+        "is an empty file (0 bytes), not a ledger; it was left as it is: restore it from a "
+        "backup, or move it away to start a new ledger"
+    )
+    CHECK_SAME_THREAD = False  # calls are serialised by self._lock
+    IMMUTABLE_WHEN_IDLE = True  # a refused file is left exactly as it was, no -wal/-shm made
 
     def __init__(self, path: Path | str | None = None, *, busy_timeout: float = 10.0) -> None:
         """``busy_timeout``: seconds a write waits for another writer's lock before it fails
@@ -581,7 +594,7 @@ class AttemptLedger:
         self._closed = False
         hold(self)  # closed at the process end if still open (aira_core.databases)
         try:
-            self._db = self._open()
+            self._db = self._open(create=True)
         except sqlite3.Error as exc:
             raise self._sqlite_error(exc, "open") from None
 
@@ -590,16 +603,35 @@ class AttemptLedger:
         """The ledger at ``path`` (see the class)."""
         return cls(path, busy_timeout=busy_timeout)
 
-    # -- opening -----------------------------------------------------------------------------
+    # -- opening (the rest: aira_core.sqlite_file) --------------------------------------------
 
-    def _error(self, code: str, what: str) -> AiraError:
-        # The file name only: the directory may be private (home, AIRA_HOME).
-        return AiraError(code, f"attempt ledger {self.path.name}: {what}", subject=self.path.name)
+    def _gone(self) -> AiraError:
+        return self._error(LEDGER_UNAVAILABLE, "was removed while being opened")
+
+    def _not_intact(self, problem: object) -> AiraError:
+        return self._error(
+            LEDGER_CORRUPT,
+            f"failed its integrity check ({redact(str(problem))[:200]}); it was left as it is",
+        )
+
+    def _foreign(self, app_id: int, version: int, names: set[str]) -> AiraError:
+        what = "an empty SQLite database" if not names else "another application's database"
+        return self._error(
+            LEDGER_NOT_A_LEDGER,
+            f"is {what}, not an attempt ledger; it was left as it is: move it away to "
+            "start a new ledger",
+        )
+
+    def _required_objects(self, version: int) -> frozenset[str]:
+        return _REQUIRED_OBJECTS
+
+    def _columns(self, version: int) -> Mapping[str, tuple[str, ...]]:
+        return _COLUMNS
 
     def _sqlite_error(self, exc: sqlite3.Error, doing: str) -> AiraError:
         if self._db is not None and doing != "open":
             self._rollback()
-        name = getattr(exc, "sqlite_errorname", "") or ""
+        name = errorname(exc)
         said = redact("".join(c if c.isprintable() else "?" for c in str(exc)[:200]))
         if name.startswith("SQLITE_NOTADB"):
             return self._error(
@@ -609,8 +641,7 @@ class AttemptLedger:
             )
         if name.startswith("SQLITE_CORRUPT"):
             return self._error(LEDGER_CORRUPT, f"is damaged ({doing}: {said})")
-        if isinstance(exc, sqlite3.OperationalError) and str(exc).startswith(_DAMAGE_ERRORS):
-            # The queries are fixed and the schema was checked on open: damage.
+        if isinstance(exc, sqlite3.OperationalError) and str(exc).startswith(DAMAGE_ERRORS):
             return self._error(LEDGER_CORRUPT, f"is damaged ({doing}: {said})")
         if name.startswith(("SQLITE_BUSY", "SQLITE_LOCKED")):
             return self._error(
@@ -624,230 +655,21 @@ class AttemptLedger:
             return self._error(LEDGER_UNAVAILABLE, "the ledger is closed")
         return self._error(LEDGER_UNAVAILABLE, f"cannot be used ({doing}: {said})")
 
-    def _open(self) -> sqlite3.Connection:
-        if self.path.is_dir():
-            raise self._error(LEDGER_UNAVAILABLE, "is a directory, not a ledger file")
-        if not self._exists():
-            self._create_file()
-        # True: a valid ledger of this schema; None: to check under the write lock (a crashed
-        # writer's WAL to recover first).
-        checked = self._check_read_only()
-        uri = self.path.resolve().as_uri() + "?mode=rw"  # SQLite itself never creates it
-        try:
-            db = sqlite3.connect(
-                uri,
-                uri=True,
-                isolation_level=None,
-                timeout=self._busy_timeout,
-                check_same_thread=False,  # calls are serialised by self._lock
-            )
-        except sqlite3.OperationalError:
-            if not self._exists():
-                raise self._error(LEDGER_UNAVAILABLE, "was removed while being opened") from None
-            raise
-        try:
-            db.execute("PRAGMA synchronous=FULL")
-            db.execute("PRAGMA foreign_keys=ON")
-            if not checked:
-                self._prepare(db)
-            mode = db.execute("PRAGMA journal_mode=WAL").fetchone()[0]
-            if str(mode).lower() != "wal":
-                raise self._error(LEDGER_UNAVAILABLE, f"cannot switch to WAL mode (got {mode})")
-        except BaseException:
-            db.close()
-            raise
-        return db
-
-    def _exists(self) -> bool:
-        return self.path.exists() or self.path.is_symlink()
-
     def _create_file(self) -> None:
-        """A complete empty ledger at the path, atomically (built in a temporary file and
-        linked into place); another process's, made meanwhile, is kept."""
+        # A ledger that cannot be built is "cannot be created", whatever failed; and its new
+        # name is made durable too: the ledger is what says what may have been sent.
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise self._error(
-                LEDGER_UNAVAILABLE, f"cannot create its directory: {exc.strerror}"
-            ) from None
-        tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.{os.urandom(4).hex()}.new")
-        try:
-            db = sqlite3.connect(tmp, isolation_level=None)
-            try:
-                db.execute("PRAGMA synchronous=FULL")
-                db.execute("BEGIN IMMEDIATE")
-                for statement in _SCHEMA:
-                    db.execute(statement)
-                db.execute(f"PRAGMA application_id = {APPLICATION_ID}")
-                db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
-                db.execute("COMMIT")
-            finally:
-                db.close()
-            with tmp.open("rb+") as f:
-                os.fsync(f.fileno())
-            try:
-                os.link(tmp, self.path)  # fails if the path exists: never replaces a ledger
-            except FileExistsError:
-                pass
-            except OSError:  # a file system without hard links
-                if not self._exists():
-                    os.replace(tmp, self.path)
-            self._sync_directory()
-        except (OSError, sqlite3.Error) as exc:
-            why = exc.strerror if isinstance(exc, OSError) else str(exc)
-            raise self._error(LEDGER_UNAVAILABLE, f"cannot be created: {why}") from None
-        finally:
-            for leftover in (tmp, tmp.with_name(tmp.name + "-journal")):
-                with contextlib.suppress(OSError):
-                    leftover.unlink()
-
-    def _sync_directory(self) -> None:
-        # The new name is durable too, not only the file's content.
-        with contextlib.suppress(OSError):
-            fd = os.open(self.path.parent, os.O_RDONLY)
-            try:
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-
-    def _check_read_only(self) -> bool | None:
-        """Validate an existing file without writing to it: True if it is a ledger of this
-        schema, None if only a writer can tell (a crashed writer's WAL to recover)."""
-        if self._is_empty_file():
-            raise self._error(
-                LEDGER_CORRUPT,
-                "is an empty file (0 bytes), not a ledger; it was left as it is: restore it "
-                "from a backup, or move it away to start a new ledger",
-            )
-        # A WAL database that no connection has open has no -wal/-shm beside it, and a reader
-        # would create them (and leave them if it is not the last to close): read such a file
-        # as immutable, so a file that is refused is left exactly as it was. One that has them
-        # is in use (or a crashed writer's): read it the ordinary way.
-        idle = not any(self.path.with_name(self.path.name + x).exists() for x in ("-wal", "-shm"))
-        uri = self.path.resolve().as_uri() + ("?mode=ro&immutable=1" if idle else "?mode=ro")
-        try:
-            ro = sqlite3.connect(uri, uri=True, timeout=self._busy_timeout)
+            super()._create_file()
         except sqlite3.Error as exc:
-            raise self._sqlite_error(exc, "open") from None
-        try:
-            self._inspect(ro)
-            return True
-        except sqlite3.Error as exc:
-            if (getattr(exc, "sqlite_errorname", "") or "").startswith("SQLITE_READONLY"):
-                return None
-            raise self._sqlite_error(exc, "open") from None
-        finally:
-            ro.close()
-
-    def _inspect(self, db: sqlite3.Connection) -> None:
-        """Raise unless ``db`` is a valid ledger of this schema."""
-        problems = [row[0] for row in db.execute("PRAGMA quick_check")]
-        if problems != ["ok"]:
-            raise self._error(
-                LEDGER_CORRUPT,
-                f"failed its integrity check ({redact(str(problems[0]))[:200]}); it was left "
-                "as it is",
-            )
-        app_id = db.execute("PRAGMA application_id").fetchone()[0]
-        version = db.execute("PRAGMA user_version").fetchone()[0]
-        names = {row[0] for row in db.execute("SELECT name FROM sqlite_master")}
-        if app_id != APPLICATION_ID:
-            what = "an empty SQLite database" if not names else "another application's database"
-            raise self._error(
-                LEDGER_NOT_A_LEDGER,
-                f"is {what}, not an attempt ledger; it was left as it is: move it away to "
-                "start a new ledger",
-            )
-        if version > SCHEMA_VERSION:
-            raise self._error(
-                LEDGER_UNAVAILABLE,
-                f"has schema version {version}, newer than the {SCHEMA_VERSION} this version of "
-                "Aira reads; upgrade Aira to open it",
-            )
-        if version < 1:
-            raise self._error(LEDGER_CORRUPT, f"has an invalid schema version {version}")
-        missing = _REQUIRED_OBJECTS - names
-        if missing:
-            raise self._error(LEDGER_CORRUPT, f"lacks {', '.join(sorted(missing))}")
-        for table, columns in _COLUMNS.items():
-            found = tuple(row[1] for row in db.execute(f"PRAGMA table_info({table})"))
-            if found != columns:
-                raise self._error(LEDGER_CORRUPT, f"has a damaged schema (table {table})")
-
-    def _is_empty_file(self) -> bool:
-        try:
-            if self.path.stat().st_size != 0:
-                return False
-            wal = self.path.with_name(self.path.name + "-wal")
-            return not wal.exists() or wal.stat().st_size == 0
-        except FileNotFoundError:
-            return False
-
-    def _prepare(self, db: sqlite3.Connection) -> None:
-        """Check the ledger under the write lock (SQLite's own crash recovery runs first)."""
-        db.execute("BEGIN IMMEDIATE")
-        try:
-            self._inspect(db)
-            db.execute("COMMIT")
-        except BaseException:
-            if db.in_transaction:
-                with contextlib.suppress(sqlite3.Error):
-                    db.execute("ROLLBACK")
-            raise
-
-    # -- plumbing ----------------------------------------------------------------------------
+            raise self._error(LEDGER_UNAVAILABLE, f"cannot be created: {exc}") from None
+        sync_directory(self.path.parent)
 
     def close(self) -> None:
         """Close the connection (idempotent)."""
         with self._lock:
-            self._closed = True
-            if self._db is not None:
-                self._db.close()
-                self._db = None
-
-    def __enter__(self) -> AttemptLedger:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def _connection(self) -> sqlite3.Connection:
-        if self._db is None:
-            raise self._error(LEDGER_UNAVAILABLE, "the ledger is closed")
-        return self._db
-
-    def _rollback(self) -> None:
-        db = self._db
-        if db is not None and db.in_transaction:
-            with contextlib.suppress(sqlite3.Error):  # the original error is worth reporting
-                db.execute("ROLLBACK")
-
-    @contextmanager
-    def _tx(self) -> Iterator[sqlite3.Connection]:
-        """One write: BEGIN IMMEDIATE … COMMIT (synced: synchronous=FULL), or nothing."""
-        db = self._connection()
-        db.execute("BEGIN IMMEDIATE")
-        try:
-            yield db
-            db.execute("COMMIT")
-        except BaseException:
-            self._rollback()
-            raise
-
-    @contextmanager
-    def _snapshot(self) -> Iterator[sqlite3.Connection]:
-        """One read transaction: several queries see the same state of the file."""
-        db = self._connection()
-        db.execute("BEGIN")
-        try:
-            yield db
-        finally:
-            self._rollback()
+            super().close()
 
     # -- rows --------------------------------------------------------------------------------
-
-    def _damaged(self, what: _Row | str, why: str) -> AiraError:
-        return self._error(LEDGER_CORRUPT, f"{what} is damaged: {why}")
 
     def _load(self, text: object, row: _Row, column: str) -> Any:
         if text is None:

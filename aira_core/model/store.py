@@ -11,7 +11,8 @@ record; the branch's *history* is the chain of records reached from it through `
 Records are never updated or deleted (SQLite triggers refuse it), so a branch's history only
 ever grows.
 
-Every write is one ``BEGIN IMMEDIATE`` transaction in WAL mode with ``synchronous=FULL``: a
+Every write is one ``BEGIN IMMEDIATE`` transaction in WAL mode with ``synchronous=FULL``
+(:mod:`aira_core.sqlite_file`, shared with the gateway's attempt ledger): a
 crash at any point of a commit leaves the previous head intact and readable, and a commit
 that returned is on disk. Branch heads move by compare-and-swap on an expected head, so of
 two writers starting from the same head exactly one wins and the other is told the new head
@@ -35,8 +36,7 @@ import os
 import re
 import sqlite3
 import zlib
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -53,6 +53,7 @@ from aira_core.canonical import (
 from aira_core.config import aira_home
 from aira_core.databases import hold
 from aira_core.diagnostics import AiraError, redact
+from aira_core.sqlite_file import DAMAGE_ERRORS, SqliteFile, errorname
 
 __all__ = [
     "CRASH_ENV",
@@ -209,7 +210,6 @@ _COLUMNS = {
     "blobs": ("digest", "body"),
 }
 """The columns of schema 2; schema 1 is the same without ``digest`` columns and ``blobs``."""
-_DAMAGE_ERRORS = ("no such column", "no such table", "Could not decode to UTF-8")
 
 # The chain of records a branch's history consists of, newest first. ``base_seq < seq``
 # holds for every record written here; requiring it keeps a damaged file from looping.
@@ -514,7 +514,7 @@ def _guarded(method: Callable[P, T]) -> Callable[P, T]:
     return wrapper
 
 
-class ModelStore:
+class ModelStore(SqliteFile):
     """Revisions, history and branches of model documents in one SQLite file.
 
     ``ModelStore(path)`` opens the store at ``path`` (default :func:`default_store_path`).
@@ -534,6 +534,18 @@ class ModelStore:
 
     Use as a context manager or call :meth:`close`.
     """
+
+    NOUN = "model store"
+    SHORT = "store"
+    APPLICATION_ID = APPLICATION_ID
+    SCHEMA_VERSION = SCHEMA_VERSION
+    SCHEMA = _SCHEMA
+    UNAVAILABLE = STORE_UNAVAILABLE
+    CORRUPT = STORE_CORRUPT
+    EMPTY_FILE = (
+        "is an empty file (0 bytes), not a store: restore it from a backup, or remove it to "
+        "start a new store with `aira model init`"
+    )
 
     def __init__(
         self,
@@ -561,21 +573,15 @@ class ModelStore:
             except sqlite3.Error as exc:
                 raise self._sqlite_error(exc, "open") from None
 
-    # -- opening ---------------------------------------------------------------------------
-
-    def _error(self, code: str, what: str) -> AiraError:
-        # The file name only: the directory may be private (home, AIRA_HOME).
-        return AiraError(code, f"model store {self.path.name}: {what}", subject=self.path.name)
+    # -- opening (the rest: aira_core.sqlite_file) ----------------------------------------
 
     def _sqlite_error(self, exc: sqlite3.Error, doing: str) -> AiraError:
         if self._db is not None and doing != "open":
             self._rollback()
-        name = getattr(exc, "sqlite_errorname", "") or ""
+        name = errorname(exc)
         if name.startswith(("SQLITE_CORRUPT", "SQLITE_NOTADB")):
             return self._error(STORE_CORRUPT, f"not a valid store ({doing}: {exc})")
-        if isinstance(exc, sqlite3.OperationalError) and str(exc).startswith(_DAMAGE_ERRORS):
-            # The queries are fixed and the schema was checked on open: a column that is
-            # not there or text that is no UTF-8 is damage (a flipped schema or row byte).
+        if isinstance(exc, sqlite3.OperationalError) and str(exc).startswith(DAMAGE_ERRORS):
             said = "".join(c if c.isprintable() else "?" for c in str(exc)[:200])
             return self._error(STORE_CORRUPT, f"is damaged ({doing}: {said})")
         if name.startswith(("SQLITE_BUSY", "SQLITE_LOCKED")):
@@ -584,7 +590,7 @@ class ModelStore:
             return self._error(STORE_UNAVAILABLE, "the store is closed")
         return self._error(STORE_UNAVAILABLE, f"cannot be used ({doing}: {exc})")
 
-    def _no_store(self) -> AiraError:
+    def _gone(self) -> AiraError:
         name = self.path.name
         return AiraError(
             STORE_UNAVAILABLE,
@@ -592,161 +598,25 @@ class ModelStore:
             subject=name,
         )
 
-    def _open(self, create: bool) -> sqlite3.Connection:
-        if self.path.is_dir():
-            raise self._error(STORE_UNAVAILABLE, "is a directory, not a store file")
-        if not self._exists():
-            if not create:
-                raise self._no_store()
-            self._create_file()
-        # True: a valid store of this schema; None: not checked yet (a crashed writer's WAL
-        # to recover first, or an older schema to migrate): checked again under the lock.
-        is_store = self._check_read_only()
-        uri = self.path.resolve().as_uri() + "?mode=rw"  # SQLite itself never creates it
-        try:
-            db = sqlite3.connect(uri, uri=True, isolation_level=None, timeout=self._busy_timeout)
-        except sqlite3.OperationalError:
-            if not self._exists():  # removed since the check above
-                raise self._no_store() from None
-            raise
-        try:
-            db.execute("PRAGMA synchronous=FULL")
-            db.execute("PRAGMA foreign_keys=ON")
-            if not is_store:
-                self._prepare(db)
-            mode = db.execute("PRAGMA journal_mode=WAL").fetchone()[0]
-            if str(mode).lower() != "wal":
-                raise self._error(STORE_UNAVAILABLE, f"cannot switch to WAL mode (got {mode})")
-        except BaseException:
-            db.close()
-            raise
-        return db
+    def _not_intact(self, problem: object) -> AiraError:
+        return self._error(STORE_CORRUPT, f"failed its integrity check: {problem}")
 
-    def _exists(self) -> bool:
-        return self.path.exists() or self.path.is_symlink()
-
-    def _create_file(self) -> None:
-        """Create a complete empty store at the path, atomically: built in a temporary file
-        and linked into place, so the store path never holds a half-made or empty file (an
-        empty store file is damage, never "no store yet"). If another process created the
-        store meanwhile, theirs is kept."""
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise self._error(
-                STORE_UNAVAILABLE, f"cannot create its directory: {exc.strerror}"
-            ) from None
-        tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.{os.urandom(4).hex()}.new")
-        try:
-            db = sqlite3.connect(tmp, isolation_level=None)
-            try:
-                db.execute("PRAGMA synchronous=FULL")
-                db.execute("BEGIN IMMEDIATE")
-                for statement in _SCHEMA:
-                    db.execute(statement)
-                db.execute(f"PRAGMA application_id = {APPLICATION_ID}")
-                self._migrate(db, 1)
-                db.execute("COMMIT")
-            finally:
-                db.close()
-            with tmp.open("rb+") as f:
-                os.fsync(f.fileno())
-            try:
-                os.link(tmp, self.path)  # fails if the path exists: never replaces a store
-            except FileExistsError:
-                pass
-            except OSError:  # a file system without hard links
-                if not self._exists():
-                    os.replace(tmp, self.path)
-        except OSError as exc:
-            raise self._error(STORE_UNAVAILABLE, f"cannot be created: {exc.strerror}") from None
-        finally:
-            for leftover in (tmp, tmp.with_name(tmp.name + "-journal")):
-                with contextlib.suppress(OSError):
-                    leftover.unlink()
-
-    def _check_read_only(self) -> bool | None:
-        """Validate an existing file without writing to it: True if it is a store of this
-        schema, None if the check needs a writer (a crashed writer's WAL to recover, an
-        older schema to migrate); raise if it is not a valid store."""
-        if self._is_empty_file():
-            raise self._error(
-                STORE_CORRUPT,
-                "is an empty file (0 bytes), not a store: restore it from a backup, or "
-                "remove it to start a new store with `aira model init`",
-            )
-        uri = self.path.resolve().as_uri() + "?mode=ro"
-        try:
-            ro = sqlite3.connect(uri, uri=True, timeout=self._busy_timeout)
-        except sqlite3.Error as exc:
-            raise self._sqlite_error(exc, "open") from None
-        try:
-            return True if self._inspect(ro) == SCHEMA_VERSION else None
-        except sqlite3.Error as exc:
-            if (getattr(exc, "sqlite_errorname", "") or "").startswith("SQLITE_READONLY"):
-                return None
-            raise self._sqlite_error(exc, "open") from None
-        finally:
-            ro.close()
-
-    def _inspect(self, db: sqlite3.Connection) -> int:
-        """Raise unless ``db`` is a valid store; its schema version (at most this code's)."""
-        problems = [row[0] for row in db.execute("PRAGMA quick_check")]
-        if problems != ["ok"]:
-            raise self._error(STORE_CORRUPT, f"failed its integrity check: {problems[0]}")
-        app_id = db.execute("PRAGMA application_id").fetchone()[0]
-        version = db.execute("PRAGMA user_version").fetchone()[0]
-        names = {row[0] for row in db.execute("SELECT name FROM sqlite_master")}
+    def _foreign(self, app_id: int, version: int, names: set[str]) -> AiraError:
         if app_id == 0 and version == 0 and not names:
-            raise self._error(STORE_CORRUPT, "is not a model store (no store schema)")
-        if app_id != APPLICATION_ID:
-            raise self._error(STORE_CORRUPT, "is an SQLite database but not a model store")
-        if version > SCHEMA_VERSION:
-            raise self._error(
-                STORE_UNAVAILABLE,
-                f"has schema version {version}, newer than the {SCHEMA_VERSION} this version of "
-                "Aira reads; upgrade Aira to open it",
-            )
-        if version < 1:
-            raise self._error(STORE_CORRUPT, f"has an invalid schema version {version}")
-        missing = (_REQUIRED_OBJECTS if version == SCHEMA_VERSION else _REQUIRED_OBJECTS_1) - names
-        if missing:
-            raise self._error(STORE_CORRUPT, f"lacks {', '.join(sorted(missing))}")
-        for table, columns in _COLUMNS.items():  # the schema itself: a damaged column name
-            if version < 2 and table == "blobs":
-                continue
-            expected = columns if version >= 2 else tuple(c for c in columns if c != "digest")
-            found = tuple(row[1] for row in db.execute(f"PRAGMA table_info({table})"))
-            if found != expected:
-                raise self._error(STORE_CORRUPT, f"has a damaged schema (table {table})")
-        return cast(int, version)
+            return self._error(STORE_CORRUPT, "is not a model store (no store schema)")
+        return self._error(STORE_CORRUPT, "is an SQLite database but not a model store")
 
-    def _is_empty_file(self) -> bool:
-        # A 0-byte file with no WAL content. The store path never holds one that Aira made
-        # (a new store is linked into place complete), so it is damage.
-        try:
-            if self.path.stat().st_size != 0:
-                return False
-            wal = self.path.with_name(self.path.name + "-wal")
-            return not wal.exists() or wal.stat().st_size == 0
-        except FileNotFoundError:
-            return False
+    def _required_objects(self, version: int) -> frozenset[str]:
+        return _REQUIRED_OBJECTS if version == SCHEMA_VERSION else _REQUIRED_OBJECTS_1
 
-    def _prepare(self, db: sqlite3.Connection) -> None:
-        """Check the store under the write lock (another process may have migrated it
-        meanwhile, and an unchecked file gets SQLite's own crash recovery here first) and
-        migrate an older schema, in one transaction: a crash leaves the old schema."""
-        db.execute("BEGIN IMMEDIATE")
-        try:
-            version = self._inspect(db)
-            if version < SCHEMA_VERSION:
-                self._migrate(db, version)
-            db.execute("COMMIT")
-        except BaseException:
-            if db.in_transaction:
-                with contextlib.suppress(sqlite3.Error):
-                    db.execute("ROLLBACK")
-            raise
+    def _columns(self, version: int) -> Mapping[str, tuple[str, ...]]:
+        if version >= 2:
+            return _COLUMNS
+        return {
+            table: tuple(c for c in columns if c != "digest")
+            for table, columns in _COLUMNS.items()
+            if table != "blobs"
+        }
 
     def _migrate(self, db: sqlite3.Connection, version: int) -> None:
         """Schema ``version`` → :data:`SCHEMA_VERSION`, in the caller's transaction.
@@ -788,19 +658,6 @@ class ModelStore:
 
     # -- plumbing --------------------------------------------------------------------------
 
-    def close(self) -> None:
-        """Close the connection (idempotent)."""
-        self._closed = True
-        if self._db is not None:
-            self._db.close()
-            self._db = None
-
-    def __enter__(self) -> ModelStore:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
     def _connection(self, create: bool = False) -> sqlite3.Connection:
         """The connection; a store opened absent is opened now if it has come to exist
         meanwhile (or created, with ``create``), else ``STORE_UNAVAILABLE``."""
@@ -815,35 +672,11 @@ class ModelStore:
         it creates a missing store like ``create=True``. Nothing public goes through it."""
         return self._connection(create=True)
 
-    def _rollback(self) -> None:
-        db = self._db
-        if db is not None and db.in_transaction:
-            # The original error is the one worth reporting.
-            with contextlib.suppress(sqlite3.Error):
-                db.execute("ROLLBACK")
+    def _before_commit(self) -> None:
+        _crash_point("before_commit_tx")
 
-    @contextmanager
-    def _tx(self) -> Iterator[sqlite3.Connection]:
-        db = self._connection()
-        db.execute("BEGIN IMMEDIATE")
-        try:
-            yield db
-            _crash_point("before_commit_tx")
-            db.execute("COMMIT")
-        except BaseException:
-            self._rollback()
-            raise
+    def _after_commit(self) -> None:
         _crash_point("after_commit_tx")
-
-    @contextmanager
-    def _snapshot(self) -> Iterator[sqlite3.Connection]:
-        """One read transaction: several queries see the same state of the file."""
-        db = self._connection()
-        db.execute("BEGIN")
-        try:
-            yield db
-        finally:
-            self._rollback()
 
     # -- checked rows ----------------------------------------------------------------------
 
