@@ -61,6 +61,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, ClassVar
 
+from bench_store import filesystem  # a sibling script: run from benchmarks/ on sys.path
+
 from aira_core.extensions import BudgetsLeft, DecisionEntry, ResultEntry, StepRequest
 from aira_core.gateway import gateway as gateway_module
 from aira_core.gateway.chat import Prices
@@ -264,24 +266,6 @@ def quantiles(samples: list[float]) -> dict[str, float]:
         "p95": statistics.quantiles(ordered, n=20, method="inclusive")[18],
         "max": ordered[-1],
     }
-
-
-def filesystem(path: Path) -> str:
-    """The type of the filesystem ``path`` is on (Linux ``/proc/self/mounts``), or unknown."""
-    try:
-        mounts = Path("/proc/self/mounts").read_text().splitlines()
-    except OSError:
-        return "unknown"
-    target, best, kind = str(path.resolve()), "", "unknown"
-    for line in mounts:
-        fields = line.split()
-        if len(fields) < 3:
-            continue
-        mount = fields[1].replace("\\040", " ")
-        inside = target == mount or target.startswith(mount.rstrip("/") + "/")
-        if inside and len(mount) > len(best):
-            best, kind = mount, fields[2]
-    return kind
 
 
 def real_call_fixed_seconds(runs: int = 20) -> float:

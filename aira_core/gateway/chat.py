@@ -125,8 +125,11 @@ class Completion(NamedTuple):
     finish_reason: str | None
 
 
-def _invalid(message: str, provider_code: str | None = None) -> ProviderError:
-    # The provider answered 2xx: it processed the request (accepted), the reply is unusable.
+def reply_invalid(
+    message: str, provider_code: str | None = None, *, retryable: bool = False
+) -> ProviderError:
+    """A reply that holds no decision. The provider answered 2xx: it processed the request
+    (accepted), the reply is unusable."""
     return ProviderError(
         PROVIDER_REPLY_INVALID,
         message,
@@ -134,6 +137,7 @@ def _invalid(message: str, provider_code: str | None = None) -> ProviderError:
         category="reply",
         acceptance=Acceptance.ACCEPTED,
         provider_code=provider_code,
+        retryable=retryable,
     )
 
 
@@ -148,11 +152,11 @@ def parse_completion(body: Mapping[str, Any]) -> Completion:
             raw = error.get("code") or error.get("type")
             code = str(raw) if isinstance(raw, str | int) and not isinstance(raw, bool) else None
         what = "an error object" if error is not None else "no choices"
-        raise _invalid(f"the provider's reply holds {what}, no message", code)
+        raise reply_invalid(f"the provider's reply holds {what}, no message", code)
     choice = choices[0]
     message = choice.get("message") if isinstance(choice, Mapping) else None
     if not isinstance(message, Mapping):
-        raise _invalid("the provider's reply has a choice without a message")
+        raise reply_invalid("the provider's reply has a choice without a message")
     usage = body.get("usage")
     finish = choice.get("finish_reason")
     return Completion(

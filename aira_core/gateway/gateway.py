@@ -245,7 +245,7 @@ class Gateway(DecisionSource):
                 state = provider.poll(remote_id, deadline=time.monotonic() + self.deadline_s)
             except Exception as exc:
                 failures += 1
-                error = exc if isinstance(exc, ProviderError) else _plugin_error(exc, "poll", None)
+                error = _plugin_error(exc, "poll", None)
                 if failures >= self.watch.max_failures:
                     self.ledger.update_attempt(
                         attempt.id,
@@ -316,7 +316,7 @@ class Gateway(DecisionSource):
                 attempt.remote_id or "", deadline=time.monotonic() + self.deadline_s
             )
         except Exception as exc:
-            error = exc if isinstance(exc, ProviderError) else _plugin_error(exc, "fetch", None)
+            error = _plugin_error(exc, "fetch", None)
             self._undelivered(attempt, error)
         return self._deliver(provider, attempt, response, request)
 
@@ -332,7 +332,7 @@ class Gateway(DecisionSource):
         try:
             reply = provider.reply(response, request, attempt.model_id, self.transport)
         except Exception as exc:
-            error = exc if isinstance(exc, ProviderError) else _plugin_error(exc, "parse", None)
+            error = _plugin_error(exc, "parse", None)
             self._undelivered(attempt, error)
         reply = _storable(reply)
         # One write: the reply, and with it the acceptance it proves.
@@ -557,7 +557,7 @@ def resolve_transport(name: str, registry: Any = None) -> Transport:
             GATEWAY_TRANSPORT_UNKNOWN,
             f"no decision transport {redact(name)[:60]!r} (known: {', '.join(known)})",
         )
-    return builtin() if isinstance(builtin, type) else builtin
+    return builtin
 
 
 def cancel(

@@ -402,8 +402,27 @@ def _reply_wire(reply: object) -> dict[str, Any]:
 # -- what is read ---------------------------------------------------------------------------------
 
 
+class _Derived:
+    """What a task and an attempt derive from their six axes: the facts, the legacy status
+    (spec 002 §3.1) and the state a person is shown (§10)."""
+
+    __slots__ = ()
+
+    @property
+    def facts(self) -> Facts:
+        return Facts(*(getattr(self, a) for a in _AXES))
+
+    @property
+    def status(self) -> LegacyStatus:
+        return legacy_status(self.facts)
+
+    @property
+    def human_state(self) -> HumanState:
+        return human_state(self.facts)
+
+
 @dataclass(frozen=True, slots=True)
-class AttemptFacts:
+class AttemptFacts(_Derived):
     """One attempt as stored: one submission of step ``step`` of a task to one
     ``providerId::modelId``. Read-only; the ledger makes a new one on every change."""
 
@@ -436,18 +455,6 @@ class AttemptFacts:
     def model_id(self) -> str:
         return self.model.split("::", 1)[1]
 
-    @property
-    def facts(self) -> Facts:
-        return Facts(*(getattr(self, a) for a in _AXES))
-
-    @property
-    def status(self) -> LegacyStatus:
-        return legacy_status(self.facts)
-
-    @property
-    def human_state(self) -> HumanState:
-        return human_state(self.facts)
-
     def to_wire(self) -> dict[str, Any]:
         """The attempt in spec 002 §5's names (camelCase), with its derived ``status``
         (legacy) and ``humanState``."""
@@ -474,7 +481,7 @@ class AttemptFacts:
 
 
 @dataclass(frozen=True, slots=True)
-class TaskFacts:
+class TaskFacts(_Derived):
     """One task as stored: one user intent, whatever number of attempts it took. Its facts
     are its latest attempt's, except ``phase``, its own."""
 
@@ -499,18 +506,6 @@ class TaskFacts:
     delivery_state: DeliveryState
     cancel_state: CancelState
     error: Mapping[str, Any] | None = None
-
-    @property
-    def facts(self) -> Facts:
-        return Facts(*(getattr(self, a) for a in _AXES))
-
-    @property
-    def status(self) -> LegacyStatus:
-        return legacy_status(self.facts)
-
-    @property
-    def human_state(self) -> HumanState:
-        return human_state(self.facts)
 
     def to_wire(self) -> dict[str, Any]:
         return {

@@ -24,12 +24,12 @@ from collections.abc import Mapping
 from typing import Any
 
 from aira_core.canonical import canonical_bytes
-from aira_core.extensions import Acceptance, ProviderError, StepRequest, Transport
+from aira_core.extensions import ProviderError, StepRequest, Transport
 from aira_core.gateway.chat import (
-    PROVIDER_REPLY_INVALID,
     REASONING_FIELD,
     TOOL_NAME,
     render_messages,
+    reply_invalid,
     text_of,
 )
 
@@ -70,14 +70,8 @@ def plain(value: Any) -> Any:
 
 
 def _no_decision(message: str) -> ProviderError:
-    return ProviderError(
-        PROVIDER_REPLY_INVALID,
-        message,
-        stage="parse",
-        category="reply",
-        acceptance=Acceptance.ACCEPTED,
-        retryable=True,  # a model that answered blank may answer the same request next time
-    )
+    # a model that answered blank may answer the same request next time
+    return reply_invalid(message, retryable=True)
 
 
 class ToolTransport:
