@@ -246,9 +246,15 @@ class Usage:
     cache_miss_tokens: int = 0
     reasoning_tokens: int = 0
     cost_usd: float = 0.0
+    pricing: str = ""
+    """Which prices made ``cost_usd`` (a provider's price row and period, e.g.
+    ``"deepseek-flash off-peak (2026-08-16)"``); empty when none applied."""
 
     def to_wire(self) -> dict[str, Any]:
-        return {wire: getattr(self, name) for name, wire in _USAGE_WIRE}
+        wire: dict[str, Any] = {wire: getattr(self, name) for name, wire in _USAGE_WIRE}
+        if self.pricing:
+            wire["pricing"] = self.pricing
+        return wire
 
     @classmethod
     def from_wire(cls, value: Mapping[str, Any]) -> Usage:
@@ -260,9 +266,13 @@ class Usage:
             if isinstance(raw, bool) or not isinstance(raw, int | float):
                 continue
             fields[name] = float(raw) if name == "cost_usd" else int(raw)
+        pricing = value.get("pricing")
+        if isinstance(pricing, str):
+            fields["pricing"] = pricing[:200]
         return cls(**fields)
 
     def __add__(self, other: Usage) -> Usage:
+        # a sum of calls has no one price row
         return Usage(*(getattr(self, n) + getattr(other, n) for n, _ in _USAGE_WIRE))
 
 
@@ -513,6 +523,19 @@ class Provider(Protocol):
     def fetch(self, remote_id: str, *, deadline: float) -> ProviderResponse: ...
 
     def cancel(self, remote_id: str, *, deadline: float) -> bool: ...
+
+
+@runtime_checkable
+class ConfigurableProvider(Protocol):
+    """A provider that can be configured: ``configure(settings)`` returns a provider (a new
+    object; this one is unchanged) under ``settings``, an
+    :class:`aira_core.gateway.config.ProviderSettings`: a ``providers.toml`` table of this
+    provider's kind, or the flags of ``aira run``. Named ``settings.name``; a setting not
+    given keeps this provider's default. Bad settings: ``PROVIDER_CONFIG_INVALID``. Local
+    and cheap (no I/O): a plugin registers its provider with its defaults, and the settings
+    are applied when a run chooses it."""
+
+    def configure(self, settings: Any) -> Provider: ...
 
 
 @runtime_checkable

@@ -1,20 +1,30 @@
 """Provider settings: ``AIRA_HOME/providers.toml``.
 
-One table per provider::
+One table per provider; every key is optional::
 
     [providers.deepseek]
-    base_url = "https://api.deepseek.com"
-    models = ["deepseek-flash", "deepseek-v4-pro"]
+    kind = "deepseek"                    # the plugin that serves it (default: the table's name)
+    base_url = "https://api.deepseek.com"  # default: the plugin's own
+    models = ["deepseek-flash", "deepseek-v4-pro"]   # default: the plugin's own (or the route's)
     api_key_env = "DEEPSEEK_API_KEY"     # or api_key = "…" (one of them, or neither)
-    transport = "tool"                   # default "tool"
-    timeouts = { connect = 10, read = 300, write = 30, pool = 5 }   # seconds, optional
-    [providers.deepseek.prices.deepseek-flash]                      # USD per 1M tokens, optional
+    transport = "tool"                   # tool, json or strict (default: tool)
+    timeouts = { connect = 10, read = 300, write = 30, pool = 5 }   # seconds
+    options = { thinking = true }        # the plugin's own settings, checked by the plugin
+    [providers.deepseek.prices.deepseek-flash]                      # USD per 1M tokens
     hit = 0.006
     miss = 0.30
     output = 1.20
 
+    [providers.ollama]                   # a second OpenAI-compatible server, by another name
+    kind = "openai"
+    base_url = "http://127.0.0.1:11434/v1"
+
+A table's ``kind`` names the registered provider that serves it: the plugin's provider is
+*configured* with the table (:meth:`aira_core.extensions.ConfigurableProvider.configure`),
+so one plugin serves any number of tables.
+
 No file is no providers. A file that is not valid TOML, or not valid settings (an unknown
-key, a missing ``base_url``, a wrong type), is ``PROVIDER_CONFIG_INVALID``, naming the file
+key, a wrong type), is ``PROVIDER_CONFIG_INVALID``, naming the file
 by name and the key path, never a value. Every API key read (from the file or the variable
 ``api_key_env`` names) is registered with the redactor, so it is scrubbed from every message,
 log and store, whatever it looks like.
@@ -43,24 +53,44 @@ ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
 MODEL_CHARS = 200
 MAX_TIMEOUT = 86_400.0
 PROVIDER_KEYS = frozenset(
-    {"base_url", "models", "api_key", "api_key_env", "transport", "timeouts", "prices"}
+    {
+        "kind",
+        "base_url",
+        "models",
+        "api_key",
+        "api_key_env",
+        "transport",
+        "timeouts",
+        "prices",
+        "options",
+    }
 )
 PRICE_KEYS = ("hit", "miss", "output")
 
 
 @dataclass(frozen=True)
 class ProviderSettings:
-    """One provider's settings. ``api_key`` is the key itself (from the file or from the
-    variable ``api_key_env`` names, ``None`` when neither gives one); never shown."""
+    """One provider's settings. ``kind`` is the registered provider that serves them (the
+    table's name when not set); ``base_url`` ``None`` and ``models`` empty mean the
+    provider's own defaults; ``api_key`` is the key itself (from the file or from the
+    variable ``api_key_env`` names, ``None`` when neither gives one), never shown;
+    ``options`` are the plugin's own settings, as the file has them (the plugin checks them:
+    ``PROVIDER_CONFIG_INVALID``)."""
 
     name: str
-    base_url: str
-    models: tuple[str, ...]
+    base_url: str | None = None
+    models: tuple[str, ...] = ()
     api_key: str | None = field(default=None, repr=False)
     api_key_env: str | None = None
     transport: str = "tool"
     timeouts: Timeouts = DEFAULT_TIMEOUTS
     prices: Mapping[str, Prices] = field(default_factory=dict)
+    kind: str = ""
+    options: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not self.kind:
+            object.__setattr__(self, "kind", self.name)
 
     @property
     def key_missing(self) -> bool:
@@ -147,20 +177,20 @@ def _provider(name: str, table: dict[str, Any], where: tuple[str, ...]) -> Provi
         raise _Invalid(
             (*where, unknown[0]), f"is not a setting ({', '.join(sorted(PROVIDER_KEYS))})"
         )
+    kind = table.get("kind", name)
+    if not isinstance(kind, str) or not NAME.match(kind):
+        raise _Invalid((*where, "kind"), "must be a provider plugin's name (deepseek, openai …)")
     base_url = table.get("base_url")
-    if base_url is None:
-        raise _Invalid((*where, "base_url"), "is missing")
-    problem = url_problem(base_url)
-    if problem:
-        raise _Invalid((*where, "base_url"), problem)
-    base_url = base_url.rstrip("/")
-    models = table.get("models")
-    if (
-        not isinstance(models, list)
-        or not models
-        or not all(isinstance(m, str) and 0 < len(m) <= MODEL_CHARS for m in models)
+    if base_url is not None:
+        problem = url_problem(base_url)
+        if problem:
+            raise _Invalid((*where, "base_url"), problem)
+        base_url = base_url.rstrip("/")
+    models = table.get("models", [])
+    if not isinstance(models, list) or not all(
+        isinstance(m, str) and 0 < len(m) <= MODEL_CHARS for m in models
     ):
-        raise _Invalid((*where, "models"), "must be a non-empty list of model names")
+        raise _Invalid((*where, "models"), "must be a list of model names")
     if len(set(models)) != len(models):
         raise _Invalid((*where, "models"), "names a model twice")
     api_key, api_key_env = table.get("api_key"), table.get("api_key_env")
@@ -177,8 +207,13 @@ def _provider(name: str, table: dict[str, Any], where: tuple[str, ...]) -> Provi
     transport = table.get("transport", "tool")
     if not isinstance(transport, str) or not NAME.match(transport):
         raise _Invalid((*where, "transport"), "must be a transport name (tool, json …)")
+    options = table.get("options", {})
+    if not isinstance(options, dict):
+        raise _Invalid((*where, "options"), "must be a table (the plugin's own settings)")
     return ProviderSettings(
         name=name,
+        kind=kind,
+        options=options,
         base_url=base_url,
         models=tuple(models),
         api_key=api_key.strip() if api_key else None,
@@ -222,7 +257,7 @@ def _prices(value: Any, models: set[str], where: tuple[str, ...]) -> dict[str, P
     out: dict[str, Prices] = {}
     for model, row in value.items():
         at = (*where, model)
-        if model not in models:
+        if models and model not in models:
             raise _Invalid(at, "is not one of the provider's models")
         if not isinstance(row, dict) or set(row) != set(PRICE_KEYS):
             raise _Invalid(at, "must be a table of exactly hit, miss, output (USD per 1M tokens)")

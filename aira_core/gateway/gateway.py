@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,6 +38,7 @@ from aira_core.extensions import (
     StepRequest,
     Transport,
 )
+from aira_core.gateway.config import ProviderSettings
 from aira_core.gateway.facts import CancelState, DeliveryState, Outcome, Phase, WatchState
 from aira_core.gateway.ledger import AttemptFacts, AttemptLedger, TaskFacts, request_digest
 
@@ -53,6 +54,7 @@ ATTEMPT_WATCH_EXHAUSTED = "ATTEMPT_WATCH_EXHAUSTED"
 ATTEMPT_FAILED = "ATTEMPT_FAILED"
 ATTEMPT_CANCELED = "ATTEMPT_CANCELED"
 ATTEMPT_ENDED = "ATTEMPT_ENDED"
+PROVIDER_PLUGIN_FAILED = "PROVIDER_PLUGIN_FAILED"
 
 DEFAULT_CALL_DEADLINE_S = 15 * 60.0
 """One provider call's whole time (the step liveness bound less a minute, spec 003 §7 item 15)."""
@@ -504,14 +506,25 @@ class Gateway(DecisionSource):
             ) from None
 
 
-def resolve_routes(refs: Sequence[str], registry: Any = None) -> list[Route]:
+def resolve_routes(
+    refs: Sequence[str],
+    registry: Any = None,
+    settings: Mapping[str, ProviderSettings] | None = None,
+) -> list[Route]:
     """The routes ``providerId::modelId`` name, in order, from the providers the plugins
-    registered (``aira_register_providers``): a provider plugin needs nothing else."""
+    registered (``aira_register_providers``).
+
+    With ``settings`` (``providers.toml``'s tables, by name, and what the flags of ``aira
+    run`` put over them): a provider id that names a table is the registered provider of
+    the table's ``kind``, configured with it (:class:`~aira_core.extensions.ConfigurableProvider`).
+    A provider that lists no models (a generic OpenAI-compatible server) serves the model
+    its route names."""
     if registry is None:
         from aira_core.plugins import get_registry
 
         registry = get_registry()
     providers = registry.named("providers")
+    settings = settings or {}
     routes = []
     for ref in refs:
         provider_id, sep, model = ref.partition("::")
@@ -520,13 +533,29 @@ def resolve_routes(refs: Sequence[str], registry: Any = None) -> list[Route]:
                 GATEWAY_ROUTE_INVALID,
                 f"{redact(ref)[:120]!r} is no route: write providerId::modelId",
             )
-        provider = providers.get(provider_id)
+        table = settings.get(provider_id)
+        kind = table.kind if table is not None else provider_id
+        provider = providers.get(kind)
         if provider is None:
+            via = f" (the kind of providers.{provider_id})" if kind != provider_id else ""
             raise AiraError(
                 GATEWAY_PROVIDER_UNKNOWN,
-                f"no provider {provider_id!r} is installed "
+                f"no provider {kind!r}{via} is installed "
                 f"(installed: {', '.join(sorted(providers)) or 'none'})",
             )
+        configure = getattr(provider, "configure", None)
+        if table is not None and not callable(configure):
+            raise AiraError(
+                GATEWAY_PROVIDER_UNKNOWN,
+                f"provider {kind!r} cannot be configured; remove providers.{provider_id}",
+            )
+        if callable(configure) and (table is not None or not provider.models):
+            table = table or ProviderSettings(name=provider_id, kind=kind)
+            provider = _configured(configure, table, provider_id)
+            if not provider.models:  # serves whatever model a route names
+                provider = _configured(
+                    configure, dataclasses.replace(table, models=(model,)), provider_id
+                )
         if model not in provider.models:
             raise AiraError(
                 GATEWAY_MODEL_UNKNOWN,
@@ -535,6 +564,25 @@ def resolve_routes(refs: Sequence[str], registry: Any = None) -> list[Route]:
             )
         routes.append(Route(provider, model))
     return routes
+
+
+def _configured(configure: Callable[[Any], Any], table: ProviderSettings, name: str) -> Provider:
+    """A plugin's ``configure``, guarded: its own refusal (an AiraError) as it is; anything
+    else raised, or anything but a provider returned, ``PROVIDER_PLUGIN_FAILED``."""
+    try:
+        provider = configure(table)
+    except AiraError:
+        raise
+    except Exception as exc:
+        raise AiraError(
+            PROVIDER_PLUGIN_FAILED,
+            f"provider {name!r}: configure raised {type(exc).__name__}",
+        ) from None
+    if not isinstance(provider, Provider):
+        raise AiraError(
+            PROVIDER_PLUGIN_FAILED, f"provider {name!r}: configure returned no provider"
+        )
+    return provider
 
 
 def resolve_transport(name: str, registry: Any = None) -> Transport:
@@ -658,7 +706,7 @@ def _plugin_error(exc: BaseException, stage: str, acceptance: Acceptance | None)
     """A provider plugin raised something that is not a ProviderError: what it proves is
     what the stage allows (nothing is sent while preparing; anything later may have been)."""
     return ProviderError(
-        "PROVIDER_PLUGIN_FAILED",
+        PROVIDER_PLUGIN_FAILED,
         f"the provider plugin failed while {stage}: {type(exc).__name__}",
         stage=stage,
         category="plugin",

@@ -13,6 +13,7 @@ its prices, the name its server gives the reasoning field, extra body fields (De
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -83,7 +84,8 @@ class OpenAICompatProvider:
         self.name = name
         self.base_url = check_base_url(base_url, name)
         self.models = tuple(models)
-        if not self.models or not all(isinstance(m, str) and m for m in self.models):
+        # No models: a server that serves whatever model a route names (configure() adds it).
+        if not all(isinstance(m, str) and m for m in self.models):
             raise AiraError(PROVIDER_CONFIG_INVALID, f"provider {name!r}: models must be names")
         reserved = RESERVED_BODY_FIELDS & set(extra_body or {})
         if reserved:
@@ -114,6 +116,13 @@ class OpenAICompatProvider:
     ) -> OpenAICompatProvider:
         """The provider ``providers.toml`` describes (:mod:`aira_core.gateway.config`); a
         key named by ``api_key_env`` is required (its absence fails at ``prepare``)."""
+        if settings.base_url is None or not settings.models:
+            raise AiraError(
+                PROVIDER_CONFIG_INVALID,
+                f"provider {settings.name!r}: a base_url and at least one model are needed",
+            )
+        if settings.options:
+            raise AiraError(PROVIDER_CONFIG_INVALID, f"provider {settings.name!r} takes no options")
         return cls(
             settings.name,
             settings.base_url,
@@ -127,6 +136,44 @@ class OpenAICompatProvider:
             client=client,
             api_key_required=settings.api_key_env is not None,
         )
+
+    def configure(self, settings: ProviderSettings) -> OpenAICompatProvider:
+        """A copy of this provider under ``settings`` (a ``providers.toml`` table of its kind,
+        or the flags of ``aira run``): its name, and each setting given over this one's.
+        A key this provider had is kept only for its own base URL: a key is never sent to
+        a server it was not given for. ``options`` go to :meth:`apply_options`."""
+        import copy
+
+        new = copy.copy(self)
+        new.name = settings.name
+        if settings.base_url is not None:
+            new.base_url = check_base_url(settings.base_url, settings.name)
+        if settings.models:
+            new.models = tuple(settings.models)
+        if settings.api_key_env is not None or settings.api_key is not None:
+            if settings.api_key:
+                register_secret(settings.api_key)
+            new._api_key = settings.api_key or None
+            new.api_key_required = settings.api_key_env is not None or new.api_key_required
+        elif new.base_url != self.base_url:
+            new._api_key = None
+            new.api_key_required = False
+        new.prices = {**self.prices, **settings.prices}
+        if settings.timeouts is not DEFAULT_TIMEOUTS:
+            new.timeouts = settings.timeouts
+        new.acceptance = dataclasses.replace(self.acceptance, provider=settings.name)
+        new.extra_body = dict(self.extra_body)
+        new.apply_options(dict(settings.options))
+        return new
+
+    def apply_options(self, options: dict[str, Any]) -> None:
+        """Take a table's ``options`` (a plugin's own settings; called on the copy
+        :meth:`configure` made). This class takes none: ``PROVIDER_CONFIG_INVALID``."""
+        if options:
+            raise AiraError(
+                PROVIDER_CONFIG_INVALID,
+                f"provider {self.name!r} takes no options",
+            )
 
     def __repr__(self) -> str:  # never the key
         return f"OpenAICompatProvider(name={self.name!r}, base_url={self.base_url!r})"

@@ -89,6 +89,16 @@ def test_an_unset_key_variable_is_a_missing_key(
     assert ds.api_key is None and ds.key_missing
 
 
+def test_every_key_is_optional_and_kind_defaults_to_the_name(tmp_path: Path) -> None:
+    write(
+        tmp_path, '[providers.deepseek]\n[providers.ollama]\nkind = "openai"\noptions = { x = 1 }\n'
+    )
+    got = load_settings(tmp_path)
+    assert got["deepseek"] == ProviderSettings(name="deepseek", kind="deepseek")
+    assert (got["deepseek"].base_url, got["deepseek"].models) == (None, ())
+    assert (got["ollama"].kind, dict(got["ollama"].options)) == ("openai", {"x": 1})
+
+
 def test_an_empty_file_and_an_empty_providers_table(tmp_path: Path) -> None:
     write(tmp_path, "")
     assert load_settings(tmp_path) == {}
@@ -113,7 +123,8 @@ BAD = [
         HEAD + 'model = "m"\n',
         "providers.a.model is not a setting",
     ),
-    ("no base_url", '[providers.a]\nmodels = ["m"]\n', "providers.a.base_url is missing"),
+    ("bad kind", HEAD + 'kind = "Open AI"\n', "providers.a.kind must be a provider plugin"),
+    ("options not a table", HEAD + "options = 3\n", "providers.a.options must be a table"),
     (
         "bad base_url",
         '[providers.a]\nbase_url = "ftp://x"\nmodels = ["m"]\n',
@@ -125,8 +136,8 @@ BAD = [
         "query",
     ),
     ("base_url not a string", '[providers.a]\nbase_url = 7\nmodels = ["m"]\n', "base_url must be"),
-    ("no models", '[providers.a]\nbase_url = "http://x"\n', "providers.a.models must be"),
-    ("empty models", '[providers.a]\nbase_url = "http://x"\nmodels = []\n', "models must be"),
+    ("models not a list", '[providers.a]\nmodels = "m"\n', "providers.a.models must be"),
+    ("empty model name", '[providers.a]\nmodels = [""]\n', "models must be"),
     (
         "model twice",
         '[providers.a]\nbase_url = "http://x"\nmodels = ["m", "m"]\n',
@@ -223,7 +234,7 @@ def test_a_message_never_quotes_a_value(tmp_path: Path) -> None:
 
 def test_a_key_in_a_file_that_fails_is_still_registered(tmp_path: Path) -> None:
     key = "odd-shaped-key-in-a-broken-file"
-    invalid(tmp_path, f'[providers.a]\napi_key = "{key}"\nmodels = ["m"]\n')  # no base_url
+    invalid(tmp_path, f'[providers.a]\napi_key = "{key}"\nmodels = 3\n')
     assert redact(key) == "<redacted>"
 
 
