@@ -454,6 +454,66 @@ def test_requests_are_kept_for_assertions_and_reasoning_replay_can_be_required(m
     assert server.requests[-1].endpoint == "chat" and server.requests[-1].seq == 3
 
 
+def want(index: int) -> Any:
+    d = DECISIONS[index]
+    return json.loads(d) if isinstance(d, str) else d
+
+
+def test_reasoning_under_another_name_and_its_replay_rule(make) -> None:
+    # vLLM >= 0.11 and Ollama name it `reasoning`: the fake says it so and checks that name.
+    server = make(DECISIONS, reasoning="hmm", reasoning_field="reasoning")
+    server.configure(require_reasoning_replay=True)
+    reply = message(call(server))
+    assert reply["reasoning"] == "hmm" and "reasoning_content" not in reply
+    tool_call = reply["tool_calls"][0]
+    result = {"role": "tool", "tool_call_id": tool_call["id"], "content": "{}"}
+    wrong = {
+        "role": "assistant",
+        "content": "",
+        "tool_calls": [tool_call],
+        "reasoning_content": "x",
+    }
+    refused = call(server, json={"model": "m", "messages": [*BODY["messages"], wrong, result]})
+    assert refused.status_code == 400 and "`reasoning`" in refused.json()["error"]["message"]
+
+
+@pytest.mark.parametrize(
+    ("choice", "thinking", "refused"),
+    [
+        ("required", None, True),
+        ({"type": "function", "function": {"name": "aira_step"}}, {"type": "enabled"}, True),
+        ("auto", None, False),
+        ("none", None, False),
+        ("required", {"type": "disabled"}, False),
+    ],
+)
+def test_a_forced_tool_choice_is_refused_in_thinking_mode(make, choice, thinking, refused) -> None:
+    server = make(DECISIONS, refuse_forced_tool_choice=True)
+    body: dict[str, Any] = {**BODY, "tools": [{"type": "function"}], "tool_choice": choice}
+    if thinking is not None:
+        body["thinking"] = thinking
+    answer = call(server, json=body)
+    if refused:
+        assert answer.status_code == 400
+        error = answer.json()["error"]
+        assert (error["message"], error["param"]) == (
+            "Thinking mode does not support this tool_choice",
+            "tool_choice",
+        )
+        assert server.position == 0  # refused before any work
+    else:
+        assert decided(answer) == want(0)
+
+
+def test_auto_mode_follows_the_request_and_the_beta_path_answers(make) -> None:
+    server = make(DECISIONS, mode="auto")
+    assert decided(call(server, json={**BODY, "tools": [{"type": "function"}]})) == want(0)
+    text = message(call(server, "POST", "/beta/chat/completions"))["content"]
+    assert json.loads(text) == want(1)
+    assert server.requests[-1].path == "/v1/beta/chat/completions"
+    assert call(server, "POST", "/beta/jobs").status_code == 404
+
+
 def test_bad_requests_are_answered_and_counted(make) -> None:
     server = make(DECISIONS)
     not_json = call(server, content=b"{nope", headers={"Content-Type": "application/json"})

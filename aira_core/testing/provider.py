@@ -18,12 +18,17 @@ Chat completions (``POST /v1/chat/completions``)
     Each successful answer takes the script's next decision: in ``mode="tool"`` as one tool
     call to the function ``aira_step`` whose ``arguments`` are the decision's JSON
     (``finish_reason`` ``"tool_calls"``, tool-call ids ``call_1``, ``call_2``, ... by
-    decision), in ``mode="json"`` as the message ``content`` (``finish_reason`` ``"stop"``).
+    decision), in ``mode="json"`` as the message ``content`` (``finish_reason`` ``"stop"``),
+    in ``mode="auto"`` as a tool call when the request offers ``tools``, else as content.
+    ``/v1/beta/chat/completions`` (and ``/beta/…``, DeepSeek's beta base URL) answers as
+    ``/v1/chat/completions`` does; :attr:`ReceivedRequest.path` tells them apart.
     A decision given as a string is sent verbatim (a script may hold a broken one); a dict is
     sent as ``json.dumps(decision, ensure_ascii=False)``, as the scripted source does. After
     the last decision it answers ``{"act": "abstain", "reason": "the fake has no more
-    decisions"}``. ``reasoning`` (a string, or ``callable(decision_index) -> str``) is sent as
-    ``reasoning_content``; ``None`` sends no such field. ``model`` echoes the request's.
+    decisions"}``. ``reasoning`` (a string, or ``callable(decision_index) -> str``) is sent
+    under ``reasoning_field`` (``reasoning_content``, DeepSeek's and llama.cpp's name, by
+    default; vLLM ≥ 0.11 and Ollama say ``reasoning``); ``None`` sends no reasoning.
+    ``model`` echoes the request's.
     ``usage`` holds ``prompt_tokens`` (request bytes / 4), ``completion_tokens`` (answer and
     reasoning bytes / 4), ``total_tokens``, DeepSeek's ``prompt_cache_hit_tokens`` /
     ``prompt_cache_miss_tokens`` (hit: the bytes / 4 that this request's ``messages`` share
@@ -32,7 +37,10 @@ Chat completions (``POST /v1/chat/completions``)
     ``prompt_tokens_details.cached_tokens``. A body that is not a JSON object with a
     ``model`` string and a ``messages`` list is answered 400; with
     ``require_reasoning_replay=True`` so is an assistant message that made tool calls but
-    lacks ``reasoning_content`` (DeepSeek's thinking-mode rule, with its message).
+    lacks the reasoning field (DeepSeek's thinking-mode rule, with its message); with
+    ``refuse_forced_tool_choice=True`` so is a ``tool_choice`` other than ``auto`` / ``none``
+    while thinking is on (a body without ``"thinking": {"type": "disabled"}``: DeepSeek's
+    default), with DeepSeek's message "Thinking mode does not support this tool_choice".
 
 Jobs (the async path; Aira's own FAKE protocol, no provider's)
     ``POST /v1/jobs`` (body: a chat-completions body) -> 202 ``{"id": "job_<n>", "status":
@@ -290,6 +298,7 @@ class _Job:
     model: Any
     prompt: tuple[int, int, int]
     shape: Fault | None
+    tools: bool
     status: str = "queued"
     polls: int = 0
     result: dict[str, Any] | None = None
@@ -355,9 +364,16 @@ def _decision_text(decision: object) -> str:
 
 def _route(method: str, path: str) -> tuple[str | None, str | None]:
     parts = path.split("?", 1)[0].rstrip("/").split("/")
-    if parts[:2] != ["", "v1"]:
+    if parts[:2] != ["", "v1"] and parts[:2] != ["", "beta"]:
         return None, None
     rest = parts[2:]
+    if parts[1] == "v1" and rest[:1] == ["beta"]:
+        rest = rest[1:]
+    if parts[1] == "beta" or parts[2:3] == ["beta"]:
+        # DeepSeek's beta base URL serves chat completions only
+        return (
+            ("chat", None) if method == "POST" and rest == ["chat", "completions"] else (None, None)
+        )
     if method == "POST" and rest == ["chat", "completions"]:
         return "chat", None
     if rest[:1] != ["jobs"]:
@@ -398,7 +414,7 @@ class FakeProviderServer:
         self,
         decisions: Iterable[Mapping[str, Any] | str] = (),
         *,
-        mode: Literal["tool", "json"] = "tool",
+        mode: Literal["tool", "json", "auto"] = "tool",
         reasoning: str | Callable[[int], str] | None = None,
         api_key: str | None = None,
         tool_name: str = "aira_step",
@@ -406,6 +422,8 @@ class FakeProviderServer:
         job_outcome: Literal["succeeded", "failed"] = "succeeded",
         honours_idempotency: bool = False,
         require_reasoning_replay: bool = False,
+        reasoning_field: str = "reasoning_content",
+        refuse_forced_tool_choice: bool = False,
     ) -> None:
         self._lock = threading.RLock()
         self._stopping = threading.Event()
@@ -434,6 +452,8 @@ class FakeProviderServer:
             job_outcome=job_outcome,
             honours_idempotency=honours_idempotency,
             require_reasoning_replay=require_reasoning_replay,
+            reasoning_field=reasoning_field,
+            refuse_forced_tool_choice=refuse_forced_tool_choice,
         )
 
     def __repr__(self) -> str:
@@ -444,7 +464,7 @@ class FakeProviderServer:
         self,
         *,
         decisions: Iterable[Mapping[str, Any] | str] = _UNSET,
-        mode: Literal["tool", "json"] = _UNSET,
+        mode: Literal["tool", "json", "auto"] = _UNSET,
         reasoning: str | Callable[[int], str] | None = _UNSET,
         api_key: str | None = _UNSET,
         tool_name: str = _UNSET,
@@ -452,6 +472,8 @@ class FakeProviderServer:
         job_outcome: Literal["succeeded", "failed"] = _UNSET,
         honours_idempotency: bool = _UNSET,
         require_reasoning_replay: bool = _UNSET,
+        reasoning_field: str = _UNSET,
+        refuse_forced_tool_choice: bool = _UNSET,
     ) -> FakeProviderServer:
         """Change any constructor option, running or not (the fixture's server is configured
         this way). New ``decisions`` replace the script: the next answer is its first."""
@@ -460,8 +482,12 @@ class FakeProviderServer:
                 if isinstance(decisions, str | bytes | Mapping):
                     raise TypeError("decisions is a sequence of decisions, not one decision")
                 texts = [_decision_text(d) for d in decisions]
-            if mode is not _UNSET and mode not in ("tool", "json"):
-                raise ValueError(f"mode is 'tool' or 'json', not {mode!r}")
+            if mode is not _UNSET and mode not in ("tool", "json", "auto"):
+                raise ValueError(f"mode is 'tool', 'json' or 'auto', not {mode!r}")
+            if reasoning_field is not _UNSET and (
+                not isinstance(reasoning_field, str) or not reasoning_field
+            ):
+                raise ValueError("reasoning_field is a non-empty string")
             if not (
                 reasoning is _UNSET or reasoning is None or isinstance(reasoning, str)
             ) and not callable(reasoning):
@@ -496,6 +522,10 @@ class FakeProviderServer:
                 self._idempotency = bool(honours_idempotency)
             if require_reasoning_replay is not _UNSET:
                 self._reasoning_replay = bool(require_reasoning_replay)
+            if reasoning_field is not _UNSET:
+                self._reasoning_field = reasoning_field
+            if refuse_forced_tool_choice is not _UNSET:
+                self._refuse_forced = bool(refuse_forced_tool_choice)
         return self
 
     # -- lifecycle ---------------------------------------------------------------------------
@@ -746,8 +776,11 @@ class FakeProviderServer:
             prompt = self._prompt_usage(body["messages"], size)
             shape = fault if fault is not None and fault.kind in _SHAPES else None
             if endpoint == "chat":
-                return _json(200, self._completion(body["model"], prompt, shape)), True
-            job = _Job(f"job_{len(self._jobs) + 1}", body["model"], prompt, shape)
+                tools = bool(body.get("tools"))
+                return _json(200, self._completion(body["model"], prompt, shape, tools)), True
+            job = _Job(
+                f"job_{len(self._jobs) + 1}", body["model"], prompt, shape, bool(body.get("tools"))
+            )
             self._jobs[job.id] = job
             return _json(202, {"id": job.id, "status": job.status}), False
         job = self._jobs.get(job_id or "")
@@ -773,7 +806,7 @@ class FakeProviderServer:
             if job.polls < self._polls_to_finish:
                 job.status = "running"
             elif self._job_outcome == "succeeded":
-                job.result = self._completion(job.model, job.prompt, job.shape)
+                job.result = self._completion(job.model, job.prompt, job.shape, job.tools)
                 job.status = "succeeded"
                 self._position += 1
             else:
@@ -798,13 +831,20 @@ class FakeProviderServer:
                     isinstance(item, dict)
                     and item.get("role") == "assistant"
                     and item.get("tool_calls")
-                    and "reasoning_content" not in item
+                    and self._reasoning_field not in item
                 ):
                     message = (
-                        "Missing `reasoning_content` field in the assistant message at "
+                        f"Missing `{self._reasoning_field}` field in the assistant message at "
                         f"message index {index}"
                     )
                     return _error(400, message, "invalid_request_error", "messages")
+        if self._refuse_forced:
+            thinking = body.get("thinking")
+            off = isinstance(thinking, dict) and thinking.get("type") == "disabled"
+            choice = body.get("tool_choice")
+            if not off and choice is not None and choice not in ("auto", "none"):
+                message = "Thinking mode does not support this tool_choice"
+                return _error(400, message, "invalid_request_error", "tool_choice")
         return None
 
     def _prompt_usage(self, messages: list[Any], size: int) -> tuple[int, int, int]:
@@ -816,7 +856,7 @@ class FakeProviderServer:
         return prompt, hit, prompt - hit
 
     def _completion(
-        self, model: str, prompt: tuple[int, int, int], shape: Fault | None
+        self, model: str, prompt: tuple[int, int, int], shape: Fault | None, tools: bool
     ) -> dict[str, Any]:
         index = self._position
         text = (
@@ -832,11 +872,11 @@ class FakeProviderServer:
             text = shape.text if shape.text is not None else _broken(text)
         message: dict[str, Any] = {"role": "assistant", "content": None}
         if reasoning is not None:
-            message["reasoning_content"] = reasoning
+            message[self._reasoning_field] = reasoning
         if kind == "text_instead_of_tool":
             message["content"] = shape.text if shape.text is not None else text
             finish = "stop"
-        elif self._mode == "json":
+        elif self._mode == "json" or (self._mode == "auto" and not tools):
             message["content"] = text
             finish = "stop"
         else:
