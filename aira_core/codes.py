@@ -599,7 +599,21 @@ _CODES = (
             "writes into another file; `--force` replaces it with a new one",
         ),
         ("TRAJECTORY_INVALID", "a trajectory file cannot be read or is not a valid trajectory"),
-        ("RUN_STORE_EXISTS", "a new run needs a new store; the store file exists"),
+        (
+            "RUN_STORE_EXISTS",
+            "a new run needs a new store; the store file exists (or, given with --store, a "
+            "task that brings its own starting document was asked to work in it)",
+        ),
+        (
+            "RUN_TASK_INVALID",
+            "aira run was given no task, two tasks, a blank or over-long task in words, a task "
+            "in words without --provider, or provider flags without --provider",
+        ),
+        (
+            "RUN_SOURCE_INVALID",
+            "no model was named and the provider lists none, or a trajectory's header names no "
+            "usable source to resume with",
+        ),
         ("RUN_STORE_MISSING", "resuming a run whose store does not exist"),
         ("RUN_SCRIPT_MISMATCH", "the trajectory is a run of another script or task"),
         ("RUN_ALREADY_ENDED", "resuming a run whose task already ended"),
@@ -712,7 +726,7 @@ _CODES = (
         ("LEDGER_ATTEMPT_UNKNOWN", "the attempt ledger has no attempt of that id"),
         (
             "GATEWAY_RETRY_UNCONFIRMED",
-            "an informed retry asked for without --yes: the step may be charged again",
+            "an informed retry asked for without --informed: the step may be charged again",
         ),
         ("GATEWAY_NO_ROUTE", "a gateway was given no providerId::modelId to submit to"),
         ("GATEWAY_ROUTE_INVALID", "a route that is not written providerId::modelId"),
@@ -728,7 +742,7 @@ _CODES = (
             "ATTEMPT_UNKNOWN",
             "a provider may have processed the step but its answer was lost (timeout, reset, "
             "a 5xx, the process ended mid-call): not resubmitted; an informed retry "
-            "(aira gateway retry) is needed",
+            "(aira tasks retry) is needed",
         ),
         (
             "ATTEMPT_UNDELIVERED",

@@ -21,13 +21,13 @@ import typer
 from aira_core.cli import (
     bench,
     catalog,
-    gateway,
     model,
     plan,
     plugins,
     query,
     run,
     schema,
+    tasks,
     trust,
 )
 from aira_core.cli._output import _error_json, _failure, _json_requested, printable
@@ -54,7 +54,7 @@ app.add_typer(model.model_app, name="model")
 app.add_typer(plan.plan_app, name="plan")
 app.add_typer(bench.bench_app, name="bench")
 app.add_typer(run.trace_app, name="trace")
-app.add_typer(gateway.gateway_app, name="gateway")
+app.add_typer(tasks.tasks_app, name="tasks")
 
 
 def execute(args: list[str] | None = None) -> int:

@@ -10,7 +10,7 @@ from typing import Annotated, Any
 import typer
 
 from aira_core.cli._options import ForceFlag, JsonFlag, KernelOption, _kernel, command_group
-from aira_core.cli._output import _print_json, _table
+from aira_core.cli._output import _print_json, _table, printable
 
 TierOption = Annotated[
     str | None, typer.Option("--tier", help="T32, T128 or T200 (default: the script's).")
@@ -34,16 +34,38 @@ def _shown(path: Path) -> str:
         return path.name
 
 
-def _progress(record: dict[str, Any]) -> None:
+def _progress(record: dict[str, Any], totals: dict[str, float] | None = None) -> None:
     decision = record["decision"]
     act = decision.get("act", "?")
     result = record["result"]
     status = result.get("status", "?")
     extra = result.get("code") or result.get("rev", "")[:24] or result.get("terminal") or ""
-    typer.echo(
+    line = (
         f"  step {record['step']:>2}  round {record['round']}  {act:<8} "
         f"prompt {record['promptTokens']:>6}/{record['budgetTokens']} tok  {status} {extra}"
     )
+    if totals is not None:  # a model's run: what it has cost so far
+        usage = record.get("usage") or {}
+        for key in ("inputTokens", "outputTokens", "costUsd"):
+            totals[key] = totals.get(key, 0) + (usage.get(key) or 0)
+        line += (
+            f"  [in {_k(totals['inputTokens'])} out {_k(totals['outputTokens'])} tok"
+            f" ${totals['costUsd']:.4f}]"
+        )
+    typer.echo(line)
+
+
+def _k(tokens: float) -> str:
+    return f"{tokens / 1000:.1f}k" if tokens >= 1000 else f"{int(tokens)}"
+
+
+def _on_step(quiet: bool, metered: bool) -> Any:
+    if quiet:
+        return None
+    if not metered:
+        return _progress
+    totals: dict[str, float] = {}
+    return lambda record: _progress(record, totals)
 
 
 def _run_one(
@@ -53,25 +75,29 @@ def _run_one(
     trajectory: Path | None,
     quiet: bool,
     force: bool = False,
+    **source: Any,
 ) -> Any:
     from aira_core.step.runner import run_script
 
     where = _run_dir(script.name)
+    store = source.pop("store", None)
     return run_script(
         script,
         kernel=kernel,
-        store=where / "store.sqlite3",
+        store=store or where / "store.sqlite3",
         trajectory=trajectory or where / "trajectory.jsonl",
         tier_name=tier,
         outputs=where,
-        on_step=None if quiet else _progress,
+        on_step=_on_step(quiet, "source" in source),
         force=force,
+        **source,
     )
 
 
 def _run_report(run: Any) -> dict[str, Any]:
     o = run.outcome
-    return {
+    end = next((r for r in reversed(o.records) if "end" in r), None) or {}
+    report = {
         "script": run.script.name,
         "terminal": o.terminal.value if o.terminal else None,
         "reason": o.reason,
@@ -83,10 +109,108 @@ def _run_report(run: Any) -> dict[str, Any]:
         "trajectory": _shown(run.trajectory),
         "files": {k: _shown(v) for k, v in run.files.items()},
     }
+    usage = end.get("usage")
+    if usage is None:
+        from aira_core.step.trajectory import read_trajectory
+
+        _, records = read_trajectory(run.trajectory)
+        usage = next((r.get("usage") for r in reversed(records) if "end" in r), None)
+        end = next((r for r in reversed(records) if "end" in r), {})
+    report["usage"] = usage_summary(usage or {})
+    report["channelRepairs"] = end.get("channelRepairs", 0)
+    return report
+
+
+def usage_summary(usage: dict[str, Any]) -> dict[str, Any]:
+    """A run's usage as ``aira run`` reports it: the token counts, the cache-hit share of the
+    input the provider reported its cache for, and the cost."""
+    from aira_core.extensions import Usage
+
+    u = Usage.from_wire(usage)
+    cached = u.cache_hit_tokens + u.cache_miss_tokens
+    return {
+        **u.to_wire(),
+        "cacheHitShare": round(u.cache_hit_tokens / cached, 4) if cached else None,
+    }
+
+
+def _summary_lines(report: dict[str, Any]) -> list[str]:
+    u = report["usage"]
+    share = u["cacheHitShare"]
+    hit = f", {share:.0%} from the provider's cache" if share is not None else ""
+    lines = [
+        f"  tokens: in {u['inputTokens']}{hit}, out {u['outputTokens']}"
+        f" (reasoning {u['reasoningTokens']}); cost ${u['costUsd']:.4f}"
+        + (f"; {report['channelRepairs']} channel repairs" if report["channelRepairs"] else ""),
+    ]
+    where = report["trajectory"].rsplit("/", 1)[0]
+    names = [p.rsplit("/", 1)[1] for p in report["files"].values()]
+    lines.append(f"  files: {where}/ {' '.join([*names, report['trajectory'].rsplit('/', 1)[1]])}")
+    return lines
+
+
+ProviderOption = Annotated[
+    str | None,
+    typer.Option(
+        "--provider",
+        help="Who decides the steps: an installed provider (deepseek, openai) or a "
+        "providers.toml table in AIRA_HOME. Its API key comes from the environment variable "
+        "the configuration names, never from a flag.",
+    ),
+]
 
 
 def run_cmd(
-    script: Annotated[Path, typer.Option("--script", help="An aira.decision-script/1 file.")],
+    intent: Annotated[
+        str | None,
+        typer.Argument(
+            help="What to design, in words (with --provider and --model): a model designs it."
+        ),
+    ] = None,
+    provider: ProviderOption = None,
+    model: Annotated[str | None, typer.Option("--model", help="The provider's model.")] = None,
+    base_url: Annotated[
+        str | None,
+        typer.Option("--base-url", help="The provider's OpenAI-compatible base URL (…/v1)."),
+    ] = None,
+    transport: Annotated[
+        str | None,
+        typer.Option(
+            "--transport",
+            help="How a decision rides the request: tool (default), json, or strict "
+            "(schema-constrained output).",
+        ),
+    ] = None,
+    fallback: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--fallback",
+            help="Another PROVIDER::MODEL, tried when a provider refuses a step before "
+            "processing it (repeat for more).",
+        ),
+    ] = None,
+    budget_usd: Annotated[
+        float | None,
+        typer.Option("--budget-usd", help="Stop the task once it has cost more (USD).", min=0),
+    ] = None,
+    max_steps: Annotated[
+        int | None, typer.Option("--max-steps", help="Stop the task after this many steps.", min=1)
+    ] = None,
+    script: Annotated[
+        Path | None,
+        typer.Option(
+            "--script",
+            help="An aira.decision-script/1 file (replayed, or its task decided by --provider).",
+        ),
+    ] = None,
+    store: Annotated[
+        Path | None,
+        typer.Option(
+            "--store",
+            help="The model store to work in: a new one is made there; an existing one is "
+            "continued from its main head (default: a new store in the run's directory).",
+        ),
+    ] = None,
     tier: TierOption = None,
     trajectory: Annotated[
         Path | None, typer.Option("--trajectory", help="Where to write the trajectory (JSONL).")
@@ -99,17 +223,45 @@ def run_cmd(
     kernel: KernelOption = None,
     as_json: JsonFlag = False,
 ) -> None:
-    """Run a decision script through the bounded-step host on a new store (or continue an
-    interrupted run with --resume). Exit 0 only when the runtime says completed.
+    """Run a task through the bounded-step host: a task in words decided by a model
+    (`aira run "a 60 x 40 x 5 mm plate with four M4 clearance holes" --provider deepseek
+    --model deepseek-flash`), or a decision script (--script). Each step is shown as it
+    runs; at the end, the STEP and SVG files, the trajectory and what the run cost. Exit 0
+    only when the runtime says completed. --resume continues an interrupted run.
 
     A new run's trajectory is a new file: a --trajectory path that exists is refused
     (TRAJECTORY_EXISTS) unless --force, which replaces it with a new file once the run
     starts. A run refused before it starts leaves nothing behind."""
-    from aira_core.step.runner import resume_script
-    from aira_core.step.trajectory import load_script
+    from aira_core.diagnostics import AiraError
+    from aira_core.step.runner import RUN_TASK_INVALID
 
-    loaded = load_script(script)
-    if resume is None and trajectory is not None:
+    named = [n for n, v in (("INTENT", intent), ("--script", script)) if v is not None]
+    if resume is not None and intent is not None:
+        raise AiraError(RUN_TASK_INVALID, "--resume continues a run and its task: drop INTENT")
+    if len(named) > 1:
+        raise AiraError(RUN_TASK_INVALID, "give the task once: INTENT or --script, not both")
+    if resume is None and not named:
+        raise AiraError(
+            RUN_TASK_INVALID,
+            'give the task: aira run "INTENT" --provider P --model M, or --script FILE',
+        )
+    flags = [
+        n for n, v in (("--model", model), ("--base-url", base_url), ("--fallback", fallback)) if v
+    ]
+    if provider is None and flags:
+        raise AiraError(RUN_TASK_INVALID, f"{flags[0]} goes with --provider")
+    if intent is not None and provider is None:
+        raise AiraError(
+            RUN_TASK_INVALID,
+            "a task in words needs a model to decide it: --provider P --model M "
+            "(`aira plugins` lists the installed providers)",
+        )
+    if resume is not None:
+        source = (provider, model, base_url, transport, fallback)
+        budgets = _budgets(budget_usd, max_steps)
+        _resume(resume, script, source, tier, trajectory, kernel, as_json, budgets)
+        return
+    if trajectory is not None:
         from aira_core.files import check_target
         from aira_core.step.trajectory import NEW_RUN, TRAJECTORY_EXISTS
 
@@ -117,26 +269,144 @@ def run_cmd(
         check_target(
             trajectory, force=force, exists_code=TRAJECTORY_EXISTS, hint=NEW_RUN, new_dirs=True
         )
+    if intent is not None:
+        from aira_core.step.runner import intent_script
+
+        loaded = intent_script(intent, tier)
+    else:
+        from aira_core.step.trajectory import load_script
+
+        loaded = load_script(script)
+    extra: dict[str, Any] = {"budgets": _budgets(budget_usd, max_steps)}
+    if store is not None:
+        extra["store"] = store
+        extra["existing_store"] = True
+    if provider is not None:
+        gateway, header = _open_gateway(provider, model, base_url, transport, fallback, loaded)
+        if intent is not None:  # a resume rebuilds the task from it
+            header["intent"] = loaded.intent.to_wire()
+        extra.update(source=gateway, header=header)
+        if store is not None and store.exists():
+            extra["task"] = header["gatewayTask"]  # its own branch on a store of earlier runs
     chosen = _kernel(kernel, "running a task")
     if not as_json:
         typer.echo(f"{loaded.name}: {loaded.title or loaded.intent.goal}")
-    if resume is not None:
-        run = resume_script(
-            loaded,
-            kernel=chosen,
-            store=resume / "store.sqlite3",
-            trajectory=trajectory or resume / "trajectory.jsonl",
-            tier_name=tier,
-            outputs=resume,
-            on_step=None if as_json else _progress,
-        )
+    run = _run_one(loaded, chosen, tier, trajectory, as_json, force, **extra)
+    _finish(run, as_json)
+
+
+def _budgets(usd: float | None, steps: int | None) -> Any:
+    from dataclasses import replace
+
+    from aira_core.step.tiers import TaskBudgets
+
+    budgets = TaskBudgets()
+    if usd is not None:
+        budgets = replace(budgets, usd=usd)
+    if steps is not None:
+        budgets = replace(budgets, steps=steps)
+    return budgets
+
+
+def _open_gateway(
+    provider: str,
+    model: str | None,
+    base_url: str | None,
+    transport: str | None,
+    fallback: list[str] | None,
+    script: Any,
+    task: str | None = None,
+) -> tuple[Any, dict[str, Any]]:
+    from aira_core.config import aira_home
+    from aira_core.gateway.source import SourceSpec, default_model, open_source
+
+    home = aira_home()
+    spec = SourceSpec(
+        provider=provider,
+        model=model or default_model(provider, home),
+        fallbacks=tuple(fallback or ()),
+        base_url=base_url,
+        transport=transport,
+    )
+    intent = {"intent": script.intent.to_wire(), "script": script.name}
+    return open_source(spec, home=home, intent=intent, task=task)
+
+
+def _resume(
+    where: Path,
+    script: Path | None,
+    source: tuple[Any, ...],
+    tier: str | None,
+    trajectory: Path | None,
+    kernel: str | None,
+    as_json: bool,
+    budgets: Any,
+) -> None:
+    """Continue the run in ``where``: a task in words from its trajectory's header, a
+    script's from --script; a gateway run continues on its ledger task (or on the informed
+    retry of it) with the source its header names, unless flags name another."""
+    from aira_core.diagnostics import AiraError
+    from aira_core.step.runner import RUN_TASK_INVALID, intent_of_header, resume_script
+    from aira_core.step.trajectory import load_script, read_trajectory
+
+    provider, model, base_url, transport, fallback = source
+    store = where / "store.sqlite3"
+    if not store.exists():
+        raise AiraError("RUN_STORE_MISSING", f"{store.name} does not exist; nothing to resume")
+    path = trajectory or where / "trajectory.jsonl"
+    header, _ = read_trajectory(path)
+    task = None
+    if script is not None:
+        loaded = load_script(script)
+    elif header.get("intent") is not None:
+        loaded = intent_of_header(header)
+        task = header.get("taskId")  # rebuilt from a redacted copy: the id the run had
     else:
-        run = _run_one(loaded, chosen, tier, trajectory, as_json, force)
+        raise AiraError(RUN_TASK_INVALID, "this run replayed a script: resume it with --script")
+    extra: dict[str, Any] = {"budgets": budgets}
+    if header.get("gatewayTask"):
+        from aira_core.gateway.source import SourceSpec
+
+        recorded = SourceSpec.from_wire(header.get("source"))
+        gateway, _ = _open_gateway(
+            provider or recorded.provider,
+            model or recorded.model,
+            base_url or recorded.base_url,
+            transport or recorded.transport,
+            fallback or list(recorded.fallbacks),
+            loaded,
+            task=header["gatewayTask"],
+        )
+        extra["source"] = gateway
+    elif provider is not None:
+        raise AiraError(
+            RUN_TASK_INVALID, "this run's steps came from its script: resume it without --provider"
+        )
+    chosen = _kernel(kernel, "running a task")
+    if not as_json:
+        typer.echo(f"{loaded.name}: {loaded.title or loaded.intent.goal}")
+    run = resume_script(
+        loaded,
+        kernel=chosen,
+        store=store,
+        trajectory=path,
+        tier_name=tier,
+        outputs=where,
+        on_step=_on_step(as_json, "source" in extra),
+        task=task,
+        **extra,
+    )
+    _finish(run, as_json)
+
+
+def _finish(run: Any, as_json: bool) -> None:
     report = _run_report(run)
     if as_json:
         _print_json({"format": "aira.run/1", **report})
     else:
         typer.echo(f"  -> {report['terminal']} ({report['reason']}), head {report['head']}")
+        for line in _summary_lines(report):
+            typer.echo(line)
     if report["terminal"] != "completed":
         raise typer.Exit(1)
 
@@ -192,7 +462,10 @@ def trace_show(
     file: Annotated[Path, typer.Argument(help="A trajectory (JSONL).")],
     as_json: JsonFlag = False,
 ) -> None:
-    """One line per step: act, capsule and log size, result; then how the task ended."""
+    """One line per step: act, prompt size against B, result, and what the provider reported
+    (input tokens, those from its cache, output tokens, USD); then how the task ended and
+    the totals (with reasoning tokens and the cache-hit share). --json: every record."""
+    from aira_core.extensions import Usage
     from aira_core.step.trajectory import read_trajectory
 
     # read_trajectory checked every record's shape: the fields used here are there and typed.
@@ -200,24 +473,38 @@ def trace_show(
     if as_json:
         _print_json({"header": header, "records": records})
         return
+    steps = [r for r in records if "step" in r]
+    usages = [Usage.from_wire(r.get("usage") or {}) for r in steps]
     rows = [
         [
             str(r["step"]),
             str(r["round"]),
             r["decision"].get("act") or "?",
-            f"{r['capsuleBytes']}",
-            f"{r['logBytes']}",
             f"{r['promptTokens']}/{r['budgetTokens']}",
             f"{r['result']['status']} {r['result'].get('code') or ''}".rstrip(),
+            str(u.input_tokens),
+            str(u.cache_hit_tokens),
+            str(u.output_tokens),
+            f"{u.cost_usd:.4f}",
         ]
-        for r in records
-        if "step" in r
+        for r, u in zip(steps, usages, strict=True)
     ]
+    models = sorted({f"{r.get('provider')}::{r.get('model')}" for r in steps if r.get("model")})
     _table(
-        f"{header.get('script') or file.name} ({header.get('tier')})",
-        ["step", "round", "act", "capsule B", "log B", "prompt tok", "result"],
+        f"{header.get('script') or file.name} ({header.get('tier')})"
+        + (f" — {printable(', '.join(models))[:120]}" if models else ""),
+        ["step", "round", "act", "prompt tok", "result", "in", "hit", "out", "USD"],
         rows,
     )
     end = next((r for r in records if "end" in r), None)
     if end:
         typer.echo(f"end: {end['terminal']} ({end['reason']}), head {end['head']}")
+    total = sum(usages, Usage())
+    summary = usage_summary(total.to_wire())
+    share = summary["cacheHitShare"]
+    typer.echo(
+        f"usage: in {total.input_tokens} tok"
+        + (f" ({share:.0%} cache hits)" if share is not None else "")
+        + f", out {total.output_tokens} (reasoning {total.reasoning_tokens}),"
+        f" ${total.cost_usd:.4f} over {len(steps)} steps"
+    )

@@ -64,7 +64,7 @@ class GatewayPaused(AiraError):
     """The gateway stopped for a person: an attempt's facts forbid going on automatically
     (``ATTEMPT_UNKNOWN``, ``ATTEMPT_UNDELIVERED``, ``ATTEMPT_WATCH_EXHAUSTED``,
     ``ATTEMPT_FAILED``, ``GATEWAY_ALL_REFUSED``). ``task`` and ``attempt`` name what to look
-    at (``aira gateway show``)."""
+    at (``aira tasks show``)."""
 
     def __init__(self, code: str, message: str, *, task: str, attempt: str | None) -> None:
         super().__init__(code, message, subject=attempt or task)
@@ -388,7 +388,7 @@ class Gateway(DecisionSource):
             "resume the run to fetch it again (it is not regenerated)"
             if attempt.remote_id
             else "the provider keeps no copy to fetch again; only an informed retry "
-            "(aira gateway retry) submits the step again"
+            "(aira tasks retry) submits the step again"
         )
         raise GatewayPaused(
             ATTEMPT_UNDELIVERED,
@@ -437,7 +437,7 @@ class Gateway(DecisionSource):
                 ATTEMPT_FAILED if attempt.outcome == Outcome.FAILED else ATTEMPT_CANCELED,
                 f"{attempt.model}: step {attempt.step} was accepted and then "
                 f"{attempt.outcome.value} at the provider; it is not resubmitted "
-                "automatically: `aira gateway retry` to submit it again",
+                "automatically: `aira tasks retry` to submit it again",
                 task=self.task_id,
                 attempt=attempt.id,
             )
@@ -445,7 +445,7 @@ class Gateway(DecisionSource):
             raise GatewayPaused(
                 ATTEMPT_UNDELIVERED,
                 f"{attempt.model} accepted step {attempt.step} but no reply was kept; it is not "
-                "resubmitted automatically: `aira gateway retry` after checking with the "
+                "resubmitted automatically: `aira tasks retry` after checking with the "
                 "provider",
                 task=self.task_id,
                 attempt=attempt.id,
@@ -453,7 +453,7 @@ class Gateway(DecisionSource):
         raise GatewayPaused(
             ATTEMPT_UNKNOWN,
             f"{attempt.model} may have processed step {attempt.step} (its answer was lost); it is "
-            "not resubmitted automatically: `aira gateway retry` after checking with the "
+            "not resubmitted automatically: `aira tasks retry` after checking with the "
             "provider",
             task=self.task_id,
             attempt=attempt.id,
@@ -471,7 +471,7 @@ class Gateway(DecisionSource):
         return GatewayPaused(
             code,
             f"{latest.model} {what} ({exc.code}: {exc.diagnostic.message}); the step is not "
-            "resubmitted automatically: `aira gateway retry` after checking with the provider",
+            "resubmitted automatically: `aira tasks retry` after checking with the provider",
             task=self.task_id,
             attempt=latest.id,
         )

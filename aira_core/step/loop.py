@@ -30,13 +30,21 @@ import time
 from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 from aira_core.catalog.signatures import LEGEND, catalog_signatures
 from aira_core.contracts.amir import BODIES, NODES, PARAMETERS
 from aira_core.contracts.plan import IntentFrame
 from aira_core.diagnostics import AiraError, redact
-from aira_core.extensions import BudgetsLeft, DecisionSource, Kernel, StepReply, StepRequest
+from aira_core.extensions import (
+    BudgetsLeft,
+    DecisionSource,
+    Kernel,
+    StepReply,
+    StepRequest,
+    Usage,
+)
 from aira_core.runtime.contract import CompletionAuthority, TerminalState
 from aira_core.runtime.plan import PlanContext
 from aira_core.runtime.session import Task, TaskProtocol
@@ -109,6 +117,8 @@ class StepHost:
         self.ledger = Ledger(intent=intent)
         self.log = RoundLog()
         self.capsule: Capsule | None = None
+        self.round_schema: dict[str, Any] | None = None
+        """The decision schema the round's requests carry (see :meth:`_schema`)."""
         self.schema_pages: dict[str, str] = {}  # capability → its L2 contract, while in use
         self.described: list[str] = []
         self.staged: dict[str, str] = {}
@@ -123,6 +133,9 @@ class StepHost:
         self.input_tokens = 0
         self.output_tokens = 0
         self.usd = 0.0
+        self.usage = Usage()
+        """What the source reported, summed over the steps (cache, reasoning, cost)."""
+        self.channel_repairs = 0
         self.max_prompt = 0
         self._rid = 0
         self.seen_head = self.task.head
@@ -190,6 +203,7 @@ class StepHost:
                     RUN_RESUME_MISMATCH, f"step {record['step']} follows a step that ended the task"
                 )
             self.step = record["step"] + 1
+            self._count_recorded(record)
             if isinstance(record.get("round"), int):
                 last_round = record["round"]
             wire = record.get("decision") or {}
@@ -240,6 +254,21 @@ class StepHost:
             self.round = last_round
             self._end_round()  # a resumed task starts a new round from the ledger
         return self.step
+
+    def _count_recorded(self, record: Mapping[str, Any]) -> None:
+        """What a recorded step spent counts against the budgets and totals again (a
+        resumed task must not get its budgets back)."""
+        raw = record.get("usage")
+        usage = Usage.from_wire(raw if isinstance(raw, Mapping) else {})
+        self.usage = self.usage + usage
+        repairs = record.get("repairs")
+        self.channel_repairs += len(repairs) if isinstance(repairs, list) else 0
+        prompt = record.get("promptTokens")
+        prompt = prompt if isinstance(prompt, int) and not isinstance(prompt, bool) else 0
+        self.input_tokens += usage.input_tokens or prompt
+        self.output_tokens += usage.output_tokens
+        self.usd += usage.cost_usd
+        self.ledger.record_usage(usage.input_tokens or prompt, usage.output_tokens, usage.cost_usd)
 
     def _recorded_decision(self, wire: Mapping[str, Any]) -> Any:
         """A recorded decision as the grammar reads it; None when it was unreadable (then it
@@ -354,12 +383,15 @@ class StepHost:
                 tier=self.tier.name,
                 capsule=capsule.text,
                 log=self.log.entries,
-                schema=grammar.decision_schema(aliases, budgets=self.budgets),
+                schema=self._schema(aliases),
                 budgets=self._budgets_left(),
             )
             built = time.perf_counter()
+            called_at = datetime.now(UTC).isoformat(timespec="milliseconds")
             reply = self.source.decide(request)
             decided = time.perf_counter()
+            self.usage = self.usage + reply.usage
+            self.channel_repairs += len(reply.repairs)
             # A source that reports no usage (a script) is metered by the host's own count.
             used_in = reply.usage.input_tokens or prompt_tokens
             used_out = reply.usage.output_tokens or host_tokens(reply.text)
@@ -392,6 +424,7 @@ class StepHost:
                 (capsule, log_bytes, round_),
                 (started, built, decided, validated, executed),
             )
+            record["calledAt"] = called_at
             records.append(record)
             self._write(record)
             self.step += 1
@@ -418,6 +451,8 @@ class StepHost:
             "maxPromptTokens": self.max_prompt,
             "inputTokens": self.input_tokens,
             "outputTokens": self.output_tokens,
+            "usage": self.usage.to_wire(),
+            "channelRepairs": self.channel_repairs,
         }
         if self.exhausted is not None:
             end["exhausted"] = self.exhausted
@@ -466,10 +501,23 @@ class StepHost:
         self.log.append(decision)
         self.log.append(RoundLog.result(reply.call_id, rendered))
 
+    def _schema(self, aliases: dict[str, list[str]]) -> dict[str, Any]:
+        """The decision schema of the round: made at its first step and the same bytes for
+        every step of it. A provider reads the schema before the conversation (a tool's
+        parameters, a JSON schema), so a schema that changed at every commit would make every
+        prompt after it a new prefix: no cache hit for the whole round (spec 003 §6.6). An
+        alias a commit of this round made is legal all the same: the host checks every
+        decision against the current aliases, and a plan's arguments take an alias-shaped
+        name by pattern; the next round's schema lists it."""
+        if self.round_schema is None:
+            self.round_schema = grammar.decision_schema(aliases, budgets=self.budgets)
+        return self.round_schema
+
     def _end_round(self) -> None:
         """Compaction: an empty log, and a capsule rebuilt from the ledger and the note at
         the next step. Nothing else carries over."""
         self.round += 1
+        self.round_schema = None
         self.log = RoundLog()
         self.window_full_told = False
         self.capsule = None

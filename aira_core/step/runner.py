@@ -31,12 +31,66 @@ from aira_core.step.trajectory import (
 
 BUNDLED = ("bracket", "flanged_shaft", "parametric_edit")
 RUN_SCRIPT_MISMATCH = "RUN_SCRIPT_MISMATCH"
+RUN_STORE_EXISTS = "RUN_STORE_EXISTS"
+RUN_TASK_INVALID = "RUN_TASK_INVALID"
+INTENT_CHARS = 4000
+"""The longest task in words ``aira run`` takes (the capsule's intent frame is ≤ 1k tokens)."""
+INTENT_SCRIPT = "intent"
 
 
 def bundled_script(name: str) -> DecisionScript:
     path = resources.files("aira_core.step").joinpath("scripts").joinpath(f"{name}.json")
     with resources.as_file(path) as file:
         return load_script(Path(file))
+
+
+def intent_script(text: str, tier_name: str | None = None) -> DecisionScript:
+    """A task in words as the step host runs it: the Intent Frame's goal is the text as
+    written (spec 003 item 10: the host does not paraphrase it), an empty model, no
+    decisions of its own (a decision source answers every step; without one the host
+    abstains at once). ``RUN_TASK_INVALID`` for a blank or over-long text."""
+    from aira_core.contracts.plan import IntentFrame
+
+    if not isinstance(text, str) or not text.strip():
+        raise AiraError(RUN_TASK_INVALID, "the task is blank: say what to design")
+    goal = text.strip()
+    if len(goal) > INTENT_CHARS:
+        raise AiraError(
+            RUN_TASK_INVALID,
+            f"the task is {len(goal)} characters; at most {INTENT_CHARS} (put details in a "
+            "decision script's intent)",
+        )
+    if any(ord(c) < 32 and c not in "\n\t" for c in goal):
+        raise AiraError(RUN_TASK_INVALID, "the task holds control characters")
+    title = goal.splitlines()[0][:80]
+    return DecisionScript.model_validate(
+        {
+            "format": "aira.decision-script/1",
+            "name": INTENT_SCRIPT,
+            "title": title,
+            "intent": IntentFrame(goal=goal).to_wire(),
+            "tier": tier_name or "T128",
+            "decisions": [{"act": "abstain", "reason": "no decision source was given"}],
+        }
+    )
+
+
+def intent_of_header(header: Mapping[str, Any]) -> DecisionScript:
+    """The task in words a trajectory's header recorded (``intent``), for a resume."""
+    from pydantic import ValidationError
+
+    from aira_core.contracts.plan import IntentFrame
+
+    try:
+        frame = IntentFrame.model_validate(header.get("intent"))
+    except ValidationError:
+        raise AiraError(
+            RUN_TASK_INVALID, "the trajectory's header holds no usable intent"
+        ) from None
+    script = intent_script(
+        frame.goal, header.get("tier") if isinstance(header.get("tier"), str) else None
+    )
+    return script.model_copy(update={"intent": frame})
 
 
 @dataclass
@@ -67,8 +121,16 @@ def run_script(
     force: bool = False,
     source: DecisionSource | None = None,
     header: Mapping[str, Any] | None = None,
+    task: str | None = None,
+    existing_store: bool = False,
 ) -> Run:
     """Replay ``script`` on a fresh store at ``store`` (it must not exist yet).
+
+    With ``existing_store``, a store that exists is worked on instead: the task branches
+    from its main head (the script must then bring no starting document). ``task`` is the
+    task id (default: :func:`task_id`, a hash of the script, so a replay lands on the same
+    branch); a run on an existing store needs its own, or it would continue an earlier
+    run's branch.
 
     ``source`` answers the steps instead of the script's own decisions (the gateway and a
     provider that serves them, say); ``header`` adds fields to the trajectory's header (the
@@ -83,15 +145,21 @@ def run_script(
     """
     from aira_core.contracts.amir import AmirDocument
 
-    if store.exists():
-        raise AiraError("RUN_STORE_EXISTS", f"{store.name} exists; a run starts from a new store")
+    reuse = existing_store and store.exists()
+    if store.exists() and not reuse:
+        raise AiraError(RUN_STORE_EXISTS, f"{store.name} exists; a run starts from a new store")
+    if reuse and script.document is not None:
+        raise AiraError(
+            RUN_STORE_EXISTS,
+            f"{store.name} exists: a task that brings its own starting document needs a new store",
+        )
     chosen = tier(tier_name or script.tier)
     document = (
         AmirDocument.model_validate(script.document, by_name=False)
         if script.document is not None
         else None
     )
-    task = task_id(script)  # a hash of the whole script: computed once
+    task = task or task_id(script)  # a hash of the whole script: computed once
     first = {**(header or {}), "script": script.name, "tier": chosen.name, "taskId": task}
     writer = TrajectoryWriter(trajectory, first, force=force, protect=[store])
     try:
@@ -100,9 +168,10 @@ def run_script(
             # The starting document is written as every document is: checked, its
             # assertions on the kernel (a document the catalog or the kernel refuses starts
             # no run), as `aira model init --from` writes it.
-            started = WritePath(ctx, kernel).init(document, "init")
-            if started.status != "success":
-                raise PatchRejected(list(started.diagnostics))
+            if not reuse:
+                started = WritePath(ctx, kernel).init(document, "init")
+                if started.status != "success":
+                    raise PatchRejected(list(started.diagnostics))
             writer.keep()
         except BaseException:
             repository.close()
@@ -146,6 +215,7 @@ def resume_script(
     outputs: Path | None = None,
     on_step: Callable[[dict[str, Any]], None] | None = None,
     source: DecisionSource | None = None,
+    task: str | None = None,
 ) -> Run:
     """Continue an interrupted run of ``script`` from its trajectory and store, without
     running its committed plans again. ``source`` as for :func:`run_script` (a gateway
@@ -160,7 +230,7 @@ def resume_script(
         header, records = writer.header, writer.records
         # Checked before the store is opened: a task of another script must not even get a
         # branch there.
-        expected = task_id(script)
+        expected = task or task_id(script)
         if (header.get("script"), header.get("taskId")) != (script.name, expected):
             raise AiraError(
                 RUN_SCRIPT_MISMATCH,

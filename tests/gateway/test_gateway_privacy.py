@@ -140,7 +140,7 @@ def test_no_key_reaches_the_ledger_a_trajectory_a_log_an_error_or_the_cli(
     settings = load_settings(aira_home)
     assert settings["envfake"].api_key == ENV_KEY and settings["filefake"].api_key == FILE_KEY
 
-    ledger = AttemptLedger.open(aira_home / "gateway.sqlite3")  # the one `aira gateway` reads
+    ledger = AttemptLedger.open(aira_home / "gateway.sqlite3")  # the one `aira tasks` reads
     try:
         delivered = 0
         for case, on, fault, options in hostile(key):
@@ -195,7 +195,7 @@ def test_no_key_reaches_the_ledger_a_trajectory_a_log_an_error_or_the_cli(
         printed.append(json.dumps(outcome.records))
 
         tasks = ledger.tasks()
-        for task in tasks:  # what `aira gateway show --json` prints of each
+        for task in tasks:  # what `aira tasks show --json` prints of each
             printed.append(json.dumps(task.to_wire()))
             printed.extend(json.dumps(a.to_wire()) for a in ledger.attempts(task.id))
         # One task of each kind of ending for the command line itself (it costs a start).
@@ -213,14 +213,14 @@ def test_no_key_reaches_the_ledger_a_trajectory_a_log_an_error_or_the_cli(
     finally:
         ledger.close()
 
-    listing = cli_runner.in_process("gateway", "tasks", "--json", home=aira_home)
+    listing = cli_runner.in_process("tasks", "--json", home=aira_home)
     assert listing.returncode == 0, listing.stderr
     assert len(json.loads(listing.stdout)["tasks"]) == len(tasks)
     printed += [listing.stdout, listing.stderr]
     assert len(ends) >= 8, ends
     for number, task_id in enumerate(ends.values()):
         args = ("--json",) if number % 2 == 0 else ()
-        out = cli_runner.in_process("gateway", "show", task_id, *args, home=aira_home)
+        out = cli_runner.in_process("tasks", "show", task_id, *args, home=aira_home)
         assert out.returncode == 0, out.stderr
         printed += [out.stdout, out.stderr]
 

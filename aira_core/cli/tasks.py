@@ -1,5 +1,6 @@
-"""``aira gateway``: the tasks and attempts of the provider gateway's ledger, in the states a
-person acts on (docs/gateway.md), and the informed retry that is the only way a step whose
+"""``aira tasks``: the tasks and attempts of the provider gateway's ledger, in the states a
+person acts on (queued, running, watch paused, needs confirmation, result pending, done,
+failed, canceled; docs/gateway.md), and the informed retry that is the only way a step whose
 submission may have been charged is submitted again."""
 
 from __future__ import annotations
@@ -8,10 +9,15 @@ from typing import Annotated, Any
 
 import typer
 
-from aira_core.cli._options import JsonFlag, command_group
+from aira_core.cli._options import JsonFlag
 from aira_core.cli._output import _print_json, _table, printable
 
-gateway_app = command_group("The provider gateway's ledger: tasks, attempts, informed retries.")
+tasks_app = typer.Typer(
+    rich_markup_mode=None,  # plain help (see _options.command_group)
+    help="The provider gateway's tasks (what `aira run` sent to a model): their attempts, "
+    "and informed retries.",
+    invoke_without_command=True,
+)
 
 TaskArgument = Annotated[str, typer.Argument(help="A task id (task_…).")]
 
@@ -27,20 +33,22 @@ def _ledger(*, must_exist: bool) -> Any:
     return AttemptLedger.open(path)
 
 
-@gateway_app.command("tasks")
-def gateway_tasks(as_json: JsonFlag = False) -> None:
+@tasks_app.callback()
+def tasks_list(ctx: typer.Context, as_json: JsonFlag = False) -> None:
     """Every task, newest last: its human state, the legacy status, the model of its latest
     attempt, and whether a retry handled it."""
+    if ctx.invoked_subcommand is not None:
+        return
     ledger = _ledger(must_exist=False)
     tasks = [] if ledger is None else ledger.tasks()
     if as_json:
         _print_json({"format": "aira.gateway-tasks/1", "tasks": [t.to_wire() for t in tasks]})
         return
     if not tasks:
-        typer.echo("no gateway tasks")
+        typer.echo("no tasks: `aira run` with a provider makes one")
         return
     _table(
-        "Gateway tasks",
+        "Tasks",
         ["task", "state", "status", "model", "revision", "retried as"],
         [
             [
@@ -56,8 +64,8 @@ def gateway_tasks(as_json: JsonFlag = False) -> None:
     )
 
 
-@gateway_app.command("show")
-def gateway_show(task: TaskArgument, as_json: JsonFlag = False) -> None:
+@tasks_app.command("show")
+def tasks_show(task: TaskArgument, as_json: JsonFlag = False) -> None:
     """One task and every attempt of it: the six facts, stage, error."""
     ledger = _ledger(must_exist=False)
     if ledger is None:
@@ -76,9 +84,13 @@ def gateway_show(task: TaskArgument, as_json: JsonFlag = False) -> None:
         typer.echo(f"retries {facts.retry_of}")
     if facts.handled_by_retry:
         typer.echo(f"handled by the retry {facts.handled_by_retry}")
+    usages = [_usage(a) for a in attempts]
     _table(
         "Attempts",
-        ["step", "#", "model", "stage", "acceptance", "outcome", "delivery", "error"],
+        [
+            "step", "#", "model", "stage", "acceptance", "outcome", "delivery", "in", "out",
+            "USD", "error",
+        ],
         [
             [
                 str(a.step),
@@ -88,35 +100,48 @@ def gateway_show(task: TaskArgument, as_json: JsonFlag = False) -> None:
                 str(a.acceptance),
                 str(a.outcome),
                 str(a.delivery_state),
+                str(u.input_tokens),
+                str(u.output_tokens),
+                f"{u.cost_usd:.4f}",
                 printable(_error_line(a.error)),
             ]
-            for a in attempts
+            for a, u in zip(attempts, usages, strict=True)
         ],
+    )  # fmt: skip
+    from aira_core.extensions import Usage
+
+    total = sum(usages, Usage())
+    cached = total.cache_hit_tokens + total.cache_miss_tokens
+    share = f" ({total.cache_hit_tokens / cached:.0%} cache hits)" if cached else ""
+    typer.echo(
+        f"delivered usage: in {total.input_tokens} tok{share}, out {total.output_tokens} "
+        f"(reasoning {total.reasoning_tokens}), ${total.cost_usd:.4f}"
     )
 
 
-@gateway_app.command("retry")
-def gateway_retry(
+@tasks_app.command("retry")
+def tasks_retry(
     task: TaskArgument,
-    yes: Annotated[
+    informed: Annotated[
         bool,
         typer.Option(
-            "--yes",
-            help="Confirm: the provider may have processed (and charged) the step already; "
-            "submitting it again may be charged again.",
+            "--informed",
+            help="Say you know: the provider may have processed (and charged) the step "
+            "already; submitting it again may be charged again.",
         ),
     ] = False,
     as_json: JsonFlag = False,
 ) -> None:
-    """An informed retry: a new task linked to TASK, on which a resumed run submits the step
-    again. TASK keeps its facts. Asks for --yes: it may be charged twice."""
+    """An informed retry: a new task linked to TASK, on which a resumed run (`aira run
+    --resume RUN_DIR`) submits the step again. TASK keeps its facts. Asks for --informed: it
+    may be charged twice."""
     from aira_core.diagnostics import AiraError
 
-    if not yes:
+    if not informed:
         raise AiraError(
             "GATEWAY_RETRY_UNCONFIRMED",
             f"retrying {task} may charge the step again (the provider may have processed it); "
-            "check with the provider, then confirm with --yes",
+            "check with the provider, then confirm with --informed",
         )
     ledger = _ledger(must_exist=False)
     if ledger is None:
@@ -125,7 +150,16 @@ def gateway_retry(
     if as_json:
         _print_json({"task": new.to_wire(), "retryOf": task})
         return
-    typer.echo(f"{new.id} retries {task}; resume the run to continue on it")
+    typer.echo(f"{new.id} retries {task}; `aira run --resume RUN_DIR` continues the run on it")
+
+
+def _usage(attempt: Any) -> Any:
+    """The usage of an attempt's delivered reply (none delivered: nothing reported)."""
+    from aira_core.extensions import Usage
+
+    reply = attempt.reply if isinstance(attempt.reply, dict) else {}
+    usage = reply.get("usage")
+    return Usage.from_wire(usage if isinstance(usage, dict) else {})
 
 
 def _error_line(error: Any) -> str:

@@ -1,0 +1,271 @@
+"""``aira run "INTENT" --provider P --model M --base-url URL`` end to end against the loopback
+FAKE provider (issue 15, "Done when"): the Intent Frame from the text, the bounded-step host
+with the gateway as its source, the live per-step view with tokens and cost, the STEP and
+SVG files, the trajectory, the summary; ``aira tasks`` shows the ledger task done;
+``aira trace show`` the usage. And what a user can get wrong is refused with a code before
+anything runs, leaving no task and no run behind.
+
+The provider is an OpenAI-compatible one with no models of its own, as the ``openai`` plugin
+registers it, registered in-process (the hermetic plugin system)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import cli_runner
+import pytest
+
+from aira_core import hookimpl
+from aira_core.extensions import AcceptanceTable
+from aira_core.gateway.chat import Prices
+from aira_core.gateway.ledger import AttemptLedger
+from aira_core.gateway.openai_compat import OpenAICompatProvider
+from aira_core.step.trajectory import read_trajectory
+from aira_core.testing.provider import FakeProviderServer, Fault
+
+INTENT = "a 60 x 40 x 5 mm plate with four M4 clearance holes"
+HOLE = 4.5  # ISO 273 medium clearance for M4
+VOLUME = 60 * 40 * 5 - 4 * 3.141592653589793 * (HOLE / 2) ** 2 * 5
+
+PLAN = {
+    "act": "plan",
+    "summary": "60 x 40 x 5 plate, four 4.5 mm through holes on 44 x 24, checks",
+    "plan": {
+        "steps": [
+            {
+                "id": "plate",
+                "capability": "cap:exact.box@1",
+                "label": "plate",
+                "args": {"length": 60, "width": 40, "height": 5},
+            },
+            {
+                "id": "holes",
+                "capability": "cap:exact.hole@1",
+                "label": "4 x M4 clearance",
+                "args": {
+                    "target": "plate",
+                    "face": {"body": "plate", "select": ">Z", "entity": "Face"},
+                    "points": [[-22, -12], [22, -12], [22, 12], [-22, 12]],
+                    "diameter": HOLE,
+                },
+            },
+            {
+                "id": "pattern",
+                "capability": "cap:validate.holePattern@1",
+                "args": {"target": "plate", "count": 4, "diameter": HOLE, "axis": "Z"},
+            },
+            {
+                "id": "valid",
+                "capability": "cap:validate.solidValidity@1",
+                "args": {"target": "plate"},
+            },
+        ],
+        "acceptanceAssertions": [
+            {
+                "validatorRef": "validate.volumeRange@1.0.0",
+                "target": "plate",
+                "args": {"min": round(VOLUME * 0.99, 2), "max": round(VOLUME * 1.01, 2)},
+            }
+        ],
+    },
+}
+DECISIONS: list[Any] = [
+    {"act": "lookup", "query": "rectangular plate with four through holes"},
+    {"act": "lookup", "query": "check the hole pattern, the volume and that the solid is valid"},
+    *(
+        {"act": "batch", "acts": [{"act": "lookup", "capability": c, "level": "L2"} for c in caps]}
+        for caps in (
+            ("cap:exact.box@1", "cap:exact.hole@1", "cap:validate.holePattern@1"),
+            ("cap:validate.solidValidity@1", "cap:validate.volumeRange@1"),
+        )
+    ),
+    PLAN,
+    {"act": "done", "summary": "b:plate: 60 x 40 x 5 with four 4.5 mm through holes, checked"},
+]
+PRICES = Prices(hit=0.1, miss=1.0, output=2.0)
+
+
+@pytest.fixture
+def openai_like(register_plugin: Any) -> None:
+    """The OCCT kernel and an OpenAI-compatible provider ``openai`` with no models of its own
+    (it serves whatever model the route names) and a price table, registered in-process."""
+    pytest.importorskip("cadquery")
+    import aira_kernel_occt.plugin
+
+    register_plugin(aira_kernel_occt.plugin, "occt")
+
+    class Plugin:
+        @hookimpl
+        def aira_register_providers(self, register: Any) -> None:
+            register(
+                OpenAICompatProvider(
+                    "openai", "https://api.openai.com/v1", (), prices={"m": PRICES}
+                )
+            )
+
+    register_plugin(Plugin(), "openai-like")
+
+
+@pytest.fixture
+def fake() -> Iterator[FakeProviderServer]:
+    with FakeProviderServer(DECISIONS, mode="auto", reasoning="plate first, then holes") as f:
+        yield f
+
+
+def run(home: Path, *args: str) -> Any:
+    return cli_runner.in_process("run", *args, home=home, COLUMNS="200")
+
+
+@pytest.mark.parametrize("transport", ["tool", "json"])
+def test_a_task_in_words_runs_through_the_provider_to_completion(
+    openai_like: None, fake: FakeProviderServer, tmp_path: Path, transport: str
+) -> None:
+    home = tmp_path / "home"
+    out = run(
+        home, INTENT, "--provider", "openai", "--model", "m", "--base-url", fake.base_url,
+        "--transport", transport,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr + out.stdout
+    assert "Traceback" not in out.stderr + out.stdout
+    lines = out.stdout.splitlines()
+    assert lines[0] == f"intent: {INTENT}"
+    steps = [line for line in lines if line.lstrip().startswith("step ")]
+    assert len(steps) == len(DECISIONS) == fake.submissions
+    assert all("tok  " in s and "[in " in s and "$" in s for s in steps)  # tokens, cost so far
+    assert any("-> completed" in line for line in lines)
+    assert any(line.lstrip().startswith("tokens: in ") for line in lines)
+    files = next(line for line in lines if line.lstrip().startswith("files: "))
+    assert "intent.step" in files and "intent.svg" in files and "trajectory.jsonl" in files
+
+    (run_dir,) = (home / "runs").iterdir()
+    assert (run_dir / "intent.step").read_bytes().startswith(b"ISO-10303-21")
+    header, records = read_trajectory(run_dir / "trajectory.jsonl")
+    assert header["intent"]["goal"] == INTENT
+    assert header["source"] == {
+        "provider": "openai",
+        "model": "m",
+        "baseUrl": fake.base_url,
+        "transport": transport,
+    }
+    step_records = [r for r in records if "step" in r]
+    for r in step_records:
+        assert (r["provider"], r["model"]) == ("openai", "m")
+        assert r["promptTokens"] <= r["budgetTokens"]
+        assert r["usage"]["inputTokens"] > 0 and r["usage"]["costUsd"] > 0
+        assert r["calledAt"].endswith("+00:00")
+    end = records[-1]
+    assert end["terminal"] == "completed"
+    total = sum(r["usage"]["costUsd"] for r in step_records)
+    assert end["usage"]["costUsd"] == pytest.approx(total)
+    hit = sum(r["usage"]["cacheHitTokens"] for r in step_records)
+    miss = sum(r["usage"]["cacheMissTokens"] for r in step_records)
+    out_tokens = sum(r["usage"]["outputTokens"] for r in step_records)
+    # the cost is the price table's arithmetic on what the provider reported
+    assert total == pytest.approx((hit * 0.1 + miss * 1.0 + out_tokens * 2.0) / 1e6)
+
+    # the ledger: one task, done, one accepted attempt per step
+    listing = cli_runner.in_process("tasks", "--json", home=home)
+    assert listing.returncode == 0, listing.stderr
+    (task,) = json.loads(listing.stdout)["tasks"]
+    assert task["id"] == header["gatewayTask"]
+    ledger = AttemptLedger.open(home / "gateway.sqlite3")
+    try:
+        facts = ledger.task(task["id"])
+        assert str(facts.human_state) == "completed"
+        attempts = ledger.attempts(task["id"])
+        assert [a.step for a in attempts] == list(range(len(DECISIONS)))
+        assert all(str(a.acceptance) == "accepted" for a in attempts)
+    finally:
+        ledger.close()
+
+    shown = cli_runner.in_process("tasks", "show", task["id"], home=home)
+    assert shown.returncode == 0, shown.stderr
+    assert f"${total:.4f}" in shown.stdout  # the ledger's delivered usage is the run's
+
+    # the trace with the usage
+    trace = cli_runner.in_process("trace", "show", run_dir / "trajectory.jsonl", home=home)
+    assert trace.returncode == 0, trace.stderr
+    assert "USD" in trace.stdout and "openai::m" in trace.stdout
+    assert f"${total:.4f} over {len(step_records)} steps" in trace.stdout
+
+
+def test_the_json_report_has_the_usage_summary(
+    openai_like: None, fake: FakeProviderServer, tmp_path: Path
+) -> None:
+    out = run(
+        tmp_path, INTENT, "--provider", "openai", "--model", "m", "--base-url", fake.base_url,
+        "--json",
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    report = json.loads(out.stdout)
+    assert report["format"] == "aira.run/1" and report["terminal"] == "completed"
+    usage = report["usage"]
+    assert usage["inputTokens"] == usage["cacheHitTokens"] + usage["cacheMissTokens"]
+    assert usage["cacheHitShare"] == pytest.approx(
+        usage["cacheHitTokens"] / usage["inputTokens"], abs=1e-4
+    )
+    assert 0 < usage["cacheHitShare"] < 1  # the fake's prefix cache: all but the first request
+
+
+def test_a_refused_provider_fails_over_to_the_fallback(
+    openai_like: None, fake: FakeProviderServer, tmp_path: Path, register_plugin: Any
+) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "providers.toml").write_text(
+        f'[providers.backup]\nkind = "openai"\nbase_url = "{fake.base_url}"\n'
+    )
+    with FakeProviderServer([], mode="auto") as broke:
+        broke.inject(*[Fault.status(402, message="Insufficient Balance") for _ in range(8)])
+        table = AcceptanceTable("broke", {402: "Insufficient Balance: refused before inference"})
+
+        class Broke:
+            @hookimpl
+            def aira_register_providers(self, register: Any) -> None:
+                register(OpenAICompatProvider("broke", broke.base_url, ["m"], acceptance=table))
+
+        register_plugin(Broke(), "broke")
+        out = run(home, INTENT, "--provider", "broke", "--model", "m", "--fallback", "backup::m")
+        # each step is offered to the first route first: refused before any processing
+        # (not_accepted: nothing billed), it goes to the next
+        assert broke.submissions == len(DECISIONS)
+    assert out.returncode == 0, out.stderr
+    assert fake.submissions == len(DECISIONS)
+    (run_dir,) = (home / "runs").iterdir()
+    _, records = read_trajectory(run_dir / "trajectory.jsonl")
+    assert {r["provider"] for r in records if "step" in r} == {"backup"}
+
+
+@pytest.mark.parametrize(
+    ("args", "code"),
+    [
+        ((), "RUN_TASK_INVALID"),
+        ((INTENT,), "RUN_TASK_INVALID"),  # no provider
+        (("   ",), "RUN_TASK_INVALID"),
+        (("x" * 4001, "--provider", "openai", "--model", "m"), "RUN_TASK_INVALID"),
+        ((INTENT, "--model", "m"), "RUN_TASK_INVALID"),
+        ((INTENT, "--provider", "nobody", "--model", "m"), "GATEWAY_PROVIDER_UNKNOWN"),
+        ((INTENT, "--provider", "openai", "--model", "m", "--transport", "smoke"), None),
+        ((INTENT, "--provider", "openai", "--model", "m", "--base-url", "ftp://x"), None),
+        ((INTENT, "--provider", "openai", "--model", "m", "--fallback", "nope"), None),
+    ],
+)
+def test_what_a_user_gets_wrong_is_refused_before_anything_runs(
+    openai_like: None, tmp_path: Path, args: tuple[str, ...], code: str | None
+) -> None:
+    out = run(tmp_path, *args)
+    assert out.returncode in (1, 2), out.stdout
+    assert out.stderr.startswith("error: ") and "Traceback" not in out.stderr
+    if code is not None:
+        assert code in out.stderr
+    assert not (tmp_path / "runs").exists()
+    ledger = tmp_path / "gateway.sqlite3"
+    if ledger.exists():
+        opened = AttemptLedger.open(ledger)
+        try:
+            assert opened.tasks() == []
+        finally:
+            opened.close()
