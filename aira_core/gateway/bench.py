@@ -287,6 +287,10 @@ def run_once(
                 "overheadMs": (step_s - meta["send"]) * 1000,
                 "kernelMs": timings["executeMs"],
                 "gatewayMs": timings["decideMs"] - meta["send"] * 1000,
+                # capsule, validation, settling the round, the trajectory record
+                "otherMs": (step_s - meta["send"]) * 1000
+                - timings["executeMs"]
+                - (timings["decideMs"] - meta["send"] * 1000),
                 "requests": end - first,
             }
         )
@@ -320,6 +324,7 @@ def _summary(runs: Sequence[dict[str, Any]]) -> dict[str, Any]:
             sendMs=_quantiles([r["sendMs"] for r in rows]),
             kernelMs=_quantiles([r["kernelMs"] for r in rows]),
             gatewayMs=_quantiles([r["gatewayMs"] for r in rows]),
+            otherMs=_quantiles([r["otherMs"] for r in rows]),
         )
     return summary
 
