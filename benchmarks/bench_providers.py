@@ -89,9 +89,11 @@ def print_report(report: dict[str, Any]) -> None:
                 if rewrites
                 else "none (every later prompt begins with the whole earlier one)"
             )
+            ceiling = r["prefix"].get("appendOnlyShare")
             print(
                 f"  {task}: prompts {r['promptBytes']['first']:,} -> "
-                f"{r['promptBytes']['max']:,} B; rewrites: {said}"
+                f"{r['promptBytes']['max']:,} B; mean share without rewrites {ceiling}; "
+                f"rewrites: {said}"
             )
     print()
     verdict = "target met" if report["prefixMet"] else "TARGET MISSED"

@@ -9,8 +9,14 @@ from typing import Any
 
 import pytest
 
+from aira_core.extensions import StepRequest
 from aira_core.gateway import bench
-from aira_core.gateway.transports import BUILTIN_TRANSPORTS, JsonTransport, ToolTransport
+from aira_core.gateway.transports import (
+    BUILTIN_TRANSPORTS,
+    JsonTransport,
+    ToolTransport,
+    plain,
+)
 from aira_core.step.runner import bundled_script
 
 SYSTEM = {"role": "system", "content": "You make the decisions of an Aira CAD task."}
@@ -77,6 +83,8 @@ def test_within_rounds_counts_appends_and_names_rewrites() -> None:
     a, b, c = (bench.prompt_bytes(x) for x in (first, appended, rewritten))
     assert report["minShare"] < report["meanShare"] < 1.0
     assert report["meanShare"] == round((len(a) / len(b) + bench.prefix_share(b, c)[0]) / 2, 4)
+    assert report["appendOnlyShare"] == round((len(a) / len(b) + len(b) / len(c)) / 2, 4)
+    assert report["meanShare"] < report["appendOnlyShare"]  # what the rewrite cost
     [rewrite] = report["rewrites"]
     assert rewrite["step"] == 2 and rewrite["at"] == "tools"
     assert report["met"] is False
@@ -107,7 +115,21 @@ def occt(register_plugin: Any) -> None:
     register_plugin(aira_kernel_occt.plugin, "occt")
 
 
-def test_the_bracket_through_every_built_in_transport(occt: None, aira: Any) -> None:
+class SchemaTransport(JsonTransport):
+    """A transport the benchmark has never seen: the schema as ``response_format``
+    ``json_schema`` (what a strict transport sends)."""
+
+    name = "schema-test"
+
+    def render(self, request: StepRequest) -> dict[str, Any]:
+        schema = {"name": "aira_step", "strict": True, "schema": plain(request.schema)}
+        return {"response_format": {"type": "json_schema", "json_schema": schema}}
+
+
+def test_the_bracket_through_every_built_in_transport(
+    occt: None, aira: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(BUILTIN_TRANSPORTS, "schema-test", SchemaTransport())
     out = aira("bench", "providers", "--task", "bracket", "--json")
     assert out.returncode == 0, out.stderr
     report = json.loads(out.stdout)
@@ -131,6 +153,10 @@ def test_the_bracket_through_every_built_in_transport(occt: None, aira: Any) -> 
         assert 0 <= prefix["minCacheHit"] <= prefix["meanCacheHit"] < 1
         assert prefix["met"] == (prefix["meanShare"] >= 0.85 and prefix["meanCacheHit"] >= 0.85)
         assert task["promptBytes"]["first"] < task["promptBytes"]["max"]
+    # the schema a json_schema transport sends is read first: its prompt is the longer
+    json_first = report["transports"]["json"]["tasks"]["bracket"]["promptBytes"]["first"]
+    schema_first = report["transports"]["schema-test"]["tasks"]["bracket"]["promptBytes"]
+    assert schema_first["first"] > json_first
 
 
 def test_an_unknown_task_or_transport_is_refused(aira: Any) -> None:

@@ -125,13 +125,16 @@ def within_rounds(bodies: Sequence[Mapping[str, Any]], rounds: Sequence[int]) ->
     ``i``'s request body, ``rounds[i]`` its round. A round's first prompt has no predecessor
     in it and is not counted. A pair whose later prompt does not begin with the whole earlier
     one is a **rewrite**, named by the step and the part where the two first differ (a pair
-    that only appended is none: its share is below 1 by what the step added)."""
+    that only appended is none: its share is below 1 by what the step added).
+    ``appendOnlyShare`` is the mean share had no pair been a rewrite (each prompt's earlier
+    one over its length): the most any layout of the same prompts could reach."""
     if len(bodies) != len(rounds):
         raise ValueError(f"{len(bodies)} prompts for {len(rounds)} rounds")
     parts = [prompt_parts(body) for body in bodies]
     prompts = [b"".join(data for _, data in p) for p in parts]
     shares: list[float] = []
     hits: list[float] = []
+    ceilings: list[float] = []
     rewrites: list[dict[str, Any]] = []
     for i in range(1, len(prompts)):
         if rounds[i] != rounds[i - 1]:
@@ -140,6 +143,7 @@ def within_rounds(bodies: Sequence[Mapping[str, Any]], rounds: Sequence[int]) ->
         share, hit = prefix_share(previous, current)
         shares.append(share)
         hits.append(hit)
+        ceilings.append(min(1.0, len(previous) / len(current)) if current else 1.0)
         common = common_prefix(previous, current)
         if common < len(previous):
             rewrites.append(
@@ -157,6 +161,7 @@ def within_rounds(bodies: Sequence[Mapping[str, Any]], rounds: Sequence[int]) ->
         minShare=round(min(shares), 4),
         meanCacheHit=round(statistics.fmean(hits), 4),
         minCacheHit=round(min(hits), 4),
+        appendOnlyShare=round(statistics.fmean(ceilings), 4),
         rewrites=rewrites,
     )
     result["met"] = result["meanShare"] >= TARGET_SHARE and result["meanCacheHit"] >= TARGET_SHARE
