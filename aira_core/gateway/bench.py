@@ -259,7 +259,6 @@ def run_once(
         provider = OpenAICompatProvider(PROVIDER, fake.base_url, [MODEL])
         gateway = Gateway([Route(_TimedSend(provider, sends), MODEL)], ledger, task.id, transport)
         metered = _Metered(gateway, fake, sends)
-        started = time.perf_counter()
         run = run_script(
             script,
             kernel=kernel,
@@ -269,9 +268,7 @@ def run_once(
             header={"gatewayTask": task.id},
             on_step=on_step,
         )
-        run_s = time.perf_counter() - started
         received = fake.requests
-        submissions = fake.submissions
     steps = metered.steps
     if len(steps) != len(records):
         raise RuntimeError(f"{len(steps)} decisions for {len(records)} step records")
@@ -282,6 +279,8 @@ def run_once(
         begin = meta["decideStart"] - timings["capsuleMs"] / 1000
         step_s = mark - begin
         first, end = meta["requests"]
+        if end == first:
+            raise RuntimeError(f"step {meta['step']} made no request")
         # the request that was answered: the last one the step made (a retry's is later)
         bodies.append(received[end - 1].body)
         rows.append(
@@ -305,9 +304,7 @@ def run_once(
         "steps": run.outcome.steps,
         "rounds": run.outcome.rounds,
         "requests": len(received),
-        "submissions": submissions,
         "retried": sum(1 for r in rows if r["requests"] > 1),
-        "runSeconds": run_s,
         "loopSeconds": loop_s,
         "rows": rows,
         "bodies": bodies,
