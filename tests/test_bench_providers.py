@@ -5,10 +5,12 @@ OCCT kernel whose numbers come from the requests the fake received. No timing is
 from __future__ import annotations
 
 import json
+import sys
 from typing import Any
 
 import pytest
 
+from aira_core.diagnostics import AiraError
 from aira_core.extensions import StepRequest
 from aira_core.gateway import bench
 from aira_core.gateway.transports import (
@@ -164,3 +166,13 @@ def test_an_unknown_task_or_transport_is_refused(aira: Any) -> None:
     assert out.returncode == 2 and "no bundled task nope" in out.stderr
     out = aira("bench", "providers", "--transport", "nope")
     assert out.returncode == 1 and "GATEWAY_TRANSPORT_UNKNOWN" in out.stderr
+
+
+def test_without_the_fake_the_benchmark_says_what_is_missing(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setitem(sys.modules, "aira_core.testing.provider", None)  # not importable
+    with pytest.raises(AiraError) as caught:
+        bench._fake_server()
+    assert caught.value.code == bench.BENCH_FAKE_UNAVAILABLE
+    assert "aira-core[test]" in caught.value.diagnostic.message

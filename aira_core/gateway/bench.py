@@ -59,8 +59,9 @@ def _fake_server() -> type[FakeProviderServer]:
     except ImportError as exc:
         raise AiraError(
             BENCH_FAKE_UNAVAILABLE,
-            f"the providers benchmark runs against the fake provider of aira_core.testing, "
-            f"which needs {exc.name or 'a test dependency'} (install aira-core[test])",
+            "the providers benchmark runs against the fake provider of aira_core.testing, which "
+            f"cannot be imported here ({exc.name or 'a dependency'} is missing; pytest comes "
+            "with aira-core[test])",
         ) from None
     return FakeProviderServer
 
