@@ -1,5 +1,5 @@
 """``aira bench``: benchmarks anyone can repeat (catalog discovery, the bounded host's
-capsules)."""
+capsules, the bundled tasks through the gateway per transport)."""
 
 from __future__ import annotations
 
@@ -108,3 +108,53 @@ def bench_capsule(
         ],
     )
     typer.echo(f"target: host overhead p50 <= {OVERHEAD_TARGET_MS} ms per step")
+
+
+@bench_app.command("providers")
+def bench_providers(
+    task: Annotated[
+        list[str] | None,
+        typer.Option("--task", help="A bundled task (repeatable; default: all of them)."),
+    ] = None,
+    transport: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--transport", help="A decision transport (repeatable; default: every built-in one)."
+        ),
+    ] = None,
+    runs: Annotated[int, typer.Option("--runs", min=1, help="Timed runs per task.")] = 1,
+    kernel: KernelOption = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Per decision transport, the bundled tasks through the gateway against the loopback
+    fake provider: decisions per second, host overhead per step with the network excluded,
+    and the prefix stability of each round's prompts (target >= 0.85 within rounds)."""
+    from aira_core.gateway.bench import COLUMNS, TARGET_SHARE, providers_report, table_rows
+    from aira_core.gateway.gateway import resolve_transport
+    from aira_core.step.runner import BUNDLED
+
+    unknown = sorted(set(task or ()) - set(BUNDLED))
+    if unknown:
+        raise typer.BadParameter(
+            f"no bundled task {', '.join(unknown)} (bundled: {', '.join(BUNDLED)})",
+            param_hint="--task",
+        )
+    transports = {name: resolve_transport(name) for name in transport} if transport else None
+    chosen = _kernel(kernel, "the bundled tasks build real geometry")
+    report = providers_report(
+        chosen, tasks=tuple(task) if task else BUNDLED, transports=transports, runs=runs
+    )
+    if as_json:
+        _print_json(report)
+    else:
+        _table(
+            "Bundled tasks through the gateway, per transport (fake provider)",
+            COLUMNS,
+            table_rows(report),
+        )
+        typer.echo(
+            f"target: prefix share and cache-hit share >= {TARGET_SHARE} within rounds (mean); "
+            + ("met" if report["prefixMet"] else "MISSED")
+        )
+    if not report["completed"]:
+        raise typer.Exit(1)
