@@ -225,7 +225,7 @@ def parse_reply(
 # -- the transports ---------------------------------------------------------------------------
 
 
-def _tool(request: StepRequest, description: str, schema: Any, strict: bool) -> dict[str, Any]:
+def _tool(description: str, schema: Any, *, strict: bool) -> dict[str, Any]:
     function: dict[str, Any] = {
         "name": TOOL_NAME,
         "description": description,
@@ -268,7 +268,7 @@ class ToolTransport:
         )
 
     def render(self, request: StepRequest) -> dict[str, Any]:
-        tool = _tool(request, self.description, request.schema, strict=False)
+        tool = _tool(self.description, request.schema, strict=False)
         return {"tools": [tool], "tool_choice": self.tool_choice}
 
     def parse(
@@ -352,7 +352,7 @@ class StrictTransport:
     def render(self, request: StepRequest) -> dict[str, Any]:
         schema = strict_schema(request.schema)
         if self.via == "tools":
-            return {"tools": [_tool(request, self.description, schema, strict=True)]}
+            return {"tools": [_tool(self.description, schema, strict=True)]}
         return {
             "response_format": {
                 "type": "json_schema",

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from types import MappingProxyType
@@ -26,6 +27,7 @@ from aira_core.extensions import (
     Transport,
 )
 from aira_core.gateway.http import encode_json
+from aira_core.gateway.openai_compat import OpenAICompatProvider
 from aira_core.gateway.transports import (
     BUILTIN_TRANSPORTS,
     JSON_SYSTEM,
@@ -43,6 +45,9 @@ from aira_core.step.decision import (
     decision_schema,
     parse_decision,
 )
+from aira_core.testing.provider import Fault
+
+from .conftest import DECISIONS, FAST, step_request
 
 SCHEMA = MappingProxyType(
     {
@@ -551,3 +556,35 @@ def test_every_decision_the_host_takes_is_valid_under_the_strict_schema(enums: b
             standard.validate(decision)  # (without quotes and escapes, read either way)
         checked += 1
     assert checked == len(decisions)
+
+
+# -- end to end, against the loopback fake provider ------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("transport", "mode"),
+    [
+        (ToolTransport(), "tool"),
+        (JsonTransport(), "json"),
+        (StrictTransport(), "json"),
+        (StrictTransport("tools"), "tool"),
+    ],
+)
+def test_each_transport_end_to_end_against_the_fake(
+    servers: Any, transport: Transport, mode: str
+) -> None:
+    fake = servers(mode=mode)
+    fake.inject(Fault.malformed_arguments(), Fault.text_instead_of_tool("All done."))
+    provider = OpenAICompatProvider("fake", fake.base_url, ["m"], timeouts=FAST)
+    replies = []
+    for step in range(3):
+        req = step_request(step)
+        call = provider.prepare(req, "m", transport)
+        answer = provider.send(call, deadline=time.monotonic() + 5)
+        replies.append(provider.reply(answer, req, "m", transport))
+    broken, text, plain_reply = replies
+    assert (json.loads(broken.text), broken.repairs) == (DECISIONS[0], ("brackets-restored",))
+    assert json.loads(text.text) == {"act": "done", "summary": "All done."}
+    assert text.repairs == ("text-as-done",)
+    assert (json.loads(plain_reply.text), plain_reply.repairs) == (DECISIONS[2], ())
+    assert fake.submissions == 3
