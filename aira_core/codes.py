@@ -362,6 +362,11 @@ _CODES = (
             "a discovery benchmark file cannot be read or is not a benchmark",
         ),
         ("BENCH_CATALOG_MISSING", "the benchmark searches a package the production catalog lacks"),
+        (
+            "BENCH_FAKE_UNAVAILABLE",
+            "the providers benchmark's fake provider (aira_core.testing) cannot be imported: "
+            "pytest is missing, it comes with aira-core[test]",
+        ),
     ),
     *_phase(
         "store",

@@ -20,6 +20,7 @@ from runtime_factory import (
     seed,
 )
 
+from aira_core.canonical import canonical_bytes
 from aira_core.contracts.plan import IntentFrame
 from aira_core.diagnostics import AiraError
 from aira_core.extensions import QueryResult, StepReply, StepRequest
@@ -119,6 +120,40 @@ def test_a_scripted_task_completes_and_the_bound_holds_at_every_step(tmp_path: P
         "timings",
     ):
         assert key in steps[0]
+
+
+class Recording(ScriptedSource):
+    """The scripted source, keeping every request it was asked."""
+
+    def __init__(self, *a: Any, **kw: Any) -> None:
+        super().__init__(*a, **kw)
+        self.requests: list[StepRequest] = []
+
+    def decide(self, request: StepRequest) -> StepReply:
+        self.requests.append(request)
+        return super().decide(request)
+
+
+def test_a_round_keeps_one_decision_schema_and_a_new_round_lists_the_new_aliases(
+    tmp_path: Path,
+) -> None:
+    """A commit adds aliases; the round's requests keep the schema they started with (a
+    provider reads it first: a new one would make every later prompt a new prefix), and
+    the host still takes the new alias; the next round's schema lists it."""
+    decisions = [*GOOD[:-1], {"act": "read", "select": [["bodies", "b:plate"]]}, GOOD[-1]]
+    ctx, kernel, _ = make_runtime(tmp_path)
+    source = Recording(script(decisions))
+    h = StepHost(ctx, kernel, source, task_id="t1", intent=INTENT, tier=TIERS["T128"])
+    outcome = h.run()
+    assert outcome.terminal is TerminalState.COMPLETED, codes(outcome)
+    assert outcome.rounds == 1
+    first = canonical_bytes(dict(source.requests[0].schema))
+    assert all(canonical_bytes(dict(r.schema)) == first for r in source.requests)
+    read_new = next(r for r in outcome.records if r["decision"].get("select"))
+    assert read_new["result"]["status"] == "ok"  # the new alias, past the round's enum
+    h._end_round()
+    fresh = h._schema(h._aliases())
+    assert "b:plate" in json.dumps(fresh) and canonical_bytes(fresh) != first
 
 
 def test_replaying_a_script_gives_the_same_end_and_head(tmp_path: Path) -> None:

@@ -587,7 +587,7 @@ def _configured(configure: Callable[[Any], Any], table: ProviderSettings, name: 
 
 def resolve_transport(name: str, registry: Any = None) -> Transport:
     """The decision transport ``name``: a plugin's (``aira_register_transports``), else a
-    built-in one (``tool``, ``json``)."""
+    built-in one (``tool``, ``json``, ``strict``)."""
     if registry is None:
         from aira_core.plugins import get_registry
 

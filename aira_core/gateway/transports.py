@@ -64,14 +64,12 @@ TEXT_SYSTEM = (
 JSON_SYSTEM = (
     "You make the decisions of an Aira CAD task, one step at a time. The first user message "
     "is the task and the model's state; each later user message is the host's result of "
-    "your previous decision, and the last one is this step's decision schema. Answer every "
-    "step in json: exactly one JSON object and nothing else, one decision, valid against "
-    "that JSON schema."
+    "your previous decision. Answer every step in json: exactly one JSON object and nothing "
+    "else, one decision, valid against this JSON schema:\n"
 )
-"""The same at every step (a stable prompt prefix); DeepSeek's JSON mode requires the word
-"json" in the prompt."""
-SCHEMA_MESSAGE = "The JSON schema of this step's decision:\n"
-"""Opens the ``json`` transport's last message, which carries the step's schema."""
+"""Followed by the step's schema, which the host keeps the same for a whole round (a stable
+prompt prefix, spec 003 §6.6); DeepSeek's JSON mode requires the word "json" in the
+prompt."""
 STRICT_SYSTEM = (
     "You make the decisions of an Aira CAD task, one step at a time. The first user message "
     "is the task and the model's state; each later user message is the host's result of "
@@ -279,7 +277,8 @@ class ToolTransport:
 
 class JsonTransport:
     """The decision as the reply's text, a JSON object (``response_format json_object``);
-    the step's schema is the request's last message, so the prefix stays stable."""
+    the step's schema rides in the system message: the host keeps it the same for a round,
+    so every prompt of a round starts with the previous one."""
 
     name = "json"
     style: Style = "json"
@@ -288,17 +287,14 @@ class JsonTransport:
         self.summary_chars = summary_chars
 
     def system(self, request: StepRequest) -> str:
-        return JSON_SYSTEM
+        return JSON_SYSTEM + canonical_bytes(plain(request.schema)).decode("utf-8")
 
     def messages(
         self, request: StepRequest, *, reasoning_field: str | None = REASONING_FIELD
     ) -> list[dict[str, Any]]:
-        messages = render_messages(
+        return render_messages(
             request, style="json", system=self.system(request), reasoning_field=reasoning_field
         )
-        schema = canonical_bytes(plain(request.schema)).decode("utf-8")
-        messages.append({"role": "user", "content": SCHEMA_MESSAGE + schema})
-        return messages
 
     def render(self, request: StepRequest) -> dict[str, Any]:
         return {"response_format": {"type": "json_object"}}

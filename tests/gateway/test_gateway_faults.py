@@ -131,13 +131,23 @@ def test_malformed_tool_arguments_are_delivered_for_the_host_to_reject(servers, 
     # The provider answered (and charged): the reply is kept as it came; the grammar, not
     # the gateway, refuses it, and the model gets the rejection in the next step.
     fake = servers()
-    fake.inject(Fault.malformed_arguments())
+    fake.inject(Fault.malformed_arguments("{'act': 'done'"))  # no bracket puts this right
     gw = make_gateway(ledger, provider(fake))
     reply = gw.decide(step_request())
     assert only_attempt(ledger, gw).delivery_state == DeliveryState.READY
     with pytest.raises(ValueError):
         __import__("json").loads(reply.text)
-    assert fake.submissions == 1
+    assert reply.repairs == () and fake.submissions == 1
+
+
+def test_a_dropped_closing_bracket_is_restored_and_counted(servers, ledger) -> None:
+    fake = servers()
+    fake.inject(Fault.malformed_arguments())  # the decision with its last "}" dropped
+    gw = make_gateway(ledger, provider(fake))
+    reply = gw.decide(step_request())
+    assert isinstance(__import__("json").loads(reply.text), dict)
+    assert reply.repairs == ("brackets-restored",)
+    assert only_attempt(ledger, gw).reply["repairs"] == ["brackets-restored"]
 
 
 def test_a_delivered_step_is_answered_from_the_ledger(servers, ledger) -> None:

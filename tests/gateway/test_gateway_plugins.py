@@ -76,7 +76,7 @@ def test_an_unknown_transport_names_the_known_ones(register_plugin) -> None:
     with pytest.raises(AiraError) as err:
         resolve_transport("smoke-signals", registry)
     assert err.value.code == "GATEWAY_TRANSPORT_UNKNOWN"
-    assert "json, lines, tool" in err.value.diagnostic.message
+    assert "json, lines, strict, tool" in err.value.diagnostic.message
 
 
 def test_a_name_is_no_provider(register_plugin) -> None:

@@ -31,7 +31,6 @@ from aira_core.gateway.openai_compat import OpenAICompatProvider
 from aira_core.gateway.transports import (
     BUILTIN_TRANSPORTS,
     JSON_SYSTEM,
-    SCHEMA_MESSAGE,
     TEXT_AS_DONE_CHARS,
     JsonTransport,
     StrictTransport,
@@ -212,39 +211,34 @@ def test_tool_messages_use_the_tool_style_and_system() -> None:
 # -- json ----------------------------------------------------------------------------------
 
 
-def test_json_render_asks_for_a_json_object_and_carries_the_schema_last() -> None:
+def test_json_render_asks_for_a_json_object_and_carries_the_schema_in_the_system() -> None:
     transport = JsonTransport()
     assert transport.render(request()) == {"response_format": {"type": "json_object"}}
     messages = transport.messages(request())
-    assert messages[0] == {"role": "system", "content": JSON_SYSTEM}
+    system = messages[0]
+    assert system["role"] == "system" and system["content"].startswith(JSON_SYSTEM)
     assert "json" in JSON_SYSTEM  # DeepSeek's JSON mode requires the word
-    last = messages[-1]
-    assert last["role"] == "user" and last["content"].startswith(SCHEMA_MESSAGE)
-    schema = json.loads(last["content"][len(SCHEMA_MESSAGE) :])
+    schema = json.loads(system["content"][len(JSON_SYSTEM) :])
     assert schema["properties"]["act"]["enum"] == ["read", "done"]
-    assert [m["content"] for m in messages[1:-1]] == ["capsule"]
+    assert [m["content"] for m in messages[1:]] == ["capsule"]
 
 
-def test_json_prompts_of_one_round_keep_a_byte_identical_prefix_when_the_schema_changes() -> None:
+def test_json_prompts_of_one_round_keep_a_byte_identical_prefix() -> None:
     """Spec 003 §6.6: within a round, each prompt is the previous one plus appended
-    messages, up to the schema, which changes after a commit (new aliases)."""
-    before = decision_schema({"bodies": ["b:plate"], "nodes": [], "parameters": ["p:w"]})
-    after = decision_schema({"bodies": ["b:plate", "b:hole"], "nodes": [], "parameters": ["p:w"]})
-    assert before != after
+    messages (the host keeps the round's schema: aira_core.step.loop)."""
+    schema = decision_schema({"bodies": ["b:plate"], "nodes": [], "parameters": ["p:w"]})
     decision = '{"act":"plan","summary":"a hole","plan":{"steps":[]}}'
     log = (DecisionEntry("aira_s1", '{"act":"read"}', ""), ResultEntry("aira_s1", "{}"))
-    first = request(log, before, step=2)
+    first = request(log, schema, step=2)
     second = request(
         (*log, DecisionEntry("aira_s2", decision, ""), ResultEntry("aira_s2", '{"ok":1}')),
-        after,
+        schema,
         step=3,
     )
     transport = JsonTransport()
     one = encode_json(transport.messages(first))
     two = encode_json(transport.messages(second))
-    without_schema = encode_json(transport.messages(first)[:-1])
-    assert two.startswith(without_schema[:-1])  # all of the first prompt but its schema
-    assert one.startswith(without_schema[:-1]) and b"$defs" not in without_schema
+    assert two.startswith(one[:-1])  # all of the first prompt but its closing bracket
 
 
 def test_json_parse_takes_the_content() -> None:
