@@ -10,7 +10,8 @@ model provider and records every billable submission in the attempt ledger first
 - :mod:`aira_core.gateway.bench`: ``aira bench providers``;
 - the pieces a provider plugin is built from, all public: :mod:`~aira_core.gateway.http`
   (the one HTTP call and what a failure proves), :mod:`~aira_core.gateway.chat` (the chat
-  wire), :mod:`~aira_core.gateway.transports` (``tool``, ``json``, ``strict``; :mod:`~aira_core.gateway.brackets`, the bracket repair),
+  wire), :mod:`~aira_core.gateway.transports` (``tool``, ``json``, ``strict``) with
+  :mod:`~aira_core.gateway.brackets` (the bracket repair),
   :mod:`~aira_core.gateway.openai_compat` (an OpenAI-compatible provider) and
   :mod:`~aira_core.gateway.config` (``providers.toml``).
 
