@@ -143,9 +143,7 @@ def _summary_lines(report: dict[str, Any]) -> list[str]:
         f" (reasoning {u['reasoningTokens']}); cost ${u['costUsd']:.4f}"
         + (f"; {report['channelRepairs']} channel repairs" if report["channelRepairs"] else ""),
     ]
-    where = report["trajectory"].rsplit("/", 1)[0]
-    names = [p.rsplit("/", 1)[1] for p in report["files"].values()]
-    lines.append(f"  files: {where}/ {' '.join([*names, report['trajectory'].rsplit('/', 1)[1]])}")
+    lines.append("  files: " + " ".join([*report["files"].values(), report["trajectory"]]))
     return lines
 
 
