@@ -582,3 +582,58 @@ def test_a_providers_toml_table_configures_the_plugin(
         resolve_routes(["deepseek::deepseek-flash"], registry, load_settings(aira_home))
     assert err.value.code == "PROVIDER_CONFIG_INVALID"
     assert "deepseek-chat-9000" not in err.value.diagnostic.message
+
+
+# -- strict mode ------------------------------------------------------------------------------
+
+
+class StrictStandIn(ToolTransport):
+    """A stand-in for the core's ``strict`` transport, for this test only: named ``strict``,
+    its strict-function variant a tool transport that forces the call."""
+
+    name = "strict"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.asked: list[str] = []
+
+    def render(self, request: Any) -> dict[str, Any]:
+        raise AssertionError("DeepSeek has no json_schema format: the default is never used")
+
+    def using(self, how: str) -> ToolTransport:
+        self.asked.append(how)
+        return ToolTransport(tool_choice="required")
+
+
+@pytest.mark.parametrize(("thinking", "choice"), [(True, "auto"), (False, "required")])
+def test_strict_rides_strict_functions_on_the_beta_base_url(
+    servers, ledger, key, thinking: bool, choice: str
+) -> None:
+    fake = servers(refuse_forced_tool_choice=True)
+    strict = StrictStandIn()
+    provider = deepseek(fake, thinking=thinking)
+    assert provider.strict_base_url == f"{fake.base_url}/beta"
+    reply = gateway(ledger, Route(provider, "deepseek-flash"), transport=strict).decide(
+        step_request()
+    )
+    assert json.loads(reply.text) == DECISIONS[0] and reply.call_id == "call_1"
+    assert strict.asked == ["tools", "tools"]  # prepared and read with the same variant
+    [request] = fake.requests
+    assert request.path == "/v1/beta/chat/completions"
+    [tool] = request.body["tools"]
+    assert tool["function"]["strict"] is True
+    assert request.body["tool_choice"] == choice
+    # the other transports keep the base URL
+    gateway(ledger, Route(provider, "deepseek-flash")).decide(step_request())
+    assert fake.requests[-1].path == "/v1/chat/completions"
+
+
+def test_strict_base_url_follows_the_base_url_unless_set(servers) -> None:
+    fake = servers()
+    moved = DeepSeekProvider().configure(ProviderSettings(name="deepseek", base_url=fake.base_url))
+    assert moved.strict_base_url == f"{fake.base_url}/beta"
+    pinned = DeepSeekProvider().configure(
+        ProviderSettings(name="deepseek", options={"strict_base_url": "https://x.test/beta/"})
+    )
+    assert pinned.strict_base_url == "https://x.test/beta"
+    assert pinned.base_url == "https://api.deepseek.com"
