@@ -221,6 +221,34 @@ def test_a_forced_tool_choice_is_sent_only_with_thinking_off(
     assert request.body["thinking"] == {"type": "enabled" if thinking else "disabled"}
 
 
+class NamesTheFunction(ToolTransport):
+    """A transport forcing the call by naming the function (for this test)."""
+
+    def render(self, request: Any) -> dict[str, Any]:
+        forced = {"type": "function", "function": {"name": "aira_step"}}
+        return {**super().render(request), "tool_choice": forced}
+
+
+@pytest.mark.parametrize("thinking", [True, False])
+def test_a_named_function_choice_is_unforced_while_thinking(
+    servers, ledger, key, thinking: bool
+) -> None:
+    fake = servers(refuse_forced_tool_choice=True)
+    route = Route(deepseek(fake, thinking=thinking), "deepseek-flash")
+    gateway(ledger, route, transport=NamesTheFunction()).decide(step_request())
+    sent = fake.requests[0].body["tool_choice"]
+    assert sent == ("auto" if thinking else {"type": "function", "function": {"name": "aira_step"}})
+
+
+def test_from_settings_is_the_plugins_defaults_configured(servers) -> None:
+    fake = servers()
+    settings = ProviderSettings(name="ds", base_url=fake.base_url, options={"thinking": False})
+    provider = DeepSeekProvider.from_settings(settings, timeouts=FAST)
+    assert isinstance(provider, DeepSeekProvider) and provider.thinking is False
+    assert provider.acceptance.refusals == ACCEPTANCE.refusals
+    assert provider.acceptance.provider == "ds" and provider.timeouts is FAST
+
+
 # -- reasoning within the round ---------------------------------------------------------------
 
 

@@ -112,7 +112,8 @@ class DeepSeekProvider(OpenAICompatProvider):
         clock: Callable[[], datetime] = utc_now,
         **options: Any,
     ) -> None:
-        options.setdefault("acceptance", dataclasses.replace(ACCEPTANCE, provider=name))
+        if options.get("acceptance") is None:
+            options["acceptance"] = dataclasses.replace(ACCEPTANCE, provider=name)
         options.setdefault("api_key_required", True)
         super().__init__(name, base_url, models, **options)
         self.api_key_env = api_key_env
@@ -124,6 +125,12 @@ class DeepSeekProvider(OpenAICompatProvider):
         self.price_table = price_table
         self.clock = clock
         self._check_options()
+
+    @classmethod
+    def from_settings(cls, settings: ProviderSettings, **options: Any) -> DeepSeekProvider:
+        """This plugin's defaults (``options`` over them: a test's ``client``, say)
+        configured with ``settings``: :meth:`configure`."""
+        return cls(**options).configure(settings)
 
     def __repr__(self) -> str:  # never the key
         return f"DeepSeekProvider(name={self.name!r}, base_url={self.base_url!r})"
@@ -353,7 +360,8 @@ class _AsDeepSeekTakesIt:
 
     def render(self, request: StepRequest) -> dict[str, Any]:
         fields = dict(self._inner.render(request))
-        if self._thinking and fields.get("tool_choice", "auto") not in UNFORCED:
+        choice = fields.get("tool_choice", "auto")
+        if self._thinking and not (isinstance(choice, str) and choice in UNFORCED):
             fields["tool_choice"] = "auto"
         if self._strict and isinstance(fields.get("tools"), list):
             fields["tools"] = [_strict(tool) for tool in fields["tools"]]
