@@ -139,17 +139,14 @@ def test_the_plugin_registers_deepseek_with_its_defaults(register_plugin) -> Non
 
 def test_importing_and_registering_loads_no_http_client_and_reads_nothing() -> None:
     code = (
-        "import sys, builtins\n"
-        "opened = []\n"
-        "real = builtins.open\n"
-        "builtins.open = lambda *a, **k: (opened.append(a[0]), real(*a, **k))[1]\n"
-        "from aira_provider_deepseek import plugin\n"
+        "import sys\n"
+        "from aira_provider_deepseek import plugin, prices\n"
         "got = []\n"
         "plugin.aira_register_providers(got.append)\n"
         "assert got[0].name == 'deepseek'\n"
-        "assert got[0].price_table is None, 'the prices were read at registration'\n"
+        "assert got[0].price_table is None, 'the provider holds prices already'\n"
+        "assert prices.shipped.cache_info().misses == 0, 'the price file was read'\n"
         "assert 'httpx2' not in sys.modules, 'httpx2 imported'\n"
-        "assert not [p for p in opened if 'prices' in str(p)], opened\n"
         "print('ok')\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
