@@ -662,3 +662,5 @@ def test_strict_base_url_follows_the_base_url_unless_set(servers) -> None:
     )
     assert pinned.strict_base_url == "https://x.test/beta"
     assert pinned.base_url == "https://api.deepseek.com"
+    repointed = pinned.configure(ProviderSettings(name="deepseek", base_url=fake.base_url))
+    assert repointed.strict_base_url == f"{fake.base_url}/beta"

@@ -144,7 +144,8 @@ class DeepSeekProvider(OpenAICompatProvider):
     def configure(self, settings: ProviderSettings) -> DeepSeekProvider:
         """The core's overlay (:meth:`OpenAICompatProvider.configure`), with DeepSeek's models
         only and the key's variable: the one the table names, else none once the table points
-        the provider at another server (a key never goes where it was not given for)."""
+        the provider at another server (a key never goes where it was not given for); the
+        strict base URL beside the new base URL unless the table sets it."""
         where = f"providers.{settings.name}"
         for i, model in enumerate(settings.models):
             if model not in MODELS:
@@ -161,9 +162,12 @@ class DeepSeekProvider(OpenAICompatProvider):
                     f"(DeepSeek's: {', '.join(MODELS)})",
                 )
         new = cast(DeepSeekProvider, super().configure(settings))
+        moved = new.base_url != self.base_url
+        if moved and "strict_base_url" not in settings.options:
+            new._strict_base_url = None  # beside the new base URL, not the old one
         if settings.api_key_env is not None:
             new.api_key_env = settings.api_key_env
-        elif settings.api_key is not None or new.base_url != self.base_url:
+        elif settings.api_key is not None or moved:
             new.api_key_env = None
         return new
 
