@@ -238,3 +238,132 @@ def test_no_key_reaches_the_ledger_a_trajectory_a_log_an_error_or_the_cli(
         assert [p.name for p, data in stored.items() if raw in data] == []
         assert [t for t in printed if key in t] == []
         assert [t for t in logs if key in t] == []
+
+
+# -- the DeepSeek plugin ------------------------------------------------------------------------
+
+DEEPSEEK_KEYS = {
+    "DEEPSEEK_API_KEY": "plainwordsentineldeepseekdefault13579",
+    "AIRA_PRIVACY_PROBE_DS": "plainwordsentineldeepseekprobe24680",
+}
+"""The plugin's own variable, and one named like no credential: only the plugin's reading
+of the key at ``prepare`` (which registers it) can scrub that one."""
+
+
+@pytest.mark.parametrize("variable", list(DEEPSEEK_KEYS))
+def test_no_deepseek_key_reaches_the_ledger_a_trajectory_a_log_an_error_or_the_output(
+    aira_home: Path,
+    tmp_path: Path,
+    servers: Callable[..., FakeProviderServer],
+    caplog: pytest.LogCaptureFixture,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    variable: str,
+) -> None:
+    deepseek = pytest.importorskip("aira_provider_deepseek.provider")
+    from aira_core.gateway.config import ProviderSettings
+    from aira_core.gateway.http import Timeouts
+
+    key = DEEPSEEK_KEYS[variable]
+    if redact(key) == key:  # not registered by an earlier test of this process
+        monkeypatch.delenv(variable, raising=False)
+        assert redact(f"x {key} y") == f"x {key} y"  # no pattern would catch it
+    monkeypatch.setenv(variable, key)
+    caplog.set_level(logging.DEBUG)
+    printed: list[str] = []
+    fake = servers(api_key=key, reasoning=f"thinking: the key {key} is in the header")
+    limits = Timeouts(connect=1.0, read=0.2, write=1.0, pool=1.0)
+
+    def provider() -> Any:  # as a run configures it: the table names the variable, no key
+        settings = ProviderSettings(name="deepseek", base_url=fake.base_url, api_key_env=variable)
+        return deepseek.DeepSeekProvider(timeouts=limits).configure(settings)
+
+    def gateway(ledger: AttemptLedger) -> Gateway:
+        return Gateway(
+            [Route(provider(), "deepseek-flash")],
+            ledger,
+            ledger.create_task({"intent": "privacy"}).id,
+            ToolTransport(),
+            deadline_s=0.35,
+            watch=WatchPolicy(interval_s=0.0, max_failures=2),
+            sleep=lambda _s: None,
+        )
+
+    ledger = AttemptLedger.open(aira_home / "gateway.sqlite3")
+    try:
+        delivered = 0
+        for case, on, fault, options in hostile(key):
+            if "jobs" in options:  # DeepSeek has no job API
+                continue
+            fake.clear_faults()
+            fake.configure(decisions=options.get("decisions", [{"act": "read"}]))
+            if fault is not None:
+                fake.inject(fault, on=on)
+            try:
+                reply = gateway(ledger).decide(step_request(0))
+            except AiraError as exc:
+                printed.extend(shown(exc))
+            else:
+                delivered += 1
+                if "decisions" in options:  # the key really went through, both ways
+                    assert key in reply.text and key in reply.reasoning, case
+        assert delivered >= 2  # the key was sent in the Authorization header: answered
+        assert all(r.authorized for r in fake.requests)
+
+        trajectory = tmp_path / "trajectory.jsonl"
+        fake.clear_faults()
+        fake.configure(
+            decisions=[
+                {"act": "note", "note": f"remember {key}"},
+                {"act": "abstain", "reason": f"no more than {key}"},
+            ]
+        )
+        ctx, kernel, _repo = make_runtime(tmp_path)
+        writer = TrajectoryWriter(trajectory, {"script": "privacy"})
+        host = StepHost(
+            ctx,
+            kernel,
+            gateway(ledger),
+            task_id="t1",
+            intent=IntentFrame(goal="a plate"),
+            tier=TIERS["T128"],
+            trajectory=writer,
+        )
+        try:
+            outcome = host.run()
+        finally:
+            writer.close()
+        assert outcome.terminal is TerminalState.CANNOT_PROCEED, outcome.reason
+        printed.append(json.dumps(outcome.records))
+        for task in ledger.tasks():
+            printed.append(json.dumps(task.to_wire()))
+            printed.extend(json.dumps(a.to_wire()) for a in ledger.attempts(task.id))
+        assert any("<redacted>" in t for t in printed)  # the scrubbing was exercised
+        wal = ledger.path.with_name(ledger.path.name + "-wal")
+        snapshots = {wal: wal.read_bytes()} if wal.is_file() else {}
+        last_task = ledger.tasks()[-1].id
+    finally:
+        ledger.close()
+
+    # And without the key: the refusal names the variable, never a value.
+    monkeypatch.delenv(variable)
+    with pytest.raises(AiraError) as missing:
+        provider().prepare(step_request(0), "deepseek-flash", ToolTransport())
+    assert missing.value.code == "PROVIDER_KEY_MISSING" and variable in str(missing.value)
+    printed.extend(shown(missing.value))
+
+    for args in (("gateway", "tasks", "--json"), ("gateway", "show", last_task, "--json")):
+        out = cli_runner.in_process(*args, home=aira_home)
+        assert out.returncode == 0, out.stderr
+        printed += [out.stdout, out.stderr]
+    captured = capsys.readouterr()
+    printed += [captured.out, captured.err]
+
+    stored = {path: path.read_bytes() for path in tmp_path.rglob("*") if path.is_file()}
+    assert aira_home / "gateway.sqlite3" in stored and trajectory in stored
+    stored.update({path.with_name(path.name + " (open)"): data for path, data in snapshots.items()})
+    logs = [caplog.text, *(str(r.getMessage()) for r in caplog.records)]
+    raw = key.encode()
+    assert [p.name for p, data in stored.items() if raw in data] == []
+    assert [t for t in printed if key in t] == []
+    assert [t for t in logs if key in t] == []

@@ -1,0 +1,1 @@
+"""Aira's DeepSeek provider plugin (entry point ``deepseek``): see README.md."""
