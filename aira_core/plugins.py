@@ -51,7 +51,10 @@ DEFAULT_TIMEOUT = 10.0
 """Seconds one plugin import or one hook call may take (an entry-point module must be cheap
 to import: docs/plugins.md)."""
 
-FIRST_PARTY = {"occt": "aira-kernel-occt"}
+FIRST_PARTY = {
+    "occt": "aira-kernel-occt",
+    "deepseek": "aira-provider-deepseek",
+}
 """Entry point name -> the distribution shipped with Aira that declares it: a clash with any
 other distribution keeps this one (an empty package declaring ``occt`` must not withdraw
 the real kernel)."""

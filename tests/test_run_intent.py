@@ -239,6 +239,48 @@ def test_a_refused_provider_fails_over_to_the_fallback(
     assert {r["provider"] for r in records if "step" in r} == {"backup"}
 
 
+def test_a_task_in_words_with_the_deepseek_plugin(
+    openai_like: None, tmp_path: Path, register_plugin: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """DeepSeek's rules through the whole command: thinking on, the key from the variable the
+    table names, the reasoning sent back within the round, no forced tool_choice; the fake
+    refuses (400) what the API refuses and never has to."""
+    plugin = pytest.importorskip("aira_provider_deepseek.plugin")
+    register_plugin(plugin, "deepseek")
+    key = "ds-test-key-for-the-run-0123456789"
+    monkeypatch.setenv("AIRA_TEST_DS_KEY", key)
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "providers.toml").write_text('[providers.deepseek]\napi_key_env = "AIRA_TEST_DS_KEY"\n')
+    with FakeProviderServer(
+        DECISIONS,
+        mode="tool",
+        reasoning="the plate, then its holes",
+        api_key=key,
+        require_reasoning_replay=True,
+        refuse_forced_tool_choice=True,
+    ) as ds:
+        out = run(
+            home, INTENT, "--provider", "deepseek", "--model", "deepseek-flash", "--base-url",
+            ds.base_url,
+        )  # fmt: skip
+        requests = ds.requests
+    assert out.returncode == 0, out.stderr + out.stdout
+    assert [r.authorized for r in requests] == [True] * len(DECISIONS)
+    assert all(r.body["thinking"] == {"type": "enabled"} for r in requests)
+    assert all(r.body.get("tool_choice") in (None, "auto") for r in requests)
+    last = requests[-1].body["messages"]
+    turns = [m for m in last if m["role"] == "assistant"]
+    assert turns and all(m["reasoning_content"] for m in turns)
+    (run_dir,) = (home / "runs").iterdir()
+    _, records = read_trajectory(run_dir / "trajectory.jsonl")
+    steps = [r for r in records if "step" in r]
+    assert all(r["usage"]["pricing"].startswith("deepseek-flash ") for r in steps)
+    assert all(r["usage"]["costUsd"] > 0 for r in steps)
+    stored = b"".join(p.read_bytes() for p in home.rglob("*") if p.is_file())
+    assert key.encode() not in stored and key not in out.stdout + out.stderr
+
+
 @pytest.mark.parametrize(
     ("args", "code"),
     [

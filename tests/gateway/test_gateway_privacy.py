@@ -352,7 +352,7 @@ def test_no_deepseek_key_reaches_the_ledger_a_trajectory_a_log_an_error_or_the_o
     assert missing.value.code == "PROVIDER_KEY_MISSING" and variable in str(missing.value)
     printed.extend(shown(missing.value))
 
-    for args in (("gateway", "tasks", "--json"), ("gateway", "show", last_task, "--json")):
+    for args in (("tasks", "--json"), ("tasks", "show", last_task, "--json")):
         out = cli_runner.in_process(*args, home=aira_home)
         assert out.returncode == 0, out.stderr
         printed += [out.stdout, out.stderr]
