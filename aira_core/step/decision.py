@@ -639,6 +639,8 @@ def _load(text: Any) -> Any:
         # Redacted whole, then cut: a credential cut in half would no longer be recognised.
         before = redact(_visible(text[: exc.pos]))[-40:]
         after = redact(_visible(text[exc.pos :]))[:40]
+        from aira_core.gateway.brackets import account  # what is open there: brackets only
+
         hint = ""
         if text.lstrip().startswith("```"):
             hint = "; send the JSON object alone, without a code fence"
@@ -647,6 +649,8 @@ def _load(text: Any) -> Any:
                 "; a decision is exactly one JSON object (several read-only acts go in one "
                 '{"act": "batch", "acts": [...]})'
             )
+        elif opened := account(text, exc.pos):
+            hint = f"; {opened}"
         raise DecisionRejected(
             STEP_DECISION_NOT_JSON,
             f"not JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}; "
