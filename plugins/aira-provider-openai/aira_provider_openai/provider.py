@@ -18,6 +18,7 @@ such server to the next (peers.md §4):
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 import re
 import threading
@@ -34,7 +35,7 @@ from aira_core.extensions import (
     StepRequest,
     Transport,
 )
-from aira_core.gateway import chat, http
+from aira_core.gateway import chat
 from aira_core.gateway.config import ProviderSettings
 from aira_core.gateway.openai_compat import (
     PROVIDER_CONFIG_INVALID,
@@ -266,13 +267,22 @@ def _extra_body(value: Any, where: str) -> dict[str, Any]:
                 f"{where}.{_shown(key)} may not be set there "
                 f"({', '.join(sorted(REFUSED_BODY_FIELDS))} are the request's or an option's)",
             )
-    try:  # here, not at the first request: a TOML date is no JSON
-        http.encode_json(dict(value))
-    except (TypeError, ValueError):
+    if not _is_json(value):  # here, not at the first request: a TOML date is no JSON
         raise AiraError(
             PROVIDER_CONFIG_INVALID, f"{where} holds a value JSON cannot carry (a date?)"
-        ) from None
+        )
     return dict(value)
+
+
+def _is_json(value: Any) -> bool:
+    """``value`` is JSON data as TOML gives it: no dates or times, no NaN or infinity."""
+    if isinstance(value, Mapping):
+        return all(isinstance(k, str) and _is_json(v) for k, v in value.items())
+    if isinstance(value, list):
+        return all(_is_json(v) for v in value)
+    if isinstance(value, float):
+        return math.isfinite(value)
+    return value is None or isinstance(value, str | int | bool)
 
 
 def _shown(key: Any) -> str:
