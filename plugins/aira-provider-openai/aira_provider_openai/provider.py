@@ -107,9 +107,8 @@ class OpenAIProvider(OpenAICompatProvider):
     ) -> None:
         options.setdefault("api_key_required", True)
         self._seen = ReasoningName()
-        self.reasoning_mode = reasoning_mode
         super().__init__(name, base_url, models, **options)
-        self.reasoning_mode = reasoning_mode  # the base class set a fixed name
+        self.reasoning_mode = reasoning_mode  # over the fixed name the base class set
         self.tool_choice = tool_choice
         self.api_key_env = api_key_env
 
@@ -157,7 +156,7 @@ class OpenAIProvider(OpenAICompatProvider):
             )
         if "reasoning_field" in options:
             mode = options["reasoning_field"]
-            if mode not in REASONING_MODES or not isinstance(mode, str):
+            if not isinstance(mode, str) or mode not in REASONING_MODES:
                 raise AiraError(
                     PROVIDER_CONFIG_INVALID,
                     f"{where}.reasoning_field must be one of {', '.join(REASONING_MODES)}",
@@ -165,7 +164,7 @@ class OpenAIProvider(OpenAICompatProvider):
             self.reasoning_mode = mode
         if "tool_choice" in options:
             choice = options["tool_choice"]
-            if choice not in TOOL_CHOICES or not isinstance(choice, str):
+            if not isinstance(choice, str) or choice not in TOOL_CHOICES:
                 raise AiraError(
                     PROVIDER_CONFIG_INVALID,
                     f"{where}.tool_choice must be one of {', '.join(TOOL_CHOICES)}",
