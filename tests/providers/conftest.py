@@ -88,6 +88,7 @@ def llamacpp_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LlamaC
     server = xlc.Server(params)
     root = server.listening_address.rstrip("/")
     running = LlamaCppServer(f"{root}/v1", LLAMACPP_MODEL, path, server)
+    del server  # the one reference is the running server's: stop() releases it
     try:
         _wait_healthy(root)
         yield running
