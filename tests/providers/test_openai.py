@@ -56,7 +56,10 @@ from aira_core.testing.provider import FakeProviderServer
 PLUGIN_DIR = Path(__file__).parents[2] / "plugins" / "aira-provider-openai"
 REASONING = "The plate first, then the holes, then the checks."
 SECRET = "plainwordsentinelopenaioption"
-"""A value that must never be shown (an option's value, an API key)."""
+"""An option's value, never shown (never registered with the redactor, so that its absence
+from a message is the plugin's doing)."""
+KEY = "plainwordsentinelopenaikey"
+"""An API key (registered with the redactor once read)."""
 
 
 @pytest.fixture
@@ -377,12 +380,12 @@ def test_openai_api_key_is_read_for_openai_only(
     ledger: AttemptLedger,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setenv(API_KEY_ENV, SECRET)
+    monkeypatch.setenv(API_KEY_ENV, KEY)
     # OpenAI's own base URL: the key from OPENAI_API_KEY, as a Bearer token (not sent here).
     (route,) = resolve_routes(["openai::gpt-5-mini"], registry)
     call = route.provider.prepare(step_request(0), "gpt-5-mini", resolve_transport("tool"))
-    assert call.headers["Authorization"] == f"Bearer {SECRET}"
-    assert SECRET not in repr(route.provider)
+    assert call.headers["Authorization"] == f"Bearer {KEY}"
+    assert KEY not in repr(route.provider)
     # Another server gets no key it was not given: nothing in the request the fake saw.
     fake = servers([{"act": "read"}])
     provider = route_to(fake, registry)
@@ -410,9 +413,9 @@ def test_a_key_named_by_api_key_env_is_sent_as_bearer(
     monkeypatch: pytest.MonkeyPatch,
     tmp_path: Path,
 ) -> None:
-    monkeypatch.setenv("LOCAL_SERVER_TOKEN", SECRET)
+    monkeypatch.setenv("LOCAL_SERVER_TOKEN", KEY)
     monkeypatch.setenv(API_KEY_ENV, "not-for-this-server")
-    fake = servers([{"act": "read"}], api_key=SECRET)  # a wrong or missing key is a 401
+    fake = servers([{"act": "read"}], api_key=KEY)  # a wrong or missing key is a 401
     (tmp_path / PROVIDERS_FILE).write_text(
         f'[providers.local]\nkind = "openai"\nbase_url = "{fake.base_url}"\n'
         'api_key_env = "LOCAL_SERVER_TOKEN"\n'
