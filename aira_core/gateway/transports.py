@@ -482,6 +482,11 @@ def _rewrite(node: Any) -> Any:
     for key, value in node.items():
         if key in _DROPPED_KEYWORDS:
             continue
+        if key == "enum" and value == []:
+            # No legal value (a kind the document has none of yet): decoders refuse an
+            # empty enum ("enum must be a non-empty array", llama.cpp); any string is looser
+            # and the host still checks every alias.
+            continue
         if key in ("enum", "const", "default", "examples"):  # values, not schemas
             out[key] = value
         elif key == "pattern" and isinstance(value, str):
@@ -502,8 +507,8 @@ def _strict_text(canonical: bytes) -> str:
 
 def strict_schema(schema: Mapping[str, Any]) -> dict[str, Any]:
     """The step's decision ``schema`` rewritten for a constrained decoder: every ``pattern``
-    as :func:`strict_pattern` has it (or dropped), OpenAPI's ``discriminator`` dropped,
-    everything else as it is. Equal or looser, never stricter; pure and deterministic (a
+    as :func:`strict_pattern` has it (or dropped), OpenAPI's ``discriminator`` and every
+    empty ``enum`` dropped, everything else as it is. Equal or looser, never stricter; pure and deterministic (a
     fresh copy per call, the rewrite cached by the schema's canonical bytes)."""
     return json.loads(_strict_text(bytes(canonical_bytes(plain(schema)))))
 

@@ -367,3 +367,108 @@ def test_no_deepseek_key_reaches_the_ledger_a_trajectory_a_log_an_error_or_the_o
     assert [p.name for p, data in stored.items() if raw in data] == []
     assert [t for t in printed if key in t] == []
     assert [t for t in logs if key in t] == []
+
+
+def test_the_openai_plugin_sends_a_key_named_by_api_key_env_and_shows_it_nowhere(
+    aira_home: Path,
+    tmp_path: Path,
+    sentinels: None,
+    servers: Callable[..., FakeProviderServer],
+    caplog: pytest.LogCaptureFixture,
+    register_plugin: Any,
+) -> None:
+    """The ``openai`` plugin (a table of kind ``openai`` at a server, the key in the variable
+    its ``api_key_env`` names) through the chat faults of the matrix: the key goes to the
+    server as a Bearer token and reaches no store, trajectory, log, error or output."""
+    import aira_provider_openai.plugin
+    from aira_core.gateway.gateway import resolve_routes
+
+    registry = register_plugin(aira_provider_openai.plugin, "openai")
+    caplog.set_level(logging.DEBUG)
+    printed: list[str] = []
+    fake = servers(api_key=ENV_KEY, reasoning=f"thinking: the key {ENV_KEY} is in the header")
+    (aira_home / PROVIDERS_FILE).write_text(
+        f'[providers.local]\nkind = "openai"\nbase_url = "{fake.base_url}"\n'
+        f'api_key_env = "{ENV_VAR}"\n'
+        "timeouts = { connect = 1, read = 0.2, write = 1, pool = 1 }\n"
+    )
+    settings = load_settings(aira_home)
+
+    ledger = AttemptLedger.open(aira_home / "gateway.sqlite3")
+    try:
+        delivered = 0
+        for case, on, fault, options in hostile(ENV_KEY):
+            if "jobs" in options:
+                continue  # an OpenAI-compatible server has no job API
+            fake.clear_faults()
+            fake.configure(decisions=options.get("decisions", [{"act": "read"}]))
+            (route,) = resolve_routes(["local::m1"], registry, settings)
+            if fault is not None:
+                fake.inject(fault, on=on)
+            gateway = gateway_for(ledger, route.provider)
+            try:
+                reply = gateway.decide(step_request(0))
+            except AiraError as exc:
+                printed.extend(shown(exc))
+            else:
+                delivered += 1
+                if "decisions" in options:
+                    assert ENV_KEY in reply.text and ENV_KEY in reply.reasoning, case
+        assert delivered >= 2
+        # every request carried the key, as the fake expects it: "Bearer <key>"
+        assert fake.requests and all(r.authorized is True for r in fake.requests)
+
+        trajectory = tmp_path / "trajectory.jsonl"
+        fake.clear_faults()
+        fake.configure(
+            decisions=[
+                {"act": "note", "note": f"remember {ENV_KEY}"},
+                {"act": "abstain", "reason": f"no more than {ENV_KEY}"},
+            ]
+        )
+        (route,) = resolve_routes(["local::m1"], registry, settings)
+        ctx, kernel, _repo = make_runtime(tmp_path)
+        writer = TrajectoryWriter(trajectory, {"script": "privacy-openai"})
+        host = StepHost(
+            ctx,
+            kernel,
+            gateway_for(ledger, route.provider),
+            task_id="t1",
+            intent=IntentFrame(goal="a plate"),
+            tier=TIERS["T128"],
+            trajectory=writer,
+        )
+        try:
+            outcome = host.run()
+        finally:
+            writer.close()
+        assert outcome.terminal is TerminalState.CANNOT_PROCEED, outcome.reason
+        printed.append(json.dumps(outcome.records))
+        tasks = ledger.tasks()
+        for task in tasks:
+            printed.append(json.dumps(task.to_wire()))
+            printed.extend(json.dumps(a.to_wire()) for a in ledger.attempts(task.id))
+        assert any("<redacted>" in t for t in printed)
+        wal = ledger.path.with_name(ledger.path.name + "-wal")
+        snapshot = wal.read_bytes() if wal.is_file() else b""
+    finally:
+        ledger.close()
+
+    listing = cli_runner.in_process("tasks", "--json", home=aira_home)
+    assert listing.returncode == 0, listing.stderr
+    printed += [listing.stdout, listing.stderr]
+    for task in tasks[:3]:
+        out = cli_runner.in_process("tasks", "show", task.id, "--json", home=aira_home)
+        assert out.returncode == 0, out.stderr
+        printed += [out.stdout, out.stderr]
+
+    stored = {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()}
+    stored = {p: data for p, data in stored.items() if p.name != PROVIDERS_FILE}
+    stored[wal.with_name(wal.name + " (open)")] = snapshot
+    assert aira_home / "gateway.sqlite3" in stored and trajectory in stored
+    raw = ENV_KEY.encode()
+    assert [p.name for p, data in stored.items() if raw in data] == []
+    assert [t for t in printed if ENV_KEY in t] == []
+    assert [
+        t for t in (caplog.text, *(r.getMessage() for r in caplog.records)) if ENV_KEY in t
+    ] == []

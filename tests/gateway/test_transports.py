@@ -472,6 +472,17 @@ def test_strict_schema_holds_only_patterns_a_constrained_decoder_translates() ->
     assert len(list(patterns(rewritten))) == len(original)  # none of the host's dropped
 
 
+def test_strict_schema_drops_the_empty_enum_of_a_kind_a_new_document_has_none_of() -> None:
+    """llama.cpp refuses the request: "JSON schema error at #/$defs/ParameterAlias: enum must
+    be a non-empty array"; any string is looser, and the host checks the alias."""
+    empty = decision_schema({"bodies": [], "nodes": [], "parameters": []})
+    assert empty["$defs"]["ParameterAlias"]["enum"] == []
+    rewritten = strict_schema(empty)
+    assert "enum" not in rewritten["$defs"]["ParameterAlias"]
+    assert rewritten["$defs"]["ParameterAlias"]["type"] == "string"
+    assert '"enum": []' not in json.dumps(rewritten) and '"enum":[]' not in json.dumps(rewritten)
+
+
 def test_strict_schema_is_pure_and_deterministic() -> None:
     one, two = strict_schema(DEMO_SCHEMA), strict_schema(MappingProxyType(dict(DEMO_SCHEMA)))
     assert one == two and one is not two

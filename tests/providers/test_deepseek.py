@@ -20,14 +20,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from aira_provider_deepseek import plugin, prices
-from aira_provider_deepseek.provider import (
-    ACCEPTANCE,
-    API_KEY_ENV,
-    MODELS,
-    SERVED_BY,
-    DeepSeekProvider,
-)
 from gateway.conftest import FAST, REFUSALS, step_request
 from gateway.test_gateway_demo import DECISIONS, loop_through, reasoning
 
@@ -47,6 +39,14 @@ from aira_core.gateway.openai_compat import OpenAICompatProvider
 from aira_core.gateway.transports import JsonTransport, ToolTransport
 from aira_core.runtime.contract import TerminalState
 from aira_core.testing.provider import FakeProviderServer, Fault
+from aira_provider_deepseek import plugin, prices
+from aira_provider_deepseek.provider import (
+    ACCEPTANCE,
+    API_KEY_ENV,
+    MODELS,
+    SERVED_BY,
+    DeepSeekProvider,
+)
 
 KEY = "sk-fake-deepseek-test-key-0123456789"
 PEAK_INSTANT = datetime(2026, 12, 2, 2, 30, tzinfo=UTC)  # Wednesday 10:30 in Beijing

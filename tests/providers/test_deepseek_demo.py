@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from aira_provider_deepseek.provider import API_KEY_ENV, DeepSeekProvider
 from gateway.test_gateway_demo import DEMO_HEADS
 
 from aira_core.extensions import Acceptance, Transport
@@ -25,6 +24,7 @@ from aira_core.runtime.contract import TerminalState
 from aira_core.step.runner import bundled_script, run_script
 from aira_core.step.trajectory import read_trajectory
 from aira_core.testing.provider import FakeProviderServer
+from aira_provider_deepseek.provider import API_KEY_ENV, DeepSeekProvider
 
 SENT_AT = datetime(2026, 12, 2, 11, 0, tzinfo=UTC)  # 19:00 in Beijing: off-peak
 LIMITS = Timeouts(connect=2.0, read=5.0, write=2.0, pool=2.0)

@@ -1,0 +1,1 @@
+"""Aira's OpenAI-compatible provider plugin (entry point ``openai``): see README.md."""
