@@ -5,8 +5,8 @@ SVG files, the trajectory, the summary; ``aira tasks`` shows the ledger task don
 ``aira trace show`` the usage. And what a user can get wrong is refused with a code before
 anything runs, leaving no task and no run behind.
 
-The provider is an OpenAI-compatible one with no models of its own, as the ``openai`` plugin
-registers it, registered in-process (the hermetic plugin system)."""
+The provider is the ``openai`` plugin (any OpenAI-compatible server; no models of its own),
+registered in-process (the hermetic plugin system), with a price table in providers.toml."""
 
 from __future__ import annotations
 
@@ -20,9 +20,8 @@ import pytest
 
 from aira_core import hookimpl
 from aira_core.extensions import AcceptanceTable
-from aira_core.gateway.chat import Prices
 from aira_core.gateway.ledger import AttemptLedger
-from aira_core.gateway.openai_compat import OpenAICompatProvider
+from aira_core.gateway.openai_compat import OpenAICompatProvider  # the refusing one
 from aira_core.step.trajectory import read_trajectory
 from aira_core.testing.provider import FakeProviderServer, Fault
 
@@ -85,28 +84,28 @@ DECISIONS: list[Any] = [
     PLAN,
     {"act": "done", "summary": "b:plate: 60 x 40 x 5 with four 4.5 mm through holes, checked"},
 ]
-PRICES = Prices(hit=0.1, miss=1.0, output=2.0)
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Path:
+    """AIRA_HOME with a price table for the model the tests name (USD per 1M tokens)."""
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "providers.toml").write_text(
+        "[providers.openai.prices.m]\nhit = 0.1\nmiss = 1.0\noutput = 2.0\n"
+    )
+    return home
 
 
 @pytest.fixture
 def openai_like(register_plugin: Any) -> None:
-    """The OCCT kernel and an OpenAI-compatible provider ``openai`` with no models of its own
-    (it serves whatever model the route names) and a price table, registered in-process."""
+    """The OCCT kernel and the ``openai`` provider plugin, registered in-process."""
     pytest.importorskip("cadquery")
     import aira_kernel_occt.plugin
+    import aira_provider_openai.plugin
 
     register_plugin(aira_kernel_occt.plugin, "occt")
-
-    class Plugin:
-        @hookimpl
-        def aira_register_providers(self, register: Any) -> None:
-            register(
-                OpenAICompatProvider(
-                    "openai", "https://api.openai.com/v1", (), prices={"m": PRICES}
-                )
-            )
-
-    register_plugin(Plugin(), "openai-like")
+    register_plugin(aira_provider_openai.plugin, "openai")
 
 
 @pytest.fixture
@@ -121,9 +120,8 @@ def run(home: Path, *args: str) -> Any:
 
 @pytest.mark.parametrize("transport", ["tool", "json"])
 def test_a_task_in_words_runs_through_the_provider_to_completion(
-    openai_like: None, fake: FakeProviderServer, tmp_path: Path, transport: str
+    openai_like: None, fake: FakeProviderServer, home: Path, transport: str
 ) -> None:
-    home = tmp_path / "home"
     out = run(
         home, INTENT, "--provider", "openai", "--model", "m", "--base-url", fake.base_url,
         "--transport", transport,
@@ -193,10 +191,10 @@ def test_a_task_in_words_runs_through_the_provider_to_completion(
 
 
 def test_the_json_report_has_the_usage_summary(
-    openai_like: None, fake: FakeProviderServer, tmp_path: Path
+    openai_like: None, fake: FakeProviderServer, home: Path
 ) -> None:
     out = run(
-        tmp_path, INTENT, "--provider", "openai", "--model", "m", "--base-url", fake.base_url,
+        home, INTENT, "--provider", "openai", "--model", "m", "--base-url", fake.base_url,
         "--json",
     )  # fmt: skip
     assert out.returncode == 0, out.stderr
@@ -210,11 +208,49 @@ def test_the_json_report_has_the_usage_summary(
     assert 0 < usage["cacheHitShare"] < 1  # the fake's prefix cache: all but the first request
 
 
-def test_a_refused_provider_fails_over_to_the_fallback(
-    openai_like: None, fake: FakeProviderServer, tmp_path: Path, register_plugin: Any
+def test_a_lost_answer_stops_the_run_and_an_informed_retry_resumes_it(
+    openai_like: None, fake: FakeProviderServer, home: Path
 ) -> None:
-    home = tmp_path / "home"
-    home.mkdir()
+    """A 500 may have been processed (and billed): the run stops with ATTEMPT_UNKNOWN and
+    nothing is sent again by itself; `aira tasks retry --informed` and `aira run --resume`
+    continue the run on a new linked task, to completion, each step's decision once."""
+    fake.inject_at(3, Fault.status(500, message="upstream went away"), on="chat")
+    args = ("--provider", "openai", "--model", "m", "--base-url", fake.base_url)
+    out = run(home, INTENT, *args)
+    assert out.returncode == 1 and "ATTEMPT_UNKNOWN" in out.stderr, out.stderr
+    assert "Traceback" not in out.stderr and fake.submissions == 3
+    (run_dir,) = (home / "runs").iterdir()
+    header, _ = read_trajectory(run_dir / "trajectory.jsonl")
+    old = header["gatewayTask"]
+
+    # without the retry, a resume does not resubmit the step either
+    again = run(home, "--resume", str(run_dir))
+    assert again.returncode == 1 and "ATTEMPT_UNKNOWN" in again.stderr
+    assert fake.submissions == 3
+    refused = cli_runner.in_process("tasks", "retry", old, home=home)
+    assert refused.returncode == 1 and "GATEWAY_RETRY_UNCONFIRMED" in refused.stderr
+    retried = cli_runner.in_process("tasks", "retry", old, "--informed", "--json", home=home)
+    assert retried.returncode == 0, retried.stderr
+    new = json.loads(retried.stdout)["task"]["id"]
+
+    resumed = run(home, "--resume", str(run_dir))
+    assert resumed.returncode == 0, resumed.stderr + resumed.stdout
+    assert "-> completed" in resumed.stdout
+    assert fake.submissions == 3 + (len(DECISIONS) - 2)  # steps 2.. once more, 0 and 1 never
+    _, records = read_trajectory(run_dir / "trajectory.jsonl")
+    assert [r["step"] for r in records if "step" in r] == list(range(len(DECISIONS)))
+    assert records[-1]["terminal"] == "completed"
+    ledger = AttemptLedger.open(home / "gateway.sqlite3")
+    try:
+        assert ledger.task(new).retry_of == old
+        assert str(ledger.task(new).human_state) == "completed"
+    finally:
+        ledger.close()
+
+
+def test_a_refused_provider_fails_over_to_the_fallback(
+    openai_like: None, fake: FakeProviderServer, home: Path, register_plugin: Any
+) -> None:
     (home / "providers.toml").write_text(
         f'[providers.backup]\nkind = "openai"\nbase_url = "{fake.base_url}"\n'
     )
@@ -240,7 +276,7 @@ def test_a_refused_provider_fails_over_to_the_fallback(
 
 
 def test_a_task_in_words_with_the_deepseek_plugin(
-    openai_like: None, tmp_path: Path, register_plugin: Any, monkeypatch: pytest.MonkeyPatch
+    openai_like: None, home: Path, register_plugin: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """DeepSeek's rules through the whole command: thinking on, the key from the variable the
     table names, the reasoning sent back within the round, no forced tool_choice; the fake
@@ -249,8 +285,6 @@ def test_a_task_in_words_with_the_deepseek_plugin(
     register_plugin(plugin, "deepseek")
     key = "ds-test-key-for-the-run-0123456789"
     monkeypatch.setenv("AIRA_TEST_DS_KEY", key)
-    home = tmp_path / "home"
-    home.mkdir()
     (home / "providers.toml").write_text('[providers.deepseek]\napi_key_env = "AIRA_TEST_DS_KEY"\n')
     with FakeProviderServer(
         DECISIONS,
@@ -296,15 +330,15 @@ def test_a_task_in_words_with_the_deepseek_plugin(
     ],
 )
 def test_what_a_user_gets_wrong_is_refused_before_anything_runs(
-    openai_like: None, tmp_path: Path, args: tuple[str, ...], code: str | None
+    openai_like: None, home: Path, args: tuple[str, ...], code: str | None
 ) -> None:
-    out = run(tmp_path, *args)
+    out = run(home, *args)
     assert out.returncode in (1, 2), out.stdout
     assert out.stderr.startswith("error: ") and "Traceback" not in out.stderr
     if code is not None:
         assert code in out.stderr
-    assert not (tmp_path / "runs").exists()
-    ledger = tmp_path / "gateway.sqlite3"
+    assert not (home / "runs").exists()
+    ledger = home / "gateway.sqlite3"
     if ledger.exists():
         opened = AttemptLedger.open(ledger)
         try:

@@ -508,8 +508,9 @@ def _strict_text(canonical: bytes) -> str:
 def strict_schema(schema: Mapping[str, Any]) -> dict[str, Any]:
     """The step's decision ``schema`` rewritten for a constrained decoder: every ``pattern``
     as :func:`strict_pattern` has it (or dropped), OpenAPI's ``discriminator`` and every
-    empty ``enum`` dropped, everything else as it is. Equal or looser, never stricter; pure and deterministic (a
-    fresh copy per call, the rewrite cached by the schema's canonical bytes)."""
+    empty ``enum`` dropped, everything else as it is. Equal or looser, never stricter; pure
+    and deterministic (a fresh copy per call, the rewrite cached by the schema's canonical
+    bytes)."""
     return json.loads(_strict_text(bytes(canonical_bytes(plain(schema)))))
 
 
