@@ -123,3 +123,28 @@ def make_gateway(
         watch=WatchPolicy(interval_s=0.0, max_failures=max_failures),
         sleep=lambda _s: None,
     )
+
+
+# -- the OCCT kernel, for the tests that run the demo's tasks ---------------------------------
+
+
+@pytest.fixture(scope="module")
+def kernel() -> Iterator[Any]:
+    """One OCCT kernel (a warm worker process) per test module."""
+    pytest.importorskip("cadquery")
+    from aira_kernel_occt.kernel import OcctKernel
+
+    k = OcctKernel()
+    try:
+        yield k
+    finally:
+        k.close()
+
+
+@pytest.fixture
+def occt(register_plugin: Any) -> None:
+    """The first-party kernel plugin registered in-process, so the production catalog has it."""
+    pytest.importorskip("cadquery")
+    import aira_kernel_occt.plugin
+
+    register_plugin(aira_kernel_occt.plugin, "occt")

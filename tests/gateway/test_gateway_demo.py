@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -83,27 +82,6 @@ def gateway_on(
 
 
 # -- the demo on the OCCT kernel --------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def kernel() -> Iterator[Any]:
-    pytest.importorskip("cadquery")
-    from aira_kernel_occt.kernel import OcctKernel
-
-    k = OcctKernel()
-    try:
-        yield k
-    finally:
-        k.close()
-
-
-@pytest.fixture
-def occt(register_plugin: Any) -> None:
-    """The first-party plugin registered in-process, so the production catalog has it."""
-    pytest.importorskip("cadquery")
-    import aira_kernel_occt.plugin
-
-    register_plugin(aira_kernel_occt.plugin, "occt")
 
 
 def steps_of(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:

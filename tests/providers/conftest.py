@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from gateway.conftest import ledger, servers  # noqa: F401 (fixtures the provider tests share)
+from gateway.conftest import kernel, ledger, occt, servers  # noqa: F401 (shared fixtures)
 
 LLAMACPP_MODEL = "aira-tiny-random"
 """The name the server answers to (llama.cpp serves one model, whatever a request names)."""

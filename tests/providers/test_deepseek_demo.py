@@ -6,7 +6,6 @@ step's usage priced from the shipped table at the instant it was sent."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -38,26 +37,6 @@ def strict_transport() -> Transport:
 
 
 TRANSPORTS = {"tool": ToolTransport, "json": JsonTransport, "strict": strict_transport}
-
-
-@pytest.fixture(scope="module")
-def kernel() -> Iterator[Any]:
-    pytest.importorskip("cadquery")
-    from aira_kernel_occt.kernel import OcctKernel
-
-    k = OcctKernel()
-    try:
-        yield k
-    finally:
-        k.close()
-
-
-@pytest.fixture
-def occt(register_plugin: Any) -> None:
-    pytest.importorskip("cadquery")
-    import aira_kernel_occt.plugin
-
-    register_plugin(aira_kernel_occt.plugin, "occt")
 
 
 @pytest.mark.parametrize("thinking", [True, False], ids=["thinking", "no-thinking"])

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -148,26 +147,6 @@ def test_a_strict_completion_from_the_real_server_is_valid_against_the_schema_se
     usage = {k: v for k, v in response.body["usage"].items() if k != "prompt_tokens_details"}
     older = ProviderResponse(response.status, {**response.body, "usage": usage})
     assert provider.reply(older, request, model, transport).usage == reply.usage
-
-
-@pytest.fixture(scope="module")
-def kernel() -> Iterator[Any]:
-    pytest.importorskip("cadquery")
-    from aira_kernel_occt.kernel import OcctKernel
-
-    k = OcctKernel()
-    try:
-        yield k
-    finally:
-        k.close()
-
-
-@pytest.fixture
-def occt(register_plugin: Any) -> None:
-    pytest.importorskip("cadquery")
-    import aira_kernel_occt.plugin
-
-    register_plugin(aira_kernel_occt.plugin, "occt")
 
 
 def test_the_step_host_runs_to_a_terminal_state_through_the_real_server(

@@ -12,7 +12,7 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import replace
 from datetime import date
 from pathlib import Path
@@ -155,26 +155,6 @@ def test_a_table_of_kind_openai_names_another_server(registry: Any, tmp_path: Pa
 
 
 # -- every transport through the gateway ------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def kernel() -> Iterator[Any]:
-    pytest.importorskip("cadquery")
-    from aira_kernel_occt.kernel import OcctKernel
-
-    k = OcctKernel()
-    try:
-        yield k
-    finally:
-        k.close()
-
-
-@pytest.fixture
-def occt(register_plugin: Any) -> None:
-    pytest.importorskip("cadquery")
-    import aira_kernel_occt.plugin
-
-    register_plugin(aira_kernel_occt.plugin, "occt")
 
 
 @pytest.mark.parametrize(
