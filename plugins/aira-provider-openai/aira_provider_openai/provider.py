@@ -35,7 +35,12 @@ from aira_core.extensions import (
     StepRequest,
     Transport,
 )
-from aira_core.gateway import chat
+from aira_core.gateway.chat import (
+    REASONING_FIELD,
+    REASONING_FIELDS,
+    parse_completion,
+    usage_of,
+)
 from aira_core.gateway.config import ProviderSettings
 from aira_core.gateway.openai_compat import (
     PROVIDER_CONFIG_INVALID,
@@ -51,7 +56,7 @@ API_KEY_ENV = "OPENAI_API_KEY"
 
 AUTO = "auto"
 NONE = "none"
-REASONING_MODES = (AUTO, *chat.REASONING_FIELDS, NONE)
+REASONING_MODES = (AUTO, *REASONING_FIELDS, NONE)
 TOOL_CHOICES = ("auto", "required")
 MAX_TOKENS = 1_000_000
 OPTIONS = ("reasoning_field", "max_tokens", "tool_choice", "extra_body")
@@ -70,7 +75,7 @@ class ReasoningName:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._name = chat.REASONING_FIELD
+        self._name = REASONING_FIELD
 
     @property
     def name(self) -> str:
@@ -79,7 +84,7 @@ class ReasoningName:
 
     def saw(self, message: Mapping[str, Any]) -> None:
         """Remember the field ``message`` (a reply's) holds its reasoning in, if any."""
-        for name in chat.REASONING_FIELDS:
+        for name in REASONING_FIELDS:
             value = message.get(name)
             if isinstance(value, str) and value:
                 with self._lock:
@@ -214,10 +219,10 @@ class OpenAIProvider(OpenAICompatProvider):
         ``timings.cache_n`` as the cache when the usage reports none; the price row named."""
         reply = super().reply(response, request, model, transport)
         # parsed again (the core's parse succeeded, so this one does): cheap and local
-        self._seen.saw(chat.parse_completion(response.body).message)
+        self._seen.saw(parse_completion(response.body).message)
         prices = self.prices.get(model)
         raw = usage_with_timings(response.body)
-        usage = chat.usage_of(raw, prices) if raw is not None else reply.usage
+        usage = usage_of(raw, prices) if raw is not None else reply.usage
         if prices is not None:
             usage = dataclasses.replace(usage, pricing=f"{model} (prices of providers.{self.name})")
         return dataclasses.replace(reply, usage=usage)
