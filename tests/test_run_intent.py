@@ -208,6 +208,25 @@ def test_the_json_report_has_the_usage_summary(
     assert 0 < usage["cacheHitShare"] < 1  # the fake's prefix cache: all but the first request
 
 
+def test_a_key_is_never_shown_nor_sent_to_a_server_it_was_not_named_for(
+    openai_like: None, fake: FakeProviderServer, home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    key = "sk-review-found-this-0123456789"
+    monkeypatch.setenv("AIRA_TEST_OPENAI_KEY", key)
+    (home / "providers.toml").write_text(
+        '[providers.openai]\nbase_url = "https://api.example.invalid/v1"\n'
+        'api_key_env = "AIRA_TEST_OPENAI_KEY"\n'
+    )
+    out = run(
+        home, f"a plate with the key {key} engraved", "--provider", "openai", "--model", "m",
+        "--base-url", fake.base_url,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    assert key not in out.stdout + out.stderr and "<redacted>" in out.stdout
+    # --base-url moved the provider off the table's server: the table's key stays home
+    assert all("authorization" not in r.headers for r in fake.requests)
+
+
 def test_a_lost_answer_stops_the_run_and_an_informed_retry_resumes_it(
     openai_like: None, fake: FakeProviderServer, home: Path
 ) -> None:
@@ -285,7 +304,6 @@ def test_a_task_in_words_with_the_deepseek_plugin(
     register_plugin(plugin, "deepseek")
     key = "ds-test-key-for-the-run-0123456789"
     monkeypatch.setenv("AIRA_TEST_DS_KEY", key)
-    (home / "providers.toml").write_text('[providers.deepseek]\napi_key_env = "AIRA_TEST_DS_KEY"\n')
     with FakeProviderServer(
         DECISIONS,
         mode="tool",
@@ -294,6 +312,10 @@ def test_a_task_in_words_with_the_deepseek_plugin(
         require_reasoning_replay=True,
         refuse_forced_tool_choice=True,
     ) as ds:
+        # the key goes to the server the table names it for (a --base-url elsewhere drops it)
+        (home / "providers.toml").write_text(
+            f'[providers.deepseek]\nbase_url = "{ds.base_url}"\napi_key_env = "AIRA_TEST_DS_KEY"\n'
+        )
         out = run(
             home, INTENT, "--provider", "deepseek", "--model", "deepseek-flash", "--base-url",
             ds.base_url,
@@ -321,6 +343,10 @@ def test_a_task_in_words_with_the_deepseek_plugin(
         ((), "RUN_TASK_INVALID"),
         ((INTENT,), "RUN_TASK_INVALID"),  # no provider
         (("   ",), "RUN_TASK_INVALID"),
+        (("a plate \u202eevil", "--provider", "openai", "--model", "m"), "RUN_TASK_INVALID"),
+        (("a plate \x9b2J", "--provider", "openai", "--model", "m"), "RUN_TASK_INVALID"),
+        ((INTENT, "--provider", "openai", "--model", "m", "--tier", "T999"), "STEP_TIER_UNKNOWN"),
+        ((INTENT, "--provider", "openai", "--model", "m", "--kernel", "nope"), None),
         (("x" * 4001, "--provider", "openai", "--model", "m"), "RUN_TASK_INVALID"),
         ((INTENT, "--model", "m"), "RUN_TASK_INVALID"),
         ((INTENT, "--provider", "nobody", "--model", "m"), "GATEWAY_PROVIDER_UNKNOWN"),

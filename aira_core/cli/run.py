@@ -279,6 +279,11 @@ def run_cmd(
     if store is not None:
         extra["store"] = store
         extra["existing_store"] = True
+    # Everything that can refuse the run is checked before a ledger task is made.
+    from aira_core.step.tiers import tier as check_tier
+
+    check_tier(tier or loaded.tier)
+    chosen = _kernel(kernel, "running a task")
     if provider is not None:
         gateway, header = _open_gateway(provider, model, base_url, transport, fallback, loaded)
         if intent is not None:  # a resume rebuilds the task from it
@@ -286,11 +291,18 @@ def run_cmd(
         extra.update(source=gateway, header=header)
         if store is not None and store.exists():
             extra["task"] = header["gatewayTask"]  # its own branch on a store of earlier runs
-    chosen = _kernel(kernel, "running a task")
     if not as_json:
-        typer.echo(f"{loaded.name}: {loaded.title or loaded.intent.goal}")
+        typer.echo(_title(loaded))
     run = _run_one(loaded, chosen, tier, trajectory, as_json, force, **extra)
     _finish(run, as_json)
+
+
+def _title(script: Any) -> str:
+    """The task's first line as a terminal may show it: what a user or script wrote may hold
+    a key (redacted) or control characters (escaped)."""
+    from aira_core.diagnostics import redact
+
+    return printable(redact(f"{script.name}: {script.title or script.intent.goal}"))
 
 
 def _budgets(usd: float | None, steps: int | None) -> Any:
@@ -382,7 +394,7 @@ def _resume(
         )
     chosen = _kernel(kernel, "running a task")
     if not as_json:
-        typer.echo(f"{loaded.name}: {loaded.title or loaded.intent.goal}")
+        typer.echo(_title(loaded))
     run = resume_script(
         loaded,
         kernel=chosen,

@@ -73,14 +73,19 @@ class SourceSpec:
 
 
 def settings_for(spec: SourceSpec, home: Path) -> dict[str, ProviderSettings]:
-    """``providers.toml``'s tables with the spec's base URL put over the provider's own."""
+    """``providers.toml``'s tables with the spec's base URL put over the provider's own; a
+    base URL other than the table's drops the table's key (it was named for that server)."""
     settings = dict(load_settings(home))
     if spec.base_url is not None:
         problem = url_problem(spec.base_url)
         if problem:
             raise AiraError(PROVIDER_CONFIG_INVALID, f"--base-url {problem}")
         table = settings.get(spec.provider) or ProviderSettings(name=spec.provider)
-        settings[spec.provider] = dataclasses.replace(table, base_url=spec.base_url.rstrip("/"))
+        moved = spec.base_url.rstrip("/")
+        if moved != table.base_url:
+            # The table's key was given for its own server: never sent to another one.
+            table = dataclasses.replace(table, api_key=None, api_key_env=None)
+        settings[spec.provider] = dataclasses.replace(table, base_url=moved)
     return settings
 
 

@@ -8,6 +8,7 @@ The bundled scripts (``aira_core/step/scripts``) are the demo's tasks.
 from __future__ import annotations
 
 import hashlib
+import unicodedata
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from importlib import resources
@@ -36,6 +37,8 @@ RUN_TASK_INVALID = "RUN_TASK_INVALID"
 INTENT_CHARS = 4000
 """The longest task in words ``aira run`` takes (the capsule's intent frame is ≤ 1k tokens)."""
 INTENT_SCRIPT = "intent"
+_UNSHOWN = frozenset({"Cc", "Cf", "Co", "Cs", "Cn", "Zl", "Zp"})
+"""Characters a task in words may not hold: controls, format (bidi overrides), unassigned."""
 
 
 def bundled_script(name: str) -> DecisionScript:
@@ -60,8 +63,9 @@ def intent_script(text: str, tier_name: str | None = None) -> DecisionScript:
             f"the task is {len(goal)} characters; at most {INTENT_CHARS} (put details in a "
             "decision script's intent)",
         )
-    if any(ord(c) < 32 and c not in "\n\t" for c in goal):
-        raise AiraError(RUN_TASK_INVALID, "the task holds control characters")
+    if any(c not in "\n\t" and unicodedata.category(c) in _UNSHOWN for c in goal):
+        # C0/C1 controls, DEL, bidi overrides: nothing a terminal should be handed
+        raise AiraError(RUN_TASK_INVALID, "the task holds control or format characters")
     title = goal.splitlines()[0][:80]
     return DecisionScript.model_validate(
         {
