@@ -180,13 +180,20 @@ def text_of(content: Any) -> str:
     return ""
 
 
-def reasoning_of(message: Mapping[str, Any]) -> str:
-    """The message's reasoning, under whichever of :data:`REASONING_FIELDS` it came."""
+def reasoning_field_of(message: Mapping[str, Any]) -> str | None:
+    """Which of :data:`REASONING_FIELDS` the message holds its reasoning under (``None``:
+    no reasoning): the name a server uses, to send it back under."""
     for name in REASONING_FIELDS:
         value = message.get(name)
         if isinstance(value, str) and value:
-            return value
-    return ""
+            return name
+    return None
+
+
+def reasoning_of(message: Mapping[str, Any]) -> str:
+    """The message's reasoning, under whichever of :data:`REASONING_FIELDS` it came."""
+    name = reasoning_field_of(message)
+    return message[name] if name is not None else ""
 
 
 def stop_reason_of(finish_reason: str | None) -> str:

@@ -39,6 +39,7 @@ from aira_core.gateway.chat import (
     REASONING_FIELD,
     REASONING_FIELDS,
     parse_completion,
+    reasoning_field_of,
     usage_of,
 )
 from aira_core.gateway.config import ProviderSettings
@@ -84,12 +85,10 @@ class ReasoningName:
 
     def saw(self, message: Mapping[str, Any]) -> None:
         """Remember the field ``message`` (a reply's) holds its reasoning in, if any."""
-        for name in REASONING_FIELDS:
-            value = message.get(name)
-            if isinstance(value, str) and value:
-                with self._lock:
-                    self._name = name
-                return
+        name = reasoning_field_of(message)
+        if name is not None:
+            with self._lock:
+                self._name = name
 
 
 class OpenAIProvider(OpenAICompatProvider):
