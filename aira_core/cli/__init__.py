@@ -21,6 +21,7 @@ import typer
 from aira_core.cli import (
     bench,
     catalog,
+    mcp,
     model,
     plan,
     plugins,
@@ -55,6 +56,7 @@ app.add_typer(plan.plan_app, name="plan")
 app.add_typer(bench.bench_app, name="bench")
 app.add_typer(run.trace_app, name="trace")
 app.add_typer(tasks.tasks_app, name="tasks")
+app.add_typer(mcp.mcp_app, name="mcp")
 
 
 def execute(args: list[str] | None = None) -> int:

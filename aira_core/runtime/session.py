@@ -239,6 +239,18 @@ class Task:
             diagnostics=[Diagnostic(code=code, message=message, subject=op)],
         )
 
+    def refuse(
+        self, request_id: str, operation: str, code: str, message: str
+    ) -> ObservationEnvelope:
+        """A call a transport refuses before the runtime runs it (arguments its own schema
+        rejects), as the runtime refuses one: traced, the request id used up, no state
+        change."""
+        return self._refuse(request_id, operation, code, message)
+
+    def readable(self, rev: str) -> bool:
+        """Whether the grant lets this task read revision ``rev`` (see :meth:`_readable`)."""
+        return self._readable(rev)
+
     def _readable(self, rev: str) -> bool:
         """Whether the grant lets this task read revision ``rev``: any, for a grant that
         names no branches (or ``*``); else one in the history of this task's branch or of a

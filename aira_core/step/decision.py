@@ -295,6 +295,18 @@ def _check_plan(plan: dict[str, Any]) -> dict[str, Any]:
     return draft.to_wire()
 
 
+def plan_draft_wire(plan: Any) -> dict[str, Any]:
+    """``plan`` checked as a :class:`PlanDraft` (the composite plan without
+    ``baseRevision``) and normalised to its wire form; ``ValueError`` naming the first
+    problem and where it is (``at /steps/0/capability``) otherwise. What every entry that
+    takes a plan from a model (the step host, MCP) checks it with."""
+    try:
+        return _check_plan(plan)
+    except PydanticCustomError as exc:
+        where = (exc.context or {}).get("subpointer", "") or "/"
+        raise ValueError(f"{exc.message()} at {where}") from None
+
+
 PlanBody = Annotated[
     dict[str, Any], AfterValidator(_check_plan), WithJsonSchema({_LATER: "PlanDraft"})
 ]

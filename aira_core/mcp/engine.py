@@ -1,0 +1,661 @@
+"""What ``aira mcp serve``'s tools and resources do, on the task runtime (no MCP SDK here:
+:mod:`aira_core.mcp.server` puts this on the wire).
+
+The protocol keeps no session (MCP 2026-07-28), so a task is an explicit handle:
+``task_open`` mints one (``mcp-`` and 16 hex digits), with a branch ``task/<handle>`` from
+main's head, and every other tool takes it as ``task``. The handle names a
+:class:`~aira_core.runtime.session.Task`: its state machine, grant, budgets and trace are
+the ones the step host's tasks have, and every call goes through it. Tasks live as long as
+the server process; their revisions live in the store.
+
+Everything here runs on one thread (the server's worker): the store's SQLite connection and
+the kernel are used from the thread that opened them.
+
+Every answer is an observation envelope. A refusal (``blocked``, ``failed``, ``stale``) is
+an error result whose text begins with the diagnostic codes and messages, never a
+traceback; output passes the same redaction as every diagnostic.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import secrets
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from aira_core.canonical import canonical_bytes
+from aira_core.contracts.capability import WRITING_KINDS
+from aira_core.contracts.plan import NextAction, ObservationEnvelope
+from aira_core.diagnostics import AiraError, Diagnostic, redact, redact_value
+from aira_core.mcp.binding import (
+    BIND_LIMIT,
+    BIND_TTL_S,
+    BOUND_CAPABILITY_STALE,
+    MCP_BIND_LIMIT,
+    MCP_BIND_REFUSED,
+    Binding,
+    bound_input_schema,
+    bound_tool_name,
+)
+from aira_core.mcp.tools import (
+    OPERATIONS,
+    TASK_OPEN,
+    input_schemas,
+    tool_definitions,
+    tool_name,
+)
+from aira_core.runtime import contract as mc
+from aira_core.runtime.contract import MetaOperation
+from aira_core.step.tiers import DEFAULT_BUDGETS, DEFAULT_TIER, TaskBudgets, Tier, tier
+
+MCP_TASK_UNKNOWN = "MCP_TASK_UNKNOWN"
+MCP_TASK_LIMIT = "MCP_TASK_LIMIT"
+MCP_TOOL_UNKNOWN = "MCP_TOOL_UNKNOWN"
+MCP_RESOURCE_UNKNOWN = "MCP_RESOURCE_UNKNOWN"
+ARGS_INVALID = "ARGS_INVALID"
+MAX_TASKS = 64
+"""Open tasks one server holds; past it the oldest ended or idle one is let go."""
+IDLE_S = 3600.0
+"""A task untouched this long may be let go when the server needs room."""
+EXPORT_FORMATS = {"step": "model/step", "stl": "model/stl", "svg": "image/svg+xml"}
+_ERROR_STATUSES = frozenset({"blocked", "failed", "stale"})
+_KEEP = 8
+"""Exported files kept in memory (they are made again on demand)."""
+RESOURCE_PREFIX = "aira://"
+
+
+@dataclass
+class Answer:
+    """One tool result: the envelope (structured content), whether it is an error result,
+    and the text a model reads."""
+
+    envelope: dict[str, Any]
+    is_error: bool
+    text: str
+
+
+@dataclass
+class OpenTask:
+    handle: str
+    task: Any
+    tier: Tier
+    budgets: TaskBudgets
+    used: float
+    calls: int = 0
+
+    def request_id(self) -> str:
+        # '#' is outside the pattern a client's own ids must match: never a collision.
+        self.calls += 1
+        return f"mcp#{self.calls}"
+
+
+def _answer(envelope: ObservationEnvelope | dict[str, Any]) -> Answer:
+    wire = envelope.to_wire() if isinstance(envelope, ObservationEnvelope) else envelope
+    wire = redact_value(wire)
+    status = wire.get("status")
+    body = json.dumps(wire, ensure_ascii=False, separators=(",", ":"))
+    if status not in _ERROR_STATUSES:
+        return Answer(wire, False, body)
+    lines = [
+        f"{d.get('code')}: {d.get('message')}"
+        for d in wire.get("diagnostics", [])
+        if d.get("severity", "error") == "error"
+    ] or [f"{status}"]
+    data = wire.get("data") or {}
+    if data.get("nextOperation"):
+        lines.append(f"next: {tool_name(data['nextOperation'])}")
+    return Answer(wire, True, "\n".join(lines) + "\n\n" + body)
+
+
+def _refusal(request_id: str, code: str, message: str, subject: str | None = None) -> Answer:
+    """A refusal before any task runs the call (no task to trace it in)."""
+    return _answer(
+        ObservationEnvelope(
+            request_id=request_id,
+            status="blocked",
+            diagnostics=[Diagnostic(code=code, message=message, subject=subject)],
+        )
+    )
+
+
+@cache
+def _validators() -> dict[str, Any]:
+    """The argument checks of the ten tools: their schemas without the enums (the runtime
+    names an unknown handle better than a schema can) and with a plan checked as a
+    PlanDraft afterwards, where its problem is located precisely."""
+    import jsonschema_rs
+
+    out = {}
+    for name, schema in input_schemas(None).items():
+        schema = json.loads(json.dumps(schema))
+        if "plan" in schema["properties"]:
+            schema["properties"]["plan"] = {"type": "object"}
+            schema.pop("$defs", None)
+        out[name] = jsonschema_rs.Draft202012Validator(schema)
+    return out
+
+
+def _argument_problem(name: str, arguments: Mapping[str, Any]) -> str | None:
+    validator = _validators()[name]
+    for error in validator.iter_errors(dict(arguments)):
+        where = "/" + "/".join(str(p) for p in error.instance_path)
+        return f"{name}: {error.message[:300]} at {where}"
+    return None
+
+
+class Engine:
+    """The tools and resources of one server, over one store, kernel and grant."""
+
+    def __init__(
+        self,
+        store: Path | None,
+        *,
+        kernel: Any,
+        grant: Any = None,
+        tier_name: str = DEFAULT_TIER,
+        bind_ttl: float = BIND_TTL_S,
+        max_tasks: int = MAX_TASKS,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._store_path = store
+        self._kernel = kernel
+        self._grant = grant
+        self.tier = tier(tier_name)
+        self.bind_ttl = bind_ttl
+        self.max_tasks = max_tasks
+        self._clock = clock
+        self._tasks: OrderedDict[str, OpenTask] = OrderedDict()
+        self._bindings: dict[str, Binding] = {}
+        self._stale: dict[str, str] = {}  # tool name of a binding gone stale → why
+        self._exports: OrderedDict[tuple[str, str], bytes] = OrderedDict()
+        self._ctx: Any = None
+        self._repository: Any = None
+        self._disclosure: Any = None
+        self._tools_cache: tuple[Any, list[dict[str, Any]]] | None = None
+
+    # -- the store, the catalog ----------------------------------------------------------------
+
+    def start(self) -> None:
+        """Open the store (a missing one is made, with an empty model on main) and build the
+        production catalog; called on the worker thread before the first request."""
+        if self._ctx is not None:
+            return
+        from aira_core.catalog.capabilities import capability_index, node_signatures
+        from aira_core.catalog.catalog import build_catalog
+        from aira_core.catalog.policy import LOCAL_GRANT
+        from aira_core.model.repository import ModelRepository
+        from aira_core.model.store import default_store_path
+        from aira_core.runtime.plan import PlanContext
+        from aira_core.runtime.write import WritePath
+
+        catalog = build_catalog()
+        index = capability_index(catalog)
+        path = self._store_path or default_store_path()
+        fresh = not path.exists()
+        repository = ModelRepository.open(path, node_signatures(index), create=fresh)
+        try:
+            ctx = PlanContext(
+                catalog=catalog,
+                repository=repository,
+                grant=self._grant or LOCAL_GRANT,
+                capabilities=index,
+            )
+            if fresh:
+                started = WritePath(ctx, self._kernel).init(None, "init")
+                if started.status != "success":
+                    raise AiraError(started.diagnostics[0].code, started.diagnostics[0].message)
+        except BaseException:
+            repository.close()
+            raise
+        self._repository, self._ctx = repository, ctx
+
+    def close(self) -> None:
+        if self._repository is not None:
+            self._repository.close()
+            self._repository = None
+
+    @property
+    def disclosure(self) -> Any:
+        if self._disclosure is None:
+            from aira_core.catalog.disclosure import catalog_disclosure, kernels_snapshot
+
+            self._disclosure = catalog_disclosure(
+                self._ctx.catalog, snapshot=kernels_snapshot([self._kernel]), grant=self._ctx.grant
+            )
+        return self._disclosure
+
+    def _snapshots(self) -> tuple[str, str | None, str]:
+        from aira_core.catalog.hashes import runtime_snapshot_hash
+
+        snapshot = self.disclosure.snapshot
+        return (
+            self._ctx.catalog.discovery_catalog_hash(),
+            runtime_snapshot_hash(snapshot) if snapshot else None,
+            self._ctx.grant.grant_id,
+        )
+
+    # -- tasks -----------------------------------------------------------------------------------
+
+    def _live(self) -> list[OpenTask]:
+        return [t for t in self._tasks.values() if t.task.terminal is None]
+
+    def _room(self) -> bool:
+        if len(self._tasks) < self.max_tasks:
+            return True
+        now = self._clock()
+        for handle, open_task in list(self._tasks.items()):  # oldest use first
+            if open_task.task.terminal is not None or now - open_task.used > IDLE_S:
+                self._drop(handle)
+                return True
+        return False
+
+    def _drop(self, handle: str) -> None:
+        self._tasks.pop(handle, None)
+        for name, binding in list(self._bindings.items()):
+            if binding.task == handle:
+                self._retire(name, "its task is no longer open")
+
+    def _open(self, arguments: Mapping[str, Any]) -> Answer:
+        from aira_core.runtime.session import Task
+        from aira_core.step.runner import intent_script
+
+        problem = _argument_problem(TASK_OPEN, arguments)
+        if problem is not None:
+            return _refusal("open", ARGS_INVALID, problem, TASK_OPEN)
+        try:
+            chosen = tier(arguments.get("tier", self.tier.name))
+            goal = arguments.get("intent")
+            frame = intent_script(goal).intent if goal is not None else None
+        except AiraError as exc:
+            return _refusal("open", exc.code, exc.diagnostic.message, TASK_OPEN)
+        if not self._room():
+            return _refusal(
+                "open",
+                MCP_TASK_LIMIT,
+                f"this server holds {self.max_tasks} open tasks, none ended or idle; finish one",
+                TASK_OPEN,
+            )
+        start = None
+        if "from" in arguments:
+            source = self._tasks.get(arguments["from"])
+            if source is None:
+                return self._unknown_task(arguments["from"], TASK_OPEN)
+            start = source.task.head
+        handle = f"mcp-{secrets.token_hex(8)}"
+        budgets = DEFAULT_BUDGETS
+        ctx = dataclasses.replace(self._ctx, intent=frame)
+        try:
+            if start is not None:  # the task's branch from there (Task branches from main)
+                self._repository.store.branch(f"task/{handle}", start)
+            task = Task(ctx, self._kernel, task_id=handle, repair_cap=budgets.repair_rounds)
+        except AiraError as exc:
+            return _refusal("open", exc.code, exc.diagnostic.message, TASK_OPEN)
+        self._tasks[handle] = OpenTask(handle, task, chosen, budgets, self._clock())
+        return _answer(
+            ObservationEnvelope(
+                request_id="open",
+                observed_revision=task.head,
+                status="success",
+                data={
+                    "task": handle,
+                    "branch": task.branch,
+                    "tier": chosen.name,
+                    "state": task.state.value,
+                    "terminal": None,
+                    **({"intent": frame.to_wire()} if frame is not None else {}),
+                },
+                next_actions=[
+                    NextAction(operation=op.value) for op in mc.legal_operations(task.state)
+                ],
+            )
+        )
+
+    def _task(self, handle: Any) -> OpenTask | None:
+        found = self._tasks.get(handle) if isinstance(handle, str) else None
+        if found is not None:
+            found.used = self._clock()
+            self._tasks.move_to_end(handle)
+        return found
+
+    def _unknown_task(self, handle: Any, name: str) -> Answer:
+        shown = redact(handle[:40]) if isinstance(handle, str) else type(handle).__name__
+        return _refusal(
+            "-",
+            MCP_TASK_UNKNOWN,
+            f"no open task {shown!r} on this server: task_open makes one (tasks live as long "
+            "as the server; their revisions stay in the store)",
+            name,
+        )
+
+    # -- tools -----------------------------------------------------------------------------------
+
+    def list_tools(self) -> list[dict[str, Any]]:
+        """The ten tools, then the live bindings. With exactly one task open and not ended,
+        the schemas list its head's legal handles as enums; with several (a shared HTTP
+        server) no one task's handles can stand for all, and they are patterns."""
+        live = self._live()
+        key: Any = None
+        if len(live) == 1:
+            key = (live[0].handle, live[0].task.head)
+        if self._tools_cache is None or self._tools_cache[0] != key:
+            aliases = None
+            if key is not None:
+                from aira_core.step.decision import legal_aliases
+
+                table = self._repository.aliases(key[1])
+                aliases = legal_aliases(table, ("bodies", "nodes", "parameters"))
+            self._tools_cache = (key, tool_definitions(aliases, budgets=DEFAULT_BUDGETS))
+        self._expire()
+        return [*self._tools_cache[1], *(b.definition() for b in self._bindings.values())]
+
+    def tools_key(self) -> Any:
+        """What the tool list depends on: when it changes, clients are told to list again."""
+        live = self._live()
+        enums = (live[0].handle, live[0].task.head) if len(live) == 1 else None
+        return (enums, tuple(self._bindings))
+
+    def call(self, name: Any, arguments: Any) -> Answer:
+        """One tool call; an answer whatever the input."""
+        if not isinstance(name, str):
+            return _refusal("-", MCP_TOOL_UNKNOWN, "a tool name is a string")
+        if arguments is None:
+            arguments = {}
+        if not isinstance(arguments, Mapping):
+            return _refusal("-", ARGS_INVALID, "tool arguments are a JSON object", name)
+        try:
+            if name == TASK_OPEN:
+                return self._open(arguments)
+            operation = OPERATIONS.get(name)
+            if operation is not None:
+                return self._operation(name, operation, arguments)
+            if name in self._bindings or name in self._stale:
+                return self._bound(name, arguments)
+        except AiraError as exc:  # a store or kernel refusal the runtime did not wrap
+            return _refusal("-", exc.code, exc.diagnostic.message, name)
+        known = ", ".join([TASK_OPEN, *OPERATIONS])
+        return _refusal(
+            "-", MCP_TOOL_UNKNOWN, f"no tool {redact(name[:64])!r}; the tools are {known}"
+        )
+
+    def _operation(
+        self, name: str, operation: MetaOperation, arguments: Mapping[str, Any]
+    ) -> Answer:
+        open_task = self._task(arguments.get("task"))
+        problem = _argument_problem(name, arguments)
+        if open_task is None:
+            if problem is not None and "task" not in arguments:
+                return _refusal("-", ARGS_INVALID, problem, name)
+            return self._unknown_task(arguments.get("task"), name)
+        task = open_task.task
+        rid = arguments.get("requestId")
+        rid = rid if isinstance(rid, str) else open_task.request_id()
+        if problem is not None:
+            return _answer(task.refuse(rid, operation.value, ARGS_INVALID, problem))
+        args = {
+            k: v
+            for k, v in arguments.items()
+            if k not in ("task", "requestId", "bind", "baseRevision")
+        }
+        if operation is MetaOperation.MODEL_PROPOSE_PATCH:
+            from aira_core.step.decision import plan_draft_wire
+
+            try:
+                draft = plan_draft_wire(arguments["plan"])
+            except ValueError as exc:
+                return _answer(task.refuse(rid, operation.value, ARGS_INVALID, f"the plan: {exc}"))
+            base = arguments.get("baseRevision") or task.head
+            args = {"plan": {**draft, "baseRevision": base}}
+        envelope = task.call(operation.value, rid, args)
+        if operation is MetaOperation.MODEL_COMMIT and envelope.status in ("success", "partial"):
+            envelope = envelope.model_copy(update={"artifacts": self._artifacts(open_task)})
+        answer = _answer(envelope)
+        if operation is MetaOperation.CATALOG_DESCRIBE and arguments.get("bind"):
+            answer = self._bind(open_task, arguments["capabilityId"], answer)
+        self._expire()
+        return answer
+
+    # -- scoped binding --------------------------------------------------------------------------
+
+    def _bind(self, open_task: OpenTask, capability: str, described: Answer) -> Answer:
+        if described.is_error:
+            return described
+        entry = self._ctx.capabilities.get(capability)
+        refusal: tuple[str, str] | None = None
+        if entry is None or entry.descriptor.kind not in WRITING_KINDS:
+            refusal = (
+                MCP_BIND_REFUSED,
+                f"{capability} is not a writing capability: only those are bound as tools",
+            )
+        elif sum(b.task == open_task.handle for b in self._bindings.values()) >= BIND_LIMIT:
+            refusal = (MCP_BIND_LIMIT, f"the task already holds {BIND_LIMIT} live bindings")
+        if refusal is not None:  # described all the same: the binding is what is refused
+            envelope = dict(described.envelope)
+            warning = Diagnostic(
+                code=refusal[0], message=refusal[1], severity="warning", subject=capability
+            )
+            envelope["diagnostics"] = [
+                *envelope.get("diagnostics", []),
+                warning.model_dump(mode="json", exclude_none=True),
+            ]
+            return _answer(envelope)
+        catalog, runtime, grant = self._snapshots()
+        binding = Binding(
+            tool=bound_tool_name(capability),
+            task=open_task.handle,
+            capability=capability,
+            revision=open_task.task.head,
+            catalog=catalog,
+            runtime=runtime,
+            grant=grant,
+            expires=self._clock() + self.bind_ttl,
+            input_schema=bound_input_schema(entry.input_schema),
+            summary=entry.descriptor.summary,
+        )
+        self._bindings[binding.tool] = binding
+        envelope = dict(described.envelope)
+        envelope["data"] = {
+            **envelope.get("data", {}),
+            "binding": {
+                "tool": binding.tool,
+                "revision": binding.revision,
+                "ttlSeconds": self.bind_ttl,
+            },
+        }
+        return _answer(envelope)
+
+    def _retire(self, name: str, why: str) -> None:
+        self._bindings.pop(name, None)
+        self._stale[name] = why
+        while len(self._stale) > 1024:  # remembered to answer STALE, within a bound
+            self._stale.pop(next(iter(self._stale)))
+
+    def _expire(self) -> None:
+        """Retire every binding whose snapshot no longer holds."""
+        if not self._bindings:
+            return
+        catalog, runtime, grant = self._snapshots()
+        now = self._clock()
+        for name, binding in list(self._bindings.items()):
+            open_task = self._tasks.get(binding.task)
+            head = (
+                open_task.task.head
+                if open_task is not None and open_task.task.terminal is None
+                else None
+            )
+            why = binding.problem(head=head, catalog=catalog, runtime=runtime, grant=grant, now=now)
+            if why is not None:
+                self._retire(name, why)
+
+    def _bound(self, name: str, arguments: Mapping[str, Any]) -> Answer:
+        self._expire()
+        binding = self._bindings.get(name)
+        if binding is None:
+            return _refusal(
+                "-",
+                BOUND_CAPABILITY_STALE,
+                f"the binding {name} is stale: {self._stale.get(name, 'it ended')}; describe "
+                "the capability again with bind=true for a binding to the current revision",
+                name,
+            )
+        open_task = self._tasks[binding.task]
+        task = open_task.task
+        rid = arguments.get("requestId")
+        rid = rid if isinstance(rid, str) else open_task.request_id()
+        import jsonschema_rs
+
+        for error in jsonschema_rs.Draft202012Validator(binding.input_schema).iter_errors(
+            dict(arguments)
+        ):
+            where = "/" + "/".join(str(p) for p in error.instance_path)
+            return _answer(
+                task.refuse(
+                    rid,
+                    MetaOperation.MODEL_PROPOSE_PATCH.value,
+                    ARGS_INVALID,
+                    f"{name}: {error.message[:300]} at {where}",
+                )
+            )
+        step: dict[str, Any] = {
+            "id": "s1",
+            "capability": binding.capability,
+            "args": arguments["args"],
+        }
+        if "label" in arguments:
+            step["label"] = arguments["label"]
+        plan = {"baseRevision": binding.revision, "steps": [step]}
+        envelope = task.call(MetaOperation.MODEL_PROPOSE_PATCH.value, rid, {"plan": plan})
+        answer = _answer(envelope)
+        answer.envelope.setdefault("data", {})["boundTo"] = {
+            "capability": binding.capability,
+            "revision": binding.revision,
+        }
+        return answer
+
+    # -- resources -------------------------------------------------------------------------------
+
+    def resources(self) -> list[dict[str, Any]]:
+        """What ``resources/list`` shows: what is not a task's (a task's own resources are
+        named in its envelopes and by the templates, never listed: a shared server must not
+        show one client another's task handles)."""
+        return [
+            {
+                "uri": f"{RESOURCE_PREFIX}interface/manifest",
+                "name": "manifest",
+                "title": "L0 interface manifest",
+                "description": "protocol version, taxonomy root, snapshots and limits",
+                "mimeType": "application/json",
+            },
+            {
+                "uri": f"{RESOURCE_PREFIX}catalog/signatures",
+                "name": "signatures",
+                "title": "Compact signatures",
+                "description": "one line per capability: arguments, types, defaults",
+                "mimeType": "text/plain",
+            },
+        ]
+
+    def templates(self) -> list[dict[str, Any]]:
+        return [
+            {
+                "uriTemplate": f"{RESOURCE_PREFIX}tasks/{{task}}/model",
+                "name": "model",
+                "title": "Model summary of a task's head",
+                "mimeType": "application/json",
+            },
+            {
+                "uriTemplate": f"{RESOURCE_PREFIX}tasks/{{task}}/revisions/{{rev}}",
+                "name": "revision",
+                "title": "Model summary of a revision the task may read",
+                "mimeType": "application/json",
+            },
+            {
+                "uriTemplate": f"{RESOURCE_PREFIX}tasks/{{task}}/part.{{format}}",
+                "name": "part",
+                "title": "The task's head exported (format: step, stl or svg)",
+            },
+            {
+                "uriTemplate": f"{RESOURCE_PREFIX}tasks/{{task}}/trace",
+                "name": "trace",
+                "title": "The task's runtime trace: every call, its states and codes",
+                "mimeType": "application/json",
+            },
+        ]
+
+    def read(self, uri: Any) -> tuple[str | bytes, str]:
+        """A resource's content and media type; ``AiraError`` (a stable code) otherwise."""
+        if not isinstance(uri, str) or not uri.startswith(RESOURCE_PREFIX):
+            raise AiraError(MCP_RESOURCE_UNKNOWN, "Aira's resources are aira:// URIs")
+        path = uri.removeprefix(RESOURCE_PREFIX)
+        if path == "interface/manifest":
+            data = self.disclosure.manifest(
+                meta_operations=[o.value for o in MetaOperation],
+                contract_version=mc.CONTRACT_VERSION,
+            )
+            return _json(data), "application/json"
+        if path == "catalog/signatures":
+            from aira_core.catalog.signatures import catalog_signatures
+
+            return catalog_signatures(self._ctx.capabilities), "text/plain"
+        parts = path.split("/")
+        if len(parts) >= 3 and parts[0] == "tasks":
+            open_task = self._task(parts[1])
+            if open_task is None:
+                raise AiraError(MCP_TASK_UNKNOWN, "no open task of that handle on this server")
+            task, rest = open_task.task, parts[2:]
+            if rest == ["model"]:
+                return _json(self._repository.summary(task.head).to_wire()), "application/json"
+            if rest == ["trace"]:
+                trace = [r.to_wire() for r in task.trace]
+                return _json({"task": open_task.handle, "trace": trace}), "application/json"
+            if len(rest) == 2 and rest[0] == "revisions":
+                rev = rest[1]
+                if not task.readable(rev):
+                    raise AiraError(
+                        MCP_RESOURCE_UNKNOWN, "that revision is not one this task may read"
+                    )
+                return _json(self._repository.summary(rev).to_wire()), "application/json"
+            if len(rest) == 1 and rest[0].startswith("part."):
+                fmt = rest[0].removeprefix("part.")
+                if fmt not in EXPORT_FORMATS:
+                    raise AiraError(
+                        MCP_RESOURCE_UNKNOWN,
+                        f"formats are {', '.join(EXPORT_FORMATS)}, not {redact(fmt[:16])!r}",
+                    )
+                return self._export(task.head, fmt), EXPORT_FORMATS[fmt]
+        raise AiraError(MCP_RESOURCE_UNKNOWN, f"no resource {redact(uri[:120])!r}")
+
+    def _artifacts(self, open_task: OpenTask) -> list[dict[str, Any]]:
+        """The resources a commit makes readable: the head exported in each format."""
+        base = f"{RESOURCE_PREFIX}tasks/{open_task.handle}/part"
+        return [
+            {"uri": f"{base}.{fmt}", "mimeType": mime, "format": fmt}
+            for fmt, mime in EXPORT_FORMATS.items()
+        ]
+
+    def _export(self, rev: str, fmt: str) -> str | bytes:
+        from aira_core import kernel_guard
+
+        key = (rev, fmt)
+        data = self._exports.get(key)
+        if data is None:
+            document = self._repository.document(rev)
+            if not document.bodies:
+                raise AiraError(
+                    MCP_RESOURCE_UNKNOWN, "the task's head has no body yet: nothing to export"
+                )
+            data = kernel_guard.export(self._kernel, document, fmt)
+            self._exports[key] = data
+            while len(self._exports) > _KEEP:
+                self._exports.popitem(last=False)
+        self._exports.move_to_end(key)
+        return data if fmt == "stl" else data.decode("utf-8", "replace")
+
+
+def _json(value: Any) -> str:
+    return canonical_bytes(value).decode()
