@@ -48,6 +48,7 @@ PHASES: dict[str, str] = {
     "request and its reply (docs/gateway.md)",
     "gateway": "the provider gateway: tasks, attempts and their facts in the attempt ledger "
     "($AIRA_HOME/gateway.sqlite3)",
+    "mcp": "aira mcp serve: task handles, tools, scoped bindings and resources (docs/mcp.md)",
 }
 """The phases, in the order docs/codes.md lists them: the part of Aira that raises a code.
 (A :class:`~aira_core.diagnostics.Diagnostic` may also carry a ``phase`` field: the runtime
@@ -767,6 +768,46 @@ _CODES = (
             "a provider plugin raised something other than a ProviderError: classified by "
             "the stage it was in (nothing sent while preparing, unknown after)",
         ),
+    ),
+    *_phase(
+        "mcp",
+        (
+            "MCP_TASK_UNKNOWN",
+            "a tool call or resource names no task open on this server (tasks live as long "
+            "as the server process; their revisions stay in the store): task_open makes one",
+        ),
+        (
+            "MCP_TASK_LIMIT",
+            "task_open on a server whose open tasks are all live and recently used",
+        ),
+        ("MCP_TOOL_UNKNOWN", "a tool name that is none of the ten, nor a binding ever made"),
+        (
+            "MCP_RESOURCE_UNKNOWN",
+            "a resource URI that names nothing readable: no such resource, a revision the "
+            "task may not read, an unknown export format, or a head with no body to export",
+        ),
+        (
+            "BOUND_CAPABILITY_STALE",
+            "a scoped binding whose snapshot no longer holds (the task moved on or ended, "
+            "the catalog, runtime or grant changed, its time to live ran out): never run "
+            "against the latest; describe the capability again with bind=true",
+        ),
+        (
+            "MCP_BIND_REFUSED",
+            "a warning on catalog.describe with bind=true for a capability that is not a "
+            "writing one (only those are bound as tools); the description stands",
+        ),
+        ("MCP_BIND_LIMIT", "a warning: the task already holds the most live bindings (20)"),
+        (
+            "MCP_CALL_FAILED",
+            "a tool call failed inside Aira itself (a bug): reported as an error result "
+            "with the exception's type only; the task and its revisions are unchanged",
+        ),
+        (
+            "MCP_HOST_INVALID",
+            "aira mcp serve: a --host that is no address here, or --host or --port without --http",
+        ),
+        ("MCP_PORT_IN_USE", "aira mcp serve --http: the port is taken"),
     ),
 )
 

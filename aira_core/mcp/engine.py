@@ -162,8 +162,12 @@ class Engine:
         bind_ttl: float = BIND_TTL_S,
         max_tasks: int = MAX_TASKS,
         clock: Callable[[], float] = time.monotonic,
+        context: Any = None,
     ) -> None:
+        """``context``: a :class:`~aira_core.runtime.plan.PlanContext` to serve instead of
+        the production catalog on ``store`` (its repository stays the caller's to close)."""
         self._store_path = store
+        self._given = context
         self._kernel = kernel
         self._grant = grant
         self.tier = tier(tier_name)
@@ -185,6 +189,11 @@ class Engine:
         """Open the store (a missing one is made, with an empty model on main) and build the
         production catalog; called on the worker thread before the first request."""
         if self._ctx is not None:
+            return
+        if self._given is not None:
+            if self._grant is not None:
+                self._given = dataclasses.replace(self._given, grant=self._grant)
+            self._ctx, self._repository = self._given, None
             return
         from aira_core.catalog.capabilities import capability_index, node_signatures
         from aira_core.catalog.catalog import build_catalog
@@ -292,7 +301,7 @@ class Engine:
         ctx = dataclasses.replace(self._ctx, intent=frame)
         try:
             if start is not None:  # the task's branch from there (Task branches from main)
-                self._repository.store.branch(f"task/{handle}", start)
+                self._ctx.repository.store.branch(f"task/{handle}", start)
             task = Task(ctx, self._kernel, task_id=handle, repair_cap=budgets.repair_rounds)
         except AiraError as exc:
             return _refusal("open", exc.code, exc.diagnostic.message, TASK_OPEN)
@@ -348,7 +357,7 @@ class Engine:
             if key is not None:
                 from aira_core.step.decision import legal_aliases
 
-                table = self._repository.aliases(key[1])
+                table = self._ctx.repository.aliases(key[1])
                 aliases = legal_aliases(table, ("bodies", "nodes", "parameters"))
             self._tools_cache = (key, tool_definitions(aliases, budgets=DEFAULT_BUDGETS))
         self._expire()
@@ -609,7 +618,7 @@ class Engine:
                 raise AiraError(MCP_TASK_UNKNOWN, "no open task of that handle on this server")
             task, rest = open_task.task, parts[2:]
             if rest == ["model"]:
-                return _json(self._repository.summary(task.head).to_wire()), "application/json"
+                return _json(self._ctx.repository.summary(task.head).to_wire()), "application/json"
             if rest == ["trace"]:
                 trace = [r.to_wire() for r in task.trace]
                 return _json({"task": open_task.handle, "trace": trace}), "application/json"
@@ -619,7 +628,7 @@ class Engine:
                     raise AiraError(
                         MCP_RESOURCE_UNKNOWN, "that revision is not one this task may read"
                     )
-                return _json(self._repository.summary(rev).to_wire()), "application/json"
+                return _json(self._ctx.repository.summary(rev).to_wire()), "application/json"
             if len(rest) == 1 and rest[0].startswith("part."):
                 fmt = rest[0].removeprefix("part.")
                 if fmt not in EXPORT_FORMATS:
@@ -644,7 +653,7 @@ class Engine:
         key = (rev, fmt)
         data = self._exports.get(key)
         if data is None:
-            document = self._repository.document(rev)
+            document = self._ctx.repository.document(rev)
             if not document.bodies:
                 raise AiraError(
                     MCP_RESOURCE_UNKNOWN, "the task's head has no body yet: nothing to export"

@@ -145,11 +145,19 @@ def _request_id_property() -> dict[str, Any]:
     }
 
 
+def _generated(model: Any) -> dict[str, Any]:
+    from aira_core.step.decision import drop_titles
+
+    schema = model.model_json_schema(by_alias=True)
+    drop_titles({"": schema})  # pydantic's titles repeat the names, in every tools/list
+    return schema
+
+
 @cache
 def _search_schema() -> dict[str, Any]:
     from aira_core.contracts.search import SearchRequest
 
-    return SearchRequest.model_json_schema(by_alias=True)
+    return _generated(SearchRequest)
 
 
 @cache
@@ -157,7 +165,7 @@ def envelope_schema() -> dict[str, Any]:
     """The output schema of every tool: the observation envelope."""
     from aira_core.contracts.plan import ObservationEnvelope
 
-    return ObservationEnvelope.model_json_schema(by_alias=True)
+    return _generated(ObservationEnvelope)
 
 
 def _grammar_defs(aliases: Mapping[str, Sequence[str]] | None, budgets: TaskBudgets) -> Any:

@@ -1148,7 +1148,7 @@ def _base_schema() -> dict[str, Any]:
     )
     for name in _ALIAS_DEFS.values():
         defs[name] = {"type": "string"}  # filled in per step
-    _drop_titles(defs)
+    drop_titles(defs)
     _link(defs)
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
@@ -1179,7 +1179,7 @@ def _link(node: Any) -> None:
             _link(item)
 
 
-def _drop_titles(defs: dict[str, Any]) -> None:
+def drop_titles(defs: dict[str, Any]) -> None:
     """Pydantic's generated titles only repeat the names; the schema rides every request."""
 
     def strip(node: Any) -> None:
