@@ -1,0 +1,496 @@
+"""``aira mcp serve``'s tools through the SDK's own Client, in memory, on the real low-level
+server over the fake kernel's catalog: a whole task, the shared corpus of legal and illegal
+sequences with the runtime's outcomes, bad input for every tool, scoped bindings, resources,
+and a kernel that fails or hangs mid-call."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+import pytest
+from runtime_factory import (
+    BOX_CAP,
+    DEFINE_CAP,
+    FILLET_CAP,
+    MASS_PROPERTIES_CAP,
+    VOLUME_RANGE_CAP,
+    composite_steps,
+)
+
+from aira_core.mcp.engine import Engine
+from aira_core.mcp.tools import OPERATIONS, TASK_OPEN
+from aira_core.runtime.contract import load_corpus
+from aira_core.runtime.session import Task
+
+from .conftest import call, codes, open_task, state
+
+pytestmark = pytest.mark.anyio
+
+API_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+CAPS = (DEFINE_CAP, BOX_CAP, FILLET_CAP, VOLUME_RANGE_CAP, MASS_PROPERTIES_CAP)
+
+
+def plan_draft(**kw: Any) -> dict[str, Any]:
+    """The composite plan of the runtime tests as a client sends it: no baseRevision."""
+    return {
+        "steps": [
+            {k: v for k, v in s.to_wire().items() if k != "dependsOn"}
+            for s in composite_steps(**kw)
+        ]
+    }
+
+
+def second_box() -> dict[str, Any]:
+    """A plan for a head that has the plate already: one more box."""
+    args = {"length": 5, "width": 5, "height": 5}
+    return {"steps": [{"id": "second", "capability": BOX_CAP, "label": "second", "args": args}]}
+
+
+async def discover(client: Any, task: str) -> None:
+    """Search, then describe every capability the composite plan uses."""
+    found = await call(client, "catalog_search", task=task, intent="box plate fillet volume")
+    assert not found.is_error, found.content[0].text
+    for cap in CAPS:
+        described = await call(client, "catalog_describe", task=task, capabilityId=cap)
+        assert not described.is_error, described.content[0].text
+
+
+async def commit_composite(client: Any, task: str) -> dict[str, Any]:
+    for name, args in [
+        ("model_proposePatch", {"plan": plan_draft()}),
+        ("model_preview", {}),
+        ("model_validate", {}),
+        ("model_commit", {}),
+    ]:
+        result = await call(client, name, task=task, **args)
+        assert not result.is_error, (name, result.content[0].text)
+    return result.structured_content
+
+
+# -- the tool list ----------------------------------------------------------------------------
+
+
+async def test_ten_tools_with_api_safe_names_schemas_and_annotations(client: Any) -> None:
+    import jsonschema
+
+    tools = (await client.list_tools()).tools
+    names = [t.name for t in tools]
+    assert names == [TASK_OPEN, *OPERATIONS]
+    assert all(API_NAME.match(n) for n in names)
+    by = {t.name: t for t in tools}
+    for tool in tools:
+        jsonschema.Draft202012Validator.check_schema(tool.input_schema)
+        jsonschema.Draft202012Validator.check_schema(tool.output_schema)
+        assert tool.output_schema["required"] == ["requestId", "status"]
+    # effectClass → annotations (§12.1): reads are read-only, bufferable ones idempotent
+    for name in ("interface_manifest", "catalog_search", "catalog_describe", "model_read"):
+        assert by[name].annotations.read_only_hint is True
+    for name in ("model_proposePatch", "model_preview", "model_validate"):
+        a = by[name].annotations
+        assert (a.read_only_hint, a.destructive_hint, a.idempotent_hint) == (False, False, True)
+    commit = by["model_commit"].annotations
+    assert (commit.read_only_hint, commit.destructive_hint, commit.open_world_hint) == (
+        False,
+        False,
+        True,  # it may publish to the user's head: beyond the task
+    )
+    revert = by["model_revert"].annotations
+    assert (revert.destructive_hint, revert.open_world_hint) == (False, False)
+
+
+async def test_one_open_task_puts_its_legal_handles_into_the_schemas(
+    client: Any, no_small_catalog: None
+) -> None:
+    def body_alias(tools: Any) -> dict[str, Any]:
+        schema = next(t for t in tools if t.name == "model_proposePatch").input_schema
+        return schema["$defs"]["BodyAlias"]
+
+    before = body_alias((await client.list_tools()).tools)
+    assert "enum" not in before and before["pattern"] == "^b:"  # no task: no handles to list
+    task = await open_task(client)
+    await discover(client, task)
+    await commit_composite(client, task)
+    listed = body_alias((await client.list_tools()).tools)
+    assert listed["enum"] == ["b:plate"]
+    # a second task: no one task's handles stand for both, so patterns again
+    await open_task(client)
+    assert "enum" not in body_alias((await client.list_tools()).tools)
+
+
+# -- a whole task -----------------------------------------------------------------------------
+
+
+async def test_a_whole_task_ends_in_a_committed_revision_and_is_read_back(
+    client: Any, runtime: Any, no_small_catalog: None
+) -> None:
+    _, _, repository = runtime
+    main_before = repository.head("main")
+    task = await open_task(client, intent="a 40 x 30 x 10 mm plate with rounded edges")
+    await discover(client, task)
+    committed = await commit_composite(client, task)
+    rev = committed["data"]["rev"]
+    assert committed["status"] == "success" and committed["observedRevision"] == rev
+    assert repository.head(f"task/{task}") == rev and repository.head("main") == main_before
+    formats = {a["format"]: a["uri"] for a in committed["artifacts"]}
+    assert formats["step"] == f"aira://tasks/{task}/part.step"
+
+    read = await call(
+        client, "model_read", task=task, query="massProperties", args={"target": "b:plate"}
+    )
+    assert not read.is_error and read.structured_content["data"]["result"]["volume"] > 0
+    assert read.structured_content["data"]["terminal"] == "completed"  # the runtime decided
+
+    summary = await client.read_resource(f"aira://tasks/{task}/model")
+    assert json.loads(summary.contents[0].text)["rev"] == rev
+    trace = json.loads((await client.read_resource(f"aira://tasks/{task}/trace")).contents[0].text)
+    assert [r["operation"] for r in trace["trace"]][-2:] == ["model.commit", "model.read"]
+
+    again = await call(client, "model_read", task=task)
+    assert again.is_error and codes(again) == ["TASK_TERMINATED"]
+    # going on from an ended task: a new task on a branch from its head
+    follow = await open_task(client, **{"from": task})
+    assert repository.head(f"task/{follow}") == rev
+
+
+async def test_the_text_of_every_refusal_starts_with_its_code(
+    client: Any, no_small_catalog: None
+) -> None:
+    task = await open_task(client)
+    refused = await call(client, "model_proposePatch", task=task, plan=plan_draft())
+    assert refused.is_error and codes(refused) == ["DISCOVERY_REQUIRED"]
+    text = refused.content[0].text
+    assert text.startswith("DISCOVERY_REQUIRED: ") and "\nnext: catalog_search" in text
+    assert json.loads(text.split("\n\n", 1)[1]) == refused.structured_content
+
+
+# -- the shared corpus, through MCP and through the runtime -------------------------------------
+
+
+def _arguments(steps: list[dict[str, Any]], k: int) -> dict[str, Any]:
+    """What a corpus step's operation is called with: a plan that fails where the next
+    step of the sequence expects a diagnostic (preview: a fillet too large; validate: a
+    volume range the part misses)."""
+    op = steps[k]["operation"]
+    if op == "catalog.search":
+        return {"intent": "box plate fillet volume"}
+    if op == "catalog.describe":
+        return {"capabilityId": BOX_CAP}
+    if op != "model.proposePatch":
+        return {}
+    fails: dict[str, Any] = {}
+    for later in steps[k + 1 :]:  # this candidate's own preview and validation
+        if later["operation"] == "model.proposePatch":
+            break
+        fails.setdefault(later["operation"], later.get("diagnostic"))
+    if any(s["operation"] == "model.commit" for s in steps[:k]):  # on top of the plate
+        return {
+            "plan": {
+                "steps": [
+                    {
+                        "id": "second",
+                        "capability": BOX_CAP,
+                        "label": "second",
+                        "args": {"length": 5, "width": 5, "height": 5},
+                    }
+                ]
+            }
+        }
+    if fails.get("model.preview"):
+        return {"plan": plan_draft(radius=100)}
+    if fails.get("model.validate"):
+        return {"plan": plan_draft(vmax=1.0)}
+    return {"plan": plan_draft()}
+
+
+def _runtime_outcomes(runtime: Any, steps: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
+    ctx, kernel, _ = runtime
+    t = Task(ctx, kernel, task_id="direct")
+    out = []
+    for k, s in enumerate(steps):
+        args = _arguments(steps, k)
+        if s["operation"] == "catalog.describe":
+            for cap in CAPS:
+                t.call("catalog.describe", f"d{k}-{cap}", {"capabilityId": cap})
+        if s["operation"] == "model.proposePatch":
+            args = {"plan": {**args["plan"], "baseRevision": t.head}}
+        e = t.call(s["operation"], f"s{k}", args)
+        out.append(
+            (
+                e.status,
+                [d.code for d in e.diagnostics],
+                e.data.get("state"),
+                e.data.get("nextOperation"),
+            )
+        )
+    return out
+
+
+async def _mcp_outcomes(client: Any, steps: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
+    task = await open_task(client)
+    out = []
+    for k, s in enumerate(steps):
+        if s["operation"] == "catalog.describe":
+            for cap in CAPS:
+                await call(client, "catalog_describe", task=task, capabilityId=cap)
+        name = s["operation"].replace(".", "_")
+        r = await call(client, name, task=task, **_arguments(steps, k))
+        e = r.structured_content
+        assert r.is_error == (e["status"] in ("blocked", "failed", "stale"))
+        out.append((e["status"], codes(r), e["data"].get("state"), e["data"].get("nextOperation")))
+    return out
+
+
+CORPUS = [
+    *(("legal", c) for c in load_corpus("legal_sequences")),
+    *(("illegal", c) for c in load_corpus("illegal_sequences")),
+]
+
+
+@pytest.mark.parametrize(
+    ("kind", "case"),
+    [c for c in CORPUS if c[1].get("start", "ready") == "ready"],
+    ids=lambda v: v if isinstance(v, str) else v["name"],
+)
+async def test_the_shared_corpus_has_the_runtimes_outcomes_through_mcp(
+    client: Any, runtime: Any, no_small_catalog: None, kind: str, case: dict[str, Any]
+) -> None:
+    steps = case["steps"]
+    direct = _runtime_outcomes(runtime, steps)
+    via = await _mcp_outcomes(client, steps)
+    assert via == direct
+    if kind == "legal":
+        # the state each step leaves, as the corpus says; after the last one the runtime may
+        # decide the task (completed on a read-back of a commit)
+        expected_states = [s["state"] for s in steps]
+        assert [o[2] for o in via[:-1]] == expected_states[:-1]
+        assert via[-1][2] in (expected_states[-1], "terminal")
+        for outcome, s in zip(via, steps, strict=True):
+            assert (outcome[0] == "failed") == bool(s.get("diagnostic")), (case["name"], s)
+    else:
+        expected = case["expected"]
+        refused = via[expected["refusedAt"]]
+        assert refused[1] == [expected["code"]] and refused[3] == expected["nextOperation"]
+        for outcome, s in zip(via[: expected["refusedAt"]], steps, strict=False):
+            assert outcome[0] == ("failed" if s.get("diagnostic") else "success")
+
+
+# -- bad input: every tool, a code, never a traceback -------------------------------------------
+
+BAD = [
+    (TASK_OPEN, {"tier": "T7"}, "ARGS_INVALID"),
+    (TASK_OPEN, {"intent": ""}, "ARGS_INVALID"),
+    (TASK_OPEN, {"intent": "a plate\u202e"}, "RUN_TASK_INVALID"),
+    (TASK_OPEN, {"from": "mcp-0000000000000000"}, "MCP_TASK_UNKNOWN"),
+    (TASK_OPEN, {"extra": 1}, "ARGS_INVALID"),
+    ("interface_manifest", {}, "ARGS_INVALID"),
+    ("interface_manifest", {"task": "mcp-0000000000000000"}, "MCP_TASK_UNKNOWN"),
+    ("interface_manifest", {"task": ["x"]}, "MCP_TASK_UNKNOWN"),
+    ("catalog_search", {"intent": 7}, "ARGS_INVALID"),
+    ("catalog_search", {"intent": "x" * 3000}, "ARGS_INVALID"),
+    ("catalog_search", {"intent": "box", "topK": 10_000}, "ARGS_INVALID"),
+    ("catalog_describe", {}, "ARGS_INVALID"),
+    ("catalog_describe", {"capabilityId": "cap:nope.nothing@1"}, "DESCRIBE_NOT_VISIBLE"),
+    ("catalog_describe", {"capabilityId": BOX_CAP, "level": "L9"}, "ARGS_INVALID"),
+    ("model_read", {"select": [["nope"]]}, "ARGS_INVALID"),
+    ("model_read", {"limit": "x"}, "ARGS_INVALID"),
+    ("model_read", {"query": "noSuchQuery"}, "QUERY_UNKNOWN"),
+    ("model_read", {"query": "massProperties", "rev": "rev:sha256:" + "0" * 64}, None),
+    ("model_proposePatch", {}, "ARGS_INVALID"),
+    ("model_proposePatch", {"plan": "box"}, "ARGS_INVALID"),
+    ("model_proposePatch", {"plan": {"steps": []}}, "ARGS_INVALID"),
+    (
+        "model_proposePatch",
+        {"plan": {"steps": [{"id": "s", "capability": "nope"}]}},
+        "ARGS_INVALID",
+    ),
+    ("model_proposePatch", {"plan": plan_draft(), "baseRevision": "main"}, "ARGS_INVALID"),
+    ("model_preview", {"extra": True}, "ARGS_INVALID"),
+    ("model_preview", {}, "CANDIDATE_REQUIRED"),
+    ("model_validate", {}, "CANDIDATE_REQUIRED"),
+    ("model_commit", {"publish": "yes"}, "ARGS_INVALID"),
+    ("model_commit", {}, "CANDIDATE_REQUIRED"),
+    ("model_revert", {}, "NOTHING_TO_REVERT"),
+    ("model_revert", {"requestId": "bad id with spaces"}, "ARGS_INVALID"),
+    ("no_such_tool", {}, "MCP_TOOL_UNKNOWN"),
+    ("bound_exact_box_1_000000", {"args": {}}, "MCP_TOOL_UNKNOWN"),
+]
+
+
+async def test_bad_input_of_every_tool_is_an_error_result_with_a_code(
+    client: Any, runtime: Any, no_small_catalog: None
+) -> None:
+    _, kernel, repository = runtime
+    task = await open_task(client)
+    await discover(client, task)
+    before = (repository.store.branches(), repository.head(f"task/{task}"))
+    calls = kernel.total_calls
+    for name, arguments, code in BAD:
+        if name != TASK_OPEN and "task" not in arguments and name in OPERATIONS and arguments:
+            arguments = {"task": task, **arguments}
+        elif name in OPERATIONS and not arguments and code != "ARGS_INVALID":
+            arguments = {"task": task}
+        result = await client.call_tool(name, arguments)
+        assert result.is_error, (name, arguments)
+        text = result.content[0].text
+        assert "Traceback" not in text and "INTERNAL" not in text
+        found = codes(result)
+        assert found and (code is None or found[0] == code), (name, arguments, found, text)
+        assert text.startswith(f"{found[0]}: ")
+    # nothing was written, and no bad call reached the kernel
+    assert (repository.store.branches(), repository.head(f"task/{task}")) == before
+    assert kernel.total_calls == calls
+    # the task is still usable
+    assert not (await call(client, "model_proposePatch", task=task, plan=plan_draft())).is_error
+
+
+async def test_a_secret_in_an_argument_is_never_echoed(client: Any) -> None:
+    from aira_core.diagnostics import register_secret
+
+    secret = "sk-live-0123456789abcdefSENTINEL"
+    register_secret(secret)
+    task = await open_task(client)
+    for name, arguments in [
+        ("catalog_describe", {"task": task, "capabilityId": secret}),
+        ("model_read", {"task": task, "query": secret}),
+        ("model_read", {"task": secret}),
+        (secret, {}),
+    ]:
+        result = await client.call_tool(name, arguments)
+        assert result.is_error
+        assert secret not in result.content[0].text
+        assert secret not in json.dumps(result.structured_content)
+
+
+async def test_resources_answer_with_a_code_for_what_they_do_not_hold(client: Any) -> None:
+    from mcp.shared.exceptions import MCPError
+
+    listed = [str(r.uri) for r in (await client.list_resources()).resources]
+    assert listed == ["aira://interface/manifest", "aira://catalog/signatures"]
+    manifest = json.loads((await client.read_resource(listed[0])).contents[0].text)
+    assert manifest["metaOperations"][0] == "interface.manifest"
+    assert "exact.box@1(" in (await client.read_resource(listed[1])).contents[0].text
+    templates = [
+        t.uri_template for t in (await client.list_resource_templates()).resource_templates
+    ]
+    assert "aira://tasks/{task}/part.{format}" in templates
+    task = await open_task(client)
+    for uri, code in [
+        ("aira://nothing", "MCP_RESOURCE_UNKNOWN"),
+        ("https://example.com/x", "MCP_RESOURCE_UNKNOWN"),
+        ("aira://tasks/mcp-0000000000000000/model", "MCP_TASK_UNKNOWN"),
+        (f"aira://tasks/{task}/part.exe", "MCP_RESOURCE_UNKNOWN"),
+        (f"aira://tasks/{task}/part.step", "MCP_RESOURCE_UNKNOWN"),  # no body yet
+        (f"aira://tasks/{task}/revisions/rev:sha256:{'0' * 64}", None),
+    ]:
+        with pytest.raises(MCPError) as exc:
+            await client.read_resource(uri)
+        assert code is None or exc.value.error.message.startswith(code), exc.value.error.message
+
+
+# -- scoped binding -----------------------------------------------------------------------------
+
+
+async def test_a_bound_capability_runs_through_the_pipeline_and_goes_stale(
+    client: Any, runtime: Any, no_small_catalog: None
+) -> None:
+    _, kernel, repository = runtime
+    task = await open_task(client)
+    await discover(client, task)
+    described = await call(client, "catalog_describe", task=task, capabilityId=BOX_CAP, bind=True)
+    tool = described.structured_content["data"]["binding"]["tool"]
+    listed = {t.name: t for t in (await client.list_tools()).tools}
+    assert tool in listed and len(listed) == 11
+    assert listed[tool].input_schema["properties"]["args"]["properties"]["length"]
+    # a query capability is no writing capability: described, but not bound
+    query = await call(
+        client, "catalog_describe", task=task, capabilityId=MASS_PROPERTIES_CAP, bind=True
+    )
+    assert not query.is_error and "MCP_BIND_REFUSED" in codes(query)
+
+    calls = kernel.total_calls
+    proposed = await call(client, tool, args={"length": 20, "width": 10, "height": 5}, label="blk")
+    assert not proposed.is_error, proposed.content[0].text
+    assert state(proposed) == "proposed" and kernel.total_calls == calls  # a plan, no kernel
+    for name in ("model_preview", "model_validate", "model_commit"):
+        assert not (await call(client, name, task=task)).is_error
+    assert repository.aliases(repository.head(f"task/{task}")).resolve("b:blk")
+
+    stale = await call(client, tool, args={"length": 1, "width": 1, "height": 1})
+    assert stale.is_error and codes(stale) == ["BOUND_CAPABILITY_STALE"]
+    assert "moved" in stale.content[0].text
+    assert tool not in {t.name for t in (await client.list_tools()).tools}
+    head = repository.head(f"task/{task}")
+    again = await call(client, tool, args={"length": 1, "width": 1, "height": 1})
+    assert codes(again) == ["BOUND_CAPABILITY_STALE"] and repository.head(f"task/{task}") == head
+
+
+async def test_a_binding_expires_and_clients_are_told_the_list_changed(
+    runtime: Any, no_small_catalog: None
+) -> None:
+    import anyio
+    from mcp import Client
+
+    from aira_core.mcp.server import build_server
+
+    ctx, kernel, _ = runtime
+    now = [0.0]
+    engine = Engine(None, kernel=kernel, context=ctx, bind_ttl=60.0, clock=lambda: now[0])
+    async with Client(build_server(engine), raise_exceptions=True) as client:
+        task = await open_task(client)
+        await discover(client, task)
+        async with client.listen(tools_list_changed=True) as events:
+            bound = await call(
+                client, "catalog_describe", task=task, capabilityId=BOX_CAP, bind=True
+            )
+            tool = bound.structured_content["data"]["binding"]["tool"]
+            with anyio.fail_after(5):
+                await events.__anext__()  # the binding joined the list
+        now[0] = 61.0
+        expired = await call(client, tool, args={"length": 1, "width": 1, "height": 1})
+        assert (
+            codes(expired) == ["BOUND_CAPABILITY_STALE"]
+            and "time to live" in expired.content[0].text
+        )
+
+
+# -- a kernel that fails or hangs mid-call ---------------------------------------------------------
+
+
+async def test_a_kernel_crash_or_timeout_leaves_the_task_usable_and_its_revisions_intact(
+    client: Any, runtime: Any, no_small_catalog: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import threading
+
+    _, kernel, repository = runtime
+    task = await open_task(client)
+    await discover(client, task)
+    committed = await commit_composite(client, task)
+    rev = committed["data"]["rev"]
+    follow = await open_task(client, **{"from": task})
+    await discover(client, follow)
+    real = kernel.evaluate
+
+    def crash(*args: Any, **kw: Any) -> Any:
+        raise RuntimeError("segfault-ish in the kernel")
+
+    kernel.evaluate = crash
+    assert not (await call(client, "model_proposePatch", task=follow, plan=second_box())).is_error
+    failed = await call(client, "model_preview", task=follow)
+    assert failed.is_error and codes(failed) == ["KERNEL_FAILED"]
+    kernel.evaluate = real  # the kernel is back: the same task goes on
+    assert not (await call(client, "model_proposePatch", task=follow, plan=second_box())).is_error
+    assert not (await call(client, "model_preview", task=follow)).is_error
+    assert repository.head(f"task/{task}") == rev
+
+    # a kernel that hangs: the call ends at the deadline with a code, the server answers
+    monkeypatch.setenv("AIRA_KERNEL_TIMEOUT", "0.5")
+    release = threading.Event()
+    kernel.validate = lambda *a, **k: release.wait(30)
+    timed_out = await call(client, "model_validate", task=follow)
+    assert timed_out.is_error and codes(timed_out) == ["KERNEL_TIMEOUT"]
+    read = await call(client, "model_read", task=follow)
+    assert not read.is_error and read.structured_content["observedRevision"] == rev
+    release.set()
+    assert repository.head(f"task/{task}") == rev and repository.head(f"task/{follow}") == rev
