@@ -54,6 +54,10 @@ def serve_cmd(
     from aira_core.step.tiers import tier as tier_named
 
     tier_named(tier)  # STEP_TIER_UNKNOWN before anything starts
+    if http:
+        _check_address(host, port)
+    elif host != "127.0.0.1" or port != DEFAULT_PORT:
+        raise AiraError(MCP_HOST_INVALID, "--host and --port are for --http")
     the_grant = None
     if grant is not None:
         from aira_core.cli.plan import _load_model
@@ -61,10 +65,6 @@ def serve_cmd(
 
         the_grant = _load_model(grant, SessionGrant, "grant")
     chosen = _kernel(kernel, "the MCP server's previews, validations and exports")
-    if http:
-        _check_address(host, port)
-    elif host != "127.0.0.1" or port != DEFAULT_PORT:
-        raise AiraError(MCP_HOST_INVALID, "--host and --port are for --http")
     engine = Engine(store, kernel=chosen, grant=the_grant, tier_name=tier, bind_ttl=bind_ttl)
     server = build_server(engine, version=_version())
     if http:

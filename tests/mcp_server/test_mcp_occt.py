@@ -1,0 +1,196 @@
+"""``aira mcp serve`` as a user runs it: a real process with the installed OCCT kernel, driven
+by the SDK's Client over stdio (as Claude Desktop starts it) and over streamable HTTP (two
+clients on one store)."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from aira_core.step.runner import bundled_script
+
+from .conftest import call, codes, open_task
+
+pytest.importorskip("cadquery")
+pytestmark = pytest.mark.anyio
+
+BRACKET_HEAD = "rev:sha256:1442b44f7cf76e73f19895994f95ee4c370520b0afdbdd2a4c8a5db582e0c5e2"
+"""The head `aira demo` reaches for the bracket (tests/gateway/test_gateway_demo.py): a
+revision id is a content address, so the same plans through MCP make the same part."""
+
+
+def server_env() -> dict[str, str]:
+    """What the child gets: this test's AIRA_HOME and cache, the OCCT plugin only."""
+    env = {k: os.environ[k] for k in ("AIRA_HOME", "AIRA_CACHE", "PATH") if k in os.environ}
+    return {**env, "AIRA_PLUGINS": "occt", "AIRA_EMBEDDER": "hashing"}
+
+
+def serve_args(store: Path, *extra: str) -> list[str]:
+    return ["-m", "aira_core.cli", "mcp", "serve", "--store", str(store), *extra]
+
+
+async def test_the_bracket_over_stdio_ends_in_its_revision_and_a_step_file(
+    tmp_path: Path,
+) -> None:
+    from mcp import Client, StdioServerParameters
+
+    script = bundled_script("bracket")
+    params = StdioServerParameters(
+        command=sys.executable, args=serve_args(tmp_path / "store.sqlite3"), env=server_env()
+    )
+    async with Client(params) as client:
+        assert len((await client.list_tools()).tools) == 10
+        task = await open_task(client, intent=script.intent.goal)
+        outcomes = []
+        for decision in script.decisions:
+            d = decision.to_wire() if hasattr(decision, "to_wire") else dict(decision)
+            acts = d["acts"] if d["act"] == "batch" else [d]
+            for act in acts:
+                if act["act"] == "lookup" and "query" in act:
+                    r = await call(client, "catalog_search", task=task, intent=act["query"])
+                elif act["act"] == "lookup":
+                    r = await call(
+                        client, "catalog_describe", task=task, capabilityId=act["capability"]
+                    )
+                elif act["act"] == "read":
+                    r = await call(client, "model_read", task=task)
+                elif act["act"] == "plan":
+                    r = await call(client, "model_proposePatch", task=task, plan=act["plan"])
+                    if not r.is_error:
+                        for name in ("model_preview", "model_validate", "model_commit"):
+                            r = await call(client, name, task=task)
+                            assert not r.is_error, (name, r.content[0].text)
+                elif act["act"] == "inspect":
+                    r = await call(
+                        client, "model_read", task=task, query=act["query"], args=act["args"]
+                    )
+                else:
+                    continue  # note, done: the step host's own acts
+                outcomes.append((act["act"], r.is_error, codes(r)[:1]))
+        # the first plan is refused by plan.check (its fillet has no selection), its repair
+        # is committed, and the read-back of the commit lets the runtime decide completed
+        plans = [o for o in outcomes if o[0] == "plan"]
+        assert plans == [("plan", True, ["PLAN_ARGS_INVALID"]), ("plan", False, [])]
+        assert all(not err for act, err, _ in outcomes if act != "plan")
+        final = r.structured_content
+        assert final["data"]["terminal"] == "completed"
+        assert final["observedRevision"] == BRACKET_HEAD
+        step = await client.read_resource(f"aira://tasks/{task}/part.step")
+        text = step.contents[0].text
+        assert text.startswith("ISO-10303-21") and "MANIFOLD_SOLID_BREP" in text
+        svg = (await client.read_resource(f"aira://tasks/{task}/part.svg")).contents[0].text
+        assert svg.lstrip().startswith(("<?xml", "<svg"))
+        stl = (await client.read_resource(f"aira://tasks/{task}/part.stl")).contents[0]
+        assert getattr(stl, "blob", None)  # binary: base64 on the wire
+
+
+def test_bad_options_are_codes_before_anything_starts(tmp_path: Path, aira: Any) -> None:
+    store = tmp_path / "store.sqlite3"
+    for args, code in [
+        (["--tier", "T7"], "STEP_TIER_UNKNOWN"),
+        (["--port", "9000"], "MCP_HOST_INVALID"),
+        (["--http", "--host", "no-such-host.invalid"], "MCP_HOST_INVALID"),
+        (["--grant", str(tmp_path / "missing.json")], "INPUT_UNREADABLE"),
+        (["--kernel", "nope"], "KERNEL_UNAVAILABLE"),
+    ]:
+        result = aira("mcp", "serve", "--store", str(store), *args)
+        assert result.returncode != 0, args
+        assert "Traceback" not in result.stdout + result.stderr
+        if code is not None:
+            assert code in result.stdout + result.stderr, (args, result.stdout, result.stderr)
+    assert not store.exists()
+
+
+# -- streamable HTTP: two clients, one store ----------------------------------------------------
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def http_server(tmp_path: Path) -> Iterator[tuple[str, Path]]:
+    port = _free_port()
+    store = tmp_path / "store.sqlite3"
+    child = subprocess.Popen(
+        [sys.executable, *serve_args(store, "--http", "--port", str(port))],
+        env=server_env(),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            assert child.poll() is None, child.stderr.read().decode() if child.stderr else ""
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+                break
+            except OSError:
+                time.sleep(0.2)
+        yield f"http://127.0.0.1:{port}/mcp", store
+    finally:
+        child.terminate()
+        child.wait(30)
+
+
+BOX = "cap:exact.box@1"
+
+
+async def _design(url: str, length: int) -> tuple[str, str]:
+    from mcp import Client
+
+    async with Client(url) as client:
+        task = await open_task(client)
+        assert not (await call(client, "catalog_search", task=task, intent="box")).is_error
+        assert not (await call(client, "catalog_describe", task=task, capabilityId=BOX)).is_error
+        plan = {
+            "steps": [
+                {
+                    "id": "block",
+                    "capability": BOX,
+                    "label": "block",
+                    "args": {"length": length, "width": 10, "height": 5},
+                }
+            ]
+        }
+        r = await call(client, "model_proposePatch", task=task, plan=plan)
+        for name in ("model_preview", "model_validate", "model_commit"):
+            assert not r.is_error, r.content[0].text
+            r = await call(client, name, task=task)
+        assert not r.is_error, r.content[0].text
+        return task, r.structured_content["data"]["rev"]
+
+
+async def test_two_clients_over_http_commit_to_their_own_tasks(
+    http_server: tuple[str, Path],
+) -> None:
+    import anyio
+
+    from aira_core.model.store import ModelStore
+
+    url, store = http_server
+    results: dict[int, tuple[str, str]] = {}
+
+    async def one(length: int) -> None:
+        results[length] = await _design(url, length)
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(one, 20)
+        group.start_soon(one, 30)
+    (task_a, rev_a), (task_b, rev_b) = results[20], results[30]
+    assert task_a != task_b and rev_a != rev_b
+    with ModelStore(store) as opened:  # both revisions are in the store, on their branches
+        assert opened.head(f"task/{task_a}") == rev_a
+        assert opened.head(f"task/{task_b}") == rev_b
+        assert json.dumps(opened.branches()).count("task/mcp-") == 2
