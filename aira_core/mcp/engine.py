@@ -29,7 +29,8 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from aira_core.canonical import canonical_bytes
+from aira_core.canonical import CanonicalJSONError, canonical_bytes
+from aira_core.contracts.base import MAX_VALUE_DEPTH
 from aira_core.contracts.capability import WRITING_KINDS
 from aira_core.contracts.plan import NextAction, ObservationEnvelope
 from aira_core.diagnostics import AiraError, Diagnostic, redact, redact_value
@@ -68,6 +69,9 @@ _ERROR_STATUSES = frozenset({"blocked", "failed", "stale"})
 _KEEP = 8
 """Exported files kept in memory (they are made again on demand)."""
 RESOURCE_PREFIX = "aira://"
+ARGUMENT_DEPTH = MAX_VALUE_DEPTH + 8
+"""How deeply a call's arguments may nest: a step's free JSON value (MAX_VALUE_DEPTH) inside
+a plan inside the arguments."""
 
 
 @dataclass
@@ -377,6 +381,10 @@ class Engine:
             arguments = {}
         if not isinstance(arguments, Mapping):
             return _refusal("-", ARGS_INVALID, "tool arguments are a JSON object", name)
+        try:  # before any schema walks them: no NaN, no lone surrogate, bounded depth
+            canonical_bytes(arguments, max_depth=ARGUMENT_DEPTH)
+        except CanonicalJSONError as exc:
+            return _refusal("-", ARGS_INVALID, f"the arguments are not plain JSON: {exc}", name)
         try:
             if name == TASK_OPEN:
                 return self._open(arguments)

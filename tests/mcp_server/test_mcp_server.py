@@ -345,6 +345,25 @@ async def test_bad_input_of_every_tool_is_an_error_result_with_a_code(
     assert not (await call(client, "model_proposePatch", task=task, plan=plan_draft())).is_error
 
 
+async def test_arguments_nested_without_bound_or_not_plain_json_are_refused(
+    client: Any,
+) -> None:
+    task = await open_task(client)
+    deep: Any = "leaf"
+    for _ in range(200):  # deep enough for a schema walk to hit its recursion limit
+        deep = [deep]
+    for name, arguments in [
+        ("model_read", {"task": task, "query": "massProperties", "args": {"target": deep}}),
+        ("model_proposePatch", {"task": task, "plan": {"steps": [{"args": {"x": deep}}]}}),
+        ("catalog_search", {"task": task, "intent": "box", "knownInputs": [deep]}),
+        ("catalog_search", {"task": task, "intent": "box", "topK": float("nan")}),
+        (TASK_OPEN, {"intent": "\ud800 lone surrogate"}),
+    ]:
+        result = await client.call_tool(name, arguments)
+        assert result.is_error and codes(result) == ["ARGS_INVALID"], (name, result.content)
+    assert not (await call(client, "model_read", task=task)).is_error
+
+
 async def test_a_secret_in_an_argument_is_never_echoed(client: Any) -> None:
     from aira_core.diagnostics import register_secret
 
