@@ -4,6 +4,7 @@ the numbers themselves are reported by running the scripts on their own)."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -31,7 +32,11 @@ SMALL = {
     "discovery/bench_scale.py": ["--sizes", "50,200", "--queries", "10"],
     "bench_catalog_search.py": ["--runs", "1", "--embedder", "hashing"],
     "bench_gateway_overhead.py": ["--steps", "5", "--capsule-kb", "2"],
+    "bench_mcp.py": ["--calls", "2", "--synthetic", "50"],
 }
+
+
+ENV = {"bench_mcp.py": {"AIRA_PLUGINS": "occt"}}  # aira mcp serve needs the installed kernel
 
 
 def test_every_benchmark_is_covered() -> None:
@@ -47,6 +52,7 @@ def test_benchmark_runs_and_reports_json(script: str, tmp_path: Path) -> None:
         text=True,
         timeout=300,
         cwd=tmp_path,
+        env={**os.environ, **ENV.get(script, {})},
     )
     assert out.returncode == 0, out.stderr[-2000:]
     assert isinstance(json.loads(out.stdout), dict)
