@@ -43,14 +43,14 @@ def serve_cmd(
     ] = DEFAULT_PORT,
     bind_ttl: Annotated[
         float,
-        typer.Option("--bind-ttl", min=1.0, help="Seconds a scoped binding lives."),
+        typer.Option("--bind-ttl", min=1.0, max=86400.0, help="Seconds a scoped binding lives."),
     ] = 900.0,
 ) -> None:
     """Serve the nine meta-operations and task_open over MCP: stdio by default (what Claude
     Desktop, Claude Code and Cursor start), streamable HTTP with --http."""
     from aira_core.diagnostics import AiraError
     from aira_core.mcp.engine import Engine
-    from aira_core.mcp.server import build_server, serve_http, serve_stdio
+    from aira_core.mcp.server import Worker, build_server, serve_http, serve_stdio
     from aira_core.step.tiers import tier as tier_named
 
     tier_named(tier)  # STEP_TIER_UNKNOWN before anything starts
@@ -65,8 +65,23 @@ def serve_cmd(
 
         the_grant = _load_model(grant, SessionGrant, "grant")
     chosen = _kernel(kernel, "the MCP server's previews, validations and exports")
-    engine = Engine(store, kernel=chosen, grant=the_grant, tier_name=tier, bind_ttl=bind_ttl)
-    server = build_server(engine, version=_version())
+    engine = Engine(
+        store,
+        kernel=chosen,
+        grant=the_grant,
+        tier_name=tier,
+        bind_ttl=bind_ttl,
+        single_client=not http,
+    )
+    # Started here, on the worker that will serve every call: a store that cannot be opened
+    # is its code now, before any transport prints a banner or a client waits on it.
+    worker = Worker()
+    try:
+        worker.call(engine.start)
+    except BaseException:
+        worker.shutdown()
+        raise
+    server = build_server(engine, version=_version(), worker=worker)
     if http:
         typer.echo(f"aira mcp: streamable HTTP on http://{host}:{port}/mcp", err=True)
         serve_http(server, host=host, port=port)

@@ -69,9 +69,10 @@ class Binding:
             "name": self.tool,
             "title": f"{self.capability} (bound)",
             "description": (
-                f"{self.summary} Bound to task {self.task} at {self.revision[:19]}…: a call "
-                f"submits a one-step plan of {self.capability} through model.proposePatch "
-                "(then preview, validate and commit as usual). Stale once the task moves on."
+                f"{self.summary} Bound to the task that described it (pass its handle as "
+                f"`task`), at {self.revision[:19]}…: a call submits a one-step plan of "
+                f"{self.capability} through model.proposePatch (then preview, validate and "
+                "commit as usual). Stale once the task moves on."
             ).strip(),
             "inputSchema": self.input_schema,
             "annotations": {
@@ -94,7 +95,7 @@ def bound_tool_name(capability: str) -> str:
 def bound_input_schema(capability_schema: dict[str, Any]) -> dict[str, Any]:
     """The bound tool's input: the capability's own argument schema, a label for what the
     step creates, and the optional request id."""
-    from aira_core.mcp.tools import REQUEST_ID_PATTERN
+    from aira_core.mcp.tools import REQUEST_ID_PATTERN, TASK_HANDLE_PATTERN
     from aira_core.model.aliases import LABEL_PATTERN
 
     args = copy.deepcopy(capability_schema) if capability_schema else {"type": "object"}
@@ -102,6 +103,11 @@ def bound_input_schema(capability_schema: dict[str, Any]) -> dict[str, Any]:
     schema: dict[str, Any] = {
         "type": "object",
         "properties": {
+            "task": {
+                "type": "string",
+                "pattern": TASK_HANDLE_PATTERN,
+                "description": "the handle of the task this binding belongs to",
+            },
             "args": args,
             "label": {
                 "type": "string",
@@ -110,7 +116,7 @@ def bound_input_schema(capability_schema: dict[str, Any]) -> dict[str, Any]:
             },
             "requestId": {"type": "string", "pattern": REQUEST_ID_PATTERN},
         },
-        "required": ["args"],
+        "required": ["task", "args"],
         "additionalProperties": False,
     }
     if defs:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 import secrets
 import time
 from collections import OrderedDict
@@ -52,7 +53,8 @@ from aira_core.mcp.tools import (
     tool_name,
 )
 from aira_core.runtime import contract as mc
-from aira_core.runtime.contract import MetaOperation
+from aira_core.runtime.contract import CompletionAuthority, MetaOperation
+from aira_core.runtime.session import TaskProtocol
 from aira_core.step.tiers import DEFAULT_BUDGETS, DEFAULT_TIER, TaskBudgets, Tier, tier
 
 MCP_TASK_UNKNOWN = "MCP_TASK_UNKNOWN"
@@ -61,17 +63,40 @@ MCP_TOOL_UNKNOWN = "MCP_TOOL_UNKNOWN"
 MCP_RESOURCE_UNKNOWN = "MCP_RESOURCE_UNKNOWN"
 ARGS_INVALID = "ARGS_INVALID"
 MAX_TASKS = 64
+MAX_CALLS = 4096
+"""Calls one task takes before its budget is exhausted (the step host counts 48 decisions;
+an agent's call is finer than a decision): what bounds a task's trace in memory."""
+TRACE_SHOWN = 1000
+"""The most recent trace records the trace resource shows."""
+MESSAGE_CHARS = 2000
+"""A diagnostic message in a result is cut here: a long argument echoed back stays bounded."""
+EXPORT_BYTES = 64 * 1024 * 1024
+"""Exported files kept in memory, in all (they are made again on demand)."""
+REV_PATTERN = re.compile(r"^rev:sha256:[0-9a-f]{64}$")
 """Open tasks one server holds; past it the oldest ended or idle one is let go."""
 IDLE_S = 3600.0
 """A task untouched this long may be let go when the server needs room."""
 EXPORT_FORMATS = {"step": "model/step", "stl": "model/stl", "svg": "image/svg+xml"}
 _ERROR_STATUSES = frozenset({"blocked", "failed", "stale"})
-_KEEP = 8
-"""Exported files kept in memory (they are made again on demand)."""
 RESOURCE_PREFIX = "aira://"
 ARGUMENT_DEPTH = MAX_VALUE_DEPTH + 8
 """How deeply a call's arguments may nest: a step's free JSON value (MAX_VALUE_DEPTH) inside
 a plan inside the arguments."""
+
+
+PROTOCOL = TaskProtocol(completion_authority=CompletionAuthority.MODEL)
+"""As the step host's tasks: a read-back after a commit does not end a task the agent is
+still working on; the runtime still decides every terminal state from the trace."""
+
+
+def default_grant() -> Any:
+    """The local user's grant, except that publishing to main needs the user's confirmation,
+    which an agent over MCP cannot give: a model never moves the user's head by itself."""
+    from aira_core.catalog.policy import LOCAL_GRANT
+
+    return LOCAL_GRANT.model_copy(
+        update={"grant_id": "grant:local-mcp", "confirmation_required": ["publish"]}
+    )
 
 
 @dataclass
@@ -95,13 +120,25 @@ class OpenTask:
 
     def request_id(self) -> str:
         # '#' is outside the pattern a client's own ids must match: never a collision.
-        self.calls += 1
         return f"mcp#{self.calls}"
+
+    def request_id_of(self, arguments: Mapping[str, Any], problem: str | None) -> str:
+        """The client's request id, or one of the server's: for a call without one, and for
+        a call refused for its arguments (an id that fails its pattern is never used up)."""
+        self.calls += 1
+        given = arguments.get("requestId")
+        if problem is None and isinstance(given, str):
+            return given
+        return self.request_id()
 
 
 def _answer(envelope: ObservationEnvelope | dict[str, Any]) -> Answer:
     wire = envelope.to_wire() if isinstance(envelope, ObservationEnvelope) else envelope
     wire = redact_value(wire)
+    for d in wire.get("diagnostics", []):
+        message = d.get("message")
+        if isinstance(message, str) and len(message) > MESSAGE_CHARS:
+            d["message"] = message[:MESSAGE_CHARS] + f"… ({len(message)} characters)"
     status = wire.get("status")
     body = json.dumps(wire, ensure_ascii=False, separators=(",", ":"))
     if status not in _ERROR_STATUSES:
@@ -167,9 +204,16 @@ class Engine:
         max_tasks: int = MAX_TASKS,
         clock: Callable[[], float] = time.monotonic,
         context: Any = None,
+        single_client: bool = True,
     ) -> None:
-        """``context``: a :class:`~aira_core.runtime.plan.PlanContext` to serve instead of
-        the production catalog on ``store`` (its repository stays the caller's to close)."""
+        """``context``: a :class:`~aira_core.runtime.plan.PlanContext` whose catalog and
+        store to serve instead of the production catalog on ``store`` (its repository stays
+        the caller's to close; the grant is still ``grant``).
+        ``single_client``: one client talks to this server (stdio), so the one task it has
+        open may put its handles into the schemas; a shared server (HTTP) never shows one
+        client another's handles. ``grant``: default the local user's, with publishing to
+        main needing the user's confirmation (an agent over MCP has no way to give it)."""
+        self.single_client = single_client
         self._store_path = store
         self._given = context
         self._kernel = kernel
@@ -194,14 +238,12 @@ class Engine:
         production catalog; called on the worker thread before the first request."""
         if self._ctx is not None:
             return
-        if self._given is not None:
-            if self._grant is not None:
-                self._given = dataclasses.replace(self._given, grant=self._grant)
-            self._ctx, self._repository = self._given, None
+        if self._given is not None:  # its catalog and store; the grant is the server's
+            grant = self._grant or default_grant()
+            self._ctx, self._repository = dataclasses.replace(self._given, grant=grant), None
             return
         from aira_core.catalog.capabilities import capability_index, node_signatures
         from aira_core.catalog.catalog import build_catalog
-        from aira_core.catalog.policy import LOCAL_GRANT
         from aira_core.model.repository import ModelRepository
         from aira_core.model.store import default_store_path
         from aira_core.runtime.plan import PlanContext
@@ -216,7 +258,7 @@ class Engine:
             ctx = PlanContext(
                 catalog=catalog,
                 repository=repository,
-                grant=self._grant or LOCAL_GRANT,
+                grant=self._grant or default_grant(),
                 capabilities=index,
             )
             if fresh:
@@ -306,7 +348,13 @@ class Engine:
         try:
             if start is not None:  # the task's branch from there (Task branches from main)
                 self._ctx.repository.store.branch(f"task/{handle}", start)
-            task = Task(ctx, self._kernel, task_id=handle, repair_cap=budgets.repair_rounds)
+            task = Task(
+                ctx,
+                self._kernel,
+                task_id=handle,
+                protocol=PROTOCOL,
+                repair_cap=budgets.repair_rounds,
+            )
         except AiraError as exc:
             return _refusal("open", exc.code, exc.diagnostic.message, TASK_OPEN)
         self._tasks[handle] = OpenTask(handle, task, chosen, budgets, self._clock())
@@ -352,26 +400,43 @@ class Engine:
         """The ten tools, then the live bindings. With exactly one task open and not ended,
         the schemas list its head's legal handles as enums; with several (a shared HTTP
         server) no one task's handles can stand for all, and they are patterns."""
-        live = self._live()
-        key: Any = None
-        if len(live) == 1:
-            key = (live[0].handle, live[0].task.head)
+        key = self._enum_source()
         if self._tools_cache is None or self._tools_cache[0] != key:
             aliases = None
             if key is not None:
                 from aira_core.step.decision import legal_aliases
 
                 table = self._ctx.repository.aliases(key[1])
-                aliases = legal_aliases(table, ("bodies", "nodes", "parameters"))
+                found = legal_aliases(table, ("bodies", "nodes", "parameters"))
+                # a kind with none is a pattern, not an empty enum (which some
+                # constrained decoders refuse, and which no call could satisfy)
+                aliases = {kind: names for kind, names in found.items() if names}
             self._tools_cache = (key, tool_definitions(aliases, budgets=DEFAULT_BUDGETS))
         self._expire()
         return [*self._tools_cache[1], *(b.definition() for b in self._bindings.values())]
 
+    def _enum_source(self) -> tuple[str, str] | None:
+        """The task whose head's handles go into the schemas: the one live task of a
+        single-client server; none otherwise."""
+        live = self._live()
+        if not self.single_client or len(live) != 1:
+            return None
+        return (live[0].handle, live[0].task.head)
+
     def tools_key(self) -> Any:
         """What the tool list depends on: when it changes, clients are told to list again."""
-        live = self._live()
-        enums = (live[0].handle, live[0].task.head) if len(live) == 1 else None
-        return (enums, tuple(self._bindings))
+        return (self._enum_source(), tuple(self._bindings))
+
+    def input_schema(self, name: str) -> dict[str, Any] | None:
+        """A listed tool's input schema as last listed (``None``: not known); cheap, for the
+        SDK's HTTP header check, which asks before every call."""
+        binding = self._bindings.get(name)
+        if binding is not None:
+            return binding.input_schema
+        for tool in self._tools_cache[1] if self._tools_cache else ():
+            if tool["name"] == name:
+                return tool["inputSchema"]
+        return None
 
     def call(self, name: Any, arguments: Any) -> Answer:
         """One tool call; an answer whatever the input."""
@@ -410,10 +475,13 @@ class Engine:
                 return _refusal("-", ARGS_INVALID, problem, name)
             return self._unknown_task(arguments.get("task"), name)
         task = open_task.task
-        rid = arguments.get("requestId")
-        rid = rid if isinstance(rid, str) else open_task.request_id()
+        rid = open_task.request_id_of(arguments, problem)
+        if problem is None and "rev" in arguments and "query" not in arguments:
+            problem = f"{name}: rev is for a query (a page or the summary is of the head)"
         if problem is not None:
             return _answer(task.refuse(rid, operation.value, ARGS_INVALID, problem))
+        if open_task.calls > MAX_CALLS and task.terminal is None:
+            task.exhaust(rid, f"the task took {MAX_CALLS} calls")
         args = {
             k: v
             for k, v in arguments.items()
@@ -461,6 +529,9 @@ class Engine:
                 warning.model_dump(mode="json", exclude_none=True),
             ]
             return _answer(envelope)
+        for name, old in list(self._bindings.items()):  # bound again: the new one replaces it
+            if old.task == open_task.handle and old.capability == capability:
+                self._retire(name, "the capability was bound again")
         catalog, runtime, grant = self._snapshots()
         binding = Binding(
             tool=bound_tool_name(capability),
@@ -520,23 +591,23 @@ class Engine:
                 "the capability again with bind=true for a binding to the current revision",
                 name,
             )
+        if arguments.get("task") != binding.task:  # a handle is what lets a client act
+            return self._unknown_task(arguments.get("task"), name)
         open_task = self._tasks[binding.task]
         task = open_task.task
-        rid = arguments.get("requestId")
-        rid = rid if isinstance(rid, str) else open_task.request_id()
         import jsonschema_rs
 
+        problem = None
         for error in jsonschema_rs.Draft202012Validator(binding.input_schema).iter_errors(
             dict(arguments)
         ):
             where = "/" + "/".join(str(p) for p in error.instance_path)
+            problem = f"{name}: {error.message[:300]} at {where}"
+            break
+        rid = open_task.request_id_of(arguments, problem)
+        if problem is not None:
             return _answer(
-                task.refuse(
-                    rid,
-                    MetaOperation.MODEL_PROPOSE_PATCH.value,
-                    ARGS_INVALID,
-                    f"{name}: {error.message[:300]} at {where}",
-                )
+                task.refuse(rid, MetaOperation.MODEL_PROPOSE_PATCH.value, ARGS_INVALID, problem)
             )
         step: dict[str, Any] = {
             "id": "s1",
@@ -628,10 +699,13 @@ class Engine:
             if rest == ["model"]:
                 return _json(self._ctx.repository.summary(task.head).to_wire()), "application/json"
             if rest == ["trace"]:
-                trace = [r.to_wire() for r in task.trace]
-                return _json({"task": open_task.handle, "trace": trace}), "application/json"
+                shown = [r.to_wire() for r in task.trace[-TRACE_SHOWN:]]
+                data = {"task": open_task.handle, "calls": len(task.trace), "trace": shown}
+                return _json(data), "application/json"
             if len(rest) == 2 and rest[0] == "revisions":
                 rev = rest[1]
+                if not REV_PATTERN.match(rev):
+                    raise AiraError(MCP_RESOURCE_UNKNOWN, "a revision is rev:sha256:<64 hex>")
                 if not task.readable(rev):
                     raise AiraError(
                         MCP_RESOURCE_UNKNOWN, "that revision is not one this task may read"
@@ -644,6 +718,7 @@ class Engine:
                         MCP_RESOURCE_UNKNOWN,
                         f"formats are {', '.join(EXPORT_FORMATS)}, not {redact(fmt[:16])!r}",
                     )
+                self._may_export()
                 return self._export(task.head, fmt), EXPORT_FORMATS[fmt]
         raise AiraError(MCP_RESOURCE_UNKNOWN, f"no resource {redact(uri[:120])!r}")
 
@@ -654,6 +729,28 @@ class Engine:
             {"uri": f"{base}.{fmt}", "mimeType": mime, "format": fmt}
             for fmt, mime in EXPORT_FORMATS.items()
         ]
+
+    def _may_export(self) -> None:
+        """The grant is checked on every export, as on every call: alive, permitting
+        export, and not asking for a confirmation an agent cannot give."""
+        from datetime import UTC, datetime
+
+        from aira_core.runtime.plan import grant_problems
+
+        grant = self._ctx.grant
+        problems = grant_problems(grant, datetime.now(UTC))
+        if problems:
+            raise AiraError(*problems[0])
+        if not grant.permissions.export:
+            raise AiraError(
+                "GRANT_PERMISSION_DENIED", f"grant {grant.grant_id} does not permit export"
+            )
+        if "export" in grant.confirmation_required:
+            raise AiraError(
+                "PLAN_APPROVAL_REQUIRED",
+                f"grant {grant.grant_id} asks the user to confirm each export: export with "
+                "`aira model export` instead",
+            )
 
     def _export(self, rev: str, fmt: str) -> str | bytes:
         from aira_core import kernel_guard
@@ -668,11 +765,12 @@ class Engine:
                 )
             data = kernel_guard.export(self._kernel, document, fmt)
             self._exports[key] = data
-            while len(self._exports) > _KEEP:
+            while sum(map(len, self._exports.values())) > EXPORT_BYTES and len(self._exports) > 1:
                 self._exports.popitem(last=False)
         self._exports.move_to_end(key)
         return data if fmt == "stl" else data.decode("utf-8", "replace")
 
 
 def _json(value: Any) -> str:
-    return canonical_bytes(value).decode()
+    """A JSON resource, redacted as every output is (a request id, a label a model wrote)."""
+    return canonical_bytes(redact_value(value)).decode()

@@ -14,6 +14,7 @@ commit that changes the legal handles), listeners of ``subscriptions/listen`` ar
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import logging
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -21,10 +22,11 @@ from typing import Any, TypeVar
 
 import anyio.to_thread
 import mcp_types as types
-from mcp.server.lowlevel import Server
+from mcp.server.lowlevel import NotificationOptions, Server
 from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ToolsListChanged
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from aira_core.diagnostics import AiraError
+from aira_core.diagnostics import AiraError, redact
 from aira_core.mcp.engine import Answer, Engine
 
 NAME = "aira"
@@ -42,18 +44,50 @@ _log = logging.getLogger("aira.mcp")
 T = TypeVar("T")
 
 
-class _Worker:
+class Worker:
     """One thread for every engine call, in submission order."""
 
     def __init__(self) -> None:
         self._pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="aira-mcp")
 
+    def call(self, fn: Callable[[], T]) -> T:
+        """``fn()`` on the worker, waited for here (what runs before the server starts)."""
+        return self._pool.submit(fn).result()
+
     async def run(self, fn: Callable[[], T]) -> T:
         future = self._pool.submit(fn)
-        return await anyio.to_thread.run_sync(future.result, abandon_on_cancel=True)
+        try:
+            return await anyio.to_thread.run_sync(future.result, abandon_on_cancel=True)
+        except BaseException:
+            # Cancelled by the client: a call still waiting its turn never runs (one that
+            # has started finishes; its effect is the task's, read back like any other).
+            future.cancel()
+            raise
 
     def shutdown(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)
+
+
+class _Server(Server[Any]):
+    """Tells handshake-era clients (protocol before 2026-07-28) that the tool list can
+    change; 2026-07-28 clients learn it from ``subscriptions/listen``."""
+
+    def create_initialization_options(
+        self, notification_options: Any = None, *a: Any, **k: Any
+    ) -> Any:
+        return super().create_initialization_options(
+            notification_options or NotificationOptions(tools_changed=True), *a, **k
+        )
+
+
+def _failed(exc: Exception) -> Answer:
+    """What a bug of Aira's is on the wire: its code and the exception's type, nothing the
+    exception holds (paths, values)."""
+    text = (
+        f"{MCP_CALL_FAILED}: the call failed inside Aira ({type(exc).__name__}); read the task "
+        "back before going on (a write it made stays made)"
+    )
+    return Answer({"requestId": "-", "status": "failed"}, True, text)
 
 
 def _result(answer: Answer) -> types.CallToolResult:
@@ -64,10 +98,12 @@ def _result(answer: Answer) -> types.CallToolResult:
     )
 
 
-def build_server(engine: Engine, *, version: str = "") -> Server[Any]:
-    """The low-level server serving ``engine``; the engine is started in its lifespan (on
-    the worker thread) and closed when the server stops."""
-    worker = _Worker()
+def build_server(engine: Engine, *, version: str = "", worker: Worker | None = None) -> Server[Any]:
+    """The low-level server serving ``engine`` on ``worker`` (default: a new one); the
+    engine is started in its lifespan, unless it was started on that worker already (as
+    ``aira mcp serve`` does, to report a store it cannot open before any transport starts),
+    and closed when the server stops."""
+    worker = worker or Worker()
     bus = InMemorySubscriptionBus()
 
     @asynccontextmanager
@@ -91,18 +127,16 @@ def build_server(engine: Engine, *, version: str = "") -> Server[Any]:
             try:
                 answer = engine.call(params.name, params.arguments)
             except Exception as exc:  # a bug of ours: a coded error result, never a crash
-                _log.exception("tool %r failed", params.name)
-                answer = Answer(
-                    {"requestId": "-", "status": "failed"},
-                    True,
-                    f"{MCP_CALL_FAILED}: {params.name} failed inside Aira "
-                    f"({type(exc).__name__}); the task and its revisions are unchanged",
-                )
+                _log.exception("a tool call failed")
+                answer = _failed(exc)
             return answer, engine.tools_key() != before
 
         answer, changed = await worker.run(run)
         if changed:
             await bus.publish(ToolsListChanged())
+            if ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
+                with contextlib.suppress(Exception):  # a client gone is no failed call
+                    await ctx.session.send_tool_list_changed()
         return _result(answer)
 
     async def list_resources(ctx: Any, params: Any) -> types.ListResourcesResult:
@@ -124,7 +158,16 @@ def build_server(engine: Engine, *, version: str = "") -> Server[Any]:
         except AiraError as exc:
             # A resource read has no error result: the code rides the JSON-RPC error.
             raise MCPError(
-                code=types.INVALID_PARAMS, message=str(exc.diagnostic), data={"code": exc.code}
+                code=types.INVALID_PARAMS,
+                message=redact(str(exc.diagnostic))[:2000],
+                data={"code": exc.code},
+            ) from None
+        except Exception as exc:
+            _log.exception("a resource read failed")
+            raise MCPError(
+                code=types.INVALID_PARAMS,
+                message=_failed(exc).text,
+                data={"code": MCP_CALL_FAILED},
             ) from None
         if isinstance(content, bytes):
             import base64
@@ -136,12 +179,13 @@ def build_server(engine: Engine, *, version: str = "") -> Server[Any]:
             item = types.TextResourceContents(uri=uri, text=content, mime_type=mime)
         return types.ReadResourceResult(contents=[item])
 
-    return Server(
+    return _Server(
         NAME,
         version=version,
         title="Aira",
         instructions=INSTRUCTIONS,
         lifespan=lifespan,
+        get_tool_input_schema=engine.input_schema,
         on_list_tools=list_tools,
         on_call_tool=call_tool,
         on_list_resources=list_resources,

@@ -256,10 +256,15 @@ def input_schemas(
                 "task": task,
                 "capabilityId": {
                     "type": "string",
+                    "maxLength": 200,
                     "description": "a capability id a search showed",
                 },
                 "level": {"enum": ["L2", "L3", "L4"], "description": "default L2"},
-                "selectionRefs": {"type": "array", "items": {"type": "string"}, "maxItems": 64},
+                "selectionRefs": {
+                    "type": "array",
+                    "items": {"type": "string", "maxLength": 200},
+                    "maxItems": 64,
+                },
                 "bind": {
                     "type": "boolean",
                     "description": "also list this capability as a typed tool bound to the "
@@ -283,6 +288,7 @@ def input_schemas(
                 "offset": {"type": "integer", "minimum": 0},
                 "query": {
                     "type": "string",
+                    "maxLength": 200,
                     "description": "a query capability's name or id (massProperties, "
                     "boundingBox, selectEntities …)",
                 },

@@ -77,13 +77,14 @@ async def test_the_bracket_over_stdio_ends_in_its_revision_and_a_step_file(
                     continue  # note, done: the step host's own acts
                 outcomes.append((act["act"], r.is_error, codes(r)[:1]))
         # the first plan is refused by plan.check (its fillet has no selection), its repair
-        # is committed, and the read-back of the commit lets the runtime decide completed
+        # is committed and read back; the task stays open for more (as in the step host)
         plans = [o for o in outcomes if o[0] == "plan"]
         assert plans == [("plan", True, ["PLAN_ARGS_INVALID"]), ("plan", False, [])]
         assert all(not err for act, err, _ in outcomes if act != "plan")
         final = r.structured_content
-        assert final["data"]["terminal"] == "completed"
+        assert final["data"]["state"] == "committed" and final["data"]["terminal"] is None
         assert final["observedRevision"] == BRACKET_HEAD
+        assert final["data"]["result"]["volume"] > 0
         step = await client.read_resource(f"aira://tasks/{task}/part.step")
         text = step.contents[0].text
         assert text.startswith("ISO-10303-21") and "MANIFOLD_SOLID_BREP" in text
@@ -194,3 +195,26 @@ async def test_two_clients_over_http_commit_to_their_own_tasks(
         assert opened.head(f"task/{task_a}") == rev_a
         assert opened.head(f"task/{task_b}") == rev_b
         assert json.dumps(opened.branches()).count("task/mcp-") == 2
+
+
+@pytest.mark.parametrize("http", [False, True])
+def test_a_store_that_cannot_be_opened_is_its_code_before_any_transport_starts(
+    tmp_path: Path, http: bool
+) -> None:
+    transport = ["--http", "--port", str(_free_port())] if http else []
+    store = tmp_path / "store.sqlite3"
+    store.write_bytes(b"this is no SQLite database" * 100)
+    before = store.read_bytes()
+    done = subprocess.run(
+        [sys.executable, *serve_args(store, *transport)],
+        env=server_env(),
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    assert done.returncode == 1, done.stderr
+    assert done.stderr.startswith("error: STORE_"), done.stderr
+    assert "Traceback" not in done.stderr and "streamable HTTP" not in done.stderr
+    assert str(tmp_path) not in done.stderr  # no private absolute path
+    assert store.read_bytes() == before

@@ -110,6 +110,8 @@ async def test_one_open_task_puts_its_legal_handles_into_the_schemas(
     before = body_alias((await client.list_tools()).tools)
     assert "enum" not in before and before["pattern"] == "^b:"  # no task: no handles to list
     task = await open_task(client)
+    empty = json.dumps([t.input_schema for t in (await client.list_tools()).tools])
+    assert '"enum": []' not in empty  # a task with no body yet: patterns, no empty enums
     await discover(client, task)
     await commit_composite(client, task)
     listed = body_alias((await client.list_tools()).tools)
@@ -140,18 +142,28 @@ async def test_a_whole_task_ends_in_a_committed_revision_and_is_read_back(
         client, "model_read", task=task, query="massProperties", args={"target": "b:plate"}
     )
     assert not read.is_error and read.structured_content["data"]["result"]["volume"] > 0
-    assert read.structured_content["data"]["terminal"] == "completed"  # the runtime decided
+    # as in the step host, a read-back does not end a task the agent is still working on
+    assert read.structured_content["data"]["terminal"] is None
 
     summary = await client.read_resource(f"aira://tasks/{task}/model")
     assert json.loads(summary.contents[0].text)["rev"] == rev
     trace = json.loads((await client.read_resource(f"aira://tasks/{task}/trace")).contents[0].text)
     assert [r["operation"] for r in trace["trace"]][-2:] == ["model.commit", "model.read"]
 
-    again = await call(client, "model_read", task=task)
-    assert again.is_error and codes(again) == ["TASK_TERMINATED"]
-    # going on from an ended task: a new task on a branch from its head
+    # the same task goes on: a second plan on top of the first commit
+    for name, args in [
+        ("model_proposePatch", {"plan": second_box()}),
+        ("model_preview", {}),
+        ("model_validate", {}),
+        ("model_commit", {}),
+    ]:
+        step = await call(client, name, task=task, **args)
+        assert not step.is_error, (name, step.content[0].text)
+    second = step.structured_content["data"]["rev"]
+    assert second != rev and repository.head(f"task/{task}") == second
+    # another task from this one's head (not main's)
     follow = await open_task(client, **{"from": task})
-    assert repository.head(f"task/{follow}") == rev
+    assert repository.head(f"task/{follow}") == second
 
 
 async def test_the_text_of_every_refusal_starts_with_its_code(
@@ -205,8 +217,10 @@ def _arguments(steps: list[dict[str, Any]], k: int) -> dict[str, Any]:
 
 
 def _runtime_outcomes(runtime: Any, steps: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
+    from aira_core.mcp.engine import PROTOCOL
+
     ctx, kernel, _ = runtime
-    t = Task(ctx, kernel, task_id="direct")
+    t = Task(ctx, kernel, task_id="direct", protocol=PROTOCOL)
     out = []
     for k, s in enumerate(steps):
         args = _arguments(steps, k)
@@ -297,6 +311,8 @@ BAD = [
     ("model_read", {"limit": "x"}, "ARGS_INVALID"),
     ("model_read", {"query": "noSuchQuery"}, "QUERY_UNKNOWN"),
     ("model_read", {"query": "massProperties", "rev": "rev:sha256:" + "0" * 64}, None),
+    ("model_read", {"rev": "rev:sha256:" + "0" * 64}, "ARGS_INVALID"),  # rev is for a query
+    ("catalog_describe", {"capabilityId": "cap:" + "x" * 5000}, "ARGS_INVALID"),
     ("model_proposePatch", {}, "ARGS_INVALID"),
     ("model_proposePatch", {"plan": "box"}, "ARGS_INVALID"),
     ("model_proposePatch", {"plan": {"steps": []}}, "ARGS_INVALID"),
@@ -364,6 +380,58 @@ async def test_arguments_nested_without_bound_or_not_plain_json_are_refused(
     assert not (await call(client, "model_read", task=task)).is_error
 
 
+async def test_a_refused_request_id_is_never_used_up(client: Any) -> None:
+    """An id that fails its pattern (the shape of the server's own ids, say) is refused
+    under a server id: the calls after it are not taken for repeats."""
+    task = await open_task(client)
+    for n in range(1, 4):
+        refused = await call(client, "model_read", task=task, requestId=f"mcp#{n}")
+        assert codes(refused) == ["ARGS_INVALID"]
+    for _ in range(3):
+        assert not (await call(client, "model_read", task=task)).is_error
+    assert not (await call(client, "model_read", task=task, requestId="mine-1")).is_error
+    again = await call(client, "model_read", task=task, requestId="mine-1")
+    assert codes(again) == ["DUPLICATE_REQUEST_ID"]
+
+
+async def test_publishing_to_main_needs_a_grant_that_allows_it(
+    client: Any, runtime: Any, no_small_catalog: None
+) -> None:
+    _, _, repository = runtime
+    main = repository.head("main")
+    task = await open_task(client)
+    await discover(client, task)
+    for name in ("model_proposePatch", "model_preview", "model_validate"):
+        args = {"plan": plan_draft()} if name == "model_proposePatch" else {}
+        assert not (await call(client, name, task=task, **args)).is_error
+    refused = await call(client, "model_commit", task=task, publish=True)
+    assert refused.is_error and codes(refused) == ["PLAN_APPROVAL_REQUIRED"]
+    assert repository.head("main") == main
+    assert not (await call(client, "model_commit", task=task)).is_error  # the task branch
+
+
+async def test_exports_are_checked_against_the_grant(runtime: Any, no_small_catalog: None) -> None:
+    from mcp import Client
+    from mcp.shared.exceptions import MCPError
+
+    from aira_core.catalog.policy import LOCAL_GRANT
+    from aira_core.mcp.server import build_server
+
+    ctx, kernel, _ = runtime
+    permissions = LOCAL_GRANT.permissions.model_copy(update={"export": False})
+    grant = LOCAL_GRANT.model_copy(update={"permissions": permissions})
+    engine = Engine(None, kernel=kernel, context=ctx, grant=grant)
+    async with Client(build_server(engine), raise_exceptions=True) as client:
+        task = await open_task(client)
+        await discover(client, task)
+        await commit_composite(client, task)
+        exports = kernel.calls["export"]
+        with pytest.raises(MCPError) as exc:
+            await client.read_resource(f"aira://tasks/{task}/part.step")
+        assert exc.value.error.message.startswith("GRANT_PERMISSION_DENIED")
+        assert kernel.calls["export"] == exports
+
+
 async def test_a_secret_in_an_argument_is_never_echoed(client: Any) -> None:
     from aira_core.diagnostics import register_secret
 
@@ -380,6 +448,10 @@ async def test_a_secret_in_an_argument_is_never_echoed(client: Any) -> None:
         assert result.is_error
         assert secret not in result.content[0].text
         assert secret not in json.dumps(result.structured_content)
+    # a request id that holds it is used, and redacted wherever it is shown
+    assert not (await call(client, "model_read", task=task, requestId=secret)).is_error
+    trace = (await client.read_resource(f"aira://tasks/{task}/trace")).contents[0].text
+    assert secret not in trace and "model.read" in trace
 
 
 async def test_resources_answer_with_a_code_for_what_they_do_not_hold(client: Any) -> None:
@@ -428,20 +500,30 @@ async def test_a_bound_capability_runs_through_the_pipeline_and_goes_stale(
     )
     assert not query.is_error and "MCP_BIND_REFUSED" in codes(query)
 
+    # only the task that made it can use it: a handle is what lets a client act
+    other = await open_task(client)
+    foreign = await call(client, tool, task=other, args={"length": 1, "width": 1, "height": 1})
+    assert codes(foreign) == ["MCP_TASK_UNKNOWN"]
+    assert codes(await call(client, tool, args={"length": 1, "width": 1, "height": 1})) == [
+        "MCP_TASK_UNKNOWN"
+    ]
+    assert task not in listed[tool].description
     calls = kernel.total_calls
-    proposed = await call(client, tool, args={"length": 20, "width": 10, "height": 5}, label="blk")
+    proposed = await call(
+        client, tool, task=task, args={"length": 20, "width": 10, "height": 5}, label="blk"
+    )
     assert not proposed.is_error, proposed.content[0].text
     assert state(proposed) == "proposed" and kernel.total_calls == calls  # a plan, no kernel
     for name in ("model_preview", "model_validate", "model_commit"):
         assert not (await call(client, name, task=task)).is_error
     assert repository.aliases(repository.head(f"task/{task}")).resolve("b:blk")
 
-    stale = await call(client, tool, args={"length": 1, "width": 1, "height": 1})
+    stale = await call(client, tool, task=task, args={"length": 1, "width": 1, "height": 1})
     assert stale.is_error and codes(stale) == ["BOUND_CAPABILITY_STALE"]
     assert "moved" in stale.content[0].text
     assert tool not in {t.name for t in (await client.list_tools()).tools}
     head = repository.head(f"task/{task}")
-    again = await call(client, tool, args={"length": 1, "width": 1, "height": 1})
+    again = await call(client, tool, task=task, args={"length": 1, "width": 1, "height": 1})
     assert codes(again) == ["BOUND_CAPABILITY_STALE"] and repository.head(f"task/{task}") == head
 
 
@@ -467,11 +549,43 @@ async def test_a_binding_expires_and_clients_are_told_the_list_changed(
             with anyio.fail_after(5):
                 await events.__anext__()  # the binding joined the list
         now[0] = 61.0
-        expired = await call(client, tool, args={"length": 1, "width": 1, "height": 1})
+        expired = await call(client, tool, task=task, args={"length": 1, "width": 1, "height": 1})
         assert (
             codes(expired) == ["BOUND_CAPABILITY_STALE"]
             and "time to live" in expired.content[0].text
         )
+
+
+async def test_a_handshake_era_client_is_told_the_list_changed(
+    engine: Engine, no_small_catalog: None
+) -> None:
+    """Clients of the 2025 protocols (most desktop clients today) get the notification on
+    their connection; the server says it sends it."""
+    import anyio
+    import mcp_types as types
+    from mcp import Client
+
+    from aira_core.mcp.server import build_server
+
+    seen: list[Any] = []
+    changed = anyio.Event()
+
+    async def on_message(message: Any) -> None:
+        seen.append(message)
+        if isinstance(message, types.ToolListChangedNotification) or "list_changed" in repr(
+            message
+        ):
+            changed.set()
+
+    async with Client(
+        build_server(engine), mode="legacy", message_handler=on_message, raise_exceptions=True
+    ) as client:
+        assert client.server_capabilities.tools.list_changed is True
+        task = await open_task(client)
+        await discover(client, task)
+        await call(client, "catalog_describe", task=task, capabilityId=BOX_CAP, bind=True)
+        with anyio.fail_after(5):
+            await changed.wait()
 
 
 # -- a kernel that fails or hangs mid-call ---------------------------------------------------------
