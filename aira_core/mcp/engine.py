@@ -79,6 +79,9 @@ IDLE_S = 3600.0
 EXPORT_FORMATS = {"step": "model/step", "stl": "model/stl", "svg": "image/svg+xml"}
 _ERROR_STATUSES = frozenset({"blocked", "failed", "stale"})
 RESOURCE_PREFIX = "aira://"
+ARGUMENT_BYTES = 1024 * 1024
+"""The most a call's arguments may hold (canonical JSON): a plan of hundreds of steps fits;
+what a result echoes of them stays bounded."""
 ARGUMENT_DEPTH = MAX_VALUE_DEPTH + 8
 """How deeply a call's arguments may nest: a step's free JSON value (MAX_VALUE_DEPTH) inside
 a plan inside the arguments."""
@@ -447,9 +450,16 @@ class Engine:
         if not isinstance(arguments, Mapping):
             return _refusal("-", ARGS_INVALID, "tool arguments are a JSON object", name)
         try:  # before any schema walks them: no NaN, no lone surrogate, bounded depth
-            canonical_bytes(arguments, max_depth=ARGUMENT_DEPTH)
+            size = len(canonical_bytes(arguments, max_depth=ARGUMENT_DEPTH))
         except CanonicalJSONError as exc:
             return _refusal("-", ARGS_INVALID, f"the arguments are not plain JSON: {exc}", name)
+        if size > ARGUMENT_BYTES:
+            return _refusal(
+                "-",
+                ARGS_INVALID,
+                f"the arguments are {size} bytes; a call takes at most {ARGUMENT_BYTES}",
+                name,
+            )
         try:
             if name == TASK_OPEN:
                 return self._open(arguments)

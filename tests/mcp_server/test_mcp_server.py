@@ -374,6 +374,7 @@ async def test_arguments_nested_without_bound_or_not_plain_json_are_refused(
         ("catalog_search", {"task": task, "intent": "box", "knownInputs": [deep]}),
         ("catalog_search", {"task": task, "intent": "box", "topK": float("nan")}),
         (TASK_OPEN, {"intent": "\ud800 lone surrogate"}),
+        ("model_read", {"task": task, "query": "massProperties", "args": {"t": "x" * 2_000_000}}),
     ]:
         result = await client.call_tool(name, arguments)
         assert result.is_error and codes(result) == ["ARGS_INVALID"], (name, result.content)
