@@ -162,10 +162,28 @@ def _search_schema() -> dict[str, Any]:
 
 @cache
 def envelope_schema() -> dict[str, Any]:
-    """The output schema of every tool: the observation envelope."""
+    """The output schema of every tool: the observation envelope, as it goes over the wire
+    (``to_wire`` drops ``None``, so an optional field is its type, never ``null``)."""
     from aira_core.contracts.plan import ObservationEnvelope
 
-    return _generated(ObservationEnvelope)
+    schema = _generated(ObservationEnvelope)
+    _without_nulls(schema)
+    return schema
+
+
+def _without_nulls(node: Any) -> None:
+    if isinstance(node, dict):
+        branches = node.get("anyOf")
+        if isinstance(branches, list) and len(branches) == 2 and {"type": "null"} in branches:
+            node.pop("anyOf")
+            if "default" in node and node["default"] is None:
+                node.pop("default")
+            node.update(next(b for b in branches if b != {"type": "null"}))
+        for value in node.values():
+            _without_nulls(value)
+    elif isinstance(node, list):
+        for item in node:
+            _without_nulls(item)
 
 
 def _grammar_defs(aliases: Mapping[str, Sequence[str]] | None, budgets: TaskBudgets) -> Any:
