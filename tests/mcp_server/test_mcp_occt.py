@@ -218,3 +218,108 @@ def test_a_store_that_cannot_be_opened_is_its_code_before_any_transport_starts(
     assert "Traceback" not in done.stderr and "streamable HTTP" not in done.stderr
     assert str(tmp_path) not in done.stderr  # no private absolute path
     assert store.read_bytes() == before
+
+
+# -- the shared corpus over stdio ---------------------------------------------------------------
+
+FILLET = "cap:exact.fillet@1"
+VOLUME = "cap:validate.volumeRange@1"
+
+
+def _occt_plan(steps: list[dict[str, Any]], k: int) -> dict[str, Any]:
+    """The plan a corpus step proposes on OCCT: a 20 mm cube with rounded vertical edges;
+    a fillet too large where the next preview must fail, a volume range the cube misses
+    where the next validation must; one more box on top of a commit."""
+    if any(s["operation"] == "model.commit" for s in steps[:k]):
+        args = {"length": 5, "width": 5, "height": 5}
+        return {"steps": [{"id": "more", "capability": BOX, "label": "more", "args": args}]}
+    fails: dict[str, Any] = {}
+    for later in steps[k + 1 :]:
+        if later["operation"] == "model.proposePatch":
+            break
+        fails.setdefault(later["operation"], later.get("diagnostic"))
+    radius = 50 if fails.get("model.preview") else 2
+    vmax = 10.0 if fails.get("model.validate") else 10_000.0
+    return {
+        "steps": [
+            {
+                "id": "cube",
+                "capability": BOX,
+                "label": "cube",
+                "args": {"length": 20, "width": 20, "height": 20},
+            },
+            {
+                "id": "round",
+                "capability": FILLET,
+                "args": {
+                    "target": "cube",
+                    "edges": {"body": "cube", "select": "|Z", "entity": "Edge"},
+                    "radius": radius,
+                },
+            },
+        ],
+        "acceptanceAssertions": [
+            {
+                "validatorRef": "validate.volumeRange@1.0.0",
+                "target": "cube",
+                "args": {"min": 1.0, "max": vmax},
+            }
+        ],
+    }
+
+
+async def test_the_shared_corpus_over_stdio_has_the_runtimes_outcomes(tmp_path: Path) -> None:
+    from mcp import Client, StdioServerParameters
+
+    from aira_core.runtime.contract import load_corpus
+
+    params = StdioServerParameters(
+        command=sys.executable, args=serve_args(tmp_path / "store.sqlite3"), env=server_env()
+    )
+    cases = [
+        *(("legal", c) for c in load_corpus("legal_sequences")),
+        *(("illegal", c) for c in load_corpus("illegal_sequences")),
+    ]
+    replayed = 0
+    async with Client(params) as client:
+        for kind, case in cases:
+            if case.get("start", "ready") != "ready":
+                continue
+            steps = case["steps"]
+            task = await open_task(client)
+            outcomes = []
+            texts: list[str] = []
+            for k, s in enumerate(steps):
+                op = s["operation"]
+                args: dict[str, Any] = {}
+                if op == "catalog.search":
+                    args = {
+                        "intent": "box with filleted edges and a volume range check",
+                        "topK": 20,
+                    }
+                elif op == "catalog.describe":
+                    for cap in (BOX, FILLET):
+                        await call(client, "catalog_describe", task=task, capabilityId=cap)
+                    args = {"capabilityId": VOLUME}
+                elif op == "model.proposePatch":
+                    args = {"plan": _occt_plan(steps, k)}
+                r = await call(client, op.replace(".", "_"), task=task, **args)
+                texts.append(r.content[0].text.split("\n")[0])
+                e = r.structured_content
+                outcomes.append(
+                    (e["status"], codes(r), e["data"].get("state"), e["data"].get("nextOperation"))
+                )
+            name = case["name"]
+            if kind == "legal":
+                states = [s["state"] for s in steps]
+                assert [o[2] for o in outcomes] == states, (name, outcomes, texts)
+                for outcome, s in zip(outcomes, steps, strict=True):
+                    assert (outcome[0] == "failed") == bool(s.get("diagnostic")), (name, outcome)
+            else:
+                expected = case["expected"]
+                refused = outcomes[expected["refusedAt"]]
+                assert refused[1] == [expected["code"]], (name, outcomes)
+                assert refused[3] == expected["nextOperation"], (name, outcomes)
+                assert refused[2] == expected["state"], (name, outcomes)
+            replayed += 1
+    assert replayed >= 13
