@@ -88,8 +88,6 @@ BOX_TOLERANCE = 1e-6
 """How much (mm) a bounding box may exceed an envelope (OpenCASCADE pads boxes slightly)."""
 ON_FACE_TOLERANCE = 1e-6
 """A hole centre farther than this (mm) from its face is off the face."""
-STL_TOLERANCE = 0.01
-STL_ANGULAR_TOLERANCE = 0.1
 REVOLVE_SAMPLES = 256
 """Points per profile edge checked against the axis of a revolve."""
 CLOSE_TOLERANCE = 1e-6
@@ -1733,30 +1731,233 @@ FORMATS = {
     "mesh": "mesh",
     "convert.displayMesh@1.0.0": "mesh",
 }
-MESH_TOLERANCE = 0.1
-MESH_ANGULAR_TOLERANCE = 0.2
+MESH_TOLERANCE = 1e-3
+"""Default linear deflection of STL, 3MF and display meshes, as a fraction of the part's
+bounding-box diagonal (a fixed tolerance is too fine for a big part and too coarse for a
+small one), clamped to [MESH_TOLERANCE_MIN, MESH_TOLERANCE_MAX] mm."""
+MESH_TOLERANCE_MIN = 1e-3
+MESH_TOLERANCE_MAX = 1.0
+MESH_ANGULAR_TOLERANCE = 0.1
+"""Default angular deflection (radians) between neighbouring facets on a curved face."""
 
 
-def display_mesh(named: list[tuple[str, cq.Shape]]) -> bytes:
+@dataclass
+class Mesh:
+    """One closed triangle mesh: welded ``vertices`` (x, y, z in mm) and ``triangles``
+    (vertex indices, counter-clockwise seen from outside), no triangle with repeated
+    vertices."""
+
+    vertices: list[tuple[float, float, float]]
+    triangles: list[tuple[int, int, int]]
+
+
+def mesh_tolerance(shape: cq.Shape, tolerance: float | None = None) -> float:
+    """The linear deflection for ``shape``: ``tolerance`` when given, else relative to its
+    size."""
+    if tolerance is not None:
+        return float(tolerance)
+    box = shape.BoundingBox()
+    diagonal = math.sqrt(box.xlen**2 + box.ylen**2 + box.zlen**2)
+    return min(max(diagonal * MESH_TOLERANCE, MESH_TOLERANCE_MIN), MESH_TOLERANCE_MAX)
+
+
+def triangulate(
+    shape: cq.Shape, tolerance: float | None = None, angular_tolerance: float | None = None
+) -> Mesh:
+    """The BRepMesh triangulation of ``shape`` as one welded mesh.
+
+    Each face's triangulation has its own nodes; the nodes on an edge two faces share are
+    the same points of the edge's discretization, so they are welded by position (rounded
+    far below any tolerance). A triangle that loses a vertex to the weld (at a pole, where
+    a sphere's or cone's apex is one point for many parameters) has no area and is dropped,
+    which is what makes the mesh closed there. Faces stored reversed have their triangles
+    flipped; a solid whose mesh then encloses negative volume (its shell stored inside out)
+    is flipped as a whole."""
+    from OCP.BRepMesh import BRepMesh_IncrementalMesh
+    from OCP.BRepTools import BRepTools
+    from OCP.TopAbs import TopAbs_FACE, TopAbs_REVERSED
+    from OCP.TopLoc import TopLoc_Location
+    from OCP.TopoDS import TopoDS
+
+    linear = mesh_tolerance(shape, tolerance)
+    angular = MESH_ANGULAR_TOLERANCE if angular_tolerance is None else float(angular_tolerance)
+    # A triangulation left on the shape by an earlier mesh (another tolerance) would be
+    # reused by BRepMesh: clean it so that the same tolerance always gives the same mesh.
+    BRepTools.Clean_s(shape.wrapped)
+    BRepMesh_IncrementalMesh(shape.wrapped, linear, False, angular, False)
+    quantum = max(linear * 1e-6, 1e-9)
+    index: dict[tuple[int, int, int], int] = {}
+    vertices: list[tuple[float, float, float]] = []
+    triangles: list[tuple[int, int, int]] = []
+    solids = shape.Solids()
+    for solid in solids or [shape]:  # a profile (a face) has no inside to orient by
+        first = len(triangles)
+        explorer = TopExp_Explorer(solid.wrapped, TopAbs_FACE)
+        while explorer.More():
+            face = TopoDS.Face_s(explorer.Current())
+            explorer.Next()
+            location = TopLoc_Location()
+            poly = BRep_Tool.Triangulation_s(face, location)
+            if poly is None:
+                raise Failure(KERNEL_EXPORT_FAILED, "a face could not be triangulated")
+            transform = location.Transformation()
+            local = [0] * (poly.NbNodes() + 1)
+            for i in range(1, poly.NbNodes() + 1):
+                point = poly.Node(i).Transformed(transform)
+                xyz = (point.X(), point.Y(), point.Z())
+                key = tuple(round(c / quantum) for c in xyz)
+                at = index.get(key)
+                if at is None:
+                    at = index[key] = len(vertices)
+                    vertices.append(xyz)
+                local[i] = at
+            reverse = face.Orientation() == TopAbs_REVERSED
+            for k in range(1, poly.NbTriangles() + 1):
+                n1, n2, n3 = poly.Triangle(k).Get()
+                a, b, c = local[n1], local[n2], local[n3]
+                if a in (b, c) or b == c:
+                    continue  # collapsed at a pole or a degenerate edge: no area
+                triangles.append((a, c, b) if reverse else (a, b, c))
+        if solids and _signed_volume(vertices, triangles[first:]) < 0:
+            triangles[first:] = [(a, c, b) for a, b, c in triangles[first:]]
+    return _compact(vertices, triangles)
+
+
+def _signed_volume(
+    vertices: list[tuple[float, float, float]], triangles: list[tuple[int, int, int]]
+) -> float:
+    total = 0.0
+    for a, b, c in triangles:
+        (ax, ay, az), (bx, by, bz), (cx, cy, cz) = vertices[a], vertices[b], vertices[c]
+        total += ax * (by * cz - bz * cy) - ay * (bx * cz - bz * cx) + az * (bx * cy - by * cx)
+    return total / 6
+
+
+def _compact(
+    vertices: list[tuple[float, float, float]], triangles: list[tuple[int, int, int]]
+) -> Mesh:
+    """Only the vertices some triangle uses (a pole's dropped triangles may leave none)."""
+    renumber: dict[int, int] = {}
+    kept: list[tuple[float, float, float]] = []
+    out = []
+    for triangle in triangles:
+        new = []
+        for i in triangle:
+            j = renumber.get(i)
+            if j is None:
+                j = renumber[i] = len(kept)
+                kept.append(vertices[i])
+            new.append(j)
+        out.append((new[0], new[1], new[2]))
+    return Mesh(kept, out)
+
+
+def stl_bytes(mesh: Mesh) -> bytes:
+    """A binary STL: facet normals from the vertex order (right-handed, outward)."""
+    import struct
+
+    header = b"Aira OCCT kernel binary STL".ljust(80, b" ")
+    chunks = [header, struct.pack("<I", len(mesh.triangles))]
+    pack = struct.Struct("<12fH").pack
+    v = mesh.vertices
+    for a, b, c in mesh.triangles:
+        (ax, ay, az), (bx, by, bz), (cx, cy, cz) = v[a], v[b], v[c]
+        ux, uy, uz, wx, wy, wz = bx - ax, by - ay, bz - az, cx - ax, cy - ay, cz - az
+        nx, ny, nz = uy * wz - uz * wy, uz * wx - ux * wz, ux * wy - uy * wx
+        length = math.sqrt(nx * nx + ny * ny + nz * nz) or 1.0
+        chunks.append(
+            pack(nx / length, ny / length, nz / length, ax, ay, az, bx, by, bz, cx, cy, cz, 0)
+        )
+    return b"".join(chunks)
+
+
+def threemf_bytes(meshes: list[Mesh]) -> bytes:
+    """A 3MF package: one mesh object per body (ids from 1: the core schema's resource ids
+    are positive), all of them items of the build; no timestamp, so the bytes are stable."""
+    import io
+    import zipfile
+
+    core = "http://schemas.microsoft.com/3dmanufacturing/core/2015/02"
+    parts = [
+        '<?xml version="1.0" encoding="UTF-8"?>\n',
+        f'<model unit="millimeter" xml:lang="en-US" xmlns="{core}">',
+        '<metadata name="Application">Aira OCCT kernel</metadata><resources>',
+    ]
+    for n, mesh in enumerate(meshes, start=1):
+        parts.append(f'<object id="{n}" name="body {n}" type="model"><mesh><vertices>')
+        parts.extend(f'<vertex x="{x!r}" y="{y!r}" z="{z!r}"/>' for x, y, z in mesh.vertices)
+        parts.append("</vertices><triangles>")
+        parts.extend(f'<triangle v1="{a}" v2="{b}" v3="{c}"/>' for a, b, c in mesh.triangles)
+        parts.append("</triangles></mesh></object>")
+    parts.append("</resources><build>")
+    parts.extend(f'<item objectid="{n}"/>' for n in range(1, len(meshes) + 1))
+    parts.append("</build></model>")
+    content_types = (
+        '<?xml version="1.0" encoding="UTF-8"?>\n'
+        '<Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types">'
+        '<Default Extension="rels" '
+        'ContentType="application/vnd.openxmlformats-package.relationships+xml"/>'
+        '<Default Extension="model" '
+        'ContentType="application/vnd.ms-package.3dmanufacturing-3dmodel+xml"/></Types>'
+    )
+    rels = (
+        '<?xml version="1.0" encoding="UTF-8"?>\n'
+        '<Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships">'
+        '<Relationship Target="/3D/3dmodel.model" Id="rel0" '
+        'Type="http://schemas.microsoft.com/3dmanufacturing/2013/01/3dmodel"/></Relationships>'
+    )
+    out = io.BytesIO()
+    stamp = (1980, 1, 1, 0, 0, 0)
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as package:
+        for name, text in (
+            ("[Content_Types].xml", content_types),
+            ("_rels/.rels", rels),
+            ("3D/3dmodel.model", "".join(parts)),
+        ):
+            package.writestr(zipfile.ZipInfo(name, stamp), text.encode(), zipfile.ZIP_DEFLATED)
+    return out.getvalue()
+
+
+def _joined(meshes: list[Mesh]) -> Mesh:
+    vertices: list[tuple[float, float, float]] = []
+    triangles: list[tuple[int, int, int]] = []
+    for mesh in meshes:
+        base = len(vertices)
+        vertices.extend(mesh.vertices)
+        triangles.extend((a + base, b + base, c + base) for a, b, c in mesh.triangles)
+    return Mesh(vertices, triangles)
+
+
+def display_mesh(
+    named: list[tuple[str, cq.Shape]],
+    tolerance: float | None = None,
+    angular_tolerance: float | None = None,
+) -> bytes:
     """``aira.mesh/1`` JSON: per body flat ``vertices`` (x, y, z, mm) and ``triangles``
-    (vertex indices, counter-clockwise seen from outside)."""
+    (vertex indices, counter-clockwise seen from outside), the same welded tessellation as
+    STL and 3MF; ``tolerance`` is the largest body's linear deflection."""
     import json
 
     bodies = []
+    linear = 0.0
     for bid, shape in named:
-        vertices, triangles = shape.tessellate(MESH_TOLERANCE, MESH_ANGULAR_TOLERANCE)
+        used = mesh_tolerance(shape, tolerance)
+        linear = max(linear, used)
+        mesh = triangulate(shape, used, angular_tolerance)
         bodies.append(
             {
                 "body": bid,
-                "vertices": [round(c, 6) for v in vertices for c in (v.x, v.y, v.z)],
-                "triangles": [i for t in triangles for i in t],
+                "vertices": [round(c, 6) for v in mesh.vertices for c in v],
+                "triangles": [i for t in mesh.triangles for i in t],
             }
         )
     out = {
         "format": "aira.mesh/1",
         "units": "mm",
-        "tolerance": MESH_TOLERANCE,
-        "angularTolerance": MESH_ANGULAR_TOLERANCE,
+        "tolerance": linear,
+        "angularTolerance": (
+            MESH_ANGULAR_TOLERANCE if angular_tolerance is None else angular_tolerance
+        ),
         "bodies": bodies,
     }
     return json.dumps(out, separators=(",", ":")).encode()
@@ -1767,37 +1968,20 @@ SOLID_FORMATS = frozenset({"step", "stl", "3mf"})
 sheet. SVG and the display mesh draw whatever there is."""
 
 
-def _positive_3mf_ids(data: bytes) -> bytes:
-    """CadQuery numbers 3MF objects from 0; the 3MF core schema's resource ids are positive
-    integers, so strict readers refuse the file. Shift every object id and reference by one."""
-    import io
-    import zipfile
-    from xml.etree import ElementTree as ET
-
-    model_name = "3D/3dmodel.model"
-    source = zipfile.ZipFile(io.BytesIO(data))
-    namespace = "http://schemas.microsoft.com/3dmanufacturing/core/2015/02"
-    ET.register_namespace("", namespace)
-    root = ET.fromstring(source.read(model_name))
-    for element in root.iter():
-        for attribute in ("id", "objectid"):
-            value = element.get(attribute)
-            if value is not None and value.isdigit():
-                element.set(attribute, str(int(value) + 1))
-    out = io.BytesIO()
-    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as target:
-        for info in source.infolist():
-            body = source.read(info.filename)
-            if info.filename == model_name:
-                body = ET.tostring(root, xml_declaration=True, encoding="utf-8")
-            target.writestr(info, body)
-    return out.getvalue()
-
-
 def export(
-    document: Mapping[str, Any], format: str, body: str | None, cache: dict[str, Any]
+    document: Mapping[str, Any],
+    format: str,
+    body: str | None,
+    cache: dict[str, Any],
+    *,
+    tolerance: float | None = None,
+    angular_tolerance: float | None = None,
 ) -> dict[str, Any]:
-    """``{"data": bytes, "diagnostics": []}``: one body, or all bodies as one compound."""
+    """``{"data": bytes, "diagnostics": []}``: one body, or all bodies as one compound.
+
+    Meshes (STL, 3MF, display) use ``tolerance`` (linear deflection, mm) and
+    ``angular_tolerance`` (radians); by default one relative to each body's size
+    (:func:`mesh_tolerance`) and :data:`MESH_ANGULAR_TOLERANCE`."""
     kind = FORMATS.get(str(format).lower()) or FORMATS.get(str(format))
     if kind is None:
         return {
@@ -1835,7 +2019,9 @@ def export(
     shape = shapes[0] if len(shapes) == 1 else cq.Compound.makeCompound(shapes)
     if kind == "mesh":
         try:
-            return {"data": display_mesh(list(zip(ids, shapes, strict=True))), "diagnostics": []}
+            named = list(zip(ids, shapes, strict=True))
+            data = display_mesh(named, tolerance, angular_tolerance)
+            return {"data": data, "diagnostics": []}
         except Exception as exc:
             return {
                 "data": b"",
@@ -1850,21 +2036,15 @@ def export(
                 shape.exportStep(str(path))
             elif kind == "svg":
                 cq.exporters.export(shape, str(path), exportType="SVG")
-            elif kind == "3mf":
-                cq.exporters.export(
-                    shape,
-                    str(path),
-                    exportType="3MF",
-                    tolerance=STL_TOLERANCE,
-                    angularTolerance=STL_ANGULAR_TOLERANCE,
-                )
             else:
-                shape.exportStl(
-                    str(path), tolerance=STL_TOLERANCE, angularTolerance=STL_ANGULAR_TOLERANCE
-                )
+                # One mesh per body, each at its own size's tolerance (STL holds one
+                # triangle soup: the bodies' meshes side by side).
+                meshes = [triangulate(one, tolerance, angular_tolerance) for one in shapes]
+                if kind == "3mf":
+                    path.write_bytes(threemf_bytes(meshes))
+                else:
+                    path.write_bytes(stl_bytes(_joined(meshes)))
             data = path.read_bytes() if path.is_file() else b""
-            if kind == "3mf" and data:
-                data = _positive_3mf_ids(data)
     except Exception as exc:
         data, error = b"", f"{type(exc).__name__}: {exc}"
     else:
