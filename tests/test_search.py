@@ -353,6 +353,60 @@ def test_an_unrelated_intent_is_an_explicit_no_match(index: SearchIndex, intent:
     assert "no capability matches" in response.no_match_reason
 
 
+@pytest.mark.parametrize(
+    ("intent", "operation"),
+    [
+        ("loft between a square and a circle on parallel planes", "loft"),
+        ("在两个截面之间放样", "loft"),
+        ("sweep a 6 mm circle along a bent path", "sweep"),
+        ("cut an M6 thread on the shaft", "thread"),
+        ("做一个20齿的齿轮", "gear"),
+        ("engrave the part number into the lid", "text"),
+    ],
+)
+def test_an_operation_no_capability_performs_is_a_no_match_naming_it(
+    index: SearchIndex, intent: str, operation: str
+) -> None:
+    """The words around the operation match primitives (a square, a circle, a shaft); the
+    answer is that nothing here performs it, not a list of primitives."""
+    response = index.search(intent)
+    assert response.no_match is True and response.hits == []
+    assert f"performs: {operation}" in response.no_match_reason
+    assert f"a capability that performs {operation}" in response.sufficiency.missing_information
+
+
+@pytest.mark.parametrize(
+    "intent",
+    [
+        "sweep the sketch 90 degrees around X to form a quarter elbow",  # a revolve
+        "here's the ISO-10303-21 text of a part, turn it into a body",  # an import
+        "a plain box, not threaded",  # negated
+    ],
+)
+def test_the_words_of_an_operation_used_otherwise_are_no_missing_operation(
+    index: SearchIndex, intent: str
+) -> None:
+    assert index.search(intent).no_match is False
+
+
+def test_a_catalog_that_performs_an_operation_answers_it(manifest: PackageManifest) -> None:
+    """Whether an operation is performed is read from the capabilities: a package with a
+    loft capability answers "loft" with it."""
+    box = next(d for d in manifest.descriptors if d.capability_id == "cap:exact.box@1")
+    loft = box.model_copy(
+        update={
+            "capability_id": "cap:exact.loft@1",
+            "title": "Loft",
+            "summary": "A solid blended between two or more profiles.",
+            "aliases": ["loft", "放样"],
+            "intent_examples": ["loft a square into a circle", "在两个截面之间放样"],
+        }
+    )
+    index = SearchIndex([*manifest.descriptors, loft], manifest.schemas)
+    response = index.search("loft between a square and a circle on parallel planes")
+    assert response.no_match is False and ids(response)[0] == "cap:exact.loft@1"
+
+
 def test_bm25_alone_is_a_baseline_without_the_other_stages(manifest: PackageManifest) -> None:
     bm25 = SearchIndex(manifest.descriptors, manifest.schemas, config=BM25_ONLY)
     response = bm25.search("倒圆角")

@@ -241,6 +241,70 @@ def _stem(word: str) -> str:
     return str(_stemmer().stemWord(word))
 
 
+@dataclass(frozen=True)
+class Operation:
+    """A modelling operation an intent can ask for by name, which only a capability that
+    performs it can answer: primitives matching the words around it ("a square", "a
+    circle") are no answer to "loft between a square and a circle"."""
+
+    name: str
+    what: str
+    asks: tuple[str, ...]
+    """Phrases that ask for it; each matches when all of its words' terms are in the
+    intent (English), or as a substring (Chinese)."""
+    performs: tuple[str, ...]
+    """Words one of which a capability that performs it has in its id or title (or, in
+    Chinese, its aliases)."""
+
+
+OPERATIONS: tuple[Operation, ...] = (
+    Operation(
+        "loft", "a solid blended between two or more profiles", ("loft", "放样"), ("loft", "放样")
+    ),
+    Operation(
+        "sweep",
+        "a profile swept along a path",
+        ("sweep along", "sweep path", "扫掠", "沿路径"),
+        ("sweep", "扫掠"),
+    ),
+    Operation("thread", "a helical thread", ("thread", "螺纹"), ("thread", "螺纹")),
+    Operation(
+        "helix",
+        "a helix or a coil spring",
+        ("helix", "helical", "coil spring", "螺旋", "弹簧"),
+        ("helix", "helical", "螺旋"),
+    ),
+    Operation("gear", "gear teeth", ("gear", "齿轮"), ("gear", "齿轮")),
+    Operation(
+        "text",
+        "engraved or embossed text",
+        ("engrave", "emboss", "刻字", "浮雕"),
+        ("text", "engrave", "emboss", "文字"),
+    ),
+    Operation("knurl", "a knurled surface", ("knurl", "滚花"), ("knurl", "滚花")),
+)
+"""Operations the host knows by name (English and Chinese). Whether the catalog performs
+one is read from the capabilities themselves, so a package that adds a loft answers
+"loft" from then on."""
+
+
+def _is_cjk(text: str) -> bool:
+    return bool(re.search(f"[{_CJK}]", text))
+
+
+def _performs(d: CapabilityDescriptor, op: Operation) -> bool:
+    """Whether ``d`` is a capability for ``op``: named for it in its id or title (aliases
+    are loose: a revolve may be "swept around an axis"), or in a Chinese alias."""
+    named = set(tokens(" ".join([d.title, d.capability_id.split(":")[-1].split("@")[0]])))
+    for word in op.performs:
+        if _is_cjk(word):
+            if word in d.title or any(word in a for a in d.aliases):
+                return True
+        elif set(tokens(word)) <= named:
+            return True
+    return False
+
+
 def tokens(text: str) -> list[str]:
     """Retrieval terms: English words lowercased, stopwords dropped, stemmed; Chinese runs
     as character unigrams (stopwords dropped) and bigrams."""
@@ -780,6 +844,9 @@ class SearchIndex:
                     if key:
                         self._aliases.setdefault(key, set()).add(i)
         self._size = len(self.caps)
+        self._performed = frozenset(
+            op.name for op in OPERATIONS if any(_performs(cap.descriptor, op) for cap in self.caps)
+        )
         # Document frequencies for lexical coverage.
         self._doc_terms = [frozenset(doc) for doc in documents]
         df: dict[str, int] = {}
@@ -1294,6 +1361,27 @@ class SearchIndex:
             quantities=list(norm.quantities),
             branches=branches,
         )
+        unperformed = self._unperformed(norm)
+        if unperformed:
+            wanted = "; ".join(f"{op.name} ({op.what})" for op in unperformed)
+            return SearchResponse(
+                intent=intent,
+                hits=[],
+                no_match=True,
+                embedder=self.embedder.name,
+                no_match_reason=(
+                    f"the intent asks for an operation no capability in the catalog performs: "
+                    f"{wanted}; capabilities that only match the words around it would not "
+                    "do it"
+                ),
+                filtered=filtered,
+                sufficiency=Sufficiency(
+                    evaluated=True,
+                    missing_information=[
+                        f"a capability that performs {op.name}" for op in unperformed
+                    ],
+                ),
+            )
         ranked = self._rerank(request, out)
         threshold = self.weights.no_match_below if self.config.name != BM25_ONLY.name else 0.0
         best = max((c.relevance for c in ranked[:NO_MATCH_DEPTH]), default=0.0)
@@ -1329,6 +1417,25 @@ class SearchIndex:
             truncated=truncated,
         )
         return _fit(response, request.max_bytes)
+
+    def _unperformed(self, norm: Normalized) -> list[Operation]:
+        """The operations the intent asks for (not negated) that nothing here performs."""
+        terms = set(norm.terms) - set(norm.negated)
+        raw = norm.raw
+        out = []
+        for op in OPERATIONS:
+            if op.name in self._performed:
+                continue
+            for phrase in op.asks:
+                if _is_cjk(phrase):
+                    asked = phrase in raw
+                else:
+                    words = tokens(phrase)
+                    asked = bool(words) and set(words) <= terms
+                if asked:
+                    out.append(op)
+                    break
+        return out
 
     def _rerank(self, request: SearchRequest, out: dict[int, _Candidate]) -> list[_Candidate]:
         """Stage 6: relevance adjusted by desired-output coverage, quality, risk and cost,
