@@ -497,6 +497,11 @@ _CODES = (
         ("PLAN_EFFECT_PROHIBITED", "a step's effect is one the Intent Frame prohibits"),
         ("PLAN_OUT_OF_SCOPE", "a step changes a body outside the Intent Frame's scope"),
         ("PLAN_ASSERTION_UNSUPPORTED", "no admitted validator implements an acceptance assertion"),
+        (
+            "SELECTOR_PRECEDENCE_AMBIGUOUS",
+            "a warning: a selector's `not` is followed by `and`/`or`/`exc` at its level; "
+            "CadQuery's `not` binds loosest, so `A and not B and C` is `A and not (B and C)`",
+        ),
     ),
     *_phase(
         "runtime",

@@ -830,3 +830,85 @@ def test_a_loose_set_schema_still_gets_a_code_for_a_non_scalar(tmp_path: Path) -
         assert lowered is None
         assert ("PLAN_ARGS_INVALID", "/steps/0/args/value") in codes_at(report.diagnostics)
     assert kernel.total_calls == 0
+
+
+# -- warnings: a plan that passes with a finding ----------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("selector", "op", "meant"),
+    [
+        ("|X and not >Y and not <Y", "and", "|X and (not >Y) and (not <Y)"),
+        ("not >Z or <Z", "or", "(not >Z) or <Z"),
+        ("not (>Z) and <Z", "and", "(not (>Z)) and <Z"),
+        ("not >Z exc <Z", "exc", "(not >Z) exc <Z"),
+        ("(|Z or not >X and <Y)", "and", "(|Z or (not >X) and <Y)"),
+        (">(1, 0, 0) and not <(0,1,0) or |Z", "or", ">(1, 0, 0) and (not <(0,1,0)) or |Z"),
+    ],
+)
+def test_a_not_before_and_or_is_a_precedence_warning(
+    tmp_path: Path, selector: str, op: str, meant: str
+) -> None:
+    from aira_core.diagnostics import Severity
+    from aira_core.runtime.plan import ambiguous_not
+
+    assert ambiguous_not(selector) == op
+    ctx, _, repository = make_runtime(tmp_path)
+    steps = composite_steps()
+    steps[2] = steps[2].model_copy(
+        update={"args": {**steps[2].args, "edges": {"body": "b:plate", "select": selector}}}
+    )
+    report, lowered = check_plan(plan(repository.head(), *steps), ctx)
+    assert report.ok and lowered is not None and report.failed_step is None  # still passes
+    (d,) = report.diagnostics
+    assert (d.code, d.severity, d.pointer) == (
+        "SELECTOR_PRECEDENCE_AMBIGUOUS",
+        Severity.WARNING,
+        "/steps/2/args/edges/select",
+    )
+    assert (d.actual, d.expected) == (selector, meant)
+    assert "binds loosest" in d.message and repr(meant) in d.message
+
+
+@pytest.mark.parametrize(
+    "selector",
+    [
+        "|Z",
+        "|Z and not >Z",
+        "not %LINE",
+        "not (>Z and <Z)",
+        "|X and (not >Y) and (not <Y)",
+        "(|X and not >Y) or <Z",
+        "|Z and >X or <X",
+        ">Z[-2]",
+        "notable and >Z",  # a word containing `not` is no `not`
+    ],
+)
+def test_a_not_that_ends_its_level_is_no_warning(tmp_path: Path, selector: str) -> None:
+    from aira_core.runtime.plan import ambiguous_not
+
+    assert ambiguous_not(selector) is None
+    ctx, _, repository = make_runtime(tmp_path)
+    steps = composite_steps()
+    steps[2] = steps[2].model_copy(
+        update={"args": {**steps[2].args, "edges": {"body": "b:plate", "select": selector}}}
+    )
+    report, _ = check_plan(plan(repository.head(), *steps), ctx)
+    assert report.ok and report.diagnostics == []
+
+
+def test_a_precedence_warning_goes_with_the_failure_it_may_explain(tmp_path: Path) -> None:
+    ctx, kernel, repository = make_runtime(tmp_path)
+    steps = composite_steps()
+    selector = "|Z and not >Z and not <Z"
+    steps[2] = steps[2].model_copy(
+        update={"args": {**steps[2].args, "edges": {"body": "b:plate", "select": selector}}}
+    )
+    envelope = WritePath(ctx, kernel).apply(plan(repository.head(), *steps), "w")
+    # the FAKE kernel knows no such selector: the preview fails, the warning follows its error
+    assert envelope.status == "failed" and envelope.data["failedStep"] == "round"
+    assert [d.code for d in envelope.diagnostics] == [
+        "SELECTION_EMPTY",
+        "SELECTOR_PRECEDENCE_AMBIGUOUS",
+    ]
+    assert envelope.diagnostics[1].severity == "warning"

@@ -197,6 +197,9 @@ def test_repair_is_capped_and_ends_as_cannot_proceed(tmp_path: Path) -> None:
     assert failed.data["failedStep"] == "round"
     assert failed.diagnostics[0].code == "FILLET_RADIUS_TOO_LARGE"
     assert failed.diagnostics[0].phase == "preview"
+    # named by the plan's step; the lowered node the kernel named is kept in `affected`
+    node = t._candidate.lowered.node_of_step["round"]
+    assert (failed.diagnostics[0].subject, failed.diagnostics[0].affected) == ("round", [node])
     assert failed.data["stepSchema"]["properties"]["radius"]
     for n in range(1, 4):
         t.call("model.proposePatch", f"p{n}", plan_args(t, radius=100))
@@ -687,3 +690,16 @@ def test_a_query_of_another_revision_needs_a_grant_that_covers_its_branch(tmp_pa
     start = repo.store.log("task/t1", limit=None)[-1].rev
     own = t.call("model.read", "q2", {**args, "rev": start})
     assert "PLAN_SCOPE_DENIED" not in codes(own) and kernel.calls["query"] == before + 1
+
+
+def test_a_passing_plans_warnings_come_with_the_proposal(tmp_path: Path) -> None:
+    t, kernel, _ = task(tmp_path)
+    t.call("interface.manifest", "m")
+    steps = composite_steps()
+    steps[2] = steps[2].model_copy(
+        update={"args": {**steps[2].args, "edges": {"body": "b:plate", "select": "not >Z or <Z"}}}
+    )
+    out = t.call("model.proposePatch", "p", {"plan": plan(t.head, *steps).to_wire()})
+    assert out.status == "success" and t.state.value == "proposed"
+    assert codes(out) == ["SELECTOR_PRECEDENCE_AMBIGUOUS"]
+    assert out.diagnostics[0].severity == "warning" and kernel.total_calls == 0

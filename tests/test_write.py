@@ -213,7 +213,74 @@ def test_query_diagnostics_are_reported(tmp_path: Path) -> None:
     kernel.query = failing_query  # type: ignore[method-assign]
     envelope = WritePath(ctx, kernel).apply(plan(repository.head(), *composite_steps()), "q")
     assert kernel.calls["query"] == 1
-    assert "QUERY_FAILED" in codes(envelope)
+    assert [(d.code, d.subject) for d in envelope.diagnostics] == [("QUERY_FAILED", "mass")]
+
+
+def test_a_query_diagnostic_names_its_step_and_keeps_the_kernels_subject(tmp_path: Path) -> None:
+    ctx, kernel, repository = make_runtime(tmp_path)
+
+    def failing_query(document: Any, ref: str, args: Any) -> QueryResult:
+        target = args["target"]
+        return QueryResult({}, [Diagnostic(code="QUERY_FAILED", message="x", subject=target)])
+
+    kernel.query = failing_query  # type: ignore[method-assign]
+    envelope = WritePath(ctx, kernel).apply(plan(repository.head(), *composite_steps()), "q")
+    body = repository.aliases(repository.head()).resolve("b:plate")
+    assert [(d.subject, d.affected) for d in envelope.diagnostics] == [("mass", [body])]
+
+
+@pytest.mark.parametrize("radius", [100, 15])
+def test_a_preview_failure_names_the_step_as_its_subject(tmp_path: Path, radius: int) -> None:
+    ctx, kernel, repository = make_runtime(tmp_path)
+    p = plan(repository.head(), *composite_steps(radius=radius))
+    lowered = WritePath(ctx, kernel).propose(p, "r0").lowered
+    envelope = WritePath(ctx, kernel).apply(p, "r")
+    assert envelope.data["failedStep"] == "round"
+    assert [(d.code, d.subject, d.affected, d.phase) for d in envelope.diagnostics] == [
+        (FILLET_RADIUS_TOO_LARGE, "round", [lowered.node_of_step["round"]], "preview")
+    ]
+    # the kernel itself still names its node: the write path maps it to the step
+    document = WritePath(ctx, kernel).propose(p, "r1").document
+    assert [d.subject for d in kernel.evaluate(document).diagnostics] == [
+        lowered.node_of_step["round"]
+    ]
+
+
+def test_a_patch_problem_of_a_lowered_node_names_its_step(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import aira_core.runtime.write as write
+    from aira_core.model.patch import PatchRejected
+
+    ctx, kernel, repository = make_runtime(tmp_path)
+    p = plan(repository.head(), *composite_steps())
+    lowered = WritePath(ctx, kernel).propose(p, "r0").lowered
+    fillet = lowered.node_of_step["round"]
+    base = repository.document(repository.head())
+    index = write._entity_order(base, lowered)["nodes"].index(fillet)
+
+    def refuse(*args: Any, **kwargs: Any) -> Any:
+        # a pointer into the patched document, as apply_patch's problems carry
+        bad = Diagnostic(code="X_BAD", message="bad input", pointer=f"/nodes/{index}/inputs/r")
+        raise PatchRejected([bad, Diagnostic(code="X_DOC", message="document-level")])
+
+    monkeypatch.setattr(write, "apply_patch", refuse)
+    envelope = WritePath(ctx, kernel).apply(p, "r")
+    assert envelope.data["stage"] == "propose" and envelope.data["failedStep"] == "round"
+    assert [(d.code, d.subject, d.affected, d.pointer) for d in envelope.diagnostics] == [
+        ("X_BAD", "round", [fillet], f"/nodes/{index}/inputs/r"),
+        ("X_DOC", None, None, None),  # of no step: as it was
+    ]
+
+
+def test_a_validate_failure_names_the_step_of_its_assertion(tmp_path: Path) -> None:
+    ctx, kernel, repository = make_runtime(tmp_path)
+    p = plan(repository.head(), *composite_steps(vmin=1000, vmax=10_000))
+    assertion = WritePath(ctx, kernel).propose(p, "r0").lowered.assertion_of_step["check"]
+    envelope = WritePath(ctx, kernel).apply(p, "r")
+    assert [(d.code, d.subject, d.affected) for d in envelope.diagnostics] == [
+        (VOLUME_OUT_OF_RANGE, "check", [assertion])
+    ]
 
 
 # -- incremental evaluation --------------------------------------------------------------------
@@ -280,9 +347,11 @@ def test_fillet_too_large_fails_at_preview(tmp_path: Path, radius: Any) -> None:
     assert envelope.data["failedStep"] == "round"
     assert envelope.data["stepSchema"] == input_schema(FILLET_CAP)
     assert envelope.data["planId"] == p.plan_id()
+    # the plan's step is the subject; the lowered node the kernel named is in `affected`
+    node = WritePath(ctx, kernel).propose(p, "req:big2").lowered.node_of_step["round"]
     (diagnostic,) = envelope.diagnostics
     assert diagnostic.code == FILLET_RADIUS_TOO_LARGE
-    assert diagnostic.subject is not None and diagnostic.subject.startswith("n")
+    assert (diagnostic.subject, diagnostic.affected) == ("round", [node])
     assert [a.operation for a in envelope.next_actions] == ["model.proposePatch"]
     assert kernel.calls["evaluate"] == 1
     assert kernel.calls["validate"] == 0 and kernel.calls["query"] == 0

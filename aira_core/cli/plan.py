@@ -84,6 +84,7 @@ def plan_check(
         _print_json(report.to_wire())
     elif report.ok:
         typer.echo(f"{report.plan_id}: ok")
+        _print_diagnostics(report.diagnostics)  # warnings: they do not fail the plan
     else:
         from rich.markup import escape
 

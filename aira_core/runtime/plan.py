@@ -23,12 +23,17 @@ The ten checks and their codes:
 9. effects within the Intent Frame: ``PLAN_EFFECT_PROHIBITED``, ``PLAN_OUT_OF_SCOPE``
 10. acceptance assertions supported: ``PLAN_ASSERTION_UNSUPPORTED``
 
+Warnings, which do not fail the plan: ``SELECTOR_PRECEDENCE_AMBIGUOUS`` (a selector whose
+``not`` is followed by ``and``/``or``/``exc`` at the same level: CadQuery's ``not`` binds
+loosest, so it negates everything after it).
+
 A plan bound to a revision other than the branch head is refused first, with
 ``STEP_STALE_REVISION``.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -83,7 +88,14 @@ from aira_core.contracts.capability import (
     SessionGrant,
 )
 from aira_core.contracts.plan import CheckReport, IntentFrame, Plan, PlanStep, UncertaintyReport
-from aira_core.diagnostics import AiraError, Diagnostic, FindingCap, json_pointer, redact_value
+from aira_core.diagnostics import (
+    AiraError,
+    Diagnostic,
+    FindingCap,
+    Severity,
+    json_pointer,
+    redact_value,
+)
 from aira_core.model.aliases import AliasTable, label_alias_safe
 from aira_core.model.operations import node_ref
 from aira_core.model.patch import PatchRejected, apply_patch, find_cycle, validate_document
@@ -175,7 +187,76 @@ class _Findings:
         self.items.append((index if isinstance(index, int) else None, diagnostic))
 
     def __bool__(self) -> bool:
-        return bool(self.items)
+        """Whether there is an error: warnings do not fail a plan."""
+        return any(d.severity is Severity.ERROR for _, d in self.items)
+
+
+# CadQuery's selector grammar (cadquery.selectors, infix_notation) ranks `and` over `or` over
+# `exc`/`except` over `not`: `not` binds loosest and negates all that follows it at its level.
+_BINARY_SELECTOR_OPS = frozenset({"and", "or", "exc", "except"})
+# A direction vector `>(1, 0, 0)` is one operand, not a group.
+_SELECTOR_TOKEN = re.compile(r"[<>|#+\-]\s*\([^()]*\)|[()]|[^\s()]+")
+
+
+def ambiguous_not(selector: str) -> str | None:
+    """The operator after a ``not`` at the same parenthesis level (``and``, ``or``, ``exc``):
+    CadQuery then parses ``A and not B and C`` as ``A and not (B and C)``, which a reader
+    rarely means. ``None`` when every ``not`` negates only what it is meant to (``not B``
+    at the end of its level, or ``not (B and C)``)."""
+    seen_not = [False]  # per parenthesis level: a `not` was seen at this level
+    for token in _SELECTOR_TOKEN.findall(selector):
+        if token == "(":
+            seen_not.append(False)
+        elif token == ")":
+            if len(seen_not) > 1:
+                seen_not.pop()
+        elif token == "not":
+            seen_not[-1] = True
+        elif token in _BINARY_SELECTOR_OPS and seen_not[-1]:
+            return token
+    return None
+
+
+def negations_parenthesised(selector: str) -> str:
+    """``selector`` with each ``not`` closed before the next operator at its level:
+    ``|X and not >Y and not <Y`` → ``|X and (not >Y) and (not <Y)``."""
+    out: list[str] = []
+    pending = [0]  # per parenthesis level: the `(not` groups still open
+    for token in _SELECTOR_TOKEN.findall(selector):
+        if token == "(":
+            pending.append(0)
+        elif token == ")" or token in _BINARY_SELECTOR_OPS:
+            out += [")"] * pending[-1]
+            pending[-1] = 0
+            if token == ")" and len(pending) > 1:
+                pending.pop()
+        elif token == "not":
+            out.append("(")
+            pending[-1] += 1
+        out.append(token)
+    out += [")"] * sum(pending)
+    return " ".join(out).replace("( ", "(").replace(" )", ")")
+
+
+def _selector_precedence(
+    selector: str, where: tuple[Any, ...], found: _Findings, step: str
+) -> None:
+    op = ambiguous_not(selector)
+    if op is None:
+        return
+    meant = negations_parenthesised(selector)
+    found.add(
+        "SELECTOR_PRECEDENCE_AMBIGUOUS",
+        f"selector {selector!r}: CadQuery's `not` binds loosest and negates everything after "
+        f"it, `{op}` included (`A and not B {op} C` means `A and not (B {op} C)`); to negate "
+        f"only the next operand, parenthesise it: {meant!r}",
+        *where,
+        "select",
+        step=step,
+        severity=Severity.WARNING,
+        expected=meant,
+        actual=selector,
+    )
 
 
 # -- the checks ---------------------------------------------------------------------------------
@@ -491,6 +572,7 @@ def _normalise_args(
                 )
                 ok = False
                 continue
+            _selector_precedence(lowered_sel.select, where, found, step.id)
             out[name] = _Arg(value, lowered_sel, {**value, "body": body})
             continue
         if kind == JSON:
@@ -1031,7 +1113,9 @@ def _report(
     uncertainty: UncertaintyReport,
     plan: Plan | None = None,
 ) -> CheckReport:
-    index = next((i for i, _ in found.items if i is not None), None)
+    index = next(
+        (i for i, d in found.items if i is not None and d.severity is Severity.ERROR), None
+    )
     failed_step = None
     schema = None
     compact = None

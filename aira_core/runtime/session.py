@@ -746,6 +746,8 @@ class Task:
                 "ops": len(candidate.lowered.ops),
                 "uncertainty": candidate.report.uncertainty.to_wire(),
             },
+            # a passing plan's findings are warnings (SELECTOR_PRECEDENCE_AMBIGUOUS …)
+            diagnostics=candidate.report.diagnostics,
         )
 
     def _failed(self, op: MetaOperation, rejected: Rejected) -> ObservationEnvelope:

@@ -116,16 +116,37 @@ def _entity_order(base: AmirDocument, lowered: Lowered) -> dict[str, list[str]]:
     return {block: [e.id for e in getattr(base, block)] + ids for block, ids in added.items()}
 
 
-def _step_of_pointer(
-    pointer: str | None, order: Mapping[str, list[str]], lowered: Lowered
-) -> str | None:
+def _entity_of_pointer(pointer: str | None, order: Mapping[str, list[str]]) -> str | None:
+    """The id of the entity a pointer into the patched document (``/nodes/3/…``) is in."""
     parts = (pointer or "").strip("/").split("/")
     if len(parts) >= 2 and parts[0] in order and parts[1].isdigit():
         ids = order[parts[0]]
         index = int(parts[1])
         if index < len(ids):
-            return lowered.step_of(ids[index])
+            return ids[index]
     return None
+
+
+def on_step(diagnostic: Diagnostic, lowered: Lowered, *, step: str | None = None) -> Diagnostic:
+    """``diagnostic`` named by the plan step it arose from: ``subject`` is the step's id and
+    the entity the kernel or the patch named (a node, body or assertion id) leads
+    ``affected``. The step is ``step`` or the one that made the subject (or an affected
+    entity); a diagnostic of no step of the plan (an earlier commit's assertion, the store)
+    is returned as it is."""
+    entities = [e for e in (diagnostic.subject, *(diagnostic.affected or [])) if e]
+    if step is None:
+        step = next((s for e in entities if (s := lowered.step_of(e))), None)
+    if step is None or diagnostic.subject == step:
+        return diagnostic
+    affected = list(dict.fromkeys(e for e in entities if e != step))
+    return diagnostic.model_copy(update={"subject": step, "affected": affected or None})
+
+
+def _with_warnings(diagnostics: Sequence[Diagnostic], candidate: Candidate) -> list[Diagnostic]:
+    """``diagnostics`` and, after them, the warnings ``plan.check`` gave the candidate's plan
+    (a passing plan's findings are all warnings): a failure they may explain shows them."""
+    found = candidate.report.diagnostics if candidate.report is not None else []
+    return [*diagnostics, *(d for d in found if d not in diagnostics)]
 
 
 class WritePath:
@@ -195,6 +216,9 @@ class WritePath:
                     defaults=entry.descriptor.defaults,
                 )
         diagnostics = [d if d.phase else d.model_copy(update={"phase": stage}) for d in diagnostics]
+        if plan is not None:  # a model repairs a plan's steps, never its lowered nodes
+            diagnostics = [on_step(d, candidate.lowered) for d in diagnostics]
+        diagnostics = _with_warnings(diagnostics, candidate)
         return Rejected(
             self.envelope(
                 request_id,
@@ -258,11 +282,16 @@ class WritePath:
             candidate.document = apply_patch(base, Patch(ops=lowered.ops), self._signatures)
         except PatchRejected as exc:
             order = _entity_order(base, lowered)
-            failed = next(
-                (s for d in exc.diagnostics if (s := _step_of_pointer(d.pointer, order, lowered))),
-                None,
-            )
-            raise self._repair(request_id, candidate, exc.diagnostics, failed, "propose") from None
+            named, failed = [], None
+            for d in exc.diagnostics:
+                # a patch problem names no entity, only a pointer into the patched document
+                entity = _entity_of_pointer(d.pointer, order)
+                step = lowered.step_of(entity) if entity else None
+                if step is not None:
+                    failed = failed or step
+                    d = d.model_copy(update={"affected": [entity, *(d.affected or [])]})
+                named.append(on_step(d, lowered, step=step))
+            raise self._repair(request_id, candidate, named, failed, "propose") from None
         return candidate
 
     def propose_patch(
@@ -594,6 +623,7 @@ class WritePath:
                         "planId": candidate.plan_id,
                         "queries": self._queries(candidate, []),
                     },
+                    diagnostics=_with_warnings([], candidate),
                     next_actions=[NextAction(operation="model.read")],
                 )
         except Rejected as exc:
@@ -611,7 +641,7 @@ class WritePath:
                 "queries": self._queries(candidate, diagnostics),
             }
 
-        return self._written(
+        envelope = self._written(
             request_id,
             candidate,
             branch=branch,
@@ -620,6 +650,10 @@ class WritePath:
             publish=publish,
             approved=approved,
             data=plan_data,
+        )
+        # plan.check's warnings after what decided the status (they never change it)
+        return envelope.model_copy(
+            update={"diagnostics": _with_warnings(envelope.diagnostics, candidate)}
         )
 
     def apply_patch(
@@ -741,13 +775,12 @@ class WritePath:
             try:
                 result = kernel_guard.query(self.kernel, candidate.document, ref, args)
             except KernelFailure as exc:
-                diagnostics.append(
-                    exc.diagnostic.model_copy(update={"phase": "query", "subject": step})
-                )
+                diagnostic = exc.diagnostic.model_copy(update={"phase": "query"})
+                diagnostics.append(on_step(diagnostic, candidate.lowered, step=step))
                 continue
             out[step] = dict(result.data)
             diagnostics += [
-                d.model_copy(update={"phase": "query", "subject": d.subject or step})
+                on_step(d.model_copy(update={"phase": "query"}), candidate.lowered, step=step)
                 for d in result.diagnostics
             ]
         return out

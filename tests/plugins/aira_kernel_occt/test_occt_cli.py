@@ -302,3 +302,54 @@ def test_import_keeps_json_clean_and_picks_a_free_alias(aira_home: Path, tmp_pat
     for label, code in [("bad label!", "LABEL_INVALID"), ("plate", "LABEL_TAKEN")]:
         bad = aira(aira_home, "model", "import", str(step_file), "--label", label)
         assert bad.returncode == 1 and code in bad.stderr, bad.stderr
+
+
+def _plate_plan(tmp_path: Path, base: str, *, radius: float, select: str) -> Path:
+    steps = [
+        {
+            "id": "plate",
+            "capability": "cap:exact.box@1",
+            "label": "plate",
+            "args": {"length": 40, "width": 30, "height": 10},
+        },
+        {
+            "id": "round",
+            "capability": "cap:exact.fillet@1",
+            "args": {
+                "target": "b:plate",
+                "radius": radius,
+                "edges": {"body": "b:plate", "select": select, "entity": "Edge"},
+            },
+        },
+    ]
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps({"baseRevision": base, "steps": steps}))
+    return plan
+
+
+def test_a_preview_failure_on_the_real_kernel_names_the_step(aira_home: Path, tmp_path) -> None:
+    base = json.loads(aira(aira_home, "model", "init", "--json").stdout)["rev"]
+    plan = _plate_plan(tmp_path, base, radius=100, select="|Z")
+    envelope = json.loads(aira(aira_home, "plan", "apply", str(plan), "--json").stdout)
+    assert envelope["status"] == "failed" and envelope["data"]["failedStep"] == "round"
+    (d,) = envelope["diagnostics"]
+    assert (d["code"], d["subject"], d["phase"]) == ("FILLET_RADIUS_TOO_LARGE", "round", "preview")
+    # the OCCT kernel named the lowered fillet node: kept in `affected`, never a step id
+    (node,) = d["affected"]
+    assert node not in ("plate", "round") and node.startswith("n")
+
+
+def test_a_not_before_and_warns_and_cadquery_reads_it_loosest(aira_home: Path, tmp_path) -> None:
+    base = json.loads(aira(aira_home, "model", "init", "--json").stdout)["rev"]
+    # |Z and not (>X and not <X): the two vertical edges not at +X. The form the warning
+    # suggests, |Z and (not >X) and (not <X), would select none of the four (all lie at ±X).
+    plan = _plate_plan(tmp_path, base, radius=2, select="|Z and not >X and not <X")
+    out = aira(aira_home, "plan", "apply", str(plan), "--json")
+    envelope = json.loads(out.stdout)
+    assert envelope["status"] == "success", envelope["diagnostics"]
+    (d,) = envelope["diagnostics"]
+    assert (d["code"], d["severity"]) == ("SELECTOR_PRECEDENCE_AMBIGUOUS", "warning")
+    assert d["expected"] == "|Z and (not >X) and (not <X)"
+    (plate,) = envelope["data"]["bodies"].values()
+    # two edges rounded: 40·30·10 − 2·(1 − π/4)·r²·h
+    assert plate["volume"] == pytest.approx(12000 - 2 * (1 - math.pi / 4) * 4 * 10, rel=1e-6)
