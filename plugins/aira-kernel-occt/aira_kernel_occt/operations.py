@@ -61,7 +61,9 @@ SELECTOR_GRAMMAR = (
     "CadQuery string selectors on the body's current shape: '>Z' (the face or edges farthest "
     "along +Z), '<X', '|Z' (edges parallel to Z), '#Z' (perpendicular), '%CIRCLE' / '%LINE' / "
     "'%PLANE' (by geometry type), combined with 'and', 'or', 'not' and brackets, e.g. "
-    "'|Z and >X', '>Z or <Z', 'not %LINE'."
+    "'|Z and >X', '>Z or <Z', 'not %LINE'. Precedence: 'not' binds loosest and negates "
+    "everything after it, so '|X and not >Y and not <Y' means '|X and not (>Y and not <Y)'; "
+    "to negate one selector, bracket it: '|X and (not >Y) and (not <Y)'."
 )
 
 

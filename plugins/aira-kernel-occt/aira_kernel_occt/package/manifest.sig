@@ -4,5 +4,5 @@
   "context": "aira.capability-package.v1",
   "publisher": "aira-first-party",
   "keyId": "e81c20c98175665f",
-  "signature": "lqxs9ke9V8Ltz+5TckG2EkHbwwTvTD+K3Cm/TF8TLhBe0d3Yu8mSSMz9o+kuP6u6v8zor84yDjuDYw/tBKu8Cw=="
+  "signature": "i56AZ2e8wd+PaNOLM/wP0y9xWpCwux48dmnsNsdO+cgiyICINSf97bx+Ymt+oY8Ki31wAsHTQ2poE7G+K1jaCQ=="
 }
