@@ -24,6 +24,7 @@ from runtime_factory import (
     FILLET,
     FILLET_CAP,
     FILLET_RADIUS_TOO_LARGE,
+    MASS_PROPERTIES_CAP,
     PLATE,
     SELECTION_EMPTY,
     SET_CAP,
@@ -192,6 +193,28 @@ def test_composite_plan_commits_with_a_full_success_envelope(tmp_path: Path) -> 
     assert log[0].meta["steps"] == ["width", "plate", "round", "check", "mass"]
     assert kernel.calls["evaluate"] == 1 and kernel.calls["validate"] == 1
     assert kernel.calls["query"] == 1
+
+
+def test_a_query_step_reads_the_state_at_its_position_in_the_plan(tmp_path: Path) -> None:
+    """A plan sees its own order: a query before the fillet reads the sharp box, the one
+    after it the rounded plate; one evaluation of the document, one of each prefix."""
+    ctx, kernel, repository = make_runtime(tmp_path)
+    steps = composite_steps()
+    before = step("sharp", MASS_PROPERTIES_CAP, target="b:plate")
+    width, plate_step, round_step, check, mass = steps
+    ordered = [width, plate_step, before, round_step, check, mass]
+    envelope = WritePath(ctx, kernel).apply(plan(repository.head(), *ordered), "q")
+    assert envelope.status == "success", envelope.diagnostics
+    queries = envelope.data["queries"]
+    assert queries["sharp"]["volume"] == pytest.approx(40 * 30 * 10, rel=1e-9)
+    assert queries["mass"]["volume"] == pytest.approx(plate_volume(), rel=1e-9)
+    # and one before the step that makes its body names what is not there yet: plan.check
+    # refuses it, naming the step
+    ctx2, kernel2, repository2 = make_runtime(tmp_path / "fresh")
+    early = step("early", MASS_PROPERTIES_CAP, target="plate")
+    out = WritePath(ctx2, kernel2).apply(plan(repository2.head(), width, early, plate_step), "q2")
+    assert out.status == "blocked" and out.data["failedStep"] == "early"
+    assert [d.code for d in out.diagnostics] == ["PLAN_REFERENCE_UNRESOLVED"]
 
 
 def test_query_step_data_is_in_the_envelope(tmp_path: Path) -> None:

@@ -142,6 +142,9 @@ class Lowered:
 
     ops: list[PatchOp] = field(default_factory=list)
     queries: list[tuple[str, str, dict[str, Any]]] = field(default_factory=list)
+    query_at: dict[str, int] = field(default_factory=dict)
+    """How many of ``ops`` come before each query step: the state it reads is the base
+    with those applied (a plan sees its own order)."""
     node_of_step: dict[str, str] = field(default_factory=dict)
     body_of_step: dict[str, str] = field(default_factory=dict)
     assertion_of_step: dict[str, str] = field(default_factory=dict)
@@ -778,6 +781,7 @@ def _lower_step(
     inputs = {n: a.lowered for n, a in args.items() if a.lowered is not None}
     if d.kind is CapabilityKind.MODEL_QUERY:
         lowered.queries.append((step.id, entry.ref, {n: a.resolved for n, a in args.items()}))
+        lowered.query_at[step.id] = len(lowered.ops)
         return
     if d.kind is CapabilityKind.VALIDATOR:
         target = args.get("target")

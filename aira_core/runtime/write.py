@@ -768,12 +768,28 @@ class WritePath:
             return QueryResult(data={}, diagnostics=[exc.diagnostic])
 
     def _queries(self, candidate: Candidate, diagnostics: list[Diagnostic]) -> dict[str, Any]:
-        """Run the plan's query steps (read-only) on the candidate document; their
-        diagnostics, and a kernel that raises, are reported, never raised."""
+        """Run the plan's query steps (read-only), each on the state at its position in the
+        plan: the base with the steps before it applied (the candidate document for a query
+        after the last write); their diagnostics, and a kernel that raises, are reported,
+        never raised."""
         out: dict[str, Any] = {}
-        for step, ref, args in candidate.lowered.queries:
+        lowered = candidate.lowered
+        states: dict[int, AmirDocument] = {len(lowered.ops): candidate.document}
+        for step, ref, args in lowered.queries:
+            at = lowered.query_at.get(step, len(lowered.ops))
+            if at not in states:
+                try:
+                    states[at] = apply_patch(
+                        candidate.base, Patch(ops=lowered.ops[:at]), self._signatures
+                    )
+                except PatchRejected as exc:  # the state there is not a document of its own
+                    diagnostics += [
+                        on_step(d.model_copy(update={"phase": "query"}), lowered, step=step)
+                        for d in exc.diagnostics
+                    ]
+                    continue
             try:
-                result = kernel_guard.query(self.kernel, candidate.document, ref, args)
+                result = kernel_guard.query(self.kernel, states[at], ref, args)
             except KernelFailure as exc:
                 diagnostic = exc.diagnostic.model_copy(update={"phase": "query"})
                 diagnostics.append(on_step(diagnostic, candidate.lowered, step=step))
