@@ -1,7 +1,7 @@
-"""Benchmark: the OCCT kernel's incremental re-evaluation and its warm worker round trip.
+"""Benchmark: the OCCT kernel's incremental re-evaluation, against plain CadQuery, and STL export.
 
-Three numbers, all through the production :class:`aira_kernel_occt.kernel.OcctKernel` (so
-through its worker process, as the host uses it):
+Measured through the production :class:`aira_kernel_occt.kernel.OcctKernel` (so through its
+worker process, as the host uses it), except where said:
 
 1. **Incremental re-evaluation.** A 40-node AMIR document (four plates, each a box whose
    length is a parameter, moved into place, its vertical edges filleted and two through holes
@@ -9,21 +9,38 @@ through its worker process, as the host uses it):
    result lifted onto the XY plane) is evaluated in full on a fresh kernel (cold node cache,
    worker already started), then one leaf parameter (the length of plate 0) is changed, the
    runtime's hint ``changed_nodes(old, new)`` is computed and the new document is evaluated
-   on the same, warm kernel. The target is a median ratio incremental / full of at most 0.3.
-2. **Warm worker round trip.** ``query.boundingBox@1.0.0`` on a one-box document, repeated
+   on the same, warm kernel.
+2. **Plain CadQuery from scratch.** The comparison a user makes: what a code-writing tool
+   does on every change, re-running an equivalent plain CadQuery script (the same
+   dimensions and operations: ``Workplane.box``, ``translate``, ``edges("|Z").fillet``,
+   cylinders cut, the same balanced unions, the lift) with the edited length, in a warm
+   process (CadQuery imported, one warm-up build first). Its volume must match Aira's
+   evaluated volume within 1e-6 relative (the same part), or the benchmark is broken.
+   **The target: median incremental / plain CadQuery at most 0.5.** This favours CadQuery:
+   Aira's numbers include the worker process round trip (the document sent, the result
+   returned), while plain CadQuery runs in this process with nothing sent anywhere.
+   The ratio incremental / full is still reported for information; its earlier target of
+   0.3 is retired (it is bounded by the top-level unions on the changed path).
+3. **Warm worker round trip.** ``query.boundingBox@1.0.0`` on a one-box document, repeated
    after warm-up: p50 and p90 (no target; p50 is reported).
-3. **First call including worker start** (for information): a fresh kernel's first query,
+4. **First call including worker start** (for information): a fresh kernel's first query,
    which spawns the worker and imports CadQuery/OpenCASCADE there.
+5. **STL export of the bundled parts** (for information): each bundled demo script
+   (bracket, flanged_shaft, parametric_edit) is run on one kernel, and its final revision
+   is exported as STL at the default tolerance: the first export's time, the median of the
+   repeated ones (the kernel caches node results, so a repeat may cost less), the size and
+   the triangle count.
 
 Run from the repository root with the project's interpreter::
 
     .venv/bin/python benchmarks/bench_occt.py              # human-readable report
     .venv/bin/python benchmarks/bench_occt.py --json       # one JSON object
-    .venv/bin/python benchmarks/bench_occt.py --runs 5 --queries 500
+    .venv/bin/python benchmarks/bench_occt.py --runs 5 --queries 500 --exports 5
 
 The script reports and never fails a build: it exits 0 whether or not the target is met, and
 also when CadQuery is not installed (it says so and skips). It exits non-zero only when the
-benchmark itself is broken (the document does not evaluate cleanly).
+benchmark itself is broken (the document does not evaluate cleanly, the plain CadQuery part
+is not the same part, an export fails).
 """
 
 from __future__ import annotations
@@ -33,13 +50,20 @@ import importlib.util
 import json
 import platform
 import statistics
+import struct
 import sys
+import tempfile
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
-TARGET_RATIO = 0.3
+TARGET_RATIO = 0.5  # incremental / plain CadQuery from scratch
+RETIRED_RATIO = 0.3  # incremental / full: retired, reported for information
+VOLUME_TOLERANCE = 1e-6  # relative: plain CadQuery and Aira build the same part
 DEFAULT_RUNS = 3
+DEFAULT_EXPORTS = 3
+BUNDLED_PARTS = ("bracket", "flanged_shaft", "parametric_edit")
 DEFAULT_QUERIES = 200
 WARMUP_QUERIES = 10
 LENGTHS = (80.0, 85.0, 90.0, 95.0)
@@ -138,6 +162,24 @@ def box_document() -> dict[str, Any]:
     }
 
 
+def plain_cadquery_frame(lengths: list[float]) -> Any:
+    """The frame of :func:`frame_document` as a plain CadQuery script builds it from
+    scratch: the same dimensions and operations, Workplane by Workplane."""
+    import cadquery as cq
+
+    plates = []
+    for i, length in enumerate(lengths):
+        y = 28.0 * i
+        plate = cq.Workplane().box(length, 30, 10).translate((0, y, 0)).edges("|Z").fillet(3)
+        for x, r in ((-20.0, 3.0 + 0.5 * i), (20.0, 3.25 + 0.5 * i)):
+            # base on the XY plane like exact.cylinder, moved 15 mm below the plate
+            pin = cq.Workplane().cylinder(30, r, centered=(True, True, False))
+            plate = plate.cut(pin.translate((x, y, -15)))
+        plates.append(plate)
+    joined = plates[0].union(plates[1]).union(plates[2].union(plates[3]))
+    return joined.translate((0, 0, 5))
+
+
 # -- measuring ----------------------------------------------------------------------------
 
 
@@ -230,7 +272,103 @@ def round_trips(kernel_cls: Any, queries: int) -> dict[str, Any]:
     }
 
 
-def run(runs: int, queries: int) -> dict[str, Any]:
+def plain_cadquery_runs(lengths: list[float], runs: int, aira_volume: float) -> dict[str, Any]:
+    """``runs`` timed from-scratch builds of :func:`plain_cadquery_frame` with ``lengths``,
+    in this process after one untimed warm-up build (CadQuery imported, OpenCASCADE's
+    first-use costs paid), the volume checked against Aira's."""
+    plain_cadquery_frame(list(LENGTHS))  # warm-up: the unedited part, as before the edit
+    samples, volume = [], 0.0
+    for _ in range(runs):
+        elapsed, part = timed(lambda: plain_cadquery_frame(lengths))
+        samples.append(elapsed)
+        volume = part.val().Volume()
+    if abs(volume - aira_volume) > VOLUME_TOLERANCE * abs(aira_volume):
+        raise BenchmarkError(
+            f"plain CadQuery built a different part: volume {volume:.6f} mm3, "
+            f"Aira {aira_volume:.6f} mm3"
+        )
+    return {
+        "s": statistics.median(samples),
+        "samples_s": samples,
+        "volume": volume,
+        "aira_volume": aira_volume,
+        "relative_volume_difference": abs(volume - aira_volume) / abs(aira_volume),
+    }
+
+
+def stl_triangles(data: bytes, what: str) -> int:
+    """The triangle count of a binary STL (uint32 after the 80-byte header), checked
+    against its length (50 bytes a triangle)."""
+    if len(data) < 84:
+        raise BenchmarkError(f"the STL of {what} is {len(data)} bytes, not a binary STL")
+    (count,) = struct.unpack_from("<I", data, 80)
+    if len(data) != 84 + 50 * count:
+        raise BenchmarkError(f"the STL of {what} is not a binary STL of {count} triangles")
+    return count
+
+
+def stl_exports(kernel_cls: Any, exports: int) -> list[dict[str, Any]]:
+    """Each bundled demo script run on one kernel, then its final revision (every body)
+    exported as STL at the default tolerance: once, then ``exports`` times more."""
+    from aira_core.model.repository import ModelRepository
+    from aira_core.step.runner import bundled_script, run_script
+
+    out = []
+    kernel = kernel_cls()
+    try:
+        with tempfile.TemporaryDirectory(prefix="bench-occt-") as tmp:
+            for name in BUNDLED_PARTS:
+                base = Path(tmp) / name
+                base.mkdir()
+                t_run, ran = timed(
+                    lambda name=name, base=base: run_script(
+                        bundled_script(name),
+                        kernel=kernel,
+                        store=base / "s.sqlite3",
+                        trajectory=base / "t.jsonl",
+                    )
+                )
+                if ran.outcome.terminal != "completed":
+                    # e.g. AIRA_PLUGINS leaves the OCCT plugin out of the catalog
+                    raise BenchmarkError(
+                        f"the bundled script {name} did not complete: "
+                        f"{ran.outcome.terminal} ({ran.outcome.reason})"
+                    )
+                repository = ModelRepository.open(base / "s.sqlite3")
+                try:
+                    document = repository.document(ran.outcome.head)
+                finally:
+                    repository.close()
+                t_first, data = timed(lambda document=document: kernel.export(document, "stl"))
+                if not data:
+                    shown = "; ".join(d.message for d in kernel.last_export_diagnostics[:3])
+                    raise BenchmarkError(f"the STL export of {name} failed: {shown}")
+                triangles = stl_triangles(data, name)
+                repeats = []
+                for _ in range(exports):
+                    elapsed, again = timed(lambda document=document: kernel.export(document, "stl"))
+                    if again != data:
+                        raise BenchmarkError(f"a repeated STL export of {name} differs")
+                    repeats.append(elapsed)
+                out.append(
+                    {
+                        "part": name,
+                        "bodies": len(document.bodies),
+                        "nodes": len(document.nodes),
+                        "run_s": t_run,
+                        "first_export_s": t_first,
+                        "repeated_export_s": statistics.median(repeats) if repeats else None,
+                        "repeats": exports,
+                        "bytes": len(data),
+                        "triangles": triangles,
+                    }
+                )
+    finally:
+        kernel.close()
+    return out
+
+
+def run(runs: int, queries: int, exports: int) -> dict[str, Any]:
     from aira_core.contracts.amir import AmirDocument
     from aira_core.model.patch import changed_nodes
     from aira_kernel_occt.kernel import OcctKernel, build_hash
@@ -243,7 +381,13 @@ def run(runs: int, queries: int) -> dict[str, Any]:
     # item 3 first, so the worker's imports are as cold as this process can make them
     trips = round_trips(OcctKernel, queries)
     samples = [incremental_run(OcctKernel, old, new, changed) for _ in range(runs)]
-    median_ratio = statistics.median(s["ratio"] for s in samples)
+    full_ratio = statistics.median(s["ratio"] for s in samples)
+    incremental_s = statistics.median(s["incremental_s"] for s in samples)
+    plain = plain_cadquery_runs(
+        [CHANGED_LENGTH, *lengths[1:]], runs, samples[0]["frame_volume_after"]
+    )
+    plain_ratio = incremental_s / plain["s"]
+    stl = stl_exports(OcctKernel, exports)
     return {
         "benchmark": "occt",
         "python": platform.python_version(),
@@ -260,19 +404,28 @@ def run(runs: int, queries: int) -> dict[str, Any]:
         "runs": runs,
         "incremental": {
             "full_s": statistics.median(s["full_s"] for s in samples),
-            "incremental_s": statistics.median(s["incremental_s"] for s in samples),
-            "ratio": median_ratio,
+            "incremental_s": incremental_s,
+            "ratio": full_ratio,
             "unchanged_s": statistics.median(s["unchanged_s"] for s in samples),
             "full_evaluated_nodes": samples[0]["full_evaluated_nodes"],
             "incremental_evaluated_nodes": samples[0]["incremental_evaluated_nodes"],
             "unchanged_evaluated_nodes": samples[0]["unchanged_evaluated_nodes"],
             "samples": samples,
         },
+        "plain_cadquery": plain,
         "target": {
-            "metric": "median incremental_s / full_s ratio",
+            "metric": "median incremental_s / median plain CadQuery from-scratch s",
+            "ratio": plain_ratio,
             "max_ratio": TARGET_RATIO,
-            "met": median_ratio <= TARGET_RATIO,
+            "met": plain_ratio <= TARGET_RATIO,
         },
+        "retired_target": {
+            "metric": "median incremental_s / full_s ratio (retired, for information)",
+            "ratio": full_ratio,
+            "max_ratio": RETIRED_RATIO,
+            "met": full_ratio <= RETIRED_RATIO,
+        },
+        "stl_export": {"tolerance": "default", "parts": stl},
         "round_trip": trips,
         "worker_start_s": {"median": statistics.median(s["worker_start_s"] for s in samples)},
     }
@@ -287,11 +440,13 @@ def ms(seconds: float) -> str:
 
 
 def print_report(result: dict[str, Any]) -> None:
-    doc, inc, trip, target = (
+    doc, inc, trip, target, retired, plain = (
         result["document"],
         result["incremental"],
         result["round_trip"],
         result["target"],
+        result["retired_target"],
+        result["plain_cadquery"],
     )
     print(f"OCCT kernel ({result['kernel_build']}, python {result['python']})")
     print()
@@ -310,8 +465,20 @@ def print_report(result: dict[str, Any]) -> None:
         f"{inc['incremental_evaluated_nodes']} nodes evaluated"
     )
     print(
-        f"  ratio        {inc['ratio']:12.3f}   (target <= {target['max_ratio']}: "
-        f"{verdict(target['met'])})"
+        f"  plain CQ     {ms(plain['s']):>12}   the same part from scratch in this process "
+        f"(warm; volume within {plain['relative_volume_difference']:.1e} relative)"
+    )
+    print(
+        f"  incremental / plain CadQuery {target['ratio']:7.3f}   "
+        f"(target <= {target['max_ratio']}: {verdict(target['met'])})"
+    )
+    print(
+        f"  incremental / full           {retired['ratio']:7.3f}   "
+        f"(retired target <= {retired['max_ratio']}, for information)"
+    )
+    print(
+        "  Aira's times include the worker round trip; plain CadQuery runs in-process "
+        "(this favours CadQuery)"
     )
     print(
         f"  unchanged    {ms(inc['unchanged_s']):>12}   "
@@ -319,7 +486,10 @@ def print_report(result: dict[str, Any]) -> None:
         "the fixed cost of a call, all from cache)"
     )
     if result["runs"] > 1:
-        print("  per run ratios: " + ", ".join(f"{s['ratio']:.3f}" for s in inc["samples"]))
+        print(
+            "  per run incremental / full: "
+            + ", ".join(f"{s['ratio']:.3f}" for s in inc["samples"])
+        )
     print()
     print(
         f"warm worker round trip: {QUERY_REF} on a one-box document, {trip['queries']} "
@@ -334,6 +504,20 @@ def print_report(result: dict[str, Any]) -> None:
         f"  worker start alone (ping)      {ms(result['worker_start_s']['median'])} "
         "median over the incremental runs' fresh kernels"
     )
+    print()
+    parts = result["stl_export"]["parts"]
+    repeats = parts[0]["repeats"] if parts else 0
+    print(
+        "STL export of the bundled parts (default tolerance, every body; "
+        f"first export, then median of {repeats} repeat(s) on the warm kernel):"
+    )
+    for part in parts:
+        again = part["repeated_export_s"]
+        print(
+            f"  {part['part']:<16} first {ms(part['first_export_s']):>10}   "
+            f"repeat {ms(again) if again is not None else '-':>10}   "
+            f"{part['triangles']:>7} triangles   {part['bytes'] / 1024:8.1f} KiB"
+        )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -351,12 +535,21 @@ def main(argv: list[str] | None = None) -> int:
         default=DEFAULT_QUERIES,
         help=f"timed warm round trips (default: {DEFAULT_QUERIES})",
     )
+    parser.add_argument(
+        "--exports",
+        type=int,
+        default=DEFAULT_EXPORTS,
+        help=f"repeated STL exports of each bundled part after the first "
+        f"(default: {DEFAULT_EXPORTS})",
+    )
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     args = parser.parse_args(argv)
     if args.runs < 1:
         parser.error("--runs must be at least 1")
     if args.queries < 1:
         parser.error("--queries must be at least 1")
+    if args.exports < 0:
+        parser.error("--exports must be at least 0")
     missing = [m for m in ("cadquery", "aira_kernel_occt") if importlib.util.find_spec(m) is None]
     if missing:
         reason = f"{missing[0].replace('_', '-')} not installed"
@@ -366,7 +559,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"skipped: {reason} (install requirements.txt to run this benchmark)")
         return 0
     try:
-        result = run(args.runs, args.queries)
+        result = run(args.runs, args.queries, args.exports)
     except BenchmarkError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
