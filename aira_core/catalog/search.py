@@ -844,9 +844,17 @@ class SearchIndex:
                     if key:
                         self._aliases.setdefault(key, set()).add(i)
         self._size = len(self.caps)
-        self._performed = frozenset(
-            op.name for op in OPERATIONS if any(_performs(cap.descriptor, op) for cap in self.caps)
-        )
+        # The operations nothing here performs, with the phrases that ask for them: Chinese
+        # ones as substrings, English ones as term sets (stemmed once, not per search).
+        self._unperformed_asks = [
+            (
+                op,
+                tuple(p for p in op.asks if _is_cjk(p)),
+                tuple(t for p in op.asks if not _is_cjk(p) and (t := frozenset(tokens(p)))),
+            )
+            for op in OPERATIONS
+            if not any(_performs(cap.descriptor, op) for cap in self.caps)
+        ]
         # Document frequencies for lexical coverage.
         self._doc_terms = [frozenset(doc) for doc in documents]
         df: dict[str, int] = {}
@@ -1364,18 +1372,12 @@ class SearchIndex:
         unperformed = self._unperformed(norm)
         if unperformed:
             wanted = "; ".join(f"{op.name} ({op.what})" for op in unperformed)
-            return SearchResponse(
-                intent=intent,
-                hits=[],
-                no_match=True,
-                embedder=self.embedder.name,
-                no_match_reason=(
-                    f"the intent asks for an operation no capability in the catalog performs: "
-                    f"{wanted}; capabilities that only match the words around it would not "
-                    "do it"
-                ),
-                filtered=filtered,
-                sufficiency=Sufficiency(
+            return self._no_match(
+                intent,
+                filtered,
+                f"the intent asks for an operation no capability in the catalog performs: "
+                f"{wanted}; capabilities that only match the words around it would not do it",
+                Sufficiency(
                     evaluated=True,
                     missing_information=[
                         f"a capability that performs {op.name}" for op in unperformed
@@ -1386,17 +1388,12 @@ class SearchIndex:
         threshold = self.weights.no_match_below if self.config.name != BM25_ONLY.name else 0.0
         best = max((c.relevance for c in ranked[:NO_MATCH_DEPTH]), default=0.0)
         if not ranked or best < threshold or best == 0.0:
-            return SearchResponse(
-                intent=intent,
-                hits=[],
-                no_match=True,
-                embedder=self.embedder.name,
-                no_match_reason=(
-                    f"no capability matches well enough (best retrievalRelevance {best:.2f} < "
-                    f"{threshold:g}); rephrase, or the catalog lacks this capability"
-                ),
-                filtered=filtered,
-                sufficiency=Sufficiency(
+            return self._no_match(
+                intent,
+                filtered,
+                f"no capability matches well enough (best retrievalRelevance {best:.2f} < "
+                f"{threshold:g}); rephrase, or the catalog lacks this capability",
+                Sufficiency(
                     evaluated=bool(request.known_inputs or request.desired_outputs),
                     missing_information=["a capability for this intent"],
                 ),
@@ -1418,24 +1415,32 @@ class SearchIndex:
         )
         return _fit(response, request.max_bytes)
 
+    def _no_match(
+        self,
+        intent: NormalizedIntent,
+        filtered: dict[str, int],
+        reason: str,
+        sufficiency: Sufficiency,
+    ) -> SearchResponse:
+        """An explicit no match: no hits, the reason and what is missing."""
+        return SearchResponse(
+            intent=intent,
+            hits=[],
+            no_match=True,
+            embedder=self.embedder.name,
+            no_match_reason=reason,
+            filtered=filtered,
+            sufficiency=sufficiency,
+        )
+
     def _unperformed(self, norm: Normalized) -> list[Operation]:
         """The operations the intent asks for (not negated) that nothing here performs."""
         terms = set(norm.terms) - set(norm.negated)
-        raw = norm.raw
-        out = []
-        for op in OPERATIONS:
-            if op.name in self._performed:
-                continue
-            for phrase in op.asks:
-                if _is_cjk(phrase):
-                    asked = phrase in raw
-                else:
-                    words = tokens(phrase)
-                    asked = bool(words) and set(words) <= terms
-                if asked:
-                    out.append(op)
-                    break
-        return out
+        return [
+            op
+            for op, chinese, english in self._unperformed_asks
+            if any(p in norm.raw for p in chinese) or any(t <= terms for t in english)
+        ]
 
     def _rerank(self, request: SearchRequest, out: dict[int, _Candidate]) -> list[_Candidate]:
         """Stage 6: relevance adjusted by desired-output coverage, quality, risk and cost,
