@@ -19,6 +19,7 @@ import copy
 import re
 import secrets
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 BOUND_CAPABILITY_STALE = "BOUND_CAPABILITY_STALE"
@@ -44,6 +45,13 @@ class Binding:
     """On the server's monotonic clock."""
     input_schema: dict[str, Any] = field(repr=False)
     summary: str = ""
+
+    @cached_property
+    def validator(self) -> Any:
+        """The input schema compiled, once per binding (not once per call)."""
+        import jsonschema_rs
+
+        return jsonschema_rs.Draft202012Validator(self.input_schema)
 
     def problem(
         self, *, head: str | None, catalog: str, runtime: str | None, grant: str, now: float

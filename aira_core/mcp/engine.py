@@ -121,10 +121,6 @@ class OpenTask:
     used: float
     calls: int = 0
 
-    def request_id(self) -> str:
-        # '#' is outside the pattern a client's own ids must match: never a collision.
-        return f"mcp#{self.calls}"
-
     def request_id_of(self, arguments: Mapping[str, Any], problem: str | None) -> str:
         """The client's request id, or one of the server's: for a call without one, and for
         a call refused for its arguments (an id that fails its pattern is never used up)."""
@@ -132,7 +128,8 @@ class OpenTask:
         given = arguments.get("requestId")
         if problem is None and isinstance(given, str):
             return given
-        return self.request_id()
+        # '#' is outside the pattern a client's own ids must match: never a collision.
+        return f"mcp#{self.calls}"
 
 
 def _answer(envelope: ObservationEnvelope | dict[str, Any]) -> Answer:
@@ -185,8 +182,10 @@ def _validators() -> dict[str, Any]:
     return out
 
 
-def _argument_problem(name: str, arguments: Mapping[str, Any]) -> str | None:
-    validator = _validators()[name]
+def _argument_problem(name: str, arguments: Mapping[str, Any], validator: Any = None) -> str | None:
+    """The first way ``arguments`` miss tool ``name``'s schema (``validator``: default the
+    tool's own), located; ``None`` if they fit."""
+    validator = validator or _validators()[name]
     for error in validator.iter_errors(dict(arguments)):
         where = "/" + "/".join(str(p) for p in error.instance_path)
         return f"{name}: {error.message[:300]} at {where}"
@@ -605,15 +604,7 @@ class Engine:
             return self._unknown_task(arguments.get("task"), name)
         open_task = self._tasks[binding.task]
         task = open_task.task
-        import jsonschema_rs
-
-        problem = None
-        for error in jsonschema_rs.Draft202012Validator(binding.input_schema).iter_errors(
-            dict(arguments)
-        ):
-            where = "/" + "/".join(str(p) for p in error.instance_path)
-            problem = f"{name}: {error.message[:300]} at {where}"
-            break
+        problem = _argument_problem(name, arguments, binding.validator)
         rid = open_task.request_id_of(arguments, problem)
         if problem is not None:
             return _answer(
