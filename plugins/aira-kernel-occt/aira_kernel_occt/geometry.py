@@ -14,6 +14,7 @@ parameter changed recomputes only the nodes downstream of it.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import math
 import tempfile
 from collections import deque
@@ -42,6 +43,7 @@ from aira_kernel_occt.operations import (
     JSON,
     LENGTH,
     OPERATIONS,
+    PATH_MAX_TURNS,
     REAL,
     SELECTION,
     SHAPE,
@@ -65,7 +67,11 @@ KERNEL_OPERATION_FAILED = "KERNEL_OPERATION_FAILED"
 KERNEL_OPERATION_UNKNOWN = "KERNEL_OPERATION_UNKNOWN"
 KERNEL_REFERENCE_CYCLE = "KERNEL_REFERENCE_CYCLE"
 KERNEL_REFERENCE_UNRESOLVED = "KERNEL_REFERENCE_UNRESOLVED"
+LOFT_FAILED = "LOFT_FAILED"
+OFFSET_COLLAPSED = "OFFSET_COLLAPSED"
 PARAMETER_OUT_OF_RANGE = "PARAMETER_OUT_OF_RANGE"
+PATH_INVALID = "PATH_INVALID"
+POCKET_MISSES_BODY = "POCKET_MISSES_BODY"
 PROFILE_NOT_CLOSED = "PROFILE_NOT_CLOSED"
 PROFILE_SELF_INTERSECTING = "PROFILE_SELF_INTERSECTING"
 REVOLVE_CROSSES_AXIS = "REVOLVE_CROSSES_AXIS"
@@ -76,6 +82,7 @@ SELECTION_EMPTY = "SELECTION_EMPTY"
 SELECTION_INVALID = "SELECTION_INVALID"
 SHELL_FAILED = "SHELL_FAILED"
 SOLID_INVALID = "SOLID_INVALID"
+SWEEP_FAILED = "SWEEP_FAILED"
 VOLUME_OUT_OF_RANGE = "VOLUME_OUT_OF_RANGE"
 WALL_TOO_THIN = "WALL_TOO_THIN"
 WALL_THICKNESS_UNMEASURED = "WALL_THICKNESS_UNMEASURED"
@@ -648,44 +655,423 @@ def _first_crossing(segments: list[tuple[tuple, tuple]]) -> tuple[int, int] | No
     return found
 
 
-def _polyline(a: Mapping[str, Any]) -> cq.Shape:
-    raw = a["points"]
-    if not isinstance(raw, list) or len(raw) < 4:
-        raise Failure(
-            KERNEL_INPUT_INVALID,
-            "points must list at least three corners and repeat the first at the end",
-        )
-    points = [_xy(point, "a polyline point") for point in raw]
-    gap = math.dist(points[0], points[-1])
+# -- outlines with arcs -------------------------------------------------------------------------
+
+ARC_CHORDS = 16
+"""Chords per arc in the crossing check of an outline (the exact check is OpenCASCADE's)."""
+ON_PLANE_TOLERANCE = 1e-4
+"""How far (mm) a sweep path may start from its profile's plane."""
+
+
+@dataclass(frozen=True)
+class Segment:
+    """One piece of an outline or path: a line ``start → end`` or a circular arc through
+    ``via``. Points are tuples of 2 (a sketch, in its plane) or 3 (a path) numbers."""
+
+    start: tuple[float, ...]
+    end: tuple[float, ...]
+    via: tuple[float, ...] | None = None
+
+    def chords(self) -> list[tuple[tuple[float, ...], tuple[float, ...]]]:
+        if self.via is None:
+            return [(self.start, self.end)]
+        pts = [self.start, *_arc_points(self.start, self.via, self.end, ARC_CHORDS), self.end]
+        return list(itertools.pairwise(pts))
+
+
+def _vec(raw: Any, what: str, dims: int) -> tuple[float, ...]:
+    if (
+        not isinstance(raw, list | tuple)
+        or len(raw) != dims
+        or not all(_is_number(c) and math.isfinite(c) for c in raw)
+    ):
+        shape = "[x, y]" if dims == 2 else "[x, y, z]"
+        raise Failure(KERNEL_INPUT_INVALID, f"{what} must be {shape}, not {_clipped(raw)}")
+    return tuple(float(c) for c in raw)
+
+
+def _clipped(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:80] + "…"
+
+
+def _sub(p: tuple[float, ...], q: tuple[float, ...]) -> tuple[float, ...]:
+    return tuple(a - b for a, b in zip(p, q, strict=True))
+
+
+def _circle_through(
+    p: tuple[float, ...], m: tuple[float, ...], q: tuple[float, ...]
+) -> tuple[cq.Vector, float, cq.Vector] | None:
+    """Centre, radius and unit normal (the arc turns about it from p through m to q) of the
+    circle through three points, or None when they are collinear."""
+    a, b, c = (cq.Vector(*(list(x) + [0.0] * (3 - len(x)))) for x in (p, m, q))
+    ab, ac = b - a, c - a
+    normal = ab.cross(ac)
+    size = normal.Length
+    if size <= 1e-9 * max(ab.Length, ac.Length, 1.0) ** 2:
+        return None
+    # the circumcentre, from the standard formula in the plane of the three points
+    centre = a + (normal.cross(ab) * ac.dot(ac) + ac.cross(normal) * ab.dot(ab)) * (
+        1 / (2 * size * size)
+    )
+    return centre, (a - centre).Length, normal.normalized()
+
+
+def _arc_points(p, m, q, n: int) -> list[tuple[float, ...]]:
+    """``n - 1`` points strictly inside the arc p → m → q (for the crossing check)."""
+    circle = _circle_through(p, m, q)
+    if circle is None:
+        return []
+    centre, radius, normal = circle
+    u = (cq.Vector(*(list(p) + [0.0] * (3 - len(p)))) - centre).normalized()
+    w = normal.cross(u)
+    end = cq.Vector(*(list(q) + [0.0] * (3 - len(q)))) - centre
+    sweep = math.atan2(end.dot(w), end.dot(u)) % (2 * math.pi) or 2 * math.pi
+    out = []
+    for k in range(1, n):
+        t = sweep * k / n
+        point = centre + (u * math.cos(t) + w * math.sin(t)) * radius
+        out.append(tuple(point.toTuple()[: len(p)]))
+    return out
+
+
+def _tangent_at_end(seg: Segment) -> tuple[float, ...]:
+    """The unit direction an outline leaves ``seg`` in at its end."""
+    dims = len(seg.end)
+    if seg.via is None:
+        d = cq.Vector(*(list(_sub(seg.end, seg.start)) + [0.0] * (3 - dims)))
+    else:
+        centre, _, normal = _circle_through(seg.start, seg.via, seg.end)  # type: ignore[misc]
+        d = normal.cross(cq.Vector(*(list(seg.end) + [0.0] * (3 - dims))) - centre)
+    return tuple(d.normalized().toTuple()[:dims])
+
+
+def _tangent_via(
+    start: tuple[float, ...], tangent: tuple[float, ...], end: tuple[float, ...]
+) -> tuple[float, ...] | None:
+    """The midpoint of the arc from ``start``, leaving along ``tangent``, to ``end``; None
+    when ``end`` lies straight ahead (no arc is tangent there)."""
+    dims = len(start)
+    p = cq.Vector(*(list(start) + [0.0] * (3 - dims)))
+    t = cq.Vector(*(list(tangent) + [0.0] * (3 - dims)))
+    d = cq.Vector(*(list(end) + [0.0] * (3 - dims))) - p
+    normal = t.cross(d)
+    if normal.Length <= 1e-9 * max(d.Length, 1.0):
+        return None
+    t = t.normalized()
+    inward = normal.cross(t).normalized()  # from start towards the centre
+    radius = d.dot(d) / (2 * d.dot(inward))
+    centre = p + inward * radius
+    # the end's angle round the centre, from the start, turning the way the tangent leaves
+    u, rel = (p - centre) * (1 / radius), p + d - centre
+    turned = math.atan2(rel.dot(t), rel.dot(u)) % (2 * math.pi)
+    mid = centre + (u * math.cos(turned / 2) + t * math.sin(turned / 2)) * radius
+    return tuple(mid.toTuple()[:dims])
+
+
+def outline(raw: Any, dims: int, what: str) -> list[Segment]:
+    """The segments of an outline given as a start point then, for each segment, its end:
+    ``[x, y(, z)]`` (a line), ``{"to": P, "through": Q}`` (an arc through Q) or
+    ``{"to": P, "tangent": true}`` (an arc leaving tangent to the segment before it)."""
+    if not isinstance(raw, list) or len(raw) < 2:
+        raise Failure(KERNEL_INPUT_INVALID, f"{what} must list a start point and at least one end")
+    current = _vec(raw[0], f"{what}[0]", dims)
+    segments: list[Segment] = []
+    for i, item in enumerate(raw[1:], start=1):
+        where = f"{what}[{i}]"
+        if isinstance(item, Mapping):
+            keys = set(item)
+            if "to" not in keys or not (keys == {"to", "through"} or keys == {"to", "tangent"}):
+                raise Failure(
+                    KERNEL_INPUT_INVALID,
+                    f'{where} must be a point, {{"to": P, "through": Q}} or '
+                    f'{{"to": P, "tangent": true}}, not {_clipped(dict(item))}',
+                )
+            end = _vec(item["to"], f"{where}.to", dims)
+            if "through" in keys:
+                via = _vec(item["through"], f"{where}.through", dims)
+            else:
+                if item["tangent"] is not True:
+                    raise Failure(KERNEL_INPUT_INVALID, f"{where}.tangent must be true")
+                if not segments:
+                    raise Failure(
+                        KERNEL_INPUT_INVALID,
+                        f"{where}: a tangent arc continues the segment before it; the first "
+                        'segment has none (give it "through" instead)',
+                    )
+                found = _tangent_via(current, _tangent_at_end(segments[-1]), end)
+                if found is None:
+                    raise Failure(
+                        KERNEL_INPUT_INVALID,
+                        f"{where}: {list(end)} lies straight ahead of the segment before it, so "
+                        "no arc is tangent there; use a straight segment",
+                    )
+                via = found
+            if math.dist(current, end) <= CLOSE_TOLERANCE and "through" in keys:
+                raise Failure(KERNEL_INPUT_INVALID, f"{where}: an arc must end away from its start")
+            if _circle_through(current, via, end) is None:
+                raise Failure(
+                    KERNEL_INPUT_INVALID,
+                    f"{where}: the arc's points {list(current)}, {list(via)}, {list(end)} lie on "
+                    "one line; use a straight segment",
+                )
+            segment = Segment(current, end, via)
+        else:
+            end = _vec(item, where, dims)
+            segment = Segment(current, end)
+        if math.dist(current, end) <= CLOSE_TOLERANCE:
+            raise Failure(KERNEL_INPUT_INVALID, f"{where} coincides with the point before it")
+        segments.append(segment)
+        current = end
+    return segments
+
+
+def _edges_of(segments: list[Segment], to_world: Callable[[tuple], cq.Vector]) -> list[cq.Edge]:
+    return [
+        cq.Edge.makeLine(to_world(s.start), to_world(s.end))
+        if s.via is None
+        else cq.Edge.makeThreePointArc(to_world(s.start), to_world(s.via), to_world(s.end))
+        for s in segments
+    ]
+
+
+def closed_profile(a: Mapping[str, Any], segments: list[Segment]) -> cq.Face:
+    """The face inside a closed outline of lines and arcs on the step's plane, or the
+    outline's defect (open, self-crossing, no area) as a diagnostic."""
+    first, last = segments[0].start, segments[-1].end
+    gap = math.dist(first, last)
+    if gap <= CLOSE_TOLERANCE:  # closed: end exactly where it starts, or the wire stays open
+        segments = [*segments[:-1], Segment(segments[-1].start, first, segments[-1].via)]
     if gap > CLOSE_TOLERANCE:
         raise Failure(
             PROFILE_NOT_CLOSED,
-            f"the polyline is open: its last point {list(points[-1])} is {gap:g} mm from its "
-            f"first {list(points[0])}; repeat the first point at the end",
+            f"the outline is open: its last point {list(last)} is {gap:g} mm from its first "
+            f"{list(first)}; end it at the first point",
         )
-    corners = points[:-1]
-    for i, (p, q) in enumerate(zip(corners, corners[1:] + corners[:1], strict=True)):
-        if math.dist(p, q) <= CLOSE_TOLERANCE:
-            raise Failure(KERNEL_INPUT_INVALID, f"points {i} and {i + 1} coincide")
-    n = len(corners)
-    segments = [(corners[i], corners[(i + 1) % n]) for i in range(n)]
-    crossing = _first_crossing(segments)
+    chords: list[tuple[tuple, tuple]] = []
+    owner: list[int] = []
+    for i, seg in enumerate(segments):
+        pieces = seg.chords()
+        chords.extend(pieces)
+        owner.extend([i] * len(pieces))
+    crossing = _first_crossing(chords)
     if crossing is not None:
-        i, j = crossing
+        i, j = (owner[k] for k in crossing)
         raise Failure(
             PROFILE_SELF_INTERSECTING,
-            f"segment {i} ({list(segments[i][0])}→{list(segments[i][1])}) touches or "
-            f"crosses segment {j} ({list(segments[j][0])}→{list(segments[j][1])})",
+            f"segment {i} ({list(segments[i].start)}→{list(segments[i].end)}) touches or "
+            f"crosses segment {j} ({list(segments[j].start)}→{list(segments[j].end)})",
         )
-    area = sum(
-        corners[i][0] * corners[(i + 1) % n][1] - corners[(i + 1) % n][0] * corners[i][1]
-        for i in range(n)
-    )
-    if abs(area) / 2 <= CLOSE_TOLERANCE:
-        raise Failure(KERNEL_INPUT_INVALID, "the points enclose no area (they are collinear)")
     plane = _plane(a)
-    wire = cq.Wire.makePolygon([plane.toWorldCoords(c) for c in corners], close=True)
-    return _profile_face(wire, plane)
+    x, y = _center(a) if "center" in a else (0.0, 0.0)
+    edges = _edges_of(segments, lambda p: plane.toWorldCoords((p[0] + x, p[1] + y)))
+    face = _profile_face(cq.Wire.assembleEdges(edges), plane)
+    if face.Area() <= CLOSE_TOLERANCE:
+        raise Failure(KERNEL_INPUT_INVALID, "the outline encloses no area")
+    return face
+
+
+def _polyline(a: Mapping[str, Any]) -> cq.Shape:
+    segments = outline(a["points"], 2, "points")
+    return closed_profile(a, segments)
+
+
+def _rounded_rectangle(a: Mapping[str, Any]) -> cq.Shape:
+    w, h, r = a["width"] / 2, a["height"] / 2, a["radius"]
+    if r >= min(w, h) - CLOSE_TOLERANCE:
+        raise Failure(
+            PARAMETER_OUT_OF_RANGE,
+            f"the corner radius {r:g} mm must be less than half the smaller side "
+            f"({min(w, h):g} mm); for round ends use cap:sketch.slot@1",
+        )
+    s = math.sqrt(0.5)  # the corners' arc midpoints, at 45°
+    corners = [
+        ((w - r, -h), (w, -h + r), (w - r + r * s, -h + r - r * s)),
+        ((w, h - r), (w - r, h), (w - r + r * s, h - r + r * s)),
+        ((-w + r, h), (-w, h - r), (-w + r - r * s, h - r + r * s)),
+        ((-w, -h + r), (-w + r, -h), (-w + r - r * s, -h + r - r * s)),
+    ]
+    segments: list[Segment] = []
+    start = (-w + r, -h)
+    for line_end, arc_end, via in corners:
+        segments.append(Segment(start, line_end))
+        segments.append(Segment(line_end, arc_end, via))
+        start = arc_end
+    return closed_profile(a, segments)
+
+
+def _face_input(a: Mapping[str, Any], name: str) -> cq.Face:
+    face = a[name]
+    if not isinstance(face, cq.Face):
+        kind = face.ShapeType() if isinstance(face, cq.Shape) else type(face).__name__
+        raise Failure(
+            KERNEL_INPUT_INVALID, f"{name} must be a sketch profile (a planar face), not a {kind}"
+        )
+    return face
+
+
+def _offset(a: Mapping[str, Any]) -> cq.Shape:
+    face, distance = _face_input(a, "profile"), a["distance"]
+    side, corners = a.get("side", "outward"), a.get("corners", "arc")
+    normal = face.normalAt()
+    # OpenCASCADE's 2-D offset assumes the XY plane for some wires (a lone circle on YZ came
+    # back on XY): offset in the profile's own frame, then move the result back.
+    plane = cq.Plane(origin=face.Center(), xDir=_any_perpendicular(normal), normal=normal)
+    local = face.outerWire().transformShape(plane.fG)
+    wires = local.offset2D(distance if side == "outward" else -distance, corners)
+    if not wires:
+        raise Failure(
+            OFFSET_COLLAPSED,
+            f"an inward offset of {distance:g} mm leaves nothing: the profile is narrower than "
+            f"{2 * distance:g} mm somewhere",
+        )
+    if len(wires) > 1:
+        raise Failure(
+            OFFSET_COLLAPSED,
+            f"an inward offset of {distance:g} mm splits the profile into {len(wires)} "
+            "outlines; use a smaller distance",
+        )
+    return _profile_face(wires[0].transformShape(plane.rG), plane)
+
+
+def _any_perpendicular(normal: cq.Vector) -> cq.Vector:
+    helper = cq.Vector(1, 0, 0) if abs(normal.x) < 0.9 else cq.Vector(0, 1, 0)
+    return normal.cross(helper).normalized()
+
+
+LOFT_SECTIONS = ("profile", "via", "via2", "to")
+"""The loft's sections, in order: the first and last are required."""
+
+
+def _loft(a: Mapping[str, Any]) -> cq.Shape:
+    named = [(n, _face_input(a, n)) for n in LOFT_SECTIONS if n in a]
+    for (n1, f1), (n2, f2) in itertools.pairwise(named):
+        normal = f1.normalAt()
+        if (
+            abs(abs(normal.dot(f2.normalAt())) - 1) < 1e-9
+            and abs((f2.Center() - f1.Center()).dot(normal)) <= CLOSE_TOLERANCE
+        ):
+            raise Failure(
+                LOFT_FAILED,
+                f"{n1} and {n2} lie on one plane: a loft blends profiles on different planes "
+                "(use the sketch's offset to move one)",
+            )
+    wires = [face.outerWire() for _, face in named]
+    try:
+        solid = cq.Solid.makeLoft(wires, bool(a.get("ruled", False)))
+    except Exception as exc:
+        raise Failure(
+            LOFT_FAILED, f"OpenCASCADE cannot loft these profiles ({type(exc).__name__})"
+        ) from None
+    return solid
+
+
+def sweep_path(raw: Any) -> tuple[cq.Wire, bool, float]:
+    """The wire a path object describes, whether the sweep follows it with a Frenet frame
+    (a helix: the profile turns with it), and the radius of its tightest bend."""
+    if not isinstance(raw, Mapping):
+        raise Failure(PATH_INVALID, f"path must be an object, not {_clipped(raw)}")
+    if "helix" in raw:
+        helix = raw["helix"]
+        if not isinstance(helix, Mapping):
+            raise Failure(PATH_INVALID, "path.helix must be {radius, pitch, height}")
+        try:
+            radius = _positive(helix.get("radius"), "path.helix.radius")
+            pitch = _positive(helix.get("pitch"), "path.helix.pitch")
+            height = _positive(helix.get("height"), "path.helix.height")
+        except Failure as exc:
+            raise Failure(PATH_INVALID, exc.message) from None
+        if height / pitch > PATH_MAX_TURNS:
+            raise Failure(
+                PATH_INVALID,
+                f"the helix makes {height / pitch:g} turns; at most {PATH_MAX_TURNS}",
+            )
+        left = helix.get("leftHanded", False)
+        if not isinstance(left, bool):
+            raise Failure(PATH_INVALID, "path.helix.leftHanded must be true or false")
+        bend = radius + pitch * pitch / (4 * math.pi * math.pi * radius)  # its curvature radius
+        return cq.Wire.makeHelix(pitch, height, radius, lefthand=left), True, bend
+    try:
+        segments = outline(raw.get("points"), 3, "path.points")
+    except Failure as exc:
+        raise Failure(PATH_INVALID, exc.message) from None
+    edges = _edges_of(segments, lambda p: cq.Vector(*p))
+    bends = [
+        circle[1]
+        for s in segments
+        if s.via is not None and (circle := _circle_through(s.start, s.via, s.end)) is not None
+    ]
+    return cq.Wire.assembleEdges(edges), False, min(bends, default=math.inf)
+
+
+def _sweep(a: Mapping[str, Any]) -> cq.Shape:
+    face = _face_input(a, "profile")
+    path, frenet, bend = sweep_path(a["path"])
+    normal, start = face.normalAt(), path.startPoint()
+    off = (start - face.Center()).dot(normal)
+    if abs(off) > ON_PLANE_TOLERANCE:
+        raise Failure(
+            PATH_INVALID,
+            f"the path starts at {_rounded(start)}, {off:g} mm off the profile's plane; start "
+            "it on the plane (or move the sketch there with its offset)",
+        )
+    if abs(path.tangentAt(0).dot(normal)) < 1e-3:
+        raise Failure(
+            PATH_INVALID,
+            "the path starts along the profile's plane, so the sweep would be flat; start it "
+            "across the plane (along the profile's normal)",
+        )
+    # A profile reaching farther from the path than a bend's radius folds over itself there:
+    # OpenCASCADE builds it anyway, and its BRep check does not see the overlap.
+    reach = max(
+        (edge.positionAt(t / 32) - start).Length for edge in face.Edges() for t in range(33)
+    )
+    if reach >= bend:
+        raise Failure(
+            SWEEP_FAILED,
+            f"the profile reaches {reach:g} mm from the path's start, more than the radius of "
+            f"its tightest bend ({bend:g} mm), so the sweep would fold over itself; use a "
+            "smaller profile or a wider bend",
+        )
+    transition = a.get("transition", "right")
+    try:
+        solid = cq.Solid.sweep(
+            face.outerWire(), face.innerWires(), path, True, frenet, None, transition
+        )
+    except Exception as exc:
+        raise Failure(
+            SWEEP_FAILED, f"OpenCASCADE cannot sweep the profile ({type(exc).__name__})"
+        ) from None
+    return solid
+
+
+def _rounded(v: cq.Vector) -> list[float]:
+    return [round(c, 6) + 0.0 for c in v.toTuple()]
+
+
+def _pocket(a: Mapping[str, Any]) -> cq.Shape:
+    target, face = a["target"], _face_input(a, "profile")
+    normal = face.normalAt()
+    direction = a.get("direction", "against")
+    if direction == "against":
+        normal = -normal
+    depth = a.get("depth")
+    if depth is None:  # through all: far enough to leave every part of the body behind
+        box = target.BoundingBox()
+        depth = 2 * (box.DiagonalLength + (box.center - face.Center()).Length)
+    tool = cq.Solid.extrudeLinear(face, normal * depth)
+    removed = common_volume(target, tool)
+    if removed < EMPTY_VOLUME:
+        raise Failure(
+            POCKET_MISSES_BODY,
+            f"the pocket removes nothing: going {direction} the profile's normal it does not "
+            "reach the body; sketch on the face's plane, or "
+            "turn the direction",
+        )
+    out = boolean("cut", target, tool)
+    if out.isNull() or not has_solid(out) or out.Volume() < EMPTY_VOLUME:
+        raise Failure(BOOLEAN_EMPTY_RESULT, "the pocket removes the whole body")
+    return _solid_or_compound(_cleaned(out))
 
 
 def _profile(a: Mapping[str, Any]) -> cq.Face:
@@ -792,6 +1178,11 @@ BUILDERS: dict[str, Builder] = {
     "sketch.polyline@1.0.0": _polyline,
     "exact.extrude@1.0.0": _extrude,
     "exact.revolve@1.0.0": _revolve,
+    "sketch.roundedRectangle@1.0.0": _rounded_rectangle,
+    "sketch.offset@1.0.0": _offset,
+    "exact.loft@1.0.0": _loft,
+    "exact.sweep@1.0.0": _sweep,
+    "exact.pocket@1.0.0": _pocket,
     "io.importStep@1.0.0": _import_step,
 }
 PROFILES = frozenset(op.ref for op in OPERATIONS if is_profile(op))
@@ -833,6 +1224,11 @@ _INVALID_RESULT = {
     "exact.chamfer@1.0.0": (
         CHAMFER_TOO_LARGE,
         "; the distance does not fit the faces next to an edge",
+    ),
+    "exact.loft@1.0.0": (LOFT_FAILED, "; the profiles may twist or cross between sections"),
+    "exact.sweep@1.0.0": (
+        SWEEP_FAILED,
+        "; the profile may be wider than a bend of the path, so the sweep crosses itself",
     ),
 }
 

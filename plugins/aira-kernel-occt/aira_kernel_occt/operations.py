@@ -41,6 +41,8 @@ _JSON_TYPE = {
 MAX_COPIES = 200
 """The most copies one pattern makes: each is fused with the rest, and a larger count would
 run past the worker's timeout (or its memory) instead of answering."""
+PATH_MAX_TURNS = 100
+"""The most turns a helix path makes: more would run past the worker's timeout."""
 MAX_HOLES = 500
 """The most holes one hole feature drills."""
 
@@ -260,6 +262,27 @@ _SKETCH = dict(
     diagnostics=("PROFILE_NOT_CLOSED",),
     defaults={"offset": 0.0, "center": [0, 0]},
 )
+_ARC_ITEM = {
+    "type": "object",
+    "properties": {"to": _POINT, "through": _POINT},
+    "required": ["to", "through"],
+    "additionalProperties": False,
+}
+_TANGENT_ITEM = {
+    "type": "object",
+    "properties": {"to": _POINT, "tangent": {"const": True}},
+    "required": ["to", "tangent"],
+    "additionalProperties": False,
+}
+_OUTLINE_ITEM = {"anyOf": [_POINT, _ARC_ITEM, _TANGENT_ITEM]}
+_POINT3 = {"type": "array", "items": {"type": "number"}, "minItems": 3, "maxItems": 3}
+_PATH_ITEM = {
+    "anyOf": [
+        _POINT3,
+        {**_ARC_ITEM, "properties": {"to": _POINT3, "through": _POINT3}},
+        {**_TANGENT_ITEM, "properties": {"to": _POINT3, "tangent": {"const": True}}},
+    ]
+}
 _PROFILE = Input(
     "profile",
     SHAPE,
@@ -751,8 +774,9 @@ OPERATIONS: tuple[Operation, ...] = (
             "defaults": {"offset": 0.0},
         },
         title="Polyline profile",
-        summary="A closed outline of straight segments through points [x, y] on a named plane; "
-        "the last point must repeat the first. To extrude or revolve.",
+        summary="A closed outline on a named plane through points [x, y], each segment a "
+        "straight line or an arc (through a point, or tangent to the segment before it); the "
+        "last point repeats the first. To extrude, revolve, loft, sweep or pocket.",
         aliases=(
             "outline",
             "polygon through points",
@@ -763,10 +787,13 @@ OPERATIONS: tuple[Operation, ...] = (
             "closed polygon",
             "irregular polygon",
             "point outline",
+            "outline with arcs",
+            "lines and arcs",
             "自定义轮廓",
             "闭合轮廓",
             "多段线",
             "任意轮廓",
+            "带圆弧的轮廓",
         ),
         intents=(
             "an L-shaped outline through these points to extrude",
@@ -776,9 +803,12 @@ OPERATIONS: tuple[Operation, ...] = (
             "sketch a T-shaped cross-section from these coordinates",
             "I need a closed outline through (0,0), (40,0), (40,5), (5,5), (5,30), (0,30)",
             "draw a trapezoid profile from its four corners",
+            "an outline of two straight sides joined by a tangent arc at the end",
+            "a D-shaped profile: a straight edge and a half circle",
             "用坐标(0,0)(30,0)(30,10)(0,10)画一个闭合轮廓",
             "画一个梯形截面，后面要拉伸",
             "按给定点画一个不规则多边形草图",
+            "画一个由直线和相切圆弧组成的闭合轮廓",
         ),
         counter=(
             "a regular hexagon",
@@ -791,9 +821,17 @@ OPERATIONS: tuple[Operation, ...] = (
             Input(
                 "points",
                 JSON,
-                "Corners [x, y] (mm) in the plane's coordinates, in order; the last repeats "
-                "the first to close the outline.",
-                json_schema={"type": "array", "minItems": 4, "maxItems": 500, "items": _POINT},
+                "The outline in the plane's coordinates (mm): a start point [x, y], then the "
+                "end of each segment in order: [x, y] for a straight line, "
+                '{"to": [x, y], "through": [x, y]} for an arc through a point, or '
+                '{"to": [x, y], "tangent": true} for an arc leaving tangent to the segment '
+                "before it. The last end repeats the start to close the outline.",
+                json_schema={
+                    "type": "array",
+                    "minItems": 3,
+                    "maxItems": 500,
+                    "items": _OUTLINE_ITEM,
+                },
             ),
         ),
         examples=(
@@ -802,6 +840,14 @@ OPERATIONS: tuple[Operation, ...] = (
                 "points": [[0, 0], [30, 0], [30, 10], [10, 10], [10, 25], [0, 25], [0, 0]],
             },
             {"plane": "XZ", "points": [[5, 0], [15, 0], [15, 10], [5, 0]]},
+            {
+                "plane": "XY",
+                "points": [[0, 0], [20, 0], {"to": [20, 10], "through": [25, 5]}, [0, 10], [0, 0]],
+            },
+            {
+                "plane": "XY",
+                "points": [[0, 0], [20, 0], {"to": [20, 10], "tangent": True}, [0, 10], [0, 0]],
+            },
         ),
         failure_modes=(
             {
@@ -813,6 +859,133 @@ OPERATIONS: tuple[Operation, ...] = (
                 "diagnostic": "PROFILE_SELF_INTERSECTING",
                 "explanation": "two segments of the outline cross",
                 "repair": "reorder the points so the outline goes round once without crossing",
+            },
+        ),
+    ),
+    Operation(
+        capability="cap:sketch.roundedRectangle@1",
+        ref="sketch.roundedRectangle@1.0.0",
+        **{**_SKETCH, "diagnostics": ("PROFILE_NOT_CLOSED", "PARAMETER_OUT_OF_RANGE")},
+        title="Rounded rectangle profile",
+        summary="A closed rectangle with all four corners rounded to one radius, on a named "
+        "plane (width along the plane's x, height along its y); to extrude, pocket or loft.",
+        aliases=(
+            "rounded rectangle",
+            "rectangle with rounded corners",
+            "filleted rectangle",
+            "rounded square",
+            "圆角矩形",
+            "带圆角的矩形",
+            "圆角方形",
+            "rounded rect",
+        ),
+        intents=(
+            "a 40 by 20 rectangle with 3 mm rounded corners on the XY plane",
+            "sketch a rounded rectangle 60 × 30, corner radius 5, for a pocket",
+            "在XY平面画一个40×20、圆角半径3的圆角矩形",
+            "画一个带R5圆角的矩形轮廓用来挖槽",
+            "a rounded-corner outline for a lid, 80 by 50 with R8",
+            "需要一个圆角方形截面，边长30，圆角4",
+        ),
+        counter=(
+            "fillet the edges of a box",
+            "a slot with round ends",
+            "给长方体倒圆角",
+            "a sharp-cornered rectangle",
+        ),
+        inputs=(
+            *_PLANE_INPUTS,
+            _length("width", "Size along the plane's x (mm)."),
+            _length("height", "Size along the plane's y (mm)."),
+            _length("radius", "Corner radius (mm), less than half the smaller side."),
+            _CENTER,
+        ),
+        examples=(
+            {"plane": "XY", "width": 40, "height": 20, "radius": 3},
+            {"plane": "XY", "offset": 10, "width": 30, "height": 30, "radius": 4, "center": [5, 5]},
+        ),
+        failure_modes=(
+            {
+                "diagnostic": "PARAMETER_OUT_OF_RANGE",
+                "explanation": "the corner radius is half the smaller side or more, so the "
+                "straight sides vanish",
+                "repair": "use a smaller radius, or cap:sketch.slot@1 for round ends",
+            },
+        ),
+    ),
+    Operation(
+        capability="cap:sketch.offset@1",
+        ref="sketch.offset@1.0.0",
+        **{
+            **_SKETCH,
+            "defaults": {"side": "outward", "corners": "arc"},
+            "diagnostics": ("OFFSET_COLLAPSED",),
+        },
+        title="Offset a profile",
+        summary="A 2-D offset of a closed profile in its own plane: every point moved by "
+        "distance outward or inward, convex corners rounded (arc) or extended until the sides "
+        "meet (intersection). The result is a new profile; the original stays.",
+        aliases=(
+            "offset outline",
+            "offset curve",
+            "inset",
+            "outset",
+            "offset2D",
+            "轮廓偏移",
+            "偏移",
+            "等距线",
+            "向内偏移",
+            "向外偏移",
+            "wall outline",
+        ),
+        intents=(
+            "offset the profile 2 mm inward for a pocket wall",
+            "make an outline 3 mm larger all round than this sketch",
+            "将轮廓向内偏移2毫米",
+            "把草图向外等距偏移3毫米，尖角保持尖角",
+            "an inset of the rectangle by 1.5 mm for a lip",
+            "偏移这个截面得到壁厚1毫米的内轮廓",
+        ),
+        counter=(
+            "move a body 5 mm",
+            "shell a solid",
+            "把零件平移5毫米",
+            "offset the plane of a sketch",
+        ),
+        inputs=(
+            Input(
+                "profile",
+                SHAPE,
+                'The closed profile to offset: a sketch step of this plan ({"step": "<id>"}).',
+                accepts=PROFILE,
+            ),
+            _length("distance", "How far (mm) each point moves."),
+            Input(
+                "side",
+                STRING,
+                "'outward' (default, a larger outline) or 'inward'.",
+                required=False,
+                choices=("outward", "inward"),
+            ),
+            Input(
+                "corners",
+                STRING,
+                "Convex corners of an outward offset: 'arc' (default, rounded with radius "
+                "distance) or 'intersection' (sharp, the sides extended).",
+                required=False,
+                choices=("arc", "intersection"),
+            ),
+        ),
+        examples=(
+            {"profile": {"step": "sketch"}, "distance": 2, "side": "inward"},
+            {"profile": {"step": "sketch"}, "distance": 3, "corners": "intersection"},
+        ),
+        failure_modes=(
+            {
+                "diagnostic": "OFFSET_COLLAPSED",
+                "explanation": "an inward offset larger than half the profile's width leaves "
+                "nothing, or splits it into several outlines",
+                "repair": "use a smaller distance",
             },
         ),
     ),
@@ -942,6 +1115,315 @@ OPERATIONS: tuple[Operation, ...] = (
                 "explanation": "the profile lies on both sides of the axis, so the sweep "
                 "would pass through itself",
                 "repair": "move the profile to one side of the axis (it may touch it)",
+            },
+        ),
+    ),
+    Operation(
+        capability="cap:exact.loft@1",
+        ref="exact.loft@1.0.0",
+        kind="authoring.operation",
+        target="operationRef",
+        taxonomy="authoring.exact.feature",
+        title="Loft between profiles",
+        summary="An exact solid that blends two to four closed profiles on different planes "
+        "(parallel or not) in order: profile, via, via2, to; smooth through them, or ruled "
+        "(straight between neighbours). A square can blend into a circle.",
+        aliases=(
+            "loft",
+            "blend",
+            "transition",
+            "skin",
+            "放样",
+            "放样体",
+            "过渡",
+            "square to round",
+            "blend two profiles",
+            "ruled surface solid",
+            "天圆地方",
+            "变截面",
+        ),
+        intents=(
+            "loft between a square and a circle on parallel planes",
+            "blend a 20 mm square at the bottom into a Ø16 circle 30 mm above",
+            "在两个平行平面上的正方形和圆之间放样",
+            "做一个下方上圆的过渡体（天圆地方）",
+            "a ruled transition from a rectangle to a smaller rectangle 10 mm up",
+            "loft through three sections: a circle, a hexagon and a smaller circle",
+            "把三个截面依次放样成一个实体",
+            "a duct that changes from a rectangle to a circle",
+        ),
+        counter=(
+            "extrude the profile 10 mm",
+            "a cone between two circles on one axis",
+            "把轮廓拉伸10毫米",
+            "sweep a circle along a path",
+        ),
+        inputs=(
+            Input(
+                "profile",
+                SHAPE,
+                'The first section: a sketch step of this plan ({"step": "<id>"}).',
+                accepts=PROFILE,
+            ),
+            Input(
+                "to",
+                SHAPE,
+                "The last section, on another plane (a sketch step).",
+                accepts=PROFILE,
+            ),
+            Input(
+                "via",
+                SHAPE,
+                "An optional section between profile and to (a sketch step).",
+                required=False,
+                accepts=PROFILE,
+            ),
+            Input(
+                "via2",
+                SHAPE,
+                "An optional section between via and to (a sketch step; needs via).",
+                required=False,
+                accepts=PROFILE,
+            ),
+            Input(
+                "ruled",
+                BOOL,
+                "True: straight between neighbouring sections; false (default): smooth "
+                "through all of them.",
+                required=False,
+            ),
+        ),
+        examples=(
+            {"profile": {"step": "square"}, "to": {"step": "circle"}},
+            {
+                "profile": {"step": "base"},
+                "via": {"step": "waist"},
+                "to": {"step": "top"},
+                "ruled": True,
+            },
+        ),
+        defaults={"ruled": False},
+        diagnostics=("LOFT_FAILED", "SOLID_INVALID"),
+        failure_modes=(
+            {
+                "diagnostic": "LOFT_FAILED",
+                "explanation": "two neighbouring sections lie on one plane, or OpenCASCADE "
+                "cannot blend them into a valid solid (they twist or cross)",
+                "repair": "sketch each section on its own plane (offset), in order along the "
+                "loft; check that via2 is given only with via",
+            },
+        ),
+    ),
+    Operation(
+        capability="cap:exact.sweep@1",
+        ref="exact.sweep@1.0.0",
+        kind="authoring.operation",
+        target="operationRef",
+        taxonomy="authoring.exact.feature",
+        title="Sweep a profile along a path",
+        summary="An exact solid made by moving a closed profile along a path in world "
+        "coordinates: lines and arcs (a polyline with arcs) or a helix about Z; the path starts "
+        "on the profile's plane, across it.",
+        aliases=(
+            "sweep",
+            "pipe",
+            "tube along a path",
+            "swept solid",
+            "扫掠",
+            "扫描",
+            "沿路径扫掠",
+            "管道",
+            "helical sweep",
+            "coil",
+            "spring",
+            "弹簧",
+            "螺旋扫掠",
+            "bent pipe",
+        ),
+        intents=(
+            "sweep a Ø6 circle along a path that goes up 20 mm then 30 mm along X",
+            "a pipe following an L-shaped path with a bend",
+            "沿一条折线路径扫掠一个圆形截面",
+            "做一根沿路径弯曲的管子",
+            "a coil spring: sweep a small circle along a helix of pitch 5",
+            "sweep the profile along an arc of radius 40",
+            "用螺旋线扫掠一个圆截面做弹簧",
+            "把矩形截面沿圆弧路径扫掠",
+        ),
+        counter=(
+            "extrude straight up 10 mm",
+            "revolve a profile about Z",
+            "把截面绕轴旋转一周",
+            "loft between two profiles",
+        ),
+        inputs=(
+            Input(
+                "profile",
+                SHAPE,
+                'The closed profile to sweep: a sketch step of this plan ({"step": "<id>"}), '
+                "on a plane the path starts on.",
+                accepts=PROFILE,
+            ),
+            Input(
+                "path",
+                JSON,
+                'The path in world coordinates (mm): {"points": [start, end, …]} where start '
+                'is [x, y, z] and each end is [x, y, z] (a line), {"to": P, "through": Q} (an '
+                'arc through Q) or {"to": P, "tangent": true} (an arc tangent to the segment '
+                'before it); or {"helix": {"radius", "pitch", "height", "leftHanded"?}} about '
+                f"Z from (radius, 0, 0) (at most {PATH_MAX_TURNS} turns).",
+                json_schema={
+                    "type": "object",
+                    "oneOf": [
+                        {
+                            "properties": {
+                                "points": {
+                                    "type": "array",
+                                    "minItems": 2,
+                                    "maxItems": 500,
+                                    "items": _PATH_ITEM,
+                                }
+                            },
+                            "required": ["points"],
+                            "additionalProperties": False,
+                        },
+                        {
+                            "properties": {
+                                "helix": {
+                                    "type": "object",
+                                    "properties": {
+                                        "radius": {"type": "number", "exclusiveMinimum": 0},
+                                        "pitch": {"type": "number", "exclusiveMinimum": 0},
+                                        "height": {"type": "number", "exclusiveMinimum": 0},
+                                        "leftHanded": {"type": "boolean"},
+                                    },
+                                    "required": ["radius", "pitch", "height"],
+                                    "additionalProperties": False,
+                                }
+                            },
+                            "required": ["helix"],
+                            "additionalProperties": False,
+                        },
+                    ],
+                },
+            ),
+            Input(
+                "transition",
+                STRING,
+                "How the profile turns at a sharp corner of the path: 'right' (default, "
+                "mitred) or 'round'.",
+                required=False,
+                choices=("right", "round"),
+            ),
+        ),
+        examples=(
+            {
+                "profile": {"step": "section"},
+                "path": {"points": [[0, 0, 0], [0, 0, 20], [30, 0, 20]]},
+            },
+            {
+                "profile": {"step": "section"},
+                "path": {
+                    "points": [[0, 0, 0], {"to": [40, 0, 40], "through": [11.716, 0, 28.284]}]
+                },
+            },
+            {
+                "profile": {"step": "wire"},
+                "path": {"helix": {"radius": 10, "pitch": 5, "height": 20}},
+            },
+        ),
+        defaults={"transition": "right"},
+        diagnostics=("PATH_INVALID", "SWEEP_FAILED", "SOLID_INVALID"),
+        failure_modes=(
+            {
+                "diagnostic": "PATH_INVALID",
+                "explanation": "the path is malformed (coincident points, a straight 'arc', a "
+                "tangent arc first), or it does not start on the profile's plane, across it",
+                "repair": "start the path at a point of the profile's plane, heading along "
+                "the profile's normal",
+            },
+            {
+                "diagnostic": "SWEEP_FAILED",
+                "explanation": "the profile is wider than a bend of the path, so the swept "
+                "solid crosses itself, or OpenCASCADE cannot sweep it",
+                "repair": "use a smaller profile or a larger bend radius",
+            },
+        ),
+    ),
+    Operation(
+        capability="cap:exact.pocket@1",
+        ref="exact.pocket@1.0.0",
+        kind="authoring.operation",
+        target="operationRef",
+        taxonomy="authoring.exact.feature",
+        title="Pocket a profile into a body",
+        summary="Cut a closed profile into a body to a depth, from the profile's plane "
+        "against its normal (into a face whose outward normal it shares: sketch on the "
+        "face's plane); no depth cuts through all. The body keeps its id.",
+        aliases=(
+            "pocket",
+            "cut extrude",
+            "recess",
+            "extruded cut",
+            "挖槽",
+            "型腔",
+            "凹槽",
+            "拉伸切除",
+            "blind pocket",
+            "through cut",
+            "切除",
+            "凹坑",
+        ),
+        intents=(
+            "pocket a 40 × 20 rounded rectangle 5 mm deep into the top face",
+            "cut the slot profile through the plate",
+            "在顶面挖一个5毫米深的圆角矩形槽",
+            "把轮廓拉伸切除穿透整个板",
+            "recess a circle of radius 10, 2 mm deep, from the top",
+            "cut a hexagonal nut pocket 4 mm deep into the base",
+            "在底座上切一个4毫米深的六角槽",
+        ),
+        counter=(
+            "drill a Ø5 hole",
+            "cut one body with another",
+            "钻一个5毫米的孔",
+            "subtract the cylinder from the block",
+        ),
+        inputs=(
+            _TARGET,
+            Input(
+                "profile",
+                SHAPE,
+                'The closed profile to cut: a sketch step of this plan ({"step": "<id>"}), on '
+                "the plane of the face the pocket starts from.",
+                accepts=PROFILE,
+            ),
+            _length("depth", "Depth (mm); omit to cut through the whole body.", required=False),
+            Input(
+                "direction",
+                STRING,
+                "'against' (default: against the profile's normal, into a face the sketch "
+                "lies on) or 'along'.",
+                required=False,
+                choices=("against", "along"),
+            ),
+        ),
+        examples=(
+            {"target": "b:plate", "profile": {"step": "outline"}, "depth": 5},
+            {"target": "b:plate", "profile": {"step": "outline"}},
+        ),
+        effects=("createsFeature", "changesTopology"),
+        risk="medium",
+        may_invalidate_refs=True,
+        defaults={"direction": "against"},
+        diagnostics=("POCKET_MISSES_BODY", "BOOLEAN_EMPTY_RESULT", "SOLID_INVALID"),
+        failure_modes=(
+            {
+                "diagnostic": "POCKET_MISSES_BODY",
+                "explanation": "the profile, cut against its normal (or along it), does not "
+                "reach the body",
+                "repair": "sketch on the plane of the face to pocket (plane and offset), or "
+                "give direction 'along'",
             },
         ),
     ),

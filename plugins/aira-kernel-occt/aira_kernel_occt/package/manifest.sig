@@ -4,5 +4,5 @@
   "context": "aira.capability-package.v1",
   "publisher": "aira-first-party",
   "keyId": "e81c20c98175665f",
-  "signature": "i56AZ2e8wd+PaNOLM/wP0y9xWpCwux48dmnsNsdO+cgiyICINSf97bx+Ymt+oY8Ki31wAsHTQ2poE7G+K1jaCQ=="
+  "signature": "kySkOlpFbQWC3D2iyfJ2WBIoy4y8PHuMIZPEBlcG8jErZneJ1zizhcfNXRXq+w0/eWc64fdRCbw41r0syVSaCA=="
 }
