@@ -266,7 +266,7 @@ def test_feature_appends_node_and_moves_tip_keeping_history() -> None:
             "/nodes/0/inputs/length",
         ),
         (
-            [{"op": "node.add", "node": {"id": "n_x", "op": "exact.sweep@1.0.0"}}],
+            [{"op": "node.add", "node": {"id": "n_x", "op": "exact.draft@1.0.0"}}],
             "AMIR_OPERATION_UNKNOWN",
             "/nodes/1/op",
         ),

@@ -302,7 +302,7 @@ def test_model_patch_with_assertions_needs_a_kernel(package_only, tmp_path: Path
 def test_model_init_from_a_document_checks_the_catalog(installed, tmp_path: Path) -> None:
     aira = installed
     store = tmp_path / "s" / "store.sqlite3"
-    document = {"nodes": [{"id": "n1", "op": "exact.sweep@1.0.0", "inputs": {}}]}
+    document = {"nodes": [{"id": "n1", "op": "exact.draft@1.0.0", "inputs": {}}]}
     out = aira(
         "model",
         "init",

@@ -412,7 +412,7 @@ def test_a_commit_is_checked_against_the_signatures(fresh: Any) -> None:
     r0 = repo.init(document).rev
     before = snapshot(repo.store, [r0])
     wire = document.to_wire()
-    wire["nodes"].append({"id": "nod.sweep", "op": "exact.sweep@1.0.0", "inputs": {}})
+    wire["nodes"].append({"id": "nod.draft", "op": "exact.draft@1.0.0", "inputs": {}})
     unknown_op = AmirDocument.model_validate(wire)
 
     with pytest.raises(PatchRejected) as exc:

@@ -356,9 +356,9 @@ def test_an_unrelated_intent_is_an_explicit_no_match(index: SearchIndex, intent:
 @pytest.mark.parametrize(
     ("intent", "operation"),
     [
-        ("loft between a square and a circle on parallel planes", "loft"),
-        ("在两个截面之间放样", "loft"),
-        ("sweep a 6 mm circle along a bent path", "sweep"),
+        ("add a 2 degree draft to the side faces of the block", "draft"),
+        ("给长方体的侧面加3度拔模斜度", "draft"),
+        ("knurl the round grip of the cylinder", "knurl"),
         ("cut an M6 thread on the shaft", "thread"),
         ("做一个20齿的齿轮", "gear"),
         ("engrave the part number into the lid", "text"),
@@ -390,20 +390,15 @@ def test_the_words_of_an_operation_used_otherwise_are_no_missing_operation(
 
 
 def test_a_catalog_that_performs_an_operation_answers_it(manifest: PackageManifest) -> None:
-    """Whether an operation is performed is read from the capabilities: a package with a
-    loft capability answers "loft" with it."""
-    box = next(d for d in manifest.descriptors if d.capability_id == "cap:exact.box@1")
-    loft = box.model_copy(
-        update={
-            "capability_id": "cap:exact.loft@1",
-            "title": "Loft",
-            "summary": "A solid blended between two or more profiles.",
-            "aliases": ["loft", "放样"],
-            "intent_examples": ["loft a square into a circle", "在两个截面之间放样"],
-        }
-    )
-    index = SearchIndex([*manifest.descriptors, loft], manifest.schemas)
-    response = index.search("loft between a square and a circle on parallel planes")
+    """Whether an operation is performed is read from the capabilities: without its loft
+    capability the package answers "loft" with a no-match naming it, with it the loft."""
+    intent = "loft between a square and a circle on parallel planes"
+    without = [d for d in manifest.descriptors if d.capability_id != "cap:exact.loft@1"]
+    response = SearchIndex(without, manifest.schemas).search(intent)
+    assert response.no_match is True and "performs: loft" in response.no_match_reason
+    response = SearchIndex(manifest.descriptors, manifest.schemas).search(intent)
+    assert response.no_match is False and ids(response)[0] == "cap:exact.loft@1"
+    response = SearchIndex(manifest.descriptors, manifest.schemas).search("在两个截面之间放样")
     assert response.no_match is False and ids(response)[0] == "cap:exact.loft@1"
 
 

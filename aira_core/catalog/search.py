@@ -282,6 +282,12 @@ OPERATIONS: tuple[Operation, ...] = (
         ("text", "engrave", "emboss", "文字"),
     ),
     Operation("knurl", "a knurled surface", ("knurl", "滚花"), ("knurl", "滚花")),
+    Operation(
+        "draft",
+        "a draft angle on faces (for moulding)",
+        ("draft angle", "degree draft", "拔模"),
+        ("draft", "拔模"),
+    ),
 )
 """Operations the host knows by name (English and Chinese). Whether the catalog performs
 one is read from the capabilities themselves, so a package that adds a loft answers

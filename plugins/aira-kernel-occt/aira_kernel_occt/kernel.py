@@ -365,8 +365,15 @@ class OcctKernel:
 # -- the fixture of the example checks ----------------------------------------------------------
 
 FIXTURE_ALIASES = {"b:plate": "plate", "b:boss": "boss", "b:pin": "pin"}
-FIXTURE_STEPS = {"sketch": "fx_sketch", "section": "fx_section"}
-"""Sketch steps the sweep examples refer to as ``{"step": name}``."""
+FIXTURE_STEPS = {
+    "sketch": "fx_sketch",
+    "section": "fx_section",
+    "waist": "fx_waist",
+    "top": "fx_top",
+    "ring": "fx_ring",
+    "outline": "fx_outline",
+}
+"""Sketch steps the examples of profile-taking operations refer to as ``{"step": name}``."""
 FIXTURE_STEP = "fixture:plate.step"
 """The importer example's stand-in for the STEP text of the fixture's plate."""
 
@@ -374,8 +381,11 @@ FIXTURE_STEP = "fixture:plate.step"
 def fixture_document() -> dict[str, Any]:
     """Bodies the input examples refer to: ``plate`` a 40 × 30 × 10 box standing on the XY
     plane (z 0…10), ``boss`` a cylinder r 5, h 20 moved up 10 (on the plate), ``pin`` a
-    cylinder r 3, h 30 moved down 10 (through the plate); and two sketch profiles, ``sketch``
-    a 20 × 10 rectangle on XY and ``section`` a 4 × 10 rectangle on XZ (x 8…12, z 0…10)."""
+    cylinder r 3, h 30 moved down 10 (through the plate); and sketch profiles: ``sketch`` a
+    20 × 10 rectangle on XY, ``section`` a 4 × 10 rectangle on XZ (x 8…12, z 0…10), ``waist``
+    and ``top`` circles r 3 and r 4 on XY at z 10 and 20 (loft sections above ``sketch``),
+    ``ring`` a circle r 1 on XZ at x 10 (a helix's start), ``outline`` a 20 × 10 rectangle
+    with R2 corners on the plate's top face (z 10)."""
 
     def v(x: float) -> dict[str, Any]:
         return {"value": x}
@@ -415,6 +425,32 @@ def fixture_document() -> dict[str, Any]:
             "id": "fx_section",
             "op": "sketch.rectangle@1.0.0",
             "inputs": {"plane": v("XZ"), "width": v(4), "height": v(10), "center": v([10, 5])},
+        },
+        {
+            "id": "fx_waist",
+            "op": "sketch.circle@1.0.0",
+            "inputs": {"plane": v("XY"), "offset": v(10), "radius": v(3)},
+        },
+        {
+            "id": "fx_top",
+            "op": "sketch.circle@1.0.0",
+            "inputs": {"plane": v("XY"), "offset": v(20), "radius": v(4)},
+        },
+        {
+            "id": "fx_ring",
+            "op": "sketch.circle@1.0.0",
+            "inputs": {"plane": v("XZ"), "radius": v(1), "center": v([10, 0])},
+        },
+        {
+            "id": "fx_outline",
+            "op": "sketch.roundedRectangle@1.0.0",
+            "inputs": {
+                "plane": v("XY"),
+                "offset": v(10),
+                "width": v(20),
+                "height": v(10),
+                "radius": v(2),
+            },
         },
     ]
     bodies = [{"id": name, "label": name, "tip": f"fx_{name}"} for name in ("plate", "boss", "pin")]

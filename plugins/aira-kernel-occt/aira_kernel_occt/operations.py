@@ -1181,7 +1181,7 @@ OPERATIONS: tuple[Operation, ...] = (
             Input(
                 "via2",
                 SHAPE,
-                "An optional section between via and to (a sketch step; needs via).",
+                "An optional section after via (or after profile) and before to (a sketch step).",
                 required=False,
                 accepts=PROFILE,
             ),
@@ -1194,9 +1194,9 @@ OPERATIONS: tuple[Operation, ...] = (
             ),
         ),
         examples=(
-            {"profile": {"step": "square"}, "to": {"step": "circle"}},
+            {"profile": {"step": "sketch"}, "to": {"step": "top"}},
             {
-                "profile": {"step": "base"},
+                "profile": {"step": "sketch"},
                 "via": {"step": "waist"},
                 "to": {"step": "top"},
                 "ruled": True,
@@ -1317,18 +1317,15 @@ OPERATIONS: tuple[Operation, ...] = (
             ),
         ),
         examples=(
-            {
-                "profile": {"step": "section"},
-                "path": {"points": [[0, 0, 0], [0, 0, 20], [30, 0, 20]]},
-            },
+            {"profile": {"step": "section"}, "path": {"points": [[10, 0, 5], [10, -20, 5]]}},
             {
                 "profile": {"step": "section"},
                 "path": {
-                    "points": [[0, 0, 0], {"to": [40, 0, 40], "through": [11.716, 0, 28.284]}]
+                    "points": [[10, 0, 5], [10, -10, 5], {"to": [30, -30, 5], "tangent": True}]
                 },
             },
             {
-                "profile": {"step": "wire"},
+                "profile": {"step": "ring"},
                 "path": {"helix": {"radius": 10, "pitch": 5, "height": 20}},
             },
         ),
@@ -1471,7 +1468,7 @@ OPERATIONS: tuple[Operation, ...] = (
             "I need a blind hole 6 mm wide and 10 mm deep in the top face",
             "countersink four holes for M3 flat-head screws",
             "在盖板上打两个M3螺丝过孔",
-            "在顶面中心钻一个直径8、深10毫米的盲孔",
+            "钻一个φ8的盲孔，孔深10",
             "给M5内六角螺钉加沉孔",
         ),
         counter=(
@@ -1810,7 +1807,7 @@ OPERATIONS: tuple[Operation, ...] = (
         intents=(
             "join the boss onto the plate",
             "把凸台和底板合并",
-            "merge the rib and the base into a single solid",
+            "fuse the rib onto the base plate",
             "combine the handle with the lid",
             "weld the boss onto the top of the housing",
             "fuse these two parts together",
@@ -1965,7 +1962,7 @@ OPERATIONS: tuple[Operation, ...] = (
             "nudge the lid up 0.5 cm",
             "reposition the boss 15 mm along X",
             "place the cylinder 20 mm away from the origin along X",
-            "把盖子往上挪0.5厘米",
+            "将顶盖沿Z轴提高5毫米",
             "将销钉沿Y方向平移4毫米",
             "把凸台沿X轴移动15毫米",
         ),

@@ -251,7 +251,7 @@ def test_an_unknown_operation_is_kernel_operation_unknown_and_stops_only_its_use
         doc(
             [
                 node("box", BOX, length=v(10), width=v(10), height=v(10)),
-                node("loft", "exact.loft@1.0.0", target={"node": "box"}),
+                node("loft", "exact.draft@1.0.0", target={"node": "box"}),
                 node("moved", TRANSLATE, target={"node": "loft"}, z=v(5)),
             ],
             {"a": "box", "b": "moved"},

@@ -4,5 +4,5 @@
   "context": "aira.capability-package.v1",
   "publisher": "aira-first-party",
   "keyId": "e81c20c98175665f",
-  "signature": "kySkOlpFbQWC3D2iyfJ2WBIoy4y8PHuMIZPEBlcG8jErZneJ1zizhcfNXRXq+w0/eWc64fdRCbw41r0syVSaCA=="
+  "signature": "7G3nnumBXB+/I7ZQ9u5MoHw9T39na5DfaQ12FLs8FqgQn+2bp2ACmDXfv9nGp4p3I267rfMo6gpBtD/zw/4xDw=="
 }
