@@ -180,6 +180,168 @@ def plain_cadquery_frame(lengths: list[float]) -> Any:
     return joined.translate((0, 0, 5))
 
 
+# -- two parts made with the profile capabilities (loft, sweep, pocket, offset) ----------------
+
+
+def op(nid: str, ref: str, **inputs: Any) -> dict[str, Any]:
+    return {"id": nid, "op": ref, "inputs": inputs}
+
+
+def length_parameters(values: dict[str, float]) -> list[dict[str, Any]]:
+    return [
+        {"id": pid, "label": pid, "type": "Length", "unit": "mm", "value": value}
+        for pid, value in values.items()
+    ]
+
+
+def duct_document(params: dict[str, float]) -> dict[str, Any]:
+    """A lofted duct: an 80 × 60 × 8 base plate, a neck lofted from a 40 × 30 R5 rounded
+    rectangle on its top to a circle of radius ``top`` 40 mm above, fused, and two R2
+    rounded-rectangle pockets of depth ``pocket`` in the base beside the neck."""
+    rr = "sketch.roundedRectangle@1.0.0"
+    nodes = [
+        op("base0", "exact.box@1.0.0", length=v(80), width=v(60), height=v(8)),
+        op("base", "exact.translate@1.0.0", target={"node": "base0"}, z=v(4)),
+        op("neck_foot", rr, plane=v("XY"), offset=v(8), width=v(40), height=v(30), radius=v(5)),
+        op("neck_top", "sketch.circle@1.0.0", plane=v("XY"), offset=v(48), radius={"param": "top"}),
+        op("neck", "exact.loft@1.0.0", profile={"node": "neck_foot"}, to={"node": "neck_top"}),
+        op("joined", "exact.union@1.0.0", target={"node": "base"}, tool={"node": "neck"}),
+    ]
+    previous = "joined"
+    for side, x in (("a", -30), ("b", 30)):
+        nodes += [
+            op(
+                f"pocket_{side}_sketch",
+                rr,
+                plane=v("XY"),
+                offset=v(8),
+                width=v(12),
+                height=v(8),
+                radius=v(2),
+                center=v([x, 0]),
+            ),
+            op(
+                f"pocket_{side}",
+                "exact.pocket@1.0.0",
+                target={"node": previous},
+                profile={"node": f"pocket_{side}_sketch"},
+                depth={"param": "pocket"},
+            ),
+        ]
+        previous = f"pocket_{side}"
+    return {
+        "format": "aira.amir/1",
+        "parameters": length_parameters(params),
+        "nodes": nodes,
+        "bodies": [{"id": "duct", "label": "duct", "tip": previous}],
+    }
+
+
+def plain_cadquery_duct(params: dict[str, float]) -> Any:
+    """:func:`duct_document` as a plain CadQuery script."""
+    import cadquery as cq
+
+    base = cq.Workplane().box(80, 60, 8).translate((0, 0, 4))
+    foot = cq.Sketch().rect(40, 30).vertices().fillet(5)._faces.Faces()[0].outerWire()
+    top = cq.Wire.makeCircle(params["top"], cq.Vector(0, 0, 48), cq.Vector(0, 0, 1))
+    part = base.union(cq.Workplane().add(cq.Solid.makeLoft([foot.translate((0, 0, 8)), top])))
+    for x in (-30, 30):
+        outline = cq.Workplane("XY", origin=(x, 0, 8)).sketch().rect(12, 8).vertices().fillet(2)
+        part = part.cut(outline.finalize().extrude(-params["pocket"]))
+    return part
+
+
+PIPE_PATH = [[0, 0, 6], [0, 0, 36], {"to": [20, 0, 56], "tangent": True}, [60, 0, 56]]
+BORE_PATH = [[0, 0, 0], [0, 0, 36], {"to": [20, 0, 56], "tangent": True}, [61, 0, 56]]
+
+
+def pipe_document(params: dict[str, float]) -> dict[str, Any]:
+    """A bent pipe on a flange: a ``flange`` × ``flange`` × 6 plate, a Ø12 tube swept up 30
+    mm, round an R20 bend and 40 mm along X, fused, and bored by the tube's profile offset
+    ``wall`` inward swept along the same path (through the plate, past the open end)."""
+    circle = "sketch.circle@1.0.0"
+    nodes = [
+        op(
+            "plate0",
+            "exact.box@1.0.0",
+            length={"param": "flange"},
+            width={"param": "flange"},
+            height=v(6),
+        ),
+        op("plate", "exact.translate@1.0.0", target={"node": "plate0"}, z=v(3)),
+        op("tube_section", circle, plane=v("XY"), offset=v(6), radius=v(6)),
+        op(
+            "tube",
+            "exact.sweep@1.0.0",
+            profile={"node": "tube_section"},
+            path=v({"points": PIPE_PATH}),
+        ),
+        op("joined", "exact.union@1.0.0", target={"node": "plate"}, tool={"node": "tube"}),
+        op("bore_outer", circle, plane=v("XY"), radius=v(6)),
+        op(
+            "bore_section",
+            "sketch.offset@1.0.0",
+            profile={"node": "bore_outer"},
+            distance={"param": "wall"},
+            side=v("inward"),
+        ),
+        op(
+            "bore",
+            "exact.sweep@1.0.0",
+            profile={"node": "bore_section"},
+            path=v({"points": BORE_PATH}),
+        ),
+        op("bored", "exact.cut@1.0.0", target={"node": "joined"}, tool={"node": "bore"}),
+    ]
+    return {
+        "format": "aira.amir/1",
+        "parameters": length_parameters(params),
+        "nodes": nodes,
+        "bodies": [{"id": "pipe", "label": "pipe", "tip": "bored"}],
+    }
+
+
+def plain_cadquery_pipe(params: dict[str, float]) -> Any:
+    """:func:`pipe_document` as a plain CadQuery script (paths drawn on the XZ workplane,
+    whose y is world Z)."""
+    import cadquery as cq
+
+    def path(start_z: float, end_x: float) -> Any:
+        return (
+            cq.Workplane("XZ")
+            .moveTo(0, start_z)
+            .lineTo(0, 36)
+            .tangentArcPoint((20, 56), relative=False)
+            .lineTo(end_x, 56)
+        )
+
+    plate = cq.Workplane().box(params["flange"], params["flange"], 6).translate((0, 0, 3))
+    tube = cq.Workplane("XY", origin=(0, 0, 6)).circle(6).sweep(path(6, 60), transition="right")
+    bore = cq.Workplane("XY").circle(6 - params["wall"]).sweep(path(0, 61), transition="right")
+    return plate.union(tube).cut(bore)
+
+
+PARTS: dict[str, dict[str, Any]] = {
+    "duct": {
+        "document": duct_document,
+        "plain": plain_cadquery_duct,
+        "body": "duct",
+        "params": {"top": 10.0, "pocket": 5.0},
+        "edits": [("pocket", 6.0), ("top", 12.0)],
+    },
+    "pipe": {
+        "document": pipe_document,
+        "plain": plain_cadquery_pipe,
+        "body": "pipe",
+        "params": {"flange": 50.0, "wall": 1.5},
+        "edits": [("wall", 2.0), ("flange", 60.0)],
+    },
+}
+"""Each part: its document and plain CadQuery script from parameter values, the body to
+compare, the values before the edit, and the one-parameter edits measured (a late feature's
+dimension first, then one further up the tree)."""
+
+
 # -- measuring ----------------------------------------------------------------------------
 
 
@@ -204,7 +366,9 @@ def check_query(result: Any, what: str) -> None:
         raise BenchmarkError(f"{what} failed: {shown or 'no bounding box'}")
 
 
-def incremental_run(kernel_cls: Any, old: Any, new: Any, changed: set[str]) -> dict[str, Any]:
+def incremental_run(
+    kernel_cls: Any, old: Any, new: Any, changed: set[str], body: str = "frame"
+) -> dict[str, Any]:
     """One full evaluation of ``old`` on a fresh kernel (worker started first, not timed),
     then one incremental evaluation of ``new`` with the hint ``changed``."""
     kernel = kernel_cls()
@@ -234,8 +398,8 @@ def incremental_run(kernel_cls: Any, old: Any, new: Any, changed: set[str]) -> d
         "full_evaluated_nodes": len(full.evaluated_nodes),
         "incremental_evaluated_nodes": len(incr.evaluated_nodes),
         "unchanged_evaluated_nodes": len(same.evaluated_nodes),
-        "frame_volume_before": full.bodies["frame"].volume,
-        "frame_volume_after": incr.bodies["frame"].volume,
+        "volume_before": full.bodies[body].volume,
+        "volume_after": incr.bodies[body].volume,
     }
 
 
@@ -272,14 +436,16 @@ def round_trips(kernel_cls: Any, queries: int) -> dict[str, Any]:
     }
 
 
-def plain_cadquery_runs(lengths: list[float], runs: int, aira_volume: float) -> dict[str, Any]:
-    """``runs`` timed from-scratch builds of :func:`plain_cadquery_frame` with ``lengths``,
-    in this process after one untimed warm-up build (CadQuery imported, OpenCASCADE's
-    first-use costs paid), the volume checked against Aira's."""
-    plain_cadquery_frame(list(LENGTHS))  # warm-up: the unedited part, as before the edit
+def plain_cadquery_runs(
+    build: Callable[[Any], Any], before: Any, after: Any, runs: int, aira_volume: float
+) -> dict[str, Any]:
+    """``runs`` timed from-scratch builds ``build(after)``, in this process after one
+    untimed warm-up build of the unedited part ``build(before)`` (CadQuery imported,
+    OpenCASCADE's first-use costs paid), the volume checked against Aira's."""
+    build(before)
     samples, volume = [], 0.0
     for _ in range(runs):
-        elapsed, part = timed(lambda: plain_cadquery_frame(lengths))
+        elapsed, part = timed(lambda: build(after))
         samples.append(elapsed)
         volume = part.val().Volume()
     if abs(volume - aira_volume) > VOLUME_TOLERANCE * abs(aira_volume):
@@ -293,6 +459,38 @@ def plain_cadquery_runs(lengths: list[float], runs: int, aira_volume: float) -> 
         "volume": volume,
         "aira_volume": aira_volume,
         "relative_volume_difference": abs(volume - aira_volume) / abs(aira_volume),
+    }
+
+
+def part_edit(kernel_cls: Any, name: str, pid: str, value: float, runs: int) -> dict[str, Any]:
+    """One edit of a part of :data:`PARTS`: ``runs`` full + incremental evaluations on fresh
+    kernels, and the plain CadQuery script from scratch after the same edit."""
+    from aira_core.contracts.amir import AmirDocument
+    from aira_core.model.patch import changed_nodes
+
+    part = PARTS[name]
+    before = dict(part["params"])
+    after = {**before, pid: value}
+    old = AmirDocument.model_validate(part["document"](before))
+    new = AmirDocument.model_validate(part["document"](after))
+    changed = changed_nodes(old, new)
+    samples = [incremental_run(kernel_cls, old, new, changed, part["body"]) for _ in range(runs)]
+    incremental_s = statistics.median(s["incremental_s"] for s in samples)
+    plain = plain_cadquery_runs(part["plain"], before, after, runs, samples[0]["volume_after"])
+    ratio = incremental_s / plain["s"]
+    return {
+        "part": name,
+        "nodes": len(old.nodes),
+        "edit": [pid, before[pid], value],
+        "changed_nodes": sorted(changed),
+        "full_s": statistics.median(s["full_s"] for s in samples),
+        "incremental_s": incremental_s,
+        "incremental_evaluated_nodes": samples[0]["incremental_evaluated_nodes"],
+        "plain_cadquery_s": plain["s"],
+        "relative_volume_difference": plain["relative_volume_difference"],
+        "incremental_over_full": statistics.median(s["ratio"] for s in samples),
+        "incremental_over_plain": ratio,
+        "met": ratio <= TARGET_RATIO,
     }
 
 
@@ -384,9 +582,18 @@ def run(runs: int, queries: int, exports: int) -> dict[str, Any]:
     full_ratio = statistics.median(s["ratio"] for s in samples)
     incremental_s = statistics.median(s["incremental_s"] for s in samples)
     plain = plain_cadquery_runs(
-        [CHANGED_LENGTH, *lengths[1:]], runs, samples[0]["frame_volume_after"]
+        plain_cadquery_frame,
+        lengths,
+        [CHANGED_LENGTH, *lengths[1:]],
+        runs,
+        samples[0]["volume_after"],
     )
     plain_ratio = incremental_s / plain["s"]
+    parts = [
+        part_edit(OcctKernel, name, pid, value, runs)
+        for name, part in PARTS.items()
+        for pid, value in part["edits"]
+    ]
     stl = stl_exports(OcctKernel, exports)
     return {
         "benchmark": "occt",
@@ -425,6 +632,7 @@ def run(runs: int, queries: int, exports: int) -> dict[str, Any]:
             "max_ratio": RETIRED_RATIO,
             "met": full_ratio <= RETIRED_RATIO,
         },
+        "profile_parts": parts,
         "stl_export": {"tolerance": "default", "parts": stl},
         "round_trip": trips,
         "worker_start_s": {"median": statistics.median(s["worker_start_s"] for s in samples)},
@@ -489,6 +697,22 @@ def print_report(result: dict[str, Any]) -> None:
         print(
             "  per run incremental / full: "
             + ", ".join(f"{s['ratio']:.3f}" for s in inc["samples"])
+        )
+    print()
+    print(
+        "parts made with loft, sweep, pocket and offset: one-parameter edits "
+        f"(medians of {result['runs']} run(s); target incremental / plain <= {TARGET_RATIO})"
+    )
+    for p in result["profile_parts"]:
+        pid, old, new = p["edit"]
+        print(
+            f"  {p['part']:<5} {p['nodes']:>2} nodes  {pid} {old:g} -> {new:g} mm: "
+            f"{p['incremental_evaluated_nodes']} re-evaluated  full {ms(p['full_s'])}  "
+            f"incremental {ms(p['incremental_s'])}  plain CQ {ms(p['plain_cadquery_s'])}"
+        )
+        print(
+            f"        incremental / plain CadQuery {p['incremental_over_plain']:.3f} "
+            f"({verdict(p['met'])}), incremental / full {p['incremental_over_full']:.3f}"
         )
     print()
     print(

@@ -1060,33 +1060,21 @@ def _pocket(a: Mapping[str, Any]) -> cq.Shape:
         box = target.BoundingBox()
         depth = 2 * (box.DiagonalLength + (box.center - face.Center()).Length)
     tool = cq.Solid.extrudeLinear(face, normal * depth)
-    removed = common_volume(target, tool)
-    if removed < EMPTY_VOLUME:
-        raise Failure(
-            POCKET_MISSES_BODY,
-            f"the pocket removes nothing: going {direction} the profile's normal it does not "
-            "reach the body; sketch on the face's plane, or "
-            "turn the direction",
-        )
     out = boolean("cut", target, tool)
     if out.isNull() or not has_solid(out) or out.Volume() < EMPTY_VOLUME:
         raise Failure(BOOLEAN_EMPTY_RESULT, "the pocket removes the whole body")
+    # what the cut removed, from the volumes (a second boolean for it cost as much again)
+    if target.Volume() - out.Volume() < EMPTY_VOLUME:
+        raise Failure(
+            POCKET_MISSES_BODY,
+            f"the pocket removes nothing: going {direction} the profile's normal it does not "
+            "reach the body; sketch on the face's plane, or turn the direction",
+        )
     return _solid_or_compound(_cleaned(out))
 
 
-def _profile(a: Mapping[str, Any]) -> cq.Face:
-    profile = a["profile"]
-    if not isinstance(profile, cq.Face):
-        kind = profile.ShapeType() if isinstance(profile, cq.Shape) else type(profile).__name__
-        raise Failure(
-            KERNEL_INPUT_INVALID,
-            f"profile must be a sketch profile (a planar face), not a {kind}",
-        )
-    return profile
-
-
 def _extrude(a: Mapping[str, Any]) -> cq.Shape:
-    face, distance = _profile(a), a["distance"]
+    face, distance = _face_input(a, "profile"), a["distance"]
     normal = face.normalAt()
     direction = a.get("direction", "normal")
     if direction == "symmetric":
@@ -1096,7 +1084,7 @@ def _extrude(a: Mapping[str, Any]) -> cq.Shape:
 
 
 def _revolve(a: Mapping[str, Any]) -> cq.Shape:
-    face, axis_name, angle = _profile(a), a["axis"], a.get("angle", 360.0)
+    face, axis_name, angle = _face_input(a, "profile"), a["axis"], a.get("angle", 360.0)
     axis = cq.Vector(*_AXES[axis_name])
     normal = face.normalAt()
     if abs(normal.dot(axis)) > 1e-9:

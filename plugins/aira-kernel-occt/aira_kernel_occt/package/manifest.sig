@@ -4,5 +4,5 @@
   "context": "aira.capability-package.v1",
   "publisher": "aira-first-party",
   "keyId": "e81c20c98175665f",
-  "signature": "7G3nnumBXB+/I7ZQ9u5MoHw9T39na5DfaQ12FLs8FqgQn+2bp2ACmDXfv9nGp4p3I267rfMo6gpBtD/zw/4xDw=="
+  "signature": "4flbTUm5bGLWWTPQWC6go2OVsVx1kD64SCt/pZOZgC6tCg1j/NRAu5IPAVfyG5G5J9r7xh5k4suL5+krhykVBA=="
 }
