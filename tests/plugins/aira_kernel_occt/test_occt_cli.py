@@ -201,6 +201,64 @@ def test_a_sketch_is_swept_into_a_body_and_is_no_body_itself(aira_home: Path, tm
     )
 
 
+def test_a_plan_lofts_sweeps_and_pockets_from_its_own_sketches(aira_home: Path, tmp_path) -> None:
+    """The profile capabilities through the whole write path: sketch steps referenced by
+    later steps (an optional loft section left out), a pocket on a body of the same plan,
+    and only the solids become bodies."""
+    assert aira(aira_home, "model", "init").returncode == 0
+    envelope = apply_steps(
+        aira_home,
+        tmp_path,
+        [
+            {
+                "id": "foot",
+                "capability": "cap:sketch.rectangle@1",
+                "args": {"plane": "XY", "width": 20, "height": 20},
+            },
+            {
+                "id": "head",
+                "capability": "cap:sketch.rectangle@1",
+                "args": {"plane": "XY", "offset": 15, "width": 10, "height": 10},
+            },
+            {
+                "id": "frustum",
+                "capability": "cap:exact.loft@1",
+                "label": "frustum",
+                "args": {"profile": {"step": "foot"}, "to": {"step": "head"}, "ruled": True},
+            },
+            {
+                "id": "section",
+                "capability": "cap:sketch.circle@1",
+                "args": {"plane": "XY", "offset": 40, "radius": 2},
+            },
+            {
+                "id": "rod",
+                "capability": "cap:exact.sweep@1",
+                "label": "rod",
+                "args": {
+                    "profile": {"step": "section"},
+                    "path": {"points": [[0, 0, 40], [0, 0, 60]]},
+                },
+            },
+            {
+                "id": "recess",
+                "capability": "cap:sketch.roundedRectangle@1",
+                "args": {"plane": "XY", "offset": 15, "width": 6, "height": 6, "radius": 1},
+            },
+            {
+                "id": "pocketed",
+                "capability": "cap:exact.pocket@1",
+                "args": {"target": {"step": "frustum"}, "profile": {"step": "recess"}, "depth": 2},
+            },
+        ],
+    )
+    bodies = envelope["data"]["bodies"]
+    assert len(bodies) == 2  # frustum (pocketed in place) and rod; no sketch is a body
+    volumes = sorted(b["volume"] for b in bodies.values())
+    frustum = 15 / 3 * (400 + 100 + 200) - (36 - (4 - math.pi)) * 2
+    assert volumes == pytest.approx(sorted([math.pi * 4 * 20, frustum]), rel=1e-6)
+
+
 def test_import_a_step_file_and_export_3mf_and_a_display_mesh(aira_home: Path, tmp_path) -> None:
     assert aira(aira_home, "model", "init").returncode == 0
     apply_steps(
