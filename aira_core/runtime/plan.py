@@ -383,19 +383,21 @@ class _Scope:
         """Bodies an earlier step took out of the model: later steps cannot name them."""
         self.writable: set[str] | None = None
         """The bodies the Intent Frame lets the plan change (None: any)."""
-        self._users: dict[str, list[str]] | None = None
+        self._users: dict[str, list[tuple[str, str]]] | None = None
 
     def name_of(self, entity_id: str) -> str:
-        """How a message names an entity: its alias in the base revision, else its id."""
+        """How a message names an entity: its alias in the base revision, else the name
+        the plan gave it (``b:<label>``, else its step's id), else its id."""
         try:
             return self.aliases.alias_of(entity_id)
         except AiraError:
-            return entity_id
+            names = [n for n, eid in self.local.items() if eid == entity_id and n != entity_id]
+            return next((n for n in names if ":" in n), names[0] if names else entity_id)
 
-    def users(self, body: str) -> list[str]:
-        """How messages name the nodes and assertions of the base revision that refer to
-        ``body`` (a selection on it, an assertion on it): while they are in the model, the
-        body cannot leave it."""
+    def users(self, body: str) -> list[tuple[str, str]]:
+        """The nodes and assertions of the base revision that refer to ``body`` (a selection
+        on it, an assertion on it), as (kind, how a message names it): while they are in
+        the model, the body cannot leave it."""
         if self._users is None:
             self._users = {}
             for kind, entities in (
@@ -405,7 +407,8 @@ class _Scope:
                 for entity in entities:
                     for ref, block in references(entity):
                         if block == "bodies":
-                            named = f"{kind} {self.name_of(entity.id)}"
+                            shown = "feature" if kind == "node" else kind
+                            named = (kind, f"{shown} {self.name_of(entity.id)}")
                             self._users.setdefault(ref, []).append(named)
         return self._users.get(body, [])
 
@@ -416,15 +419,16 @@ class _Scope:
         if removal is None:
             return None
         name = self.name_of(body or "")
+        said = "" if value == name else f" (named {_short(value)})"
         if removal.keep is None:
             return (
-                f"{_short(value)} names body {name}, which step {removal.step!r} removed; it "
-                "is not in the model after that step"
+                f"body {name}{said} was removed by step {removal.step!r}: it is not in the "
+                "model after that step"
             )
         return (
-            f"{_short(value)} names body {name}, which step {removal.step!r} consumed (its "
-            f"input {removal.input!r}); it is not in the model after that step. To use it "
-            f"later, give step {removal.step!r} {removal.keep}: true"
+            f"body {name}{said} was consumed by step {removal.step!r} (its input "
+            f"{removal.input!r}): it is not in the model after that step; to use it later, "
+            f"give step {removal.step!r} {removal.keep}: true"
         )
 
     def created(self, entity_id: str, step_id: str, kind: str, label: str | None) -> None:
@@ -1019,19 +1023,26 @@ def _remove_body(
         entity = op.node if isinstance(op, NodeAdd) else getattr(op, "assertion", None)
         if entity is not None and any(ref == body for ref, _ in references(entity)):
             kind = "node" if isinstance(op, NodeAdd) else "assertion"
-            users.append(f"the {kind} of step {lowered.step_of(entity.id)!r}")
+            shown = "feature" if kind == "node" else kind
+            users.append((kind, f"the {shown} of step {lowered.step_of(entity.id)!r}"))
     what = scope.name_of(body)
     verb = "consumes" if keep is not None else "removes"
     if users:
-        shown = ", ".join(users[:3]) + (f" and {len(users) - 3} more" if len(users) > 3 else "")
+        kinds = {kind for kind, _ in users}
+        shown = ", ".join(u for _, u in users[:3])
+        shown += f" and {len(users) - 3} more" if len(users) > 3 else ""
+        why = [w for k, w in (("assertion", "checks it"), ("node", "selects on it")) if k in kinds]
         fixes = [f"give {keep}: true to keep the body"] if keep is not None else []
-        if any(u.startswith(("assertion", "the assertion")) for u in users):
+        if "assertion" in kinds:
             fixes.append("remove the assertion first")
+        if "node" in kinds and keep is not None:
+            fixes.append("apply that feature to the result, after this step")
         found.add(
             "PLAN_BODY_STILL_REFERENCED",
-            f"step {step.id!r} {verb} body {what}, but {shown} still refer(s) to it (an "
-            "assertion on it, or a feature selecting its faces or edges), so it cannot leave "
-            "the model: " + (", or ".join(fixes) or "it stays while a feature selects on it"),
+            f"step {step.id!r} {verb} body {what}, but {shown} "
+            f"{'still refers' if len(users) == 1 else 'still refer'} to it "
+            f"({' or '.join(why)}), so it cannot leave the model: "
+            + (", or ".join(fixes) or "it stays while a feature selects on it"),
             "steps",
             i,
             "args",
