@@ -380,3 +380,54 @@ def test_consuming_a_body_outside_the_intent_scope_is_refused(write: WritePath) 
         committed(write, boolean("cut", target="b:plate", tool="b:tool", keepTool=True))
     finally:
         write.ctx.intent = None
+
+
+# -- aira model export: the part, and every body it writes named --------------------------------
+
+
+def test_model_export_writes_the_part_and_names_the_bodies_it_writes(
+    register_plugin: Any, aira: Any, aira_home: Path, tmp_path: Path
+) -> None:
+    import json
+
+    import trimesh
+
+    import aira_kernel_occt.plugin
+
+    register_plugin(aira_kernel_occt.plugin, "occt")
+
+    def run(*args: str) -> Any:
+        out = aira(*args)
+        assert out.returncode == 0, out.stdout + out.stderr
+        return out
+
+    def plan_file(name: str, steps: list[dict[str, Any]]) -> str:
+        head = json.loads(run("model", "log", "--json").stdout)["records"][0]["rev"]
+        path = tmp_path / name
+        path.write_text(json.dumps({"baseRevision": head, "steps": steps}))
+        return str(path)
+
+    run("model", "init")
+    run("plan", "apply", plan_file("parts.json", PARTS))
+    keep = [boolean("cut", target="b:plate", tool="b:tool", keepTool=True)]
+    run("plan", "apply", plan_file("keep.json", keep))
+    both = tmp_path / "both.stl"
+    out = run("model", "export", "--format", "stl", "--out", str(both))
+    assert "(2 bodies: b:plate, b:tool)" in out.stdout
+    one = tmp_path / "one.stl"
+    out = run(
+        "model", "export", "--format", "stl", "--out", str(one), "--body", "b:plate", "--json"
+    )
+    assert json.loads(out.stdout)["bodies"] == ["b:plate"]
+
+    run("plan", "apply", plan_file("drop.json", [remove("drop", "b:tool")]))
+    part = tmp_path / "part.stl"
+    out = run("model", "export", "--format", "stl", "--out", str(part), "--json")
+    assert json.loads(out.stdout)["bodies"] == ["b:plate"]
+    mesh = trimesh.load(part, file_type="stl")
+    assert mesh.is_watertight and float(mesh.volume) == pytest.approx(VOLUME["cut"], rel=1e-6)
+    assert trimesh.load(both, file_type="stl").volume == pytest.approx(
+        VOLUME["cut"] + TOOL, rel=1e-6
+    )
+    help_text = run("model", "export", "--help").stdout
+    assert "consumed" in help_text and "keepTool" in help_text
