@@ -89,6 +89,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     ),
     "aira_core.contracts.amir": (
         "AMIR_ACCEPTS_KEYWORD",
+        "AMIR_CONSUMES_KEYWORD",
         "AMIR_TYPE_KEYWORD",
         "AMIR_TYPE_MISMATCH",
         "BASE_UNIT",

@@ -473,6 +473,17 @@ _CODES = (
             "PLAN_STEP_REFERENCE_INVALID",
             'a {"step": id} argument that is not an earlier step making what the input takes',
         ),
+        (
+            "PLAN_BODY_STILL_REFERENCED",
+            "a step takes a body out of the model (a boolean consuming its tool, "
+            "cap:body.remove@1) that an assertion or a feature's selection still refers to; "
+            "keep it (keepTool: true) or remove the assertion first",
+        ),
+        (
+            "PLAN_CONSUMES_TARGET",
+            "a step would consume the body it writes its result to (a boolean whose tool is "
+            "its target)",
+        ),
         ("PLAN_PRECONDITION_UNMET", "a known precondition of a capability does not hold"),
         ("PLAN_SCOPE_DENIED", "the grant does not cover the branch written, or the revision read"),
         ("GRANT_REVOKED", "the Session Grant is revoked"),

@@ -229,7 +229,13 @@ def model_export(
     ],
     out: Annotated[Path, typer.Option("--out", help="File to write.")],
     body: Annotated[
-        str | None, typer.Option("--body", help="Body alias or id (default: all bodies).")
+        str | None,
+        typer.Option(
+            "--body",
+            help="Export only this body (alias or id). Default: every body of the revision, "
+            "the part as the model shows it; a boolean's tool is consumed (no longer a body) "
+            "unless its step said keepTool: true, and the output names each body written.",
+        ),
     ] = None,
     rev: Annotated[str, typer.Option("--rev", help="Revision or branch.")] = "main",
     force: ForceFlag = False,
@@ -239,7 +245,10 @@ def model_export(
 ) -> None:
     """Export a revision's bodies through the kernel (a file outside the model).
 
-    The file is written atomically and never over an existing one (OUTPUT_EXISTS) unless
+    Without --body, every body of the revision is written, as one compound: the part as
+    the model shows it (a boolean consumes its tool unless keepTool, so the tool is no
+    longer a body); when that is more than one body, the output lists them. The file is
+    written atomically and never over an existing one (OUTPUT_EXISTS) unless
     --force; never through a symlink, and never over Aira's own stores (OUTPUT_PROTECTED)."""
     from aira_core.diagnostics import AiraError
     from aira_core.files import check_target, write_file
@@ -250,7 +259,10 @@ def model_export(
     with _repository(store) as repo:
         at = _rev(repo, rev)
         document = repo.document(at)
-        target = repo.aliases(at).resolve(body) if body is not None else None
+        aliases = repo.aliases(at)
+        target = aliases.resolve(body) if body is not None else None
+        # which bodies the file holds, said in the output: none is written unannounced
+        written = [aliases.alias_of(b.id) for b in document.bodies if target in (None, b.id)]
     from aira_core import kernel_guard
 
     # a kernel that raises, answers with something else than bytes or blocks: a stable code
@@ -269,13 +281,15 @@ def model_export(
                 "format": "aira.model.export/1",
                 "rev": at,
                 "body": target,
+                "bodies": written,
                 "fileFormat": file_format.lower(),
                 "bytes": len(data),
                 "out": out.name,
             }
         )
     else:
-        typer.echo(f"wrote {len(data)} bytes of {file_format.lower()} to {out.name}")
+        several = f" ({len(written)} bodies: {', '.join(written)})" if len(written) > 1 else ""
+        typer.echo(f"wrote {len(data)} bytes of {file_format.lower()} to {out.name}{several}")
 
 
 @model_app.command("import")

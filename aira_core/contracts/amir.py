@@ -88,6 +88,12 @@ AMIR_TYPE_KEYWORD = "x-amir-type"
 AMIR_ACCEPTS_KEYWORD = "x-amir-accepts"
 """The keyword on a Shape input's property that names the semantic type of the result it
 takes (``ExactSolid``, ``Profile``)."""
+AMIR_CONSUMES_KEYWORD = "x-amir-consumes"
+"""The keyword on a Shape input's property that makes a plan step consume the body it names:
+the body leaves the model in the same commit (a boolean's tool is absorbed into its target).
+Its value is the name of the step's Bool input that keeps the body instead (``keepTool``);
+that input is a directive to the plan, decided when the plan is checked, and is not stored in
+the node."""
 PROFILE = "Profile"
 """The output type of a sketch: a closed planar profile for a sweep, not a body."""
 INTERMEDIATE_TYPES = frozenset({PROFILE})

@@ -37,7 +37,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from jsonschema import Draft202012Validator
 from pydantic import ValidationError
@@ -49,6 +49,7 @@ from aira_core.catalog.policy import LOCAL_GRANT, RISK_RANK, authorize
 from aira_core.catalog.signatures import signature
 from aira_core.contracts.amir import (
     AMIR_ACCEPTS_KEYWORD,
+    AMIR_CONSUMES_KEYWORD,
     BASE_UNIT,
     INTERMEDIATE_TYPES,
     JSON,
@@ -59,6 +60,7 @@ from aira_core.contracts.amir import (
     AssertionAdd,
     Body,
     BodyAdd,
+    BodyRemove,
     BodySetTip,
     InputValue,
     LiteralInput,
@@ -98,7 +100,13 @@ from aira_core.diagnostics import (
 )
 from aira_core.model.aliases import AliasTable, label_alias_safe
 from aira_core.model.operations import node_ref
-from aira_core.model.patch import PatchRejected, apply_patch, find_cycle, validate_document
+from aira_core.model.patch import (
+    PatchRejected,
+    apply_patch,
+    find_cycle,
+    references,
+    validate_document,
+)
 from aira_core.model.repository import ModelRepository
 from aira_core.model.store import MAIN
 
@@ -151,6 +159,9 @@ class Lowered:
     param_of_step: dict[str, str] = field(default_factory=dict)
     types_of_step: dict[str, frozenset[str]] = field(default_factory=dict)
     """The output semantic types of each step that made a node."""
+    removed_by_step: dict[str, list[str]] = field(default_factory=dict)
+    """The bodies each step took out of the model: a boolean's consumed tool, a removed
+    body."""
 
     def step_of(self, entity_id: str) -> str | None:
         tables = (self.node_of_step, self.body_of_step, self.assertion_of_step)
@@ -341,6 +352,15 @@ def _check_capability_grant(
 # -- arguments -----------------------------------------------------------------------------------
 
 
+class _Removal(NamedTuple):
+    """How a body left the model during a plan."""
+
+    step: str
+    input: str
+    keep: str | None
+    """The Bool input that would have kept it (a consumed tool), or None (removed)."""
+
+
 class _Scope:
     """Names as the plan sees them: the base revision's aliases and ids, then what earlier
     steps of the plan created (their ``b:<label>`` / ``p:<name>``, step ids and entity ids).
@@ -354,10 +374,62 @@ class _Scope:
 
     def __init__(self, document: AmirDocument, aliases: AliasTable) -> None:
         self.aliases = aliases
+        self.document = document
         self.params: dict[str, Parameter] = {p.id: p for p in document.parameters}
         self.tips: dict[str, str] = {b.id: b.tip for b in document.bodies}
         self.local: dict[str, str] = {}
         self.resolved: dict[str, str] = {}
+        self.removed: dict[str, _Removal] = {}
+        """Bodies an earlier step took out of the model: later steps cannot name them."""
+        self.writable: set[str] | None = None
+        """The bodies the Intent Frame lets the plan change (None: any)."""
+        self._users: dict[str, list[tuple[str, str]]] | None = None
+
+    def name_of(self, entity_id: str) -> str:
+        """How a message names an entity: its alias in the base revision, else the name
+        the plan gave it (``b:<label>``, else its step's id), else its id."""
+        try:
+            return self.aliases.alias_of(entity_id)
+        except AiraError:
+            names = [n for n, eid in self.local.items() if eid == entity_id and n != entity_id]
+            return next((n for n in names if ":" in n), names[0] if names else entity_id)
+
+    def users(self, body: str) -> list[tuple[str, str]]:
+        """The nodes and assertions of the base revision that refer to ``body`` (a selection
+        on it, an assertion on it), as (kind, how a message names it): while they are in
+        the model, the body cannot leave it."""
+        if self._users is None:
+            self._users = {}
+            for kind, entities in (
+                ("node", self.document.nodes),
+                ("assertion", self.document.assertions),
+            ):
+                for entity in entities:
+                    for ref, block in references(entity):
+                        if block == "bodies":
+                            shown = "feature" if kind == "node" else kind
+                            named = (kind, f"{shown} {self.name_of(entity.id)}")
+                            self._users.setdefault(ref, []).append(named)
+        return self._users.get(body, [])
+
+    def gone(self, value: Any, body: str | None) -> str | None:
+        """Why ``value`` (a reference the plan wrote) names no body although it resolves:
+        the body it named was removed by an earlier step. None if it was not."""
+        removal = self.removed.get(body or "")
+        if removal is None:
+            return None
+        name = self.name_of(body or "")
+        said = "" if value == name else f" (named {_short(value)})"
+        if removal.keep is None:
+            return (
+                f"body {name}{said} was removed by step {removal.step!r}: it is not in the "
+                "model after that step"
+            )
+        return (
+            f"body {name}{said} was consumed by step {removal.step!r} (its input "
+            f"{removal.input!r}): it is not in the model after that step; to use it later, "
+            f"give step {removal.step!r} {removal.keep}: true"
+        )
 
     def created(self, entity_id: str, step_id: str, kind: str, label: str | None) -> None:
         """Name an entity a step created: by its id, its step's id and, if the label is
@@ -461,6 +533,20 @@ def _accepts(entry: CapabilityEntry, name: str) -> str | None:
     return accepts if isinstance(accepts, str) else None
 
 
+def _consumes(entry: CapabilityEntry) -> dict[str, str]:
+    """The Shape inputs whose body the step consumes (``x-amir-consumes``), each with the
+    name of the Bool input that keeps it instead."""
+    out: dict[str, str] = {}
+    if entry.descriptor.kind not in _AUTHORING_KINDS:
+        return out
+    for name, prop in (entry.input_schema.get("properties") or {}).items():
+        keep = prop.get(AMIR_CONSUMES_KEYWORD) if isinstance(prop, dict) else None
+        spec = entry.signature.inputs.get(name)
+        if isinstance(keep, str) and spec is not None and spec.type == SHAPE:
+            out[name] = keep
+    return out
+
+
 MESSAGE_VALUE_CHARS = 120
 """How much of a rejected value a diagnostic repeats (it may be megabytes of text)."""
 
@@ -508,11 +594,13 @@ def _normalise_args(
                     )
                     ok = False
                     continue
-                out[name] = _Arg(
-                    f"step:{value['step']}",
-                    NodeInput(node=node),
-                    lowered.body_of_step.get(str(value["step"])),
-                )
+                made_body = lowered.body_of_step.get(str(value["step"]))
+                gone = scope.gone(value, made_body)
+                if gone is not None:
+                    found.add("PLAN_REFERENCE_UNRESOLVED", gone, *where, step=step.id)
+                    ok = False
+                    continue
+                out[name] = _Arg(f"step:{value['step']}", NodeInput(node=node), made_body)
                 continue
             if wanted in INTERMEDIATE_TYPES:
                 found.add(
@@ -528,7 +616,8 @@ def _normalise_args(
             if body is None or body not in scope.tips:
                 found.add(
                     "PLAN_REFERENCE_UNRESOLVED",
-                    f"{value!r} names no body of the base revision or of an earlier step",
+                    scope.gone(value, body)
+                    or f"{value!r} names no body of the base revision or of an earlier step",
                     *where,
                     step=step.id,
                 )
@@ -555,7 +644,7 @@ def _normalise_args(
             if body is None or body not in scope.tips:
                 found.add(
                     "PLAN_REFERENCE_UNRESOLVED",
-                    f"selection {value!r} names no body",
+                    scope.gone(value["body"], body) or f"selection {value!r} names no body",
                     *where,
                     step=step.id,
                 )
@@ -666,10 +755,42 @@ def _template_ops(
     plan_key: str,
     found: _Findings,
     lowered_params: dict[str, str],
+    lowered: Lowered | None = None,
 ) -> list[PatchOp]:
-    """The built-in patch templates (``patchTemplateRef``) for parameters."""
+    """The built-in patch templates (``patchTemplateRef``): parameters, and removing a
+    body."""
     name = entry.ref.split("@")[0]
     args = step.args
+    if name == "body.remove" and lowered is not None:
+        ref = args.get("body")
+        if isinstance(ref, dict):  # {"step": id}: the body that step made or changed
+            body = lowered.body_of_step.get(str(ref.get("step")))
+            if body is None:
+                found.add(
+                    "PLAN_STEP_REFERENCE_INVALID",
+                    f"{_short(ref)} is not an earlier step that made or changed a body",
+                    "steps",
+                    i,
+                    "args",
+                    "body",
+                    step=step.id,
+                )
+                return []
+        else:
+            body = scope.resolve(ref)
+        if body is None or body not in scope.tips:
+            found.add(
+                "PLAN_REFERENCE_UNRESOLVED",
+                scope.gone(ref, body)
+                or f"{_short(ref)} names no body of the base revision or of an earlier step",
+                "steps",
+                i,
+                "args",
+                "body",
+                step=step.id,
+            )
+            return []
+        return _remove_body(body, step, i, "body", None, scope, lowered, found)
     if name == "parameter.define":
         pid = _entity_id("p", plan_key, step.id)
         try:
@@ -778,7 +899,8 @@ def _lower_step(
     plan_key: str,
 ) -> None:
     d = entry.descriptor
-    inputs = {n: a.lowered for n, a in args.items() if a.lowered is not None}
+    keeps = set(_consumes(entry).values())  # a directive to the plan, not a node input
+    inputs = {n: a.lowered for n, a in args.items() if a.lowered is not None and n not in keeps}
     if d.kind is CapabilityKind.MODEL_QUERY:
         lowered.queries.append((step.id, entry.ref, {n: a.resolved for n, a in args.items()}))
         lowered.query_at[step.id] = len(lowered.ops)
@@ -823,6 +945,127 @@ def _lower_step(
     scope.tips[body_id] = node_id
     scope.created(body_id, step.id, "b", label)
     lowered.body_of_step[step.id] = body_id
+
+
+def _consumed_bodies(
+    entry: CapabilityEntry,
+    step: PlanStep,
+    i: int,
+    args: dict[str, _Arg],
+    scope: _Scope,
+    found: _Findings,
+) -> list[tuple[str, str, str]]:
+    """(input, body, keep input) for each body the step consumes (``x-amir-consumes``): the
+    body whose current shape the input takes, unless the keep input is true. Decided before
+    the step is lowered, while the target's tip is still where the plan named it."""
+    out: list[tuple[str, str, str]] = []
+    target = args.get("target")
+    target_body = (
+        next((b for b, tip in scope.tips.items() if tip == target.lowered.node), None)
+        if target is not None and isinstance(target.lowered, NodeInput)
+        else None
+    )
+    for name, keep in _consumes(entry).items():
+        arg, flag = args.get(name), args.get(keep)
+        if arg is None or not isinstance(arg.lowered, NodeInput):
+            continue
+        if flag is not None and isinstance(flag.lowered, ParamInput):
+            found.add(
+                "PLAN_ARGS_INVALID",
+                f"{keep} decides when the plan is checked whether the body of {name!r} stays "
+                "in the model; give true or false, not a parameter",
+                "steps",
+                i,
+                "args",
+                keep,
+                step=step.id,
+            )
+            continue
+        if flag is not None and flag.normal is True:
+            continue
+        body = next((b for b, tip in scope.tips.items() if tip == arg.lowered.node), None)
+        if body is None or any(body == b for _, b, _ in out):
+            continue  # an earlier state of a body (no body is that shape), or already taken
+        if body == target_body:
+            found.add(
+                "PLAN_CONSUMES_TARGET",
+                f"step {step.id!r}: {name} names {scope.name_of(body)}, the body the step "
+                f"changes (its target); it cannot consume the body it writes its result to. "
+                f"Give another body as {name}",
+                "steps",
+                i,
+                "args",
+                name,
+                step=step.id,
+                expected="a body other than the target",
+                actual=str(step.args.get(name)),
+            )
+            continue
+        out.append((name, body, keep))
+    return out
+
+
+def _remove_body(
+    body: str,
+    step: PlanStep,
+    i: int,
+    name: str,
+    keep: str | None,
+    scope: _Scope,
+    lowered: Lowered,
+    found: _Findings,
+) -> list[PatchOp]:
+    """The op that takes ``body`` out of the model at this point of the plan: refused
+    while an assertion or a node still refers to it, or when the Intent Frame's scope does
+    not cover it; later steps naming it are told which step removed it."""
+    users = list(scope.users(body))
+    for op in lowered.ops:
+        entity = op.node if isinstance(op, NodeAdd) else getattr(op, "assertion", None)
+        if entity is not None and any(ref == body for ref, _ in references(entity)):
+            kind = "node" if isinstance(op, NodeAdd) else "assertion"
+            shown = "feature" if kind == "node" else kind
+            users.append((kind, f"the {shown} of step {lowered.step_of(entity.id)!r}"))
+    what = scope.name_of(body)
+    verb = "consumes" if keep is not None else "removes"
+    if users:
+        kinds = {kind for kind, _ in users}
+        shown = ", ".join(u for _, u in users[:3])
+        shown += f" and {len(users) - 3} more" if len(users) > 3 else ""
+        why = [w for k, w in (("assertion", "checks it"), ("node", "selects on it")) if k in kinds]
+        fixes = [f"give {keep}: true to keep the body"] if keep is not None else []
+        if "assertion" in kinds:
+            fixes.append("remove the assertion first")
+        if "node" in kinds and keep is not None:
+            fixes.append("apply that feature to the result, after this step")
+        found.add(
+            "PLAN_BODY_STILL_REFERENCED",
+            f"step {step.id!r} {verb} body {what}, but {shown} "
+            f"{'still refers' if len(users) == 1 else 'still refer'} to it "
+            f"({' or '.join(why)}), so it cannot leave the model: "
+            + (", or ".join(fixes) or "it stays while a feature selects on it"),
+            "steps",
+            i,
+            "args",
+            name,
+            step=step.id,
+        )
+        return []
+    if scope.writable is not None and body in scope.aliases and body not in scope.writable:
+        found.add(
+            "PLAN_OUT_OF_SCOPE",
+            f"step {step.id!r} {verb} body {what}, outside the Intent Frame's scope"
+            + (f"; give {keep}: true to keep it" if keep is not None else ""),
+            "steps",
+            i,
+            "args",
+            name,
+            step=step.id,
+        )
+        return []
+    del scope.tips[body]
+    scope.removed[body] = _Removal(step.id, name, keep)
+    lowered.removed_by_step.setdefault(step.id, []).append(body)
+    return [BodyRemove(op="body.remove", id=body)]
 
 
 def revision_types(document: AmirDocument, ctx: PlanContext) -> set[str]:
@@ -927,6 +1170,7 @@ def check_plan(
         if ctx.intent and ctx.intent.scope
         else None
     )
+    scope.writable = in_scope
 
     for i, step in enumerate(plan.steps):
         entry = ctx.capabilities.get(step.capability)
@@ -983,7 +1227,9 @@ def check_plan(
                 step=step.id,
             ):
                 lowered.ops.extend(
-                    _template_ops(entry, step, i, scope, plan_id, found, lowered.param_of_step)
+                    _template_ops(
+                        entry, step, i, scope, plan_id, found, lowered.param_of_step, lowered
+                    )
                 )
             continue
 
@@ -1028,7 +1274,10 @@ def check_plan(
                     "target",
                     step=step.id,
                 )
+        removals = _consumed_bodies(entry, step, i, args, scope, found)
         _lower_step(entry, step, args, scope, lowered, plan_id)
+        for name, body, keep in removals:
+            lowered.ops.extend(_remove_body(body, step, i, name, keep, scope, lowered, found))
         for node_id in (lowered.node_of_step.get(step.id),):
             if node_id:
                 node_ops[node_id] = entry.ref
@@ -1050,7 +1299,7 @@ def check_plan(
         if body is None or body not in scope.tips:
             found.add(
                 "PLAN_REFERENCE_UNRESOLVED",
-                f"{assertion.target!r} names no body",
+                scope.gone(assertion.target, body) or f"{assertion.target!r} names no body",
                 "acceptanceAssertions",
                 k,
                 "target",

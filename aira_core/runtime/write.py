@@ -635,9 +635,14 @@ class WritePath:
 
         def plan_data(committed: Committed, diagnostics: list[Diagnostic]) -> dict[str, Any]:
             # Query steps read the committed document; their problems are reported, not raised.
+            removed = {b: s for s, bs in candidate.lowered.removed_by_step.items() for b in bs}
             return {
                 "planId": candidate.plan_id,
-                "createdBodies": dict(candidate.lowered.body_of_step),
+                # a body a later step consumed is not in the committed revision
+                "createdBodies": {
+                    s: b for s, b in candidate.lowered.body_of_step.items() if b not in removed
+                },
+                "removedBodies": removed,
                 "queries": self._queries(candidate, diagnostics),
             }
 

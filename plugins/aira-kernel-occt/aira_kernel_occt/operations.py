@@ -11,6 +11,7 @@ from typing import Any
 
 from aira_core.contracts.amir import (
     AMIR_ACCEPTS_KEYWORD,
+    AMIR_CONSUMES_KEYWORD,
     AMIR_TYPE_KEYWORD,
     JSON,
     PROFILE,
@@ -83,6 +84,7 @@ class Input:
     choices: tuple[str, ...] | None = None  # for strings: the allowed values
     json_schema: Mapping[str, Any] | None = None  # for Json inputs
     accepts: str = "ExactSolid"  # for shapes: the semantic type of the result it takes
+    consumes: str | None = None  # for shapes: the Bool input that keeps the body it names
 
     def schema(self) -> dict[str, Any]:
         if self.type == JSON:
@@ -106,6 +108,7 @@ class Input:
             }
         if self.type == SHAPE:
             # a body (alias or id), or the result of an earlier step of the same plan
+            consumed = {AMIR_CONSUMES_KEYWORD: self.consumes} if self.consumes else {}
             return {
                 "anyOf": [
                     {"type": "string", "minLength": 1},
@@ -118,6 +121,7 @@ class Input:
                 ],
                 AMIR_TYPE_KEYWORD: SHAPE,
                 AMIR_ACCEPTS_KEYWORD: self.accepts,
+                **consumed,
                 "description": self.description,
             }
         out: dict[str, Any] = {
@@ -209,6 +213,41 @@ def _length(name: str, description: str, **kw: Any) -> Input:
 
 
 _TARGET = Input("target", SHAPE, "The body to change (alias such as 'b:plate', or its id).")
+
+
+def _tool(description: str) -> Input:
+    """A boolean's tool: consumed (it leaves the model with the step) unless keepTool."""
+    return Input(
+        "tool",
+        SHAPE,
+        description + " It is consumed: the tool body leaves the model in the same commit, "
+        "so the part is the result alone (an export of all bodies writes only it), unless "
+        "keepTool is true.",
+        consumes="keepTool",
+    )
+
+
+_KEEP_TOOL = Input(
+    "keepTool",
+    BOOL,
+    "Keep the tool body in the model after the boolean (default false: it is consumed). "
+    "With true, both bodies stay and an export of all bodies writes both; export one with "
+    "--body. Decided when the plan is checked: true or false, not a parameter.",
+    required=False,
+)
+_CONSUMED = (
+    {
+        "diagnostic": "PLAN_BODY_STILL_REFERENCED",
+        "explanation": "an assertion or a feature's selection still refers to the tool body, "
+        "so it cannot be consumed",
+        "repair": "give keepTool: true, or remove the assertion first",
+    },
+    {
+        "diagnostic": "PLAN_CONSUMES_TARGET",
+        "explanation": "the tool is the target body itself",
+        "repair": "give another body as the tool",
+    },
+)
 _PRIMITIVE = dict(
     taxonomy="authoring.exact.primitive",
     kind="authoring.operation",
@@ -1273,9 +1312,9 @@ OPERATIONS: tuple[Operation, ...] = (
                 'before it); or {"helix": {"radius", "pitch", "height", "leftHanded"?}} about '
                 f"Z from (radius, 0, 0) (at most {PATH_MAX_TURNS} turns).",
                 json_schema={
-                    "type": "object",
-                    "oneOf": [
+                    "anyOf": [
                         {
+                            "type": "object",
                             "properties": {
                                 "points": {
                                     "type": "array",
@@ -1288,6 +1327,7 @@ OPERATIONS: tuple[Operation, ...] = (
                             "additionalProperties": False,
                         },
                         {
+                            "type": "object",
                             "properties": {
                                 "helix": {
                                     "type": "object",
@@ -1820,12 +1860,22 @@ OPERATIONS: tuple[Operation, ...] = (
             "keep only the overlap of two bodies",
             "从底板上减去圆柱",
         ),
-        inputs=(_TARGET, Input("tool", SHAPE, "The body fused into the target.")),
-        examples=({"target": "b:plate", "tool": "b:boss"},),
+        inputs=(_TARGET, _tool("The body fused into the target."), _KEEP_TOOL),
+        examples=(
+            {"target": "b:plate", "tool": "b:boss"},
+            {"target": "b:plate", "tool": "b:boss", "keepTool": True},
+        ),
+        defaults={"keepTool": False},
+        failure_modes=_CONSUMED,
         effects=("createsFeature", "changesTopology"),
         risk="medium",
         may_invalidate_refs=True,
-        diagnostics=("BOOLEAN_EMPTY_RESULT", "SOLID_INVALID"),
+        diagnostics=(
+            "BOOLEAN_EMPTY_RESULT",
+            "SOLID_INVALID",
+            "PLAN_BODY_STILL_REFERENCED",
+            "PLAN_CONSUMES_TARGET",
+        ),
         requires_representation=("ExactSolid",),
     ),
     Operation(
@@ -1867,12 +1917,19 @@ OPERATIONS: tuple[Operation, ...] = (
             "keep only where two bodies overlap",
             "在板上钻一个直径6的通孔",
         ),
-        inputs=(_TARGET, Input("tool", SHAPE, "The body removed from the target.")),
+        inputs=(_TARGET, _tool("The body removed from the target."), _KEEP_TOOL),
         examples=({"target": "b:plate", "tool": "b:pin"},),
+        defaults={"keepTool": False},
+        failure_modes=_CONSUMED,
         effects=("createsFeature", "changesTopology"),
         risk="medium",
         may_invalidate_refs=True,
-        diagnostics=("BOOLEAN_EMPTY_RESULT", "SOLID_INVALID"),
+        diagnostics=(
+            "BOOLEAN_EMPTY_RESULT",
+            "SOLID_INVALID",
+            "PLAN_BODY_STILL_REFERENCED",
+            "PLAN_CONSUMES_TARGET",
+        ),
         requires_representation=("ExactSolid",),
     ),
     Operation(
@@ -1917,12 +1974,18 @@ OPERATIONS: tuple[Operation, ...] = (
             "how much volume do the two parts overlap",
             "两个零件有没有干涉",
         ),
-        inputs=(_TARGET, Input("tool", SHAPE, "The body intersected with the target.")),
+        inputs=(_TARGET, _tool("The body intersected with the target."), _KEEP_TOOL),
         examples=({"target": "b:plate", "tool": "b:pin"},),
+        defaults={"keepTool": False},
         effects=("createsFeature", "changesTopology"),
         risk="medium",
         may_invalidate_refs=True,
-        diagnostics=("BOOLEAN_EMPTY_RESULT", "SOLID_INVALID"),
+        diagnostics=(
+            "BOOLEAN_EMPTY_RESULT",
+            "SOLID_INVALID",
+            "PLAN_BODY_STILL_REFERENCED",
+            "PLAN_CONSUMES_TARGET",
+        ),
         requires_representation=("ExactSolid",),
         failure_modes=(
             {
@@ -1930,6 +1993,7 @@ OPERATIONS: tuple[Operation, ...] = (
                 "explanation": "the two bodies do not overlap",
                 "repair": "move the tool so that it overlaps the target",
             },
+            *_CONSUMED,
         ),
     ),
     # -- placement ---------------------------------------------------------------------------
@@ -2319,6 +2383,67 @@ OPERATIONS: tuple[Operation, ...] = (
         quality=("authoritative",),
         cost="instant",
         diagnostics=("PARAMETER_OUT_OF_RANGE", "UNIT_MISMATCH"),
+    ),
+    # -- bodies (patch templates) --------------------------------------------------------------
+    Operation(
+        capability="cap:body.remove@1",
+        ref="body.remove@1.0.0",
+        kind="authoring.operation",
+        target="patchTemplateRef",
+        taxonomy="authoring.exact.feature",
+        title="Remove a body",
+        summary="Take a whole body out of the model, e.g. a helper or construction body that "
+        "is no longer needed; earlier revisions keep it and a revert brings it back.",
+        aliases=(
+            "delete body",
+            "remove body",
+            "discard body",
+            "drop body",
+            "delete solid",
+            "remove helper body",
+            "删除实体",
+            "移除实体",
+            "删除辅助体",
+            "删掉零件",
+            "去掉多余实体",
+        ),
+        intents=(
+            "delete the helper cylinder body",
+            "remove the pin body from the model, it is not needed any more",
+            "get rid of the construction box",
+            "the model should only contain the plate: delete the other body",
+            "删除辅助圆柱体",
+            "把不用的销钉实体从模型里删掉",
+            "移除多余的实体，只保留底板",
+        ),
+        counter=(
+            "cut the pin out of the plate",
+            "remove material from the plate where the cylinder is",
+            "从底板上减去圆柱",
+            "delete a parameter",
+        ),
+        inputs=(
+            Input(
+                "body",
+                SHAPE,
+                'The body to remove: its alias (\'b:pin\'), its id, or {"step": "<id>"} of '
+                "the earlier step of this plan that made or changed it. Refused while an "
+                "assertion or a feature's selection still refers to it.",
+            ),
+        ),
+        examples=({"body": "b:pin"},),
+        outputs=(),
+        effects=("changesTopology",),
+        risk="medium",
+        destructive=True,
+        may_invalidate_refs=True,
+        quality=("authoritative",),
+        cost="instant",
+        diagnostics=(
+            "PLAN_BODY_STILL_REFERENCED",
+            "PLAN_REFERENCE_UNRESOLVED",
+            "PLAN_STEP_REFERENCE_INVALID",
+        ),
     ),
     # -- queries -----------------------------------------------------------------------------
     Operation(
