@@ -11,8 +11,9 @@ from typing import Any
 import pytest
 
 pytest.importorskip("cadquery")
-trimesh = pytest.importorskip("trimesh")
+pytest.importorskip("trimesh")
 
+import trimesh
 from occt_docs import doc, node, v
 
 from aira_kernel_occt import geometry
