@@ -254,7 +254,6 @@ def _selector_precedence(
         f"it, `{op}` included (`A and not B {op} C` means `A and not (B {op} C)`); to negate "
         f"only the next operand, parenthesise it: {meant!r}",
         *where,
-        "select",
         step=step,
         severity=Severity.WARNING,
         expected=meant,
@@ -474,6 +473,16 @@ def _short(value: Any) -> str:
     return text if len(text) <= MESSAGE_VALUE_CHARS else text[:MESSAGE_VALUE_CHARS] + "…"
 
 
+def selection_problems(exc: ValidationError) -> str:
+    """What is wrong with a selection, one clause per problem (``radius: …; nearest: …``)."""
+    clauses = []
+    for error in exc.errors():
+        # the tags of a size's number | {min, max} branches are no part of the field's name
+        where = ".".join(str(p) for p in error["loc"] if p not in ("size", "range"))
+        clauses.append(f"{where}: {error['msg']}" if where else error["msg"])
+    return "; ".join(dict.fromkeys(clauses))
+
+
 def _normalise_args(
     step: PlanStep,
     i: int,
@@ -537,15 +546,11 @@ def _normalise_args(
             out[name] = _Arg(value, NodeInput(node=scope.tips[body]), body)
             continue
         if kind == SELECTION:
-            if (
-                not isinstance(value, dict)
-                or not isinstance(value.get("body"), str)
-                or not isinstance(value.get("select", ""), str)
-            ):
+            if not isinstance(value, dict) or not isinstance(value.get("body"), str):
                 found.add(
                     "PLAN_ARGS_INVALID",
-                    f"selection {value!r} is not {{body, select, entity?}} with a body alias "
-                    "and a selector string",
+                    f"selection {_short(value)} is not {{body, select?, entity?, radius?, "
+                    "length?, area?, between?, nearest?}} with a body alias",
                     *where,
                     step=step.id,
                 )
@@ -563,19 +568,22 @@ def _normalise_args(
                 continue
             entity = value.get("entity", EntityKind.EDGE.value if "edge" in name else "Face")
             try:
-                lowered_sel = SemanticInput(
-                    body=body, select=value.get("select", ""), entity=EntityKind(entity)
+                lowered_sel = SemanticInput.model_validate(
+                    {**value, "body": body, "entity": entity}
                 )
-            except ValueError:
+            except ValidationError as exc:
                 found.add(
                     "PLAN_ARGS_INVALID",
-                    f"selection {value!r} is not {{body, select, entity?}}",
+                    _clip(f"selection {_short(value)}: {selection_problems(exc)}"),
                     *where,
                     step=step.id,
                 )
                 ok = False
                 continue
-            _selector_precedence(lowered_sel.select, where, found, step.id)
+            if lowered_sel.select is not None:
+                _selector_precedence(lowered_sel.select, (*where, "select"), found, step.id)
+            for k, selector in enumerate(lowered_sel.between or ()):
+                _selector_precedence(selector, (*where, "between", k), found, step.id)
             out[name] = _Arg(value, lowered_sel, {**value, "body": body})
             continue
         if kind == JSON:
