@@ -5,7 +5,8 @@ base revision. :func:`check_plan` refuses everything decidable before a kernel r
 finding with a stable code and a JSON pointer into the plan, and names the first failing
 step with its full input schema for a targeted repair. A plan that passes is lowered:
 authoring steps into one AMIR patch (committed all or nothing), validator steps into
-assertions (re-checked on every later commit), query steps into kernel queries.
+assertions (judged on their body's state at their position in the plan, then re-checked on
+every later commit), query steps into kernel queries.
 
 The ten checks and their codes:
 
@@ -145,6 +146,10 @@ class Lowered:
     query_at: dict[str, int] = field(default_factory=dict)
     """How many of ``ops`` come before each query step: the state it reads is the base
     with those applied (a plan sees its own order)."""
+    assertion_at: dict[str, int] = field(default_factory=dict)
+    """How many of ``ops`` come before each validator step's ``assertion.add``: during the
+    plan's validation the assertion judges its body in that state, as a query step reads
+    it (later commits re-check it on the body as it is then)."""
     node_of_step: dict[str, str] = field(default_factory=dict)
     body_of_step: dict[str, str] = field(default_factory=dict)
     assertion_of_step: dict[str, str] = field(default_factory=dict)
@@ -796,6 +801,7 @@ def _lower_step(
         body = target.resolved if target is not None else None
         aid = _entity_id("a", plan_key, step.id)
         lowered.assertion_of_step[step.id] = aid
+        lowered.assertion_at[step.id] = len(lowered.ops)
         lowered.ops.append(
             AssertionAdd(
                 op="assertion.add",
