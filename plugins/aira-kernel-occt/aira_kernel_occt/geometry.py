@@ -45,6 +45,7 @@ from aira_kernel_occt.operations import (
     OPERATIONS,
     REAL,
     SELECTION,
+    SELECTION_FILTERS,
     SHAPE,
     STRING,
     Input,
@@ -214,8 +215,6 @@ asks for and still match it (or 1e-9 of the size, for a size above 1000)."""
 NEAREST_TOLERANCE = 1e-6
 """Entities this much (mm) farther from a ``nearest`` point than the nearest one still tie
 with it (all of them are selected)."""
-SELECTION_FILTERS = ("select", "radius", "length", "area", "between", "nearest")
-"""The fields of a selection that choose entities, in the order they are applied."""
 _SIZES = {"radius": ("Edge", "Face"), "length": ("Edge",), "area": ("Face",)}
 """Which entity kinds each size filter measures."""
 _UNITS = {"radius": "mm", "length": "mm", "area": "mm²"}

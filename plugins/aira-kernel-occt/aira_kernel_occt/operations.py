@@ -135,13 +135,23 @@ def _without_description(schema: Mapping[str, Any]) -> dict[str, Any]:
 
 SELECTION_GRAMMAR = (
     "A selection is {body, select?, entity?, radius?, length?, area?, between?, nearest?}: "
-    "entity Face (default), Edge or Vertex; each filter given narrows what the ones before "
-    "it left, in this order: select, radius, length, area, between, nearest; at least one. "
+    "entity Face, Edge or Vertex (default: what the input names); each filter given narrows "
+    "what the ones before it left, in this order: select, radius, length, area, between, "
+    "nearest; at least one. "
     "E.g. {body, entity: 'Edge', select: '>Z', radius: 2.5} (the top rim of a 5 mm bore), "
     "{body, entity: 'Edge', between: ['>Z', '#Z']} (where the top meets the sides), "
     "{body, entity: 'Edge', select: '|Z', nearest: [20, 15, 0]}. " + SELECTOR_GRAMMAR + " On "
     "faces, '|Z' chooses those whose normal is along Z (top and bottom), '#Z' the sides."
 )
+
+
+_SELECTION_EMPTY_MODE = {
+    "diagnostic": "SELECTION_EMPTY",
+    "explanation": "the selection chose nothing; the message names the filter that left "
+    "nothing and the radii, lengths or areas the entities before it have",
+    "repair": "try the selection with query.selectEntities; give one of the listed sizes or "
+    "a {min, max} range, or drop a filter",
+}
 
 
 @dataclass(frozen=True)
@@ -1337,6 +1347,11 @@ OPERATIONS: tuple[Operation, ...] = (
                 "edges": {"body": "b:plate", "select": "|Z", "entity": "Edge"},
                 "radius": 2,
             },
+            {
+                "target": "b:plate",
+                "edges": {"body": "b:plate", "entity": "Edge", "between": [">Z", "#Z"]},
+                "radius": 1,
+            },
         ),
         effects=("createsFeature", "changesTopology"),
         risk="medium",
@@ -1352,6 +1367,7 @@ OPERATIONS: tuple[Operation, ...] = (
                 "explanation": "the radius does not fit the faces next to an edge",
                 "repair": "reduce the radius below half the smallest adjacent face",
             },
+            _SELECTION_EMPTY_MODE,
         ),
     ),
     Operation(
@@ -1401,6 +1417,11 @@ OPERATIONS: tuple[Operation, ...] = (
             {
                 "target": "b:plate",
                 "edges": {"body": "b:plate", "select": ">Z", "entity": "Edge"},
+                "length": 1,
+            },
+            {
+                "target": "b:boss",
+                "edges": {"body": "b:boss", "entity": "Edge", "select": ">Z", "radius": 5},
                 "length": 1,
             },
         ),
@@ -2177,6 +2198,16 @@ OPERATIONS: tuple[Operation, ...] = (
         quality=("authoritative",),
         cost="instant",
         diagnostics=("SELECTION_EMPTY", "SELECTION_INVALID"),
+        failure_modes=(
+            _SELECTION_EMPTY_MODE,
+            {
+                "diagnostic": "SELECTION_INVALID",
+                "explanation": "a selector does not parse, or a filter is of the wrong kind "
+                "(a negative radius, a point of two coordinates, length on faces)",
+                "repair": "sizes are numbers above 0 or {min, max}; nearest is [x, y, z]; "
+                "between is two face selectors and selects edges or vertices",
+            },
+        ),
     ),
     Operation(
         capability="cap:query.distance@1",

@@ -4,5 +4,5 @@
   "context": "aira.capability-package.v1",
   "publisher": "aira-first-party",
   "keyId": "e81c20c98175665f",
-  "signature": "D/Ye6n2vnwOzFPY+17Ih/3L9NlUv2EWzNUO6tV+SIBUn1qxGDBdugw1Zp1TYLaVK2C1MJkzT03TGH3nx4BtLCg=="
+  "signature": "15EduweU4GT3Jb4YaGYY5RGeUrnDFpJ6rcr77vm/Z9+SAGZ70uhl+L9x5x30Wol5oy9RFyq1kCU++7h8RRuFBA=="
 }
