@@ -550,6 +550,12 @@ _CODES = (
             "ASSERTION_FAILED",
             "an assertion of the document fails on the kernel; the write is refused",
         ),
+        (
+            "ASSERTION_FAILS_ON_RESULT",
+            "a warning: a validator step's assertion held at its position in the plan but fails "
+            "on the plan's result; the plan commits, and every later commit re-checks the "
+            "assertion on its body as it is then (and is refused until it holds)",
+        ),
     ),
     *_phase(
         "terminal",

@@ -348,6 +348,62 @@ BAD = [
         FILLET_CAP,
     ),
     Bad(
+        "selection-negative-radius",
+        _with_args(2, edges={"body": "b:plate", "select": "|Z", "entity": "Edge", "radius": -1}),
+        "PLAN_ARGS_INVALID",
+        "/steps/2/args/edges",
+        "round",
+        FILLET_CAP,
+    ),
+    Bad(
+        "selection-radius-range-inverted",
+        _with_args(2, edges={"body": "b:plate", "entity": "Edge", "radius": {"min": 3, "max": 1}}),
+        "PLAN_ARGS_INVALID",
+        "/steps/2/args/edges",
+        "round",
+        FILLET_CAP,
+    ),
+    Bad(
+        "selection-radius-not-a-number",
+        _with_args(2, edges={"body": "b:plate", "entity": "Edge", "radius": True}),
+        "PLAN_ARGS_INVALID",
+        "/steps/2/args/edges",
+        "round",
+        FILLET_CAP,
+    ),
+    Bad(
+        "selection-nearest-two-coordinates",
+        _with_args(2, edges={"body": "b:plate", "entity": "Edge", "nearest": [1, 2]}),
+        "PLAN_ARGS_INVALID",
+        "/steps/2/args/edges",
+        "round",
+        FILLET_CAP,
+    ),
+    Bad(
+        "selection-between-one-selector",
+        _with_args(2, edges={"body": "b:plate", "entity": "Edge", "between": [">Z"]}),
+        "PLAN_ARGS_INVALID",
+        "/steps/2/args/edges",
+        "round",
+        FILLET_CAP,
+    ),
+    Bad(
+        "selection-length-of-a-face",
+        _with_args(2, edges={"body": "b:plate", "entity": "Face", "length": 10}),
+        "PLAN_ARGS_INVALID",
+        "/steps/2/args/edges",
+        "round",
+        FILLET_CAP,
+    ),
+    Bad(
+        "selection-without-a-filter",
+        _with_args(2, edges={"body": "b:plate", "entity": "Edge"}),
+        "PLAN_ARGS_INVALID",
+        "/steps/2/args/edges",
+        "round",
+        FILLET_CAP,
+    ),
+    Bad(
         "angle-parameter-into-a-length",
         _replace(0, step("width", DEFINE_CAP, name="width", value=5, unit="deg", type="Angle")),
         "UNIT_MISMATCH",
@@ -868,6 +924,69 @@ def test_a_not_before_and_or_is_a_precedence_warning(
     )
     assert (d.actual, d.expected) == (selector, meant)
     assert "binds loosest" in d.message and repr(meant) in d.message
+
+
+@pytest.mark.parametrize(
+    ("selection", "says"),
+    [
+        ({"radius": -1}, "radius: Input should be greater than 0"),
+        ({"radius": {"min": 3, "max": 1}}, "radius: min 3.0 is above max 1.0"),
+        ({"nearest": [1, 2]}, "nearest.2: Field required"),
+        ({"between": [">Z", ""]}, "between.1: String should have at least 1 character"),
+        ({"entity": "Vertex", "radius": 2}, "radius does not measure a Vertex"),
+        ({"entity": "Face", "between": [">Z", "<Z"]}, "between selects the edges or vertices"),
+        ({"select": None}, "a selection needs select or another filter"),
+    ],
+)
+def test_a_bad_selection_says_what_is_wrong_in_one_clause(
+    tmp_path: Path, selection: dict[str, Any], says: str
+) -> None:
+    ctx, _, repository = make_runtime(tmp_path)
+    steps = composite_steps()
+    edges = {"body": "b:plate", "entity": "Edge", **selection}
+    steps[2] = steps[2].model_copy(update={"args": {**steps[2].args, "edges": edges}})
+    report, _ = check_plan(plan(repository.head(), *steps), ctx)
+    (d,) = report.diagnostics
+    assert (d.code, d.pointer) == ("PLAN_ARGS_INVALID", "/steps/2/args/edges")
+    assert says in d.message and d.message.count(";") == 0, d.message
+
+
+def test_selection_filters_are_lowered_and_a_plain_selector_keeps_its_wire_form(
+    tmp_path: Path,
+) -> None:
+    ctx, _, repository = make_runtime(tmp_path)
+    steps = composite_steps()
+    edges = {"body": "b:plate", "select": "|Z", "entity": "Edge", "length": 10}
+    edges |= {"radius": {"max": 2}, "nearest": [20, 15, 0], "between": ["#X", "#Y"]}
+    steps[2] = steps[2].model_copy(update={"args": {**steps[2].args, "edges": edges}})
+    report, lowered = check_plan(plan(repository.head(), *steps), ctx)
+    assert report.ok and lowered is not None, report.diagnostics
+    body = next(op.body for op in lowered.ops if isinstance(op, BodyAdd))
+    fillet = [op.node for op in lowered.ops if isinstance(op, NodeAdd)][1]
+    assert fillet.inputs["edges"].to_wire() == {
+        "body": body.id,
+        "select": "|Z",
+        "entity": "Edge",
+        "length": 10,
+        "radius": {"max": 2},
+        "between": ["#X", "#Y"],
+        "nearest": [20, 15, 0],
+    }
+    # the selection as it always was: no field added on the wire, so no revision changes
+    plain = SemanticInput(body=body.id, select="|Z", entity="Edge")
+    assert plain.to_wire() == {"body": body.id, "select": "|Z", "entity": "Edge"}
+
+
+def test_a_precedence_warning_covers_between_selectors(tmp_path: Path) -> None:
+    ctx, _, repository = make_runtime(tmp_path)
+    steps = composite_steps()
+    edges = {"body": "b:plate", "select": "|Z", "entity": "Edge"}
+    edges["between"] = ["#X", "#Z and not >X and not <X"]
+    steps[2] = steps[2].model_copy(update={"args": {**steps[2].args, "edges": edges}})
+    report, lowered = check_plan(plan(repository.head(), *steps), ctx)
+    assert report.ok and lowered is not None
+    (d,) = report.diagnostics
+    assert (d.code, d.pointer) == ("SELECTOR_PRECEDENCE_AMBIGUOUS", "/steps/2/args/edges/between/1")
 
 
 @pytest.mark.parametrize(

@@ -32,12 +32,12 @@ OCCT_MANIFEST = (
     / "plugins/aira-kernel-occt/aira_kernel_occt/package/manifest.json"
 )
 STEP_KINDS = ("authoring.operation", "model.query", "validator")
-# Measured (package 0.6.0): 2492 bytes for the first 30 step capabilities of the OCCT
-# manifest, 3394 for all 45 (0.5.2: 1995 and 2633 for 39; the growth is content: outlines with
-# arcs, sweep paths, loft sections, keepTool). The bounds leave a little headroom for a schema
-# edit, not for a format regression.
+# Measured (package 0.6.0): 2501 bytes for the first 30 step capabilities of the OCCT
+# manifest, 3561 for all 45 (0.5.2: 1995 and 2633 for 39; the growth is content: outlines
+# with arcs, sweep paths, loft sections, keepTool, selectEntities' filters). The bounds leave a
+# little headroom for a schema edit, not for a format regression.
 MAX_BYTES_30 = 2560
-MAX_BYTES_ALL_STEPS = 3500
+MAX_BYTES_ALL_STEPS = 3650
 
 LEN = {"type": "number", "x-amir-type": "Length", "exclusiveMinimum": 0}
 SHAPE = {

@@ -217,6 +217,79 @@ def test_a_query_step_reads_the_state_at_its_position_in_the_plan(tmp_path: Path
     assert [d.code for d in out.diagnostics] == ["PLAN_REFERENCE_UNRESOLVED"]
 
 
+def positioned_check(vmin: float, vmax: float) -> list[Any]:
+    """The composite plan with its volume check moved before the fillet: it then judges
+    the sharp 40 × 30 × 10 box (12 000 mm³), not the rounded plate."""
+    width, plate_step, round_step, _check, mass = composite_steps()
+    check = step("check", VOLUME_RANGE_CAP, label="volume", target="b:plate", min=vmin, max=vmax)
+    return [width, plate_step, check, round_step, mass]
+
+
+def test_a_validator_step_judges_its_body_at_its_position_in_the_plan(tmp_path: Path) -> None:
+    """A range that holds for the box only: the check passes where it stands, the plan
+    commits, the assertion stays on the body, and the warning says a later commit will
+    re-check it on the rounded plate (which fails it: the next write is refused)."""
+    assert plate_volume() < 11_990 < 12_000
+    ctx, kernel, repository = make_runtime(tmp_path)
+    tx = WritePath(ctx, kernel)
+    p = plan(repository.head(), *positioned_check(11_990, 12_010))
+    aid = tx.propose(p, "r0").lowered.assertion_of_step["check"]
+
+    envelope = tx.apply(p, "r")
+
+    assert envelope.status == "success", envelope.diagnostics
+    assert envelope.data["assertions"] == {aid: True}
+    assert [(d.code, d.severity.value, d.subject, d.affected) for d in envelope.diagnostics] == [
+        ("ASSERTION_FAILS_ON_RESULT", "warning", "check", [aid])
+    ]
+    assert "outside" in envelope.diagnostics[0].message  # the measured reason, in words
+    (assertion,) = repository.document(repository.head()).assertions
+    (plate,) = repository.document(repository.head()).bodies
+    assert (assertion.id, assertion.target) == (aid, plate.id)
+    later = tx.apply(plan(repository.head(), post_step()), "later")
+    assert later.status == "failed" and later.data["stage"] == "validate"
+    assert [(d.code, d.subject) for d in later.diagnostics] == [("VOLUME_OUT_OF_RANGE", aid)]
+
+
+def test_a_validator_step_refuses_the_state_at_its_position(tmp_path: Path) -> None:
+    """The opposite: a range that holds for the rounded plate, not the box. Judged on the
+    plan's result it would pass; judged where it stands, it fails and names its step."""
+    assert 11_900 < plate_volume() < 11_990
+    ctx, kernel, repository = make_runtime(tmp_path)
+    before = snapshot(repository)
+    at_end = WritePath(ctx, kernel).propose(
+        plan(repository.head(), *composite_steps(vmin=11_900, vmax=11_990)), "end"
+    )
+    assert WritePath(ctx, kernel).validate(at_end, "end")[0][0].passed  # the plate fits
+
+    envelope = WritePath(ctx, kernel).apply(
+        plan(repository.head(), *positioned_check(11_900, 11_990)), "r"
+    )
+
+    assert envelope.status == "failed" and envelope.data["stage"] == "validate"
+    assert envelope.data["failedStep"] == "check"
+    assert [(d.code, d.subject) for d in envelope.diagnostics] == [("VOLUME_OUT_OF_RANGE", "check")]
+    assert "12000" in envelope.diagnostics[0].message  # the box's volume
+    assert snapshot(repository) == before
+
+
+def test_a_validator_step_at_the_end_is_judged_once_on_the_result(tmp_path: Path) -> None:
+    ctx, kernel, repository = make_runtime(tmp_path)
+    envelope = WritePath(ctx, kernel).apply(plan(repository.head(), *composite_steps()), "r")
+    assert envelope.status == "success" and envelope.diagnostics == []
+    assert kernel.calls["validate"] == 1  # a query after it changes no body
+
+
+def test_a_query_as_the_first_step_of_a_writing_plan_reads_the_base(tmp_path: Path) -> None:
+    ctx, kernel, repository = make_runtime(tmp_path)
+    seed(repository, "plate")
+    first = step("first", MASS_PROPERTIES_CAP, target="b:plate")
+    steps = [first, post_step()]
+    envelope = WritePath(ctx, kernel).apply(plan(repository.head(), *steps), "r")
+    assert envelope.status == "success", envelope.diagnostics
+    assert envelope.data["queries"]["first"]["volume"] == pytest.approx(12_000, rel=1e-9)
+
+
 def test_query_step_data_is_in_the_envelope(tmp_path: Path) -> None:
     ctx, kernel, repository = make_runtime(tmp_path)
     envelope = WritePath(ctx, kernel).apply(plan(repository.head(), *composite_steps()), "q")

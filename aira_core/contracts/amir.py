@@ -16,7 +16,7 @@ import math
 from enum import StrEnum
 from typing import Annotated, Any, Literal, NamedTuple
 
-from pydantic import AfterValidator, Field, model_validator
+from pydantic import AfterValidator, Discriminator, Field, Tag, model_validator
 from pydantic_core import PydanticCustomError
 
 from aira_core.canonical import canonical_bytes
@@ -205,13 +205,90 @@ class NodeInput(WireModel):
     node: str
 
 
+Measure = Annotated[float, Field(strict=True)]
+"""A finite number given as a JSON number (not ``true``, not ``"3"``)."""
+
+
+class SizeRange(WireModel):
+    """An inclusive range of a size (mm, mm²): ``{"min"?, "max"?}``, at least one bound."""
+
+    min: Measure | None = Field(default=None, ge=0)
+    max: Measure | None = Field(default=None, gt=0)
+
+    @model_validator(mode="after")
+    def _bounded(self) -> SizeRange:
+        if self.min is None and self.max is None:
+            raise PydanticCustomError("size_range", "a range needs min, max or both")
+        if self.min is not None and self.max is not None and self.min > self.max:
+            raise PydanticCustomError(
+                "size_range", "min {min} is above max {max}", {"min": self.min, "max": self.max}
+            )
+        return self
+
+
+def _size_kind(value: Any) -> str:
+    return "range" if isinstance(value, dict | SizeRange) else "size"
+
+
+Size = Annotated[
+    Annotated[Annotated[Measure, Field(gt=0)], Tag("size")] | Annotated[SizeRange, Tag("range")],
+    Discriminator(_size_kind),
+]
+"""One size (matched within the kernel's tolerance) or a range of sizes: a number is
+checked as a number, an object as a range (one error, not one per branch)."""
+
+Selector = Annotated[str, Field(min_length=1)]
+
+SELECTION_FILTERS = ("select", "radius", "length", "area", "between", "nearest")
+"""The fields of a selection that choose entities, in the order they are applied."""
+_MEASURED_BY = {"radius": {"Edge", "Face"}, "length": {"Edge"}, "area": {"Face"}}
+"""Which entity kinds each size filter measures (a vertex has no radius, a face no length)."""
+
+
 class SemanticInput(WireModel):
     """Entities selected on a body's tip, e.g. ``{"body": "base", "select": ">Z",
-    "entity": "Face"}``; resolved against each revision, never stored as kernel ids."""
+    "entity": "Face"}``; resolved against each revision, never stored as kernel ids.
+
+    Filters narrow the entities of kind ``entity`` one after another, in this order:
+    ``select`` (a CadQuery string selector), ``radius`` (circular edges, cylindrical and
+    spherical faces), ``length`` (edges), ``area`` (faces), each a size in mm (mm²) or an
+    inclusive ``{min?, max?}`` range; ``between`` (two face selectors: the edges or vertices
+    a face of each shares); ``nearest`` (a point [x, y, z] in mm: of what is left, the
+    entities nearest to it). At least one filter; an absent one does not narrow. A selection
+    of ``body`` and ``select`` only is what it always was (its wire form is unchanged)."""
 
     body: str
-    select: str = Field(min_length=1)
+    select: str | None = Field(default=None, min_length=1)
     entity: EntityKind = EntityKind.FACE
+    radius: Size | None = None
+    length: Size | None = None
+    area: Size | None = None
+    between: tuple[Selector, Selector] | None = None
+    nearest: tuple[Measure, Measure, Measure] | None = None
+
+    @model_validator(mode="after")
+    def _filtered(self) -> SemanticInput:
+        if all(getattr(self, name) is None for name in SELECTION_FILTERS):
+            raise PydanticCustomError(
+                "selection_unfiltered",
+                "a selection needs select or another filter (radius, length, area, between, "
+                "nearest)",
+            )
+        entity = self.entity.value
+        for name, kinds in _MEASURED_BY.items():
+            if getattr(self, name) is not None and entity not in kinds:
+                raise PydanticCustomError(
+                    "selection_filter_entity",
+                    "{name} does not measure a {entity}: it selects {kinds}",
+                    {"name": name, "entity": entity, "kinds": " or ".join(sorted(kinds))},
+                )
+        if self.between is not None and entity not in ("Edge", "Vertex"):
+            raise PydanticCustomError(
+                "selection_filter_entity",
+                "between selects the edges or vertices two faces share, not a {entity}",
+                {"entity": entity},
+            )
+        return self
 
 
 InputValue = LiteralInput | ParamInput | NodeInput | SemanticInput

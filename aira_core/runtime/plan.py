@@ -5,7 +5,8 @@ base revision. :func:`check_plan` refuses everything decidable before a kernel r
 finding with a stable code and a JSON pointer into the plan, and names the first failing
 step with its full input schema for a targeted repair. A plan that passes is lowered:
 authoring steps into one AMIR patch (committed all or nothing), validator steps into
-assertions (re-checked on every later commit), query steps into kernel queries.
+assertions (judged on their body's state at their position in the plan, then re-checked on
+every later commit), query steps into kernel queries.
 
 The ten checks and their codes:
 
@@ -153,6 +154,10 @@ class Lowered:
     query_at: dict[str, int] = field(default_factory=dict)
     """How many of ``ops`` come before each query step: the state it reads is the base
     with those applied (a plan sees its own order)."""
+    assertion_at: dict[str, int] = field(default_factory=dict)
+    """How many of ``ops`` come before each validator step's ``assertion.add``: during the
+    plan's validation the assertion judges its body in that state, as a query step reads
+    it (later commits re-check it on the body as it is then)."""
     node_of_step: dict[str, str] = field(default_factory=dict)
     body_of_step: dict[str, str] = field(default_factory=dict)
     assertion_of_step: dict[str, str] = field(default_factory=dict)
@@ -265,7 +270,6 @@ def _selector_precedence(
         f"it, `{op}` included (`A and not B {op} C` means `A and not (B {op} C)`); to negate "
         f"only the next operand, parenthesise it: {meant!r}",
         *where,
-        "select",
         step=step,
         severity=Severity.WARNING,
         expected=meant,
@@ -560,6 +564,16 @@ def _short(value: Any) -> str:
     return text if len(text) <= MESSAGE_VALUE_CHARS else text[:MESSAGE_VALUE_CHARS] + "…"
 
 
+def selection_problems(exc: ValidationError) -> str:
+    """What is wrong with a selection, one clause per problem (``radius: …; nearest: …``)."""
+    clauses = []
+    for error in exc.errors():
+        # the tags of a size's number | {min, max} branches are no part of the field's name
+        where = ".".join(str(p) for p in error["loc"] if p not in ("size", "range"))
+        clauses.append(f"{where}: {error['msg']}" if where else error["msg"])
+    return "; ".join(dict.fromkeys(clauses))
+
+
 def _normalise_args(
     step: PlanStep,
     i: int,
@@ -626,15 +640,11 @@ def _normalise_args(
             out[name] = _Arg(value, NodeInput(node=scope.tips[body]), body)
             continue
         if kind == SELECTION:
-            if (
-                not isinstance(value, dict)
-                or not isinstance(value.get("body"), str)
-                or not isinstance(value.get("select", ""), str)
-            ):
+            if not isinstance(value, dict) or not isinstance(value.get("body"), str):
                 found.add(
                     "PLAN_ARGS_INVALID",
-                    f"selection {value!r} is not {{body, select, entity?}} with a body alias "
-                    "and a selector string",
+                    f"selection {_short(value)} is not {{body, select?, entity?, radius?, "
+                    "length?, area?, between?, nearest?}} with a body alias",
                     *where,
                     step=step.id,
                 )
@@ -652,19 +662,22 @@ def _normalise_args(
                 continue
             entity = value.get("entity", EntityKind.EDGE.value if "edge" in name else "Face")
             try:
-                lowered_sel = SemanticInput(
-                    body=body, select=value.get("select", ""), entity=EntityKind(entity)
+                lowered_sel = SemanticInput.model_validate(
+                    {**value, "body": body, "entity": entity}
                 )
-            except ValueError:
+            except ValidationError as exc:
                 found.add(
                     "PLAN_ARGS_INVALID",
-                    f"selection {value!r} is not {{body, select, entity?}}",
+                    _clip(f"selection {_short(value)}: {selection_problems(exc)}"),
                     *where,
                     step=step.id,
                 )
                 ok = False
                 continue
-            _selector_precedence(lowered_sel.select, where, found, step.id)
+            if lowered_sel.select is not None:
+                _selector_precedence(lowered_sel.select, (*where, "select"), found, step.id)
+            for k, selector in enumerate(lowered_sel.between or ()):
+                _selector_precedence(selector, (*where, "between", k), found, step.id)
             out[name] = _Arg(value, lowered_sel, {**value, "body": body})
             continue
         if kind == JSON:
@@ -910,6 +923,7 @@ def _lower_step(
         body = target.resolved if target is not None else None
         aid = _entity_id("a", plan_key, step.id)
         lowered.assertion_of_step[step.id] = aid
+        lowered.assertion_at[step.id] = len(lowered.ops)
         lowered.ops.append(
             AssertionAdd(
                 op="assertion.add",

@@ -799,6 +799,7 @@ class Task:
                 "validationToken": token,
                 "assertions": {o.assertion: o.passed for o in outcomes},
             },
+            diagnostics=self._candidate.warnings,  # ASSERTION_FAILS_ON_RESULT
         )
 
     def _commit(self, op: MetaOperation, rid: str, args: dict[str, Any]) -> ObservationEnvelope:

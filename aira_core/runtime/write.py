@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from aira_core import kernel_guard
@@ -41,7 +41,7 @@ from aira_core.contracts.plan import (
     ObservationEnvelope,
     Plan,
 )
-from aira_core.diagnostics import AiraError, Diagnostic
+from aira_core.diagnostics import AiraError, Diagnostic, Severity
 from aira_core.extensions import BodyResult, Evaluation, Kernel, QueryResult, ValidationOutcome
 from aira_core.kernel_guard import KernelFailure
 from aira_core.model.patch import (
@@ -57,6 +57,7 @@ from aira_core.runtime.plan import Lowered, PlanContext, check_plan
 PUBLISH_ACTION = "publish"
 KERNEL_UNAVAILABLE = "KERNEL_UNAVAILABLE"
 ASSERTION_FAILED = "ASSERTION_FAILED"
+ASSERTION_FAILS_ON_RESULT = "ASSERTION_FAILS_ON_RESULT"
 PLAN_APPROVAL_REQUIRED = "PLAN_APPROVAL_REQUIRED"
 T = TypeVar("T")
 
@@ -73,6 +74,11 @@ class Candidate:
     lowered: Lowered
     plan: Plan | None = None
     report: CheckReport | None = None
+    states: dict[int, AmirDocument] = field(default_factory=dict)
+    """The documents the plan's steps see, by position (ops applied): see
+    :meth:`WritePath._state_at`."""
+    warnings: list[Diagnostic] = field(default_factory=list)
+    """Warnings of the candidate's validation (``ASSERTION_FAILS_ON_RESULT``)."""
 
     @property
     def plan_id(self) -> str | None:
@@ -144,9 +150,27 @@ def on_step(diagnostic: Diagnostic, lowered: Lowered, *, step: str | None = None
 
 def _with_warnings(diagnostics: Sequence[Diagnostic], candidate: Candidate) -> list[Diagnostic]:
     """``diagnostics`` and, after them, the warnings ``plan.check`` gave the candidate's plan
-    (a passing plan's findings are all warnings): a failure they may explain shows them."""
+    (a passing plan's findings are all warnings) and those of its validation: a failure
+    they may explain shows them."""
     found = candidate.report.diagnostics if candidate.report is not None else []
-    return [*diagnostics, *(d for d in found if d not in diagnostics)]
+    return [*diagnostics, *(d for d in [*found, *candidate.warnings] if d not in diagnostics)]
+
+
+def _fails_on_result(aid: str, final: ValidationOutcome, lowered: Lowered) -> Diagnostic:
+    """The warning on a validator step's assertion that held at its position in the plan and
+    fails on the plan's result."""
+    step = lowered.step_of(aid)
+    why = "; ".join(d.message for d in final.diagnostics) or f"measured {dict(final.measured)}"
+    return Diagnostic(
+        code=ASSERTION_FAILS_ON_RESULT,
+        severity=Severity.WARNING,
+        phase="validate",
+        subject=step or aid,
+        affected=[aid] if step else None,
+        message=f"step {step!r} held at its position in the plan, but its assertion fails on "
+        f"the plan's result ({why}); every later commit re-checks it on the body as it is "
+        "then and is refused until it holds: move the step to the end, or widen it",
+    )
 
 
 class WritePath:
@@ -398,21 +422,42 @@ class WritePath:
     def validate(
         self, candidate: Candidate, request_id: str, seconds: float = 0.0
     ) -> tuple[list[ValidationOutcome], float]:
-        """Every assertion of the candidate (its own and earlier ones) on the kernel."""
+        """Every assertion of the candidate (its own and earlier ones) on the kernel. An
+        assertion a validator step of the candidate's plan made judges its body in the state
+        at the step's position (the base with the steps before it applied), as a query step
+        reads it; every other one the candidate document. One that passes at its position
+        but fails on the candidate (a later step changed its body) is committed with the
+        warning ``ASSERTION_FAILS_ON_RESULT`` in ``candidate.warnings``: every later commit
+        re-checks it on the body as it is then."""
         if not candidate.document.assertions:
             return [], seconds
         kernel = self._kernel_for(candidate, request_id, "validate")
         started = time.perf_counter()
-        outcomes = self._kernel_call(
-            request_id,
-            candidate,
-            "validate",
-            started,
-            lambda: [
-                kernel_guard.validate(kernel, candidate.document, a)
-                for a in candidate.document.assertions
-            ],
-        )
+        lowered = candidate.lowered
+        states: dict[str, AmirDocument] = {}
+        for step, aid in lowered.assertion_of_step.items():
+            at = self._position(lowered, lowered.assertion_at.get(step, len(lowered.ops)))
+            try:
+                states[aid] = self._state_at(candidate, at)
+            except PatchRejected as exc:  # the state there is not a document of its own
+                raise self._repair(
+                    request_id, candidate, exc.diagnostics, step, "validate"
+                ) from None
+
+        def run() -> list[ValidationOutcome]:
+            out = []
+            for a in candidate.document.assertions:
+                state = states.get(a.id, candidate.document)
+                outcome = kernel_guard.validate(kernel, state, a)
+                out.append(outcome)
+                if outcome.passed and state is not candidate.document:
+                    final = kernel_guard.validate(kernel, candidate.document, a)
+                    if not final.passed:
+                        candidate.warnings.append(_fails_on_result(a.id, final, lowered))
+            return out
+
+        candidate.warnings.clear()  # a candidate validated again warns afresh
+        outcomes = self._kernel_call(request_id, candidate, "validate", started, run)
         seconds += time.perf_counter() - started
         failing = [o for o in outcomes if not o.passed]
         if failing:
@@ -429,6 +474,26 @@ class WritePath:
             )
             raise self._repair(request_id, candidate, diagnostics, failed, "validate", seconds)
         return outcomes, seconds
+
+    @staticmethod
+    def _position(lowered: Lowered, at: int) -> int:
+        """``at``, or the end of the plan when only assertions follow it (they change no
+        body: the state there is the candidate's)."""
+        rest = lowered.ops[at:]
+        return len(lowered.ops) if all(op.op == "assertion.add" for op in rest) else at
+
+    def _state_at(self, candidate: Candidate, at: int) -> AmirDocument:
+        """The document a step at position ``at`` of the candidate's plan sees: the base with
+        the first ``at`` lowered ops applied (the candidate document after the last op)."""
+        lowered = candidate.lowered
+        if at >= len(lowered.ops):
+            return candidate.document
+        if at == 0:
+            return candidate.base
+        states = candidate.states
+        if at not in states:
+            states[at] = apply_patch(candidate.base, Patch(ops=lowered.ops[:at]), self._signatures)
+        return states[at]
 
     def check_candidate(
         self, candidate: Candidate, request_id: str
@@ -779,22 +844,17 @@ class WritePath:
         never raised."""
         out: dict[str, Any] = {}
         lowered = candidate.lowered
-        states: dict[int, AmirDocument] = {len(lowered.ops): candidate.document}
         for step, ref, args in lowered.queries:
-            at = lowered.query_at.get(step, len(lowered.ops))
-            if at not in states:
-                try:
-                    states[at] = apply_patch(
-                        candidate.base, Patch(ops=lowered.ops[:at]), self._signatures
-                    )
-                except PatchRejected as exc:  # the state there is not a document of its own
-                    diagnostics += [
-                        on_step(d.model_copy(update={"phase": "query"}), lowered, step=step)
-                        for d in exc.diagnostics
-                    ]
-                    continue
             try:
-                result = kernel_guard.query(self.kernel, states[at], ref, args)
+                state = self._state_at(candidate, lowered.query_at.get(step, len(lowered.ops)))
+            except PatchRejected as exc:  # the state there is not a document of its own
+                diagnostics += [
+                    on_step(d.model_copy(update={"phase": "query"}), lowered, step=step)
+                    for d in exc.diagnostics
+                ]
+                continue
+            try:
+                result = kernel_guard.query(self.kernel, state, ref, args)
             except KernelFailure as exc:
                 diagnostic = exc.diagnostic.model_copy(update={"phase": "query"})
                 diagnostics.append(on_step(diagnostic, candidate.lowered, step=step))

@@ -7,7 +7,7 @@ stable code, never an OpenCASCADE exception.
 
 Evaluation is incremental: a node's result is cached under a key made of its operation and
 its resolved inputs (numbers in base units, upstream shapes replaced by their own keys,
-selections by the key of the shape they select on plus the selector), so a document where one
+selections by the key of the shape they select on plus their filters), so a document where one
 parameter changed recomputes only the nodes downstream of it.
 """
 
@@ -42,10 +42,12 @@ from aira_kernel_occt.operations import (
     COUNT,
     JSON,
     LENGTH,
+    MAX_HOLES,
     OPERATIONS,
     PATH_MAX_TURNS,
     REAL,
     SELECTION,
+    SELECTION_FILTERS,
     SHAPE,
     STRING,
     Input,
@@ -214,33 +216,270 @@ def stats(shape: cq.Shape, *, known_valid: bool = False) -> dict[str, Any]:
     }
 
 
-def select(shape: cq.Shape, selector: str, entity: str, body: str) -> list[cq.Shape]:
-    """The ``entity`` items (Edge, Face, Vertex) of ``shape`` chosen by a CadQuery string
-    selector; ``SELECTION_INVALID`` for a selector that does not parse, ``SELECTION_EMPTY``
-    when it chooses nothing."""
+SIZE_TOLERANCE = 1e-6
+"""How far (mm, mm²) a measured radius, length or area may be from the size a selection
+asks for and still match it (or 1e-9 of the size, for a size above 1000)."""
+NEAREST_TOLERANCE = 1e-6
+"""Entities this much (mm) farther from a ``nearest`` point than the nearest one still tie
+with it (all of them are selected)."""
+_SIZES = {"radius": ("Edge", "Face"), "length": ("Edge",), "area": ("Face",)}
+"""Which entity kinds each size filter measures."""
+_UNITS = {"radius": "mm", "length": "mm", "area": "mm²"}
+_PLURAL = {"radius": "radii", "length": "lengths", "area": "areas"}
+_ENTITIES = ("Face", "Edge", "Vertex")
+
+
+@dataclass(frozen=True)
+class Selection:
+    """A selection's filters, checked (see :func:`selection`): ``sizes`` maps radius,
+    length or area to an inclusive (low, high) range, a single size being its value ±
+    :data:`SIZE_TOLERANCE`; ``asked`` keeps each filter as written, for messages and keys."""
+
+    entity: str
+    select: str | None = None
+    sizes: tuple[tuple[str, float, float], ...] = ()
+    between: tuple[str, str] | None = None
+    nearest: tuple[float, float, float] | None = None
+    asked: Mapping[str, Any] = field(default_factory=dict)
+
+    def key(self) -> list[Any]:
+        """What the node cache key holds of it: the selector and entity as always, and only
+        when another filter is given, the filters as written (so a selection of a selector
+        alone keeps the key, and the result hash, it always had)."""
+        out: list[Any] = [str(self.select), self.entity]
+        extra = {k: v for k, v in self.asked.items() if k != "select"}
+        return [*out, extra] if extra else out
+
+
+def _finite(value: Any) -> bool:
+    return _is_number(value) and math.isfinite(value)
+
+
+def _size(name: str, raw: Any) -> tuple[float, float]:
+    unit = _UNITS[name]
+    if _finite(raw):
+        if raw <= 0:
+            raise Failure(SELECTION_INVALID, f"{name} must be greater than 0 {unit}, not {raw:g}")
+        tolerance = max(SIZE_TOLERANCE, abs(raw) * 1e-9)
+        return float(raw) - tolerance, float(raw) + tolerance
+    if isinstance(raw, Mapping) and raw and set(raw) <= {"min", "max"}:
+        low, high = raw.get("min"), raw.get("max")
+        for bound, value in (("min", low), ("max", high)):
+            if value is not None and not _finite(value):
+                raise Failure(SELECTION_INVALID, f"{name}.{bound} must be a number, not {value!r}")
+        if low is not None and low < 0:
+            raise Failure(SELECTION_INVALID, f"{name}.min must be at least 0, not {low:g}")
+        if high is not None and high <= 0:
+            raise Failure(SELECTION_INVALID, f"{name}.max must be greater than 0, not {high:g}")
+        if low is not None and high is not None and low > high:
+            raise Failure(SELECTION_INVALID, f"{name}: min {low:g} is above max {high:g}")
+        return (
+            -math.inf if low is None else float(low) - SIZE_TOLERANCE,
+            math.inf if high is None else float(high) + SIZE_TOLERANCE,
+        )
+    raise Failure(
+        SELECTION_INVALID,
+        f"{name} is a size in {unit} (a number) or a range {{min?, max?}}, not {raw!r}"[:300],
+    )
+
+
+def selection(raw: Mapping[str, Any], *, skip: Iterable[str] = ()) -> Selection:
+    """The filters of a selection ``{body, select?, entity?, radius?, length?, area?,
+    between?, nearest?}`` (or of selectEntities' arguments), checked: ``SELECTION_INVALID``
+    for a value of the wrong kind (NaN, a negative radius, a point of two coordinates, a
+    filter that does not measure the entity, no filter at all). ``skip``: fields that are
+    not filters here (``body``, ``target``)."""
+    unknown = sorted(set(raw) - {*SELECTION_FILTERS, "entity", *skip})
+    if unknown:
+        raise Failure(
+            SELECTION_INVALID,
+            f"a selection has no field {', '.join(map(repr, unknown))}; it takes "
+            + ", ".join(("entity", *SELECTION_FILTERS)),
+        )
+    entity = raw.get("entity", "Face")
+    if entity not in _ENTITIES:
+        raise Failure(SELECTION_INVALID, f"cannot select entities of kind {entity!r}")
+    asked = {k: raw[k] for k in SELECTION_FILTERS if raw.get(k) is not None}
+    if not asked:
+        raise Failure(
+            SELECTION_INVALID,
+            "a selection needs select (a CadQuery selector) or another filter: "
+            + ", ".join(SELECTION_FILTERS[1:]),
+        )
+    selector = asked.get("select")
+    if selector is not None and (not isinstance(selector, str) or not selector):
+        raise Failure(SELECTION_INVALID, f"select must be a CadQuery selector, not {selector!r}")
+    sizes = []
+    for name, kinds in _SIZES.items():
+        if name in asked:
+            if entity not in kinds:
+                raise Failure(
+                    SELECTION_INVALID,
+                    f"{name} does not measure a {entity.lower()}: it selects "
+                    + " or ".join(k.lower() + "s" for k in kinds),
+                )
+            sizes.append((name, *_size(name, asked[name])))
+    between = asked.get("between")
+    if between is not None:
+        if entity == "Face":
+            raise Failure(
+                SELECTION_INVALID,
+                "between selects the edges or vertices two faces share, not faces",
+            )
+        if (
+            not isinstance(between, list | tuple)
+            or len(between) != 2
+            or not all(isinstance(s, str) and s for s in between)
+        ):
+            raise Failure(
+                SELECTION_INVALID,
+                f"between takes two face selectors [selector, selector], not {between!r}"[:300],
+            )
+        between = (between[0], between[1])
+    nearest = asked.get("nearest")
+    if nearest is not None:
+        if (
+            not isinstance(nearest, list | tuple)
+            or len(nearest) != 3
+            or not all(_finite(c) for c in nearest)
+        ):
+            raise Failure(
+                SELECTION_INVALID,
+                f"nearest takes a point [x, y, z] of three numbers (mm), not {nearest!r}"[:300],
+            )
+        nearest = (float(nearest[0]), float(nearest[1]), float(nearest[2]))
+    return Selection(entity, selector, tuple(sizes), between, nearest, asked)
+
+
+def _selector(selector: str) -> Any:
     try:
-        chooser = cq.selectors.StringSyntaxSelector(selector)
+        return cq.selectors.StringSyntaxSelector(selector)
     except Exception as exc:
         where = getattr(exc, "loc", None)
         at = f" (at character {where})" if isinstance(where, int) else ""
         raise Failure(
             SELECTION_INVALID, f"{selector!r} is not a CadQuery string selector{at}"
         ) from None
-    items = {"Edge": shape.Edges, "Face": shape.Faces, "Vertex": shape.Vertices}.get(entity)
-    if items is None:
-        raise Failure(SELECTION_INVALID, f"cannot select entities of kind {entity!r}")
+
+
+def _chosen(shape: cq.Shape, selector: str, entity: str, body: str) -> list[cq.Shape]:
+    """The ``entity`` items of ``shape`` a CadQuery string selector chooses (maybe none)."""
+    chooser = _selector(selector)
+    items = {"Edge": shape.Edges, "Face": shape.Faces, "Vertex": shape.Vertices}[entity]
     try:
-        chosen = list(chooser.filter(items()))
+        return list(chooser.filter(items()))
     except Exception as exc:
         raise Failure(
             SELECTION_INVALID, f"selector {selector!r} failed on body {body!r}: {exc}"
         ) from None
-    if not chosen:
-        raise Failure(
-            SELECTION_EMPTY,
-            f"selector {selector!r} selects no {entity.lower()} of body {body!r}",
-        )
-    return chosen
+
+
+def radius_of(item: cq.Shape) -> float | None:
+    """The radius of a circular edge (a circle or an arc) or of a cylindrical or spherical
+    face; None for anything else."""
+    kind = item.geomType()
+    if isinstance(item, cq.Edge) and kind == "CIRCLE":
+        return item.radius()
+    if isinstance(item, cq.Face) and kind in ("CYLINDER", "SPHERE"):
+        from OCP.BRepAdaptor import BRepAdaptor_Surface
+
+        surface = BRepAdaptor_Surface(item.wrapped)
+        return (surface.Cylinder() if kind == "CYLINDER" else surface.Sphere()).Radius()
+    return None
+
+
+_MEASURES: dict[str, Callable[[cq.Shape], float | None]] = {
+    "radius": radius_of,
+    "length": lambda item: item.Length() if isinstance(item, cq.Edge) else None,
+    "area": lambda item: item.Area() if isinstance(item, cq.Face) else None,
+}
+
+
+def _listed(values: Iterable[float], limit: int = 12) -> str:
+    distinct = sorted({round(v, 6) for v in values})
+    shown = ", ".join(f"{v:g}" for v in distinct[:limit])
+    return shown + (f" and {len(distinct) - limit} more" if len(distinct) > limit else "")
+
+
+def select(
+    shape: cq.Shape, chosen: Selection | str, entity: str = "Face", body: str = "?"
+) -> list[cq.Shape]:
+    """The items (Edge, Face, Vertex) of ``shape`` a selection chooses: its filters applied
+    in order (``select``, ``radius``, ``length``, ``area``, ``between``, ``nearest``), each
+    narrowing what the ones before it left (no ``select``: every item of the kind).
+    ``SELECTION_INVALID`` for a selector that does not parse, ``SELECTION_EMPTY`` when the
+    filters leave nothing, saying which filter emptied the choice and what sizes there
+    were. A plain string is a selector on ``entity`` items (the form selections always had)."""
+    if isinstance(chosen, str):
+        chosen = Selection(entity, chosen, asked={"select": chosen})
+    entity, noun = chosen.entity, chosen.entity.lower()
+    if entity not in _ENTITIES:
+        raise Failure(SELECTION_INVALID, f"cannot select entities of kind {entity!r}")
+    if chosen.select is not None:
+        items = _chosen(shape, chosen.select, entity, body)
+        if not items:
+            raise Failure(
+                SELECTION_EMPTY, f"selector {chosen.select!r} selects no {noun} of body {body!r}"
+            )
+        so_far = f"of the {len(items)} {noun}(s) {chosen.select!r} selects"
+    else:
+        items = {"Edge": shape.Edges, "Face": shape.Faces, "Vertex": shape.Vertices}[entity]()
+        so_far = f"of the {len(items)} {noun}(s)"
+    for name, low, high in chosen.sizes:
+        measured = [(item, _MEASURES[name](item)) for item in items]
+        kept = [item for item, m in measured if m is not None and low <= m <= high]
+        if not kept:
+            found = [m for _, m in measured if m is not None]
+            have = (
+                f"they have {_PLURAL[name]} {_listed(found)} {_UNITS[name]}"
+                if found
+                else f"none has a {name}"
+            )
+            if name == "radius" and len(found) < len(measured):
+                have += f" ({len(measured) - len(found)} without a radius)"
+            raise Failure(
+                SELECTION_EMPTY,
+                f"{so_far} on body {body!r}, none has {name} {chosen.asked[name]!r}: {have}",
+            )
+        items = kept
+        so_far = f"of the {len(items)} {noun}(s) left by {name}"
+    if chosen.between is not None:
+        sides = []
+        for selector in chosen.between:
+            faces = _chosen(shape, selector, "Face", body)
+            if not faces:
+                raise Failure(
+                    SELECTION_EMPTY, f"between: {selector!r} selects no face of body {body!r}"
+                )
+            sides.append(faces)
+        parts = (lambda f: set(f.Edges())) if entity == "Edge" else (lambda f: set(f.Vertices()))
+        first, second = ([(face, parts(face)) for face in side] for side in sides)
+        items = [item for item in items if _between(item, first, second)]
+        if not items:
+            first, second = chosen.between
+            raise Failure(
+                SELECTION_EMPTY,
+                f"{so_far} on body {body!r}, none lies on both a face {first!r} selects and "
+                f"another face {second!r} selects (they share no {noun})",
+            )
+    if chosen.nearest is not None:
+        point = cq.Vertex.makeVertex(*chosen.nearest)
+        distances = [item.distance(point) for item in items]
+        limit = min(distances) + NEAREST_TOLERANCE
+        items = [i for i, d in zip(items, distances, strict=True) if d <= limit]
+    return items
+
+
+def _between(
+    item: cq.Shape,
+    first: list[tuple[cq.Face, set[cq.Shape]]],
+    second: list[tuple[cq.Face, set[cq.Shape]]],
+) -> bool:
+    """Whether ``item`` (an edge or vertex) lies on a face of ``first`` and on another face
+    of ``second`` (each face with its edges or vertices); one face on both lists does not
+    make its own edges lie between."""
+    on_first = [face for face, own in first if item in own]
+    return any(item in own and any(not face.isSame(f) for f in on_first) for face, own in second)
 
 
 def _edges(target: cq.Shape, entities: Iterable[cq.Shape]) -> list[cq.Edge]:
@@ -411,16 +650,28 @@ def _hole(a: Mapping[str, Any]) -> cq.Shape:
         raise Failure(
             HOLE_FACE_NOT_PLANAR, f"holes start from a planar face, not a {face.geomType()} one"
         )
-    points, diameter, depth = _points(a["points"]), a["diameter"], a.get("depth")
-    plane = cq.Workplane().add(target).newObject([face]).workplane()
+    diameter, depth = a["diameter"], a.get("depth")
+    plane = cq.Workplane().add(target).newObject([face]).workplane()  # = face_frame(face)
+    points = _points(a["points"]) if a.get("points") is not None else []
+    if a.get("at") is not None:
+        for p in _axis_points(a["at"], plane.plane):
+            if not any(math.dist(p, q) <= ON_FACE_TOLERANCE for q in points):
+                points.append(p)
+    if not points:
+        raise Failure(
+            KERNEL_INPUT_INVALID,
+            "a hole needs points, or at: circular edges or bores whose axes give its centres",
+        )
+    if len(points) > MAX_HOLES:
+        raise Failure(KERNEL_INPUT_INVALID, f"{len(points)} hole centres; at most {MAX_HOLES}")
+    # Against the face's outline, its own holes filled: a centre inside an existing bore
+    # (a counterbore on it) is on the face.
+    outline = _outline(face)
     for x, y in points:
         at = plane.plane.toWorldCoords((x, y))
-        off = face.distance(cq.Vertex.makeVertex(at.x, at.y, at.z))
+        off = outline.distance(cq.Vertex.makeVertex(at.x, at.y, at.z))
         if off > ON_FACE_TOLERANCE:
-            raise Failure(
-                HOLE_OFF_FACE,
-                f"hole centre [{x:g}, {y:g}] is {off:g} mm off the selected face",
-            )
+            raise Failure(HOLE_OFF_FACE, _off_face(x, y, at, off, face, plane.plane))
     located = plane.pushPoints(points)
     bore, sink = a.get("counterbore"), a.get("countersink")
     if bore is not None and sink is not None:
@@ -479,6 +730,63 @@ def _hole(a: Mapping[str, Any]) -> cq.Shape:
             )
         out = _drill(target, located, diameter, depth, (bore_d, bore_depth))
     return _solid_or_compound(out)
+
+
+def _outline(face: cq.Face) -> cq.Face:
+    """``face`` without its inner loops (the face inside its outer wire)."""
+    if len(face.innerWires()) == 0:
+        return face
+    return cq.Face.makeFromWires(face.outerWire())
+
+
+def _off_face(x: float, y: float, at: cq.Vector, off: float, face: cq.Face, frame: cq.Plane) -> str:
+    """Why a hole centre is off its face, with the frame it was read in and the face's
+    extent there (a point meant for another frame is then plain to see)."""
+    xmin, ymin, xmax, ymax = frame_bounds(face, frame)
+    return (
+        f"hole centre [{x:g}, {y:g}] is world point {_shown(at)}, {off:g} mm off the selected "
+        f"face. Points are [x, y] in the face's frame: origin {_shown(frame.origin)} (the "
+        f"global origin projected onto the face), x along {_shown(frame.xDir)}, y along "
+        f"{_shown(frame.yDir)}, normal {_shown(frame.zDir)}; the face spans x "
+        f"{xmin:g}…{xmax:g}, y {ymin:g}…{ymax:g} in it (query.selectEntities returns a "
+        "planar face's frame and bounds)"
+    )
+
+
+def _axis_points(entities: Iterable[cq.Shape], frame: cq.Plane) -> list[tuple[float, float]]:
+    """Where the axes of circular edges and cylindrical faces meet the frame's plane, as
+    [x, y] in the frame (each axis once); ``KERNEL_INPUT_INVALID`` for an entity without an
+    axis, or one whose axis is not along the frame's normal."""
+    from OCP.BRepAdaptor import BRepAdaptor_Curve, BRepAdaptor_Surface
+
+    out: list[tuple[float, float]] = []
+    for item in entities:
+        kind = item.geomType()
+        if isinstance(item, cq.Edge) and kind == "CIRCLE":
+            axis = BRepAdaptor_Curve(item.wrapped).Circle().Axis()
+        elif isinstance(item, cq.Face) and kind == "CYLINDER":
+            axis = BRepAdaptor_Surface(item.wrapped).Cylinder().Axis()
+        else:
+            raise Failure(
+                KERNEL_INPUT_INVALID,
+                f"at: a {kind.lower()} {type(item).__name__.lower()} has no axis; select "
+                "circular edges or cylindrical faces",
+            )
+        loc, d = axis.Location(), axis.Direction()
+        origin, direction = cq.Vector(loc.X(), loc.Y(), loc.Z()), cq.Vector(d.X(), d.Y(), d.Z())
+        along = direction.dot(frame.zDir)
+        if abs(abs(along) - 1) > 1e-9:
+            raise Failure(
+                KERNEL_INPUT_INVALID,
+                f"at: the axis through {_shown(origin)} runs along {_shown(direction)}, not "
+                f"along the face's normal {_shown(frame.zDir)}",
+            )
+        meets = origin + direction * ((frame.origin - origin).dot(frame.zDir) / along)
+        local = frame.toLocalCoords(meets)
+        point = (local.x, local.y)
+        if not any(math.dist(point, q) <= ON_FACE_TOLERANCE for q in out):
+            out.append(point)
+    return out
 
 
 def _drill(
@@ -1266,7 +1574,7 @@ def _check_scalar(spec: Input, value: Any) -> Any:
         raise Failure(
             KERNEL_INPUT_INVALID,
             f"{spec.name} takes a "
-            + ("{node} reference" if kind == SHAPE else "{body, select, entity} selection")
+            + ("{node} reference" if kind == SHAPE else "{body, select?, entity?, …} selection")
             + f", not {value!r}",
         )
     if _is_number(value):
@@ -1532,7 +1840,7 @@ class Evaluator:
         specs = {i.name: i for i in op.inputs}
         values: dict[str, Any] = {}
         key_inputs: dict[str, Any] = {}
-        selections: dict[str, tuple[str, Mapping[str, Any]]] = {}
+        selections: dict[str, tuple[str, str, Selection]] = {}
         for name, raw in node.get("inputs", {}).items():
             spec = specs.get(name)
             if spec is None or not isinstance(raw, Mapping):
@@ -1576,9 +1884,13 @@ class Evaluator:
                 if self.memo.get(source) is None:
                     self.memo[nid] = None
                     return
-                entity = str(raw.get("entity", "Face"))
-                selections[name] = (source, raw)
-                key_inputs[name] = {"select": [self.keys[source], str(raw.get("select")), entity]}
+                try:
+                    chosen = selection(raw, skip=("body",))
+                except Failure as exc:
+                    self._fail(nid, exc.code, f"{name}: {exc.message}")
+                    return
+                selections[name] = (source, str(raw["body"]), chosen)
+                key_inputs[name] = {"select": [self.keys[source], *chosen.key()]}
             else:
                 try:
                     values[name] = resolve_scalar(raw, spec, self.parameters)
@@ -1612,14 +1924,12 @@ class Evaluator:
         self,
         ref: str,
         values: dict[str, Any],
-        selections: Mapping[str, tuple[str, Mapping[str, Any]]],
+        selections: Mapping[str, tuple[str, str, Selection]],
     ) -> Entry:
         try:
-            for name, (source, raw) in selections.items():
+            for name, (source, body, chosen) in selections.items():
                 shape = self.memo[source].shape  # type: ignore[union-attr]
-                values[name] = select(
-                    shape, str(raw.get("select")), str(raw.get("entity", "Face")), raw["body"]
-                )
+                values[name] = select(shape, chosen, body=body)
             return Entry(shape=build(ref, values))
         except Failure as exc:
             return Entry(failure=(exc.code, exc.message))
@@ -1783,11 +2093,12 @@ def query(
             }
         elif ref == "query.selectEntities@1.0.0":
             selector, entity = args.get("select"), args.get("entity") or "Face"
-            if not isinstance(selector, str) or not selector:
+            if selector is not None and (not isinstance(selector, str) or not selector):
                 raise Failure(KERNEL_INPUT_INVALID, "select must be a CadQuery selector string")
-            if entity not in ("Face", "Edge", "Vertex"):
+            if entity not in _ENTITIES:
                 raise Failure(KERNEL_INPUT_INVALID, "entity must be Face, Edge or Vertex")
-            chosen = select(shape, selector, entity, str(args.get("target")))
+            filters = selection({**args, "entity": entity}, skip=("target",))
+            chosen = select(shape, filters, body=str(args.get("target")))
             data = {
                 "count": len(chosen),
                 "entity": entity,
@@ -1823,11 +2134,17 @@ SELECT_LIST_LIMIT = 50
 
 
 def _xyz(v: cq.Vector) -> list[float]:
-    return [round(v.x, 9), round(v.y, 9), round(v.z, 9)]
+    return [round(v.x, 9) + 0.0, round(v.y, 9) + 0.0, round(v.z, 9) + 0.0]  # no -0.0
+
+
+def _shown(v: cq.Vector) -> str:
+    return "[" + ", ".join(f"{c:g}" for c in _xyz(v)) + "]"
 
 
 def describe(item: cq.Shape) -> dict[str, Any]:
-    """What a selected face, edge or vertex is, in observable terms."""
+    """What a selected face, edge or vertex is, in observable terms; a planar face also
+    with its ``frame`` (the one hole points are given in, :func:`face_frame`) and its
+    ``bounds`` [xmin, ymin, xmax, ymax] in that frame."""
     if isinstance(item, cq.Vertex):
         return {"type": "VERTEX", "center": _xyz(item.Center())}
     out: dict[str, Any] = {"type": item.geomType(), "center": _xyz(item.Center())}
@@ -1835,15 +2152,40 @@ def describe(item: cq.Shape) -> dict[str, Any]:
         out["area"] = item.Area()
         if item.geomType() == "PLANE":
             out["normal"] = _xyz(item.normalAt())
+            plane = face_frame(item)
+            out["frame"] = frame_wire(plane)
+            out["bounds"] = [round(c, 6) for c in frame_bounds(item, plane)]
     else:
         out["length"] = item.Length()
-    if item.geomType() == "CIRCLE":
-        out["radius"] = item.radius()
-    elif item.geomType() == "CYLINDER":
-        from OCP.BRepAdaptor import BRepAdaptor_Surface
-
-        out["radius"] = BRepAdaptor_Surface(item.wrapped).Cylinder().Radius()
+    radius = radius_of(item)
+    if radius is not None:
+        out["radius"] = radius
     return out
+
+
+def face_frame(face: cq.Face) -> cq.Plane:
+    """The frame of a planar face, in which a hole's points [x, y] are given: CadQuery's
+    workplane on the face (``Workplane.workplane()``, what :func:`_hole` drills from).
+    Origin: the global origin projected onto the face's plane; z: the face's outward
+    normal; x: global Z × normal, or global +X on a face normal to Z; y: normal × x. So
+    '>Z' has x +X, y +Y; '<Z' x +X, y -Y (seen from below); '>X' x +Y, y +Z; '<X' x -Y,
+    y +Z; '>Y' x -X, y +Z; '<Y' x +X, y +Z."""
+    return cq.Workplane().newObject([face]).workplane().plane
+
+
+def frame_wire(plane: cq.Plane) -> dict[str, list[float]]:
+    return {
+        "origin": _xyz(plane.origin),
+        "xDir": _xyz(plane.xDir),
+        "yDir": _xyz(plane.yDir),
+        "normal": _xyz(plane.zDir),
+    }
+
+
+def frame_bounds(face: cq.Face, plane: cq.Plane) -> tuple[float, float, float, float]:
+    """The extent of ``face`` in its frame: (xmin, ymin, xmax, ymax)."""
+    box = plane.toLocalCoords(face).BoundingBox()
+    return box.xmin, box.ymin, box.xmax, box.ymax
 
 
 # -- validators ---------------------------------------------------------------------------------

@@ -70,6 +70,93 @@ SELECTOR_GRAMMAR = (
 )
 
 
+SELECTION_FILTERS = ("select", "radius", "length", "area", "between", "nearest")
+"""The fields of a selection that choose entities, in the order they are applied."""
+
+
+def _size_schema(description: str, unit: str) -> dict[str, Any]:
+    return {
+        "description": description,
+        "anyOf": [
+            {"type": "number", "exclusiveMinimum": 0, "description": f"one size ({unit})"},
+            {
+                "type": "object",
+                "description": f"an inclusive range ({unit})",
+                "properties": {
+                    "min": {"type": "number", "minimum": 0},
+                    "max": {"type": "number", "exclusiveMinimum": 0},
+                },
+                "minProperties": 1,
+                "additionalProperties": False,
+            },
+        ],
+    }
+
+
+SELECTION_FILTER_SCHEMAS: dict[str, Any] = {
+    "select": {
+        "type": "string",
+        "minLength": 1,
+        "description": "a CadQuery string selector; absent: every entity of the kind",
+    },
+    "entity": {"enum": ["Face", "Edge", "Vertex"], "description": "what to select"},
+    "radius": _size_schema(
+        "circular edges (circles, arcs) and cylindrical or spherical faces of this radius "
+        "(±1e-6 mm; a hole's radius is half its diameter), or within {min?, max?}",
+        "mm",
+    ),
+    "length": _size_schema("edges this long (±1e-6 mm), or within {min?, max?}", "mm"),
+    "area": _size_schema("faces of this area (±1e-6 mm²), or within {min?, max?}", "mm²"),
+    "between": {
+        "type": "array",
+        "items": {"type": "string", "minLength": 1},
+        "minItems": 2,
+        "maxItems": 2,
+        "description": "two face selectors: the edges (or vertices) a face of the first and "
+        "another face of the second share, e.g. ['>Z', '%CYLINDER'] for the rim of a bore",
+    },
+    "nearest": {
+        "type": "array",
+        "items": {"type": "number"},
+        "minItems": 3,
+        "maxItems": 3,
+        "description": "a point [x, y, z] (mm): of what the other filters leave, the entity "
+        "nearest to it (all that tie within 1e-6 mm)",
+    },
+}
+"""The JSON Schemas of a selection's fields other than its body (those of selectEntities,
+too)."""
+
+
+def _sentence(text: str) -> str:
+    return text[0].upper() + text[1:] + "."
+
+
+def _without_description(schema: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in schema.items() if k != "description"}
+
+
+SELECTION_GRAMMAR = (
+    "A selection is {body, select?, entity?, radius?, length?, area?, between?, nearest?}: "
+    "entity Face, Edge or Vertex (default: what the input names); each filter given narrows "
+    "what the ones before it left, in this order: select, radius, length, area, between, "
+    "nearest; at least one. "
+    "E.g. {body, entity: 'Edge', select: '>Z', radius: 2.5} (the top rim of a 5 mm bore), "
+    "{body, entity: 'Edge', between: ['>Z', '#Z']} (where the top meets the sides), "
+    "{body, entity: 'Edge', select: '|Z', nearest: [20, 15, 0]}. " + SELECTOR_GRAMMAR + " On "
+    "faces, '|Z' chooses those whose normal is along Z (top and bottom), '#Z' the sides."
+)
+
+
+_SELECTION_EMPTY_MODE = {
+    "diagnostic": "SELECTION_EMPTY",
+    "explanation": "the selection chose nothing; the message names the filter that left "
+    "nothing and the radii, lengths or areas the entities before it have",
+    "repair": "try the selection with query.selectEntities; give one of the listed sizes or "
+    "a {min, max} range, or drop a filter",
+}
+
+
 @dataclass(frozen=True)
 class Input:
     name: str
@@ -97,13 +184,13 @@ class Input:
             return {
                 "type": "object",
                 AMIR_TYPE_KEYWORD: SELECTION,
-                "description": self.description + " " + SELECTOR_GRAMMAR,
+                "description": self.description + " " + SELECTION_GRAMMAR,
                 "properties": {
                     "body": {"type": "string", "description": "alias or id of the body"},
-                    "select": {"type": "string", "minLength": 1},
-                    "entity": {"enum": ["Face", "Edge", "Vertex"]},
+                    **SELECTION_FILTER_SCHEMAS,
                 },
-                "required": ["body", "select"],
+                "required": ["body"],
+                "anyOf": [{"required": [name]} for name in SELECTION_FILTERS],
                 "additionalProperties": False,
             }
         if self.type == SHAPE:
@@ -1473,9 +1560,9 @@ OPERATIONS: tuple[Operation, ...] = (
         taxonomy="authoring.exact.feature",
         title="Hole",
         summary="Drill round holes (optionally counterbored or countersunk) into a body, "
-        "perpendicular to one "
-        "of its planar faces, through all unless a depth is given. Points [x, y] (mm) are on "
-        "the face's workplane, origin the global origin projected onto it ('>Z': global X, Y).",
+        "perpendicular to a planar face, through all unless a depth is given, at points "
+        "[x, y] (mm) in the face's frame ('>Z': X, Y; '<Z': X, -Y) or on the axes of selected "
+        "circles or bores (`at`).",
         aliases=(
             "drill",
             "bore",
@@ -1522,13 +1609,21 @@ OPERATIONS: tuple[Operation, ...] = (
             Input(
                 "face",
                 SELECTION,
-                "The one planar face the holes start from (usually '>Z').",
+                "The one planar face the holes start from (usually '>Z'). Its frame: origin "
+                "the global origin projected onto the face, normal the face's outward normal, "
+                "x = global Z × normal (global +X on a face normal to Z), y = normal × x. So "
+                "'>Z' x +X, y +Y; '<Z' x +X, y -Y (seen from below); '>X' x +Y, y +Z; '<X' "
+                "x -Y, y +Z; '>Y' x -X, y +Z; '<Y' x +X, y +Z. query.selectEntities returns "
+                "each planar face's frame {origin, xDir, yDir, normal} and its bounds in it.",
                 entity="Face",
             ),
             Input(
                 "points",
                 JSON,
-                f"Hole centres [x, y] (mm) on the face's workplane (at most {MAX_HOLES}).",
+                f"Hole centres [x, y] (mm) in the face's frame (at most {MAX_HOLES}); may be "
+                "left out when `at` gives the centres. A centre inside an existing hole of the "
+                "face is on the face (a counterbore on that hole).",
+                required=False,
                 json_schema={
                     "type": "array",
                     "minItems": 1,
@@ -1540,6 +1635,16 @@ OPERATIONS: tuple[Operation, ...] = (
                         "maxItems": 2,
                     },
                 },
+            ),
+            Input(
+                "at",
+                SELECTION,
+                "Optional: circular edges or cylindrical faces (bores) whose axes, "
+                "perpendicular to the face, give hole centres where they meet it (each axis "
+                "once), besides `points`; e.g. {body, radius: 2.5} selects the bores of 5 mm "
+                "holes, to counterbore them.",
+                required=False,
+                entity="Face",
             ),
             _length("diameter", "Hole diameter (mm)."),
             _length("depth", "Hole depth (mm); absent: through all.", required=False),
@@ -1597,6 +1702,19 @@ OPERATIONS: tuple[Operation, ...] = (
                 "depth": 8,
                 "counterbore": {"diameter": 10, "depth": 3},
             },
+            {
+                "target": "b:plate",
+                "face": {"body": "b:plate", "select": "<Z", "entity": "Face"},
+                "points": [[10, -5]],
+                "diameter": 3,
+                "depth": 4,
+            },
+            {
+                "target": "b:plate",
+                "face": {"body": "b:plate", "select": ">Z", "entity": "Face"},
+                "at": {"body": "b:pin", "entity": "Edge", "select": ">Z", "radius": 3},
+                "diameter": 4,
+            },
         ),
         effects=("createsFeature", "changesTopology"),
         risk="medium",
@@ -1612,8 +1730,10 @@ OPERATIONS: tuple[Operation, ...] = (
         failure_modes=(
             {
                 "diagnostic": "HOLE_OFF_FACE",
-                "explanation": "a hole centre does not lie on the selected face",
-                "repair": "give points in the face's workplane coordinates, inside the face",
+                "explanation": "a hole centre does not lie on the selected face; the message "
+                "gives the centre as a world point, the face's frame and its bounds in it",
+                "repair": "give points in the face's frame ('<Z' has y = -Y), inside its "
+                "bounds; query.selectEntities shows each planar face's frame",
             },
             {
                 "diagnostic": "SELECTION_CARDINALITY_MISMATCH",
@@ -1746,6 +1866,11 @@ OPERATIONS: tuple[Operation, ...] = (
                 "edges": {"body": "b:plate", "select": "|Z", "entity": "Edge"},
                 "radius": 2,
             },
+            {
+                "target": "b:plate",
+                "edges": {"body": "b:plate", "entity": "Edge", "between": [">Z", "#Z"]},
+                "radius": 1,
+            },
         ),
         effects=("createsFeature", "changesTopology"),
         risk="medium",
@@ -1761,6 +1886,7 @@ OPERATIONS: tuple[Operation, ...] = (
                 "explanation": "the radius does not fit the faces next to an edge",
                 "repair": "reduce the radius below half the smallest adjacent face",
             },
+            _SELECTION_EMPTY_MODE,
         ),
     ),
     Operation(
@@ -1810,6 +1936,11 @@ OPERATIONS: tuple[Operation, ...] = (
             {
                 "target": "b:plate",
                 "edges": {"body": "b:plate", "select": ">Z", "entity": "Edge"},
+                "length": 1,
+            },
+            {
+                "target": "b:boss",
+                "edges": {"body": "b:boss", "entity": "Edge", "select": ">Z", "radius": 5},
                 "length": 1,
             },
         ),
@@ -2595,9 +2726,9 @@ OPERATIONS: tuple[Operation, ...] = (
         target="queryRef",
         taxonomy="query.topology",
         title="Select entities",
-        summary="Try a selector on a body: how many faces, edges or vertices it chooses and "
-        "what they are (type, centre, area or length, normal, radius), so a later step's "
-        "selection can be checked before it is used.",
+        summary="Try a selection on a body: how many faces, edges or vertices it chooses and "
+        "what they are (type, centre, area or length, radius; a planar face's normal, frame "
+        "for hole points and bounds in it), so a later step's selection can be checked first.",
         aliases=(
             "which faces",
             "preview selection",
@@ -2634,7 +2765,14 @@ OPERATIONS: tuple[Operation, ...] = (
         ),
         inputs=(
             _TARGET,
-            Input("select", STRING, "A CadQuery string selector. " + SELECTOR_GRAMMAR),
+            Input(
+                "select",
+                STRING,
+                "A CadQuery string selector; may be left out when another filter is given "
+                "(then every entity of the kind). The other filters are a selection's: "
+                + SELECTION_GRAMMAR,
+                required=False,
+            ),
             Input(
                 "entity",
                 STRING,
@@ -2642,16 +2780,38 @@ OPERATIONS: tuple[Operation, ...] = (
                 required=False,
                 choices=("Face", "Edge", "Vertex"),
             ),
+            *(
+                Input(
+                    name,
+                    JSON,
+                    _sentence(SELECTION_FILTER_SCHEMAS[name]["description"]),
+                    required=False,
+                    json_schema=_without_description(SELECTION_FILTER_SCHEMAS[name]),
+                )
+                for name in ("radius", "length", "area", "between", "nearest")
+            ),
         ),
         examples=(
             {"target": "b:plate", "select": ">Z"},
             {"target": "b:boss", "select": "%CIRCLE", "entity": "Edge"},
+            {"target": "b:boss", "entity": "Edge", "radius": 5, "nearest": [0, 0, 30]},
+            {"target": "b:plate", "entity": "Edge", "between": [">Z", "#Z"]},
         ),
         outputs=("EntityList",),
         effects=("readOnly",),
         quality=("authoritative",),
         cost="instant",
         diagnostics=("SELECTION_EMPTY", "SELECTION_INVALID"),
+        failure_modes=(
+            _SELECTION_EMPTY_MODE,
+            {
+                "diagnostic": "SELECTION_INVALID",
+                "explanation": "a selector does not parse, or a filter is of the wrong kind "
+                "(a negative radius, a point of two coordinates, length on faces)",
+                "repair": "sizes are numbers above 0 or {min, max}; nearest is [x, y, z]; "
+                "between is two face selectors and selects edges or vertices",
+            },
+        ),
     ),
     Operation(
         capability="cap:query.distance@1",
