@@ -232,6 +232,25 @@ def model_export(
         str | None, typer.Option("--body", help="Body alias or id (default: all bodies).")
     ] = None,
     rev: Annotated[str, typer.Option("--rev", help="Revision or branch.")] = "main",
+    tolerance: Annotated[
+        float | None,
+        typer.Option(
+            "--tolerance",
+            metavar="MM",
+            help="Mesh formats: the largest distance (mm, 0.001 to 10) between the mesh and "
+            "the exact surface. Default: the kernel's (OCCT: 1/1000 of each body's "
+            "bounding-box diagonal, within 0.001-1 mm).",
+        ),
+    ] = None,
+    angular_tolerance: Annotated[
+        float | None,
+        typer.Option(
+            "--angular-tolerance",
+            metavar="DEG",
+            help="Mesh formats: the largest angle (degrees, 1 to 60) between neighbouring "
+            "facets on a curved face. Default: the kernel's (OCCT: 0.1 rad, about 5.7°).",
+        ),
+    ] = None,
     force: ForceFlag = False,
     kernel: KernelOption = None,
     store: StoreOption = None,
@@ -240,21 +259,35 @@ def model_export(
     """Export a revision's bodies through the kernel (a file outside the model).
 
     The file is written atomically and never over an existing one (OUTPUT_EXISTS) unless
-    --force; never through a symlink, and never over Aira's own stores (OUTPUT_PROTECTED)."""
+    --force; never through a symlink, and never over Aira's own stores (OUTPUT_PROTECTED).
+
+    --tolerance and --angular-tolerance set how finely stl, 3mf and mesh are tessellated
+    (finer: more triangles). A value out of range is EXPORT_TOLERANCE_INVALID; for step or
+    svg, which are not meshes, or a kernel that takes no tolerances, they are refused
+    (EXPORT_TOLERANCE_UNSUPPORTED) rather than ignored. Either way nothing is written."""
+    from aira_core import kernel_guard
     from aira_core.diagnostics import AiraError
     from aira_core.files import check_target, write_file
 
-    check_target(out, force=force, protect=[store])  # before the kernel's work, not after
+    # the arguments first, then the file, before the kernel's work, not after
+    kernel_guard.check_export_tolerances(file_format, tolerance, angular_tolerance)
+    check_target(out, force=force, protect=[store])
 
     chosen = _kernel(kernel, f"exporting {file_format}")
     with _repository(store) as repo:
         at = _rev(repo, rev)
         document = repo.document(at)
         target = repo.aliases(at).resolve(body) if body is not None else None
-    from aira_core import kernel_guard
 
     # a kernel that raises, answers with something else than bytes or blocks: a stable code
-    data = kernel_guard.export(chosen, document, file_format.lower(), target)
+    data = kernel_guard.export(
+        chosen,
+        document,
+        file_format.lower(),
+        target,
+        tolerance=tolerance,
+        angular_tolerance=angular_tolerance,
+    )
     if not data:
         reasons = getattr(chosen, "last_export_diagnostics", None) or []
         detail = "; ".join(f"{d.code}: {d.message}" for d in reasons)
@@ -272,6 +305,8 @@ def model_export(
                 "fileFormat": file_format.lower(),
                 "bytes": len(data),
                 "out": out.name,
+                "tolerance": tolerance,
+                "angularTolerance": angular_tolerance,
             }
         )
     else:
