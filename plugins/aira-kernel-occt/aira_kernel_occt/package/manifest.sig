@@ -4,5 +4,5 @@
   "context": "aira.capability-package.v1",
   "publisher": "aira-first-party",
   "keyId": "e81c20c98175665f",
-  "signature": "i56AZ2e8wd+PaNOLM/wP0y9xWpCwux48dmnsNsdO+cgiyICINSf97bx+Ymt+oY8Ki31wAsHTQ2poE7G+K1jaCQ=="
+  "signature": "f0RAWnObe0vlYqKWSikGtcnLG4eHMK1oe6JWuzjSQ3znWG0H3kFnP1fNhnsDuAtingIeAwcYS7vOKozvmcpkDw=="
 }
