@@ -578,7 +578,7 @@ _CODES = (
         (
             "EXPORT_TOLERANCE_INVALID",
             "an export's mesh tolerance is not a finite number from 0.001 to 10 mm, or its "
-            "angular tolerance not one from 1 to 60 degrees; no kernel is called, nothing is "
+            "angular tolerance not one from 3 to 60 degrees; no kernel is called, nothing is "
             "written",
         ),
         (

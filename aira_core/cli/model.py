@@ -247,8 +247,9 @@ def model_export(
         typer.Option(
             "--angular-tolerance",
             metavar="DEG",
-            help="Mesh formats: the largest angle (degrees, 1 to 60) between neighbouring "
-            "facets on a curved face. Default: the kernel's (OCCT: 0.1 rad, about 5.7°).",
+            help="Mesh formats: the angular deflection (degrees, 3 to 60) on a curved face; "
+            "a full circle gets about 720/DEG segments. Default: the kernel's (OCCT: 0.1 rad, "
+            "about 5.7°).",
         ),
     ] = None,
     force: ForceFlag = False,

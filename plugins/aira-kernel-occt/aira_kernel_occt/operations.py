@@ -273,7 +273,7 @@ _MESH_TOLERANCES = (
         LENGTH,
         "The largest distance (mm) between the mesh and the exact surface, "
         f"{EXPORT_TOLERANCE_RANGE[0]:g} to {EXPORT_TOLERANCE_RANGE[1]:g} mm and at least "
-        "1/100000 of the body's bounding-box diagonal; finer gives more triangles. Default: "
+        "1/30000 of the body's bounding-box diagonal; finer gives more triangles. Default: "
         "1/1000 of each body's bounding-box diagonal, within 0.001-1 mm.",
         required=False,
         minimum=EXPORT_TOLERANCE_RANGE[0],
@@ -282,9 +282,10 @@ _MESH_TOLERANCES = (
     Input(
         "angularTolerance",
         ANGLE,
-        "The largest angle (degrees) between neighbouring facets on a curved face, "
-        f"{EXPORT_ANGULAR_TOLERANCE_RANGE[0]:g} to {EXPORT_ANGULAR_TOLERANCE_RANGE[1]:g}; "
-        "finer gives more triangles. Default: 0.1 rad (about 5.7 degrees).",
+        "The angular deflection (degrees) on a curved face, "
+        f"{EXPORT_ANGULAR_TOLERANCE_RANGE[0]:g} to {EXPORT_ANGULAR_TOLERANCE_RANGE[1]:g}: a full "
+        "circle gets about 720/angle segments; finer gives more triangles. Default: 0.1 rad "
+        "(about 5.7 degrees, some 126 segments a circle).",
         required=False,
         minimum=EXPORT_ANGULAR_TOLERANCE_RANGE[0],
         maximum=EXPORT_ANGULAR_TOLERANCE_RANGE[1],
