@@ -193,11 +193,11 @@ class Kernel(Protocol):
       largest distance (mm) between the mesh and the exact surface and ``angular_tolerance``
       its angular deflection on a curved face (degrees, as every AMIR angle; OpenCASCADE's
       meaning: a full circle gets about 720/angle segments), ``None`` meaning the kernel's
-      own default. The host passes them only when a user asks, only for
-      mesh formats and only within :data:`EXPORT_TOLERANCE_RANGE` and
-      :data:`EXPORT_ANGULAR_TOLERANCE_RANGE`, as keyword arguments: a kernel written against
-      the older ``export(document, format, body)`` keeps working without them (a request
-      with tolerances is then refused, ``EXPORT_TOLERANCE_UNSUPPORTED``).
+      own default. The host passes them only when a user asks, only for mesh formats and
+      only within :data:`EXPORT_TOLERANCE_RANGE` and :data:`EXPORT_ANGULAR_TOLERANCE_RANGE`,
+      as keyword arguments: a kernel written against the older ``export(document, format,
+      body)`` keeps working without them (a request with tolerances is then refused,
+      ``EXPORT_TOLERANCE_UNSUPPORTED``).
 
     Failures are diagnostics with stable codes in the results, never exceptions.
     """

@@ -259,19 +259,19 @@ def model_export(
 ) -> None:
     """Export a revision's bodies through the kernel (a file outside the model).
 
-    The file is written atomically and never over an existing one (OUTPUT_EXISTS) unless
-    --force; never through a symlink, and never over Aira's own stores (OUTPUT_PROTECTED).
-
     --tolerance and --angular-tolerance set how finely stl, 3mf and mesh are tessellated
     (finer: more triangles). A value out of range is EXPORT_TOLERANCE_INVALID; for step or
     svg, which are not meshes, or a kernel that takes no tolerances, they are refused
-    (EXPORT_TOLERANCE_UNSUPPORTED) rather than ignored. Either way nothing is written."""
-    from aira_core import kernel_guard
+    (EXPORT_TOLERANCE_UNSUPPORTED) rather than ignored. Either way nothing is written.
+
+    The file is written atomically and never over an existing one (OUTPUT_EXISTS) unless
+    --force; never through a symlink, and never over Aira's own stores (OUTPUT_PROTECTED)."""
     from aira_core.diagnostics import AiraError
     from aira_core.files import check_target, write_file
+    from aira_core.kernel_guard import check_export_tolerances
 
     # the arguments first, then the file, before the kernel's work, not after
-    kernel_guard.check_export_tolerances(file_format, tolerance, angular_tolerance)
+    check_export_tolerances(file_format, tolerance, angular_tolerance)
     check_target(out, force=force, protect=[store])
 
     chosen = _kernel(kernel, f"exporting {file_format}")
@@ -279,6 +279,7 @@ def model_export(
         at = _rev(repo, rev)
         document = repo.document(at)
         target = repo.aliases(at).resolve(body) if body is not None else None
+    from aira_core import kernel_guard
 
     # a kernel that raises, answers with something else than bytes or blocks: a stable code
     data = kernel_guard.export(
