@@ -237,9 +237,11 @@ def model_export(
         typer.Option(
             "--tolerance",
             metavar="MM",
-            help="Mesh formats: the largest distance (mm, 0.001 to 10) between the mesh and "
-            "the exact surface. Default: the kernel's (OCCT: 1/1000 of each body's "
-            "bounding-box diagonal, within 0.001-1 mm).",
+            help="stl, 3mf, mesh: the largest distance (mm, 0.001 to 10) between the mesh and "
+            "the exact surface; finer gives more triangles. Default: the kernel's (OCCT: "
+            "1/1000 of each body's bounding-box diagonal, within 0.001-1 mm). Out of range: "
+            "EXPORT_TOLERANCE_INVALID; for step or svg (not meshes) or a kernel that takes "
+            "none: EXPORT_TOLERANCE_UNSUPPORTED, not ignored. Nothing is written then.",
         ),
     ] = None,
     angular_tolerance: Annotated[
@@ -247,9 +249,9 @@ def model_export(
         typer.Option(
             "--angular-tolerance",
             metavar="DEG",
-            help="Mesh formats: the angular deflection (degrees, 3 to 60) on a curved face; "
+            help="stl, 3mf, mesh: the angular deflection (degrees, 3 to 60) on a curved face; "
             "a full circle gets about 720/DEG segments. Default: the kernel's (OCCT: 0.1 rad, "
-            "about 5.7°).",
+            "about 5.7°). Refused as --tolerance is.",
         ),
     ] = None,
     force: ForceFlag = False,
@@ -258,11 +260,6 @@ def model_export(
     as_json: JsonFlag = False,
 ) -> None:
     """Export a revision's bodies through the kernel (a file outside the model).
-
-    --tolerance and --angular-tolerance set how finely stl, 3mf and mesh are tessellated
-    (finer: more triangles). A value out of range is EXPORT_TOLERANCE_INVALID; for step or
-    svg, which are not meshes, or a kernel that takes no tolerances, they are refused
-    (EXPORT_TOLERANCE_UNSUPPORTED) rather than ignored. Either way nothing is written.
 
     The file is written atomically and never over an existing one (OUTPUT_EXISTS) unless
     --force; never through a symlink, and never over Aira's own stores (OUTPUT_PROTECTED)."""
