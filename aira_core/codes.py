@@ -592,6 +592,18 @@ _CODES = (
             "a kernel call did not answer within its deadline (AIRA_KERNEL_TIMEOUT), or the "
             "kernel is still running a call that missed it",
         ),
+        (
+            "EXPORT_TOLERANCE_INVALID",
+            "an export's mesh tolerance is not a finite number from 0.001 to 10 mm, or its "
+            "angular tolerance not one from 3 to 60 degrees; no kernel is called, nothing is "
+            "written",
+        ),
+        (
+            "EXPORT_TOLERANCE_UNSUPPORTED",
+            "mesh tolerances were given for a format that is no mesh (step, svg), or to a "
+            "kernel whose export takes none (written against the older protocol); nothing is "
+            "written",
+        ),
     ),
     *_phase(
         "step",

@@ -188,7 +188,16 @@ class Kernel(Protocol):
       re-evaluates exactly these;
     - ``query(document, ref, args)``: a ``queryRef`` capability on the evaluated document;
     - ``validate(document, assertion)``: one assertion (``validatorRef``, target, args);
-    - ``export(document, format, body)``: bytes of ``step``, ``stl``, ``3mf``, ``svg`` …
+    - ``export(document, format, body, *, tolerance=None, angular_tolerance=None)``: bytes
+      of ``step``, ``stl``, ``3mf``, ``svg`` …; for a mesh format, ``tolerance`` is the
+      largest distance (mm) between the mesh and the exact surface and ``angular_tolerance``
+      its angular deflection on a curved face (degrees, as every AMIR angle; OpenCASCADE's
+      meaning: a full circle gets about 720/angle segments), ``None`` meaning the kernel's
+      own default. The host passes them only when a user asks, only for mesh formats and
+      only within :data:`EXPORT_TOLERANCE_RANGE` and :data:`EXPORT_ANGULAR_TOLERANCE_RANGE`,
+      as keyword arguments: a kernel written against the older ``export(document, format,
+      body)`` keeps working without them (a request with tolerances is then refused,
+      ``EXPORT_TOLERANCE_UNSUPPORTED``).
 
     Failures are diagnostics with stable codes in the results, never exceptions.
     """
@@ -204,7 +213,24 @@ class Kernel(Protocol):
 
     def validate(self, document: Any, assertion: Any) -> ValidationOutcome: ...
 
-    def export(self, document: Any, format: str, body: str | None = None) -> bytes: ...
+    def export(
+        self,
+        document: Any,
+        format: str,
+        body: str | None = None,
+        *,
+        tolerance: float | None = None,
+        angular_tolerance: float | None = None,
+    ) -> bytes: ...
+
+
+EXPORT_TOLERANCE_RANGE = (0.001, 10.0)
+"""The linear mesh tolerances (mm) a user may ask a kernel for: 1 µm is below what any printer
+or scanner resolves, and a 10 mm chord error is past any use of a mesh."""
+EXPORT_ANGULAR_TOLERANCE_RANGE = (3.0, 60.0)
+"""The angular mesh tolerances (degrees) a user may ask for: at 3° a circle is some 240
+segments and a torus over 100 000 triangles (finer would outlast a kernel call); at 60° a
+circle is a dozen segments."""
 
 
 @runtime_checkable

@@ -37,8 +37,9 @@ def aira_register_kernels(register: Callable[[Kernel], None]) -> None:
     """Register geometry kernels (:class:`aira_core.extensions.Kernel`): a name, a build
     hash, the exact operation versions they implement, and ``evaluate(document, changed)``,
     ``query(document, ref, args)``, ``validate(document, assertion)`` and
-    ``export(document, format, body)`` on AMIR documents. Failures are diagnostics with
-    stable codes in the results, never exceptions."""
+    ``export(document, format, body, *, tolerance=None, angular_tolerance=None)`` on AMIR
+    documents (mesh tolerances in mm and degrees, passed only when a user asks). Failures
+    are diagnostics with stable codes in the results, never exceptions."""
 
 
 @hookspec

@@ -13,6 +13,11 @@ traceback, a hang or a pass it did not earn.
   abandoned call is still running is not called again (``KERNEL_TIMEOUT`` at once): its
   state cannot be trusted, and waiting on it would be a second hang.
 
+Mesh tolerances of an export are checked here, before any kernel sees them
+(:func:`check_export_tolerances`), and passed as keyword arguments only when given, so a
+kernel whose ``export`` predates them keeps working (asked for tolerances, it is refused with
+``EXPORT_TOLERANCE_UNSUPPORTED`` rather than called with arguments it does not take).
+
 The caller waits in its own thread, so a real Ctrl-C still interrupts the wait and stops
 the command. The OCCT kernel's worker has its own, shorter deadlines (60 s a call, 180 s to
 start): this one is the host's backstop for a kernel that has none.
@@ -22,6 +27,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import inspect
 import math
 import os
 import threading
@@ -30,10 +36,21 @@ from typing import Any
 
 from aira_core.canonical import CanonicalJSONError, canonical_bytes
 from aira_core.diagnostics import AiraError, Diagnostic
-from aira_core.extensions import BodyResult, Evaluation, QueryResult, ValidationOutcome
+from aira_core.extensions import (
+    EXPORT_ANGULAR_TOLERANCE_RANGE,
+    EXPORT_TOLERANCE_RANGE,
+    BodyResult,
+    Evaluation,
+    QueryResult,
+    ValidationOutcome,
+)
 
 KERNEL_FAILED = "KERNEL_FAILED"
 KERNEL_TIMEOUT = "KERNEL_TIMEOUT"
+EXPORT_TOLERANCE_INVALID = "EXPORT_TOLERANCE_INVALID"
+EXPORT_TOLERANCE_UNSUPPORTED = "EXPORT_TOLERANCE_UNSUPPORTED"
+NOT_MESH_FORMATS = {"step": "an exact B-rep", "stp": "an exact B-rep", "svg": "a line drawing"}
+"""Export formats that are no mesh, so a mesh tolerance means nothing for them."""
 TIMEOUT_ENV = "AIRA_KERNEL_TIMEOUT"
 DEFAULT_TIMEOUT = 300.0
 """Seconds: above the OCCT worker's own worst case (start 180 s + call 60 s)."""
@@ -81,8 +98,8 @@ def _text(exc: BaseException) -> str:
         return type(exc).__name__
 
 
-def call(kernel: Any, method: str, *args: Any) -> Any:
-    """``kernel.<method>(*args)`` within the deadline; whatever it raises is
+def call(kernel: Any, method: str, *args: Any, **kwargs: Any) -> Any:
+    """``kernel.<method>(*args, **kwargs)`` within the deadline; whatever it raises is
     :class:`KernelFailure` (its answer is the caller's to check)."""
     name = _name(kernel)
     with _running_lock:
@@ -100,7 +117,7 @@ def call(kernel: Any, method: str, *args: Any) -> Any:
 
     def run() -> None:
         try:
-            outcome["value"] = getattr(kernel, method)(*args)
+            outcome["value"] = getattr(kernel, method)(*args, **kwargs)
         except BaseException as exc:  # in this thread, never the user's Ctrl-C
             outcome["error"] = exc
 
@@ -263,9 +280,83 @@ def query(kernel: Any, document: Any, ref: str, args: Mapping[str, Any]) -> Quer
     return answer
 
 
-def export(kernel: Any, document: Any, format: str, body: str | None = None) -> bytes:
-    """The bytes a kernel exported (``b""``: it wrote nothing, its reasons are its own)."""
-    answer = call(kernel, "export", document, format, body)
+def check_export_tolerances(
+    format: str, tolerance: float | None = None, angular_tolerance: float | None = None
+) -> None:
+    """Refuse mesh tolerances no kernel is asked for: any for a format that is no mesh
+    (``EXPORT_TOLERANCE_UNSUPPORTED``: STEP is exact, SVG a line drawing; silently ignoring
+    them would let a user believe they took effect), and a value that is not a finite number
+    in :data:`~aira_core.extensions.EXPORT_TOLERANCE_RANGE` (mm) or
+    :data:`~aira_core.extensions.EXPORT_ANGULAR_TOLERANCE_RANGE` (degrees)
+    (``EXPORT_TOLERANCE_INVALID``). None given: nothing to check."""
+    if tolerance is None and angular_tolerance is None:
+        return
+    what = NOT_MESH_FORMATS.get(str(format).lower())
+    if what is not None:
+        raise AiraError(
+            EXPORT_TOLERANCE_UNSUPPORTED,
+            f"mesh tolerances apply to mesh formats (stl, 3mf, mesh); {str(format)[:16]!r} is "
+            f"{what}, not a mesh: export it without a tolerance",
+        )
+    for name, value, (low, high), unit in (
+        ("tolerance", tolerance, EXPORT_TOLERANCE_RANGE, "mm"),
+        ("angular tolerance", angular_tolerance, EXPORT_ANGULAR_TOLERANCE_RANGE, "degrees"),
+    ):
+        if value is None:
+            continue
+        number = isinstance(value, int | float) and not isinstance(value, bool)
+        if not (number and math.isfinite(value) and low <= value <= high):
+            shown = f"{value:g}" if number else repr(value)[:40]
+            raise AiraError(
+                EXPORT_TOLERANCE_INVALID,
+                f"the {name} must be a number from {low:g} to {high:g} {unit}, not {shown}",
+            )
+
+
+def _missing_keywords(kernel: Any, method: str, names: Collection[str]) -> list[str]:
+    """The keyword arguments of ``names`` that ``kernel.<method>`` does not take (a kernel
+    written against an older protocol). One whose signature cannot be read is called
+    anyway: what it then raises is its own KERNEL_FAILED."""
+    try:
+        parameters = inspect.signature(getattr(kernel, method)).parameters
+    except BaseException:  # a hostile attribute or a callable without a signature
+        return []
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()):
+        return []
+    takes = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    return [n for n in names if n not in parameters or parameters[n].kind not in takes]
+
+
+def export(
+    kernel: Any,
+    document: Any,
+    format: str,
+    body: str | None = None,
+    *,
+    tolerance: float | None = None,
+    angular_tolerance: float | None = None,
+) -> bytes:
+    """The bytes a kernel exported (``b""``: it wrote nothing, its reasons are its own).
+
+    ``tolerance`` (mm) and ``angular_tolerance`` (degrees) of a mesh are checked
+    (:func:`check_export_tolerances`) and passed only when given, as keyword arguments; a
+    kernel that does not take them is ``EXPORT_TOLERANCE_UNSUPPORTED``, never called."""
+    options = {
+        k: v
+        for k, v in (("tolerance", tolerance), ("angular_tolerance", angular_tolerance))
+        if v is not None
+    }
+    if options:
+        check_export_tolerances(format, tolerance, angular_tolerance)
+        missing = _missing_keywords(kernel, "export", options)
+        if missing:
+            raise AiraError(
+                EXPORT_TOLERANCE_UNSUPPORTED,
+                f"the kernel {_name(kernel)!r} takes no mesh tolerances (its export has no "
+                f"{' or '.join(missing)} argument): export with its own defaults (no "
+                "tolerance given), or use a kernel that takes them",
+            )
+    answer = call(kernel, "export", document, format, body, **options)
     if not isinstance(answer, bytes | bytearray):
         raise _wrong(kernel, f"export {format!r}", f"{_kind(answer)}, not bytes")
     return bytes(answer)

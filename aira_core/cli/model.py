@@ -238,6 +238,28 @@ def model_export(
         ),
     ] = None,
     rev: Annotated[str, typer.Option("--rev", help="Revision or branch.")] = "main",
+    tolerance: Annotated[
+        float | None,
+        typer.Option(
+            "--tolerance",
+            metavar="MM",
+            help="stl, 3mf, mesh: the largest distance (mm, 0.001 to 10) between the mesh and "
+            "the exact surface; finer gives more triangles. Default: the kernel's (OCCT: "
+            "1/1000 of each body's bounding-box diagonal, within 0.001-1 mm). Out of range: "
+            "EXPORT_TOLERANCE_INVALID; for step or svg (not meshes) or a kernel that takes "
+            "none: EXPORT_TOLERANCE_UNSUPPORTED, not ignored. Nothing is written then.",
+        ),
+    ] = None,
+    angular_tolerance: Annotated[
+        float | None,
+        typer.Option(
+            "--angular-tolerance",
+            metavar="DEG",
+            help="stl, 3mf, mesh: the angular deflection (degrees, 3 to 60) on a curved face; "
+            "a full circle gets about 720/DEG segments. Default: the kernel's (OCCT: 0.1 rad, "
+            "about 5.7°). Refused as --tolerance is.",
+        ),
+    ] = None,
     force: ForceFlag = False,
     kernel: KernelOption = None,
     store: StoreOption = None,
@@ -252,8 +274,11 @@ def model_export(
     --force; never through a symlink, and never over Aira's own stores (OUTPUT_PROTECTED)."""
     from aira_core.diagnostics import AiraError
     from aira_core.files import check_target, write_file
+    from aira_core.kernel_guard import check_export_tolerances
 
-    check_target(out, force=force, protect=[store])  # before the kernel's work, not after
+    # the arguments first, then the file, before the kernel's work, not after
+    check_export_tolerances(file_format, tolerance, angular_tolerance)
+    check_target(out, force=force, protect=[store])
 
     chosen = _kernel(kernel, f"exporting {file_format}")
     with _repository(store) as repo:
@@ -266,7 +291,14 @@ def model_export(
     from aira_core import kernel_guard
 
     # a kernel that raises, answers with something else than bytes or blocks: a stable code
-    data = kernel_guard.export(chosen, document, file_format.lower(), target)
+    data = kernel_guard.export(
+        chosen,
+        document,
+        file_format.lower(),
+        target,
+        tolerance=tolerance,
+        angular_tolerance=angular_tolerance,
+    )
     if not data:
         reasons = getattr(chosen, "last_export_diagnostics", None) or []
         detail = "; ".join(f"{d.code}: {d.message}" for d in reasons)
@@ -285,6 +317,8 @@ def model_export(
                 "fileFormat": file_format.lower(),
                 "bytes": len(data),
                 "out": out.name,
+                "tolerance": tolerance,
+                "angularTolerance": angular_tolerance,
             }
         )
     else:

@@ -116,7 +116,8 @@ class FakeGeometryKernel:
     inputs (parameter values in mm, upstream solids) are unchanged is served from the cache
     and not listed in ``evaluated_nodes``. ``calls`` counts every call of each Kernel method
     so that tests can assert the runtime never reached the kernel; ``changed_args`` records
-    the ``changed`` argument of each ``evaluate``.
+    the ``changed`` argument of each ``evaluate``, ``export_tolerances`` the ``(tolerance,
+    angular_tolerance)`` of each ``export`` (the JSON it writes has no mesh to apply them to).
 
     ``implementations`` are what :meth:`implementations` lists for conformance; by default
     accept-all ones for every target of :func:`~aira_core.testing.package.fake_kernel_manifest`,
@@ -136,6 +137,7 @@ class FakeGeometryKernel:
         self.evaluated_nodes: list[str] = []
         self.evaluations: list[list[str]] = []
         self.changed_args: list[set[str] | None] = []
+        self.export_tolerances: list[tuple[float | None, float | None]] = []
         self.cache: dict[Any, _Outcome] = {}
         self.on_evaluate: Callable[[AmirDocument], None] | None = None
         """Called at the start of ``evaluate`` (e.g. to simulate a concurrent writer)."""
@@ -337,8 +339,17 @@ class FakeGeometryKernel:
         )
         return ValidationOutcome(assertion.id, passed, {"volume": volume}, diagnostics)
 
-    def export(self, document: AmirDocument, format: str, body: str | None = None) -> bytes:
+    def export(
+        self,
+        document: AmirDocument,
+        format: str,
+        body: str | None = None,
+        *,
+        tolerance: float | None = None,
+        angular_tolerance: float | None = None,
+    ) -> bytes:
         self.calls["export"] += 1
+        self.export_tolerances.append((tolerance, angular_tolerance))
         if format != "json":
             return b""
         out = {}

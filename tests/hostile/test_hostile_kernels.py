@@ -133,6 +133,27 @@ def test_export_by_a_hostile_kernel_is_kernel_failed(
     assert_unchanged(before, *kept(aira_home), out_file)
 
 
+def test_a_kernel_whose_export_predates_tolerances_works_and_refuses_them(
+    hostile, aira_home, tmp_path
+) -> None:
+    """The hostile kernel, well-behaved, has the older ``export(document, format, body)``:
+    a plain export works; one with --tolerance is refused with a stable code before the kernel
+    is called, and nothing is written."""
+    out_file = tmp_path / "out.json"
+    before = snapshot(*kept(aira_home), out_file)
+    for option in (["--tolerance", "0.1"], ["--angular-tolerance", "10"]):
+        out = hostile(
+            "model", "export", "--format", "json", "--out", str(out_file), *option, "--json"
+        )
+        body = refused(out, "EXPORT_TOLERANCE_UNSUPPORTED")
+        assert "'hostile' takes no mesh tolerances" in body["error"]["message"]
+    assert_unchanged(before, *kept(aira_home), out_file)
+    out = hostile("model", "export", "--format", "json", "--out", str(out_file), "--json")
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert json.loads(out_file.read_text())["bplate"]["volume"] == pytest.approx(12000)
+    assert json.loads(out.stdout)["tolerance"] is None
+
+
 @pytest.mark.parametrize("what", MISBEHAVIOURS)
 def test_query_by_a_hostile_kernel_is_kernel_failed(hostile, what, aira_home, monkeypatch) -> None:
     before = snapshot(*kept(aira_home))

@@ -35,6 +35,7 @@ from OCP.TopTools import TopTools_ListOfShape
 from aira_core.canonical import CanonicalJSONError, canonical_bytes, sha256_hex
 from aira_core.contracts.amir import ParamType, param_fits, to_base
 from aira_core.diagnostics import AiraError
+from aira_core.extensions import EXPORT_ANGULAR_TOLERANCE_RANGE, EXPORT_TOLERANCE_RANGE
 from aira_kernel_occt.operations import (
     ANGLE,
     BOOL,
@@ -2464,7 +2465,14 @@ small one), clamped to [MESH_TOLERANCE_MIN, MESH_TOLERANCE_MAX] mm."""
 MESH_TOLERANCE_MIN = 1e-3
 MESH_TOLERANCE_MAX = 1.0
 MESH_ANGULAR_TOLERANCE = 0.1
-"""Default angular deflection (radians) between neighbouring facets on a curved face."""
+"""Default angular deflection (radians) on a curved face: BRepMesh gives a full circle about
+4π/angle segments (126 here)."""
+MESH_TOLERANCE_RELATIVE_MIN = 1 / 30000
+"""The finest linear deflection a caller may ask for, as a fraction of the body's
+bounding-box diagonal (30 times finer than the default): BRepMesh's time grows faster than
+its triangle count, which grows as 1/tolerance on a doubly curved face; a sphere of radius
+100 mm takes over a minute at 0.001 mm (past the worker's deadline), some 5 s at this floor
+(0.0115 mm, about 90 000 triangles)."""
 
 
 @dataclass
@@ -2482,9 +2490,48 @@ def mesh_tolerance(shape: cq.Shape, tolerance: float | None = None) -> float:
     size."""
     if tolerance is not None:
         return float(tolerance)
-    box = shape.BoundingBox()
-    diagonal = math.sqrt(box.xlen**2 + box.ylen**2 + box.zlen**2)
+    diagonal = _diagonal(shape)
     return min(max(diagonal * MESH_TOLERANCE, MESH_TOLERANCE_MIN), MESH_TOLERANCE_MAX)
+
+
+def _diagonal(shape: cq.Shape) -> float:
+    box = shape.BoundingBox()
+    return math.sqrt(box.xlen**2 + box.ylen**2 + box.zlen**2)
+
+
+def tolerance_problem(
+    named: list[tuple[str, cq.Shape]], tolerance: Any, angular_tolerance: Any
+) -> str | None:
+    """Why mesh tolerances a caller gave cannot be used for these bodies, or None: the host's
+    ranges (``aira_core.extensions``, mm and degrees; ``angular_tolerance`` arrives in
+    radians) and, per body, :data:`MESH_TOLERANCE_RELATIVE_MIN`."""
+    if tolerance is not None:
+        low, high = EXPORT_TOLERANCE_RANGE
+        if not (_is_number(tolerance) and math.isfinite(tolerance) and low <= tolerance <= high):
+            return f"tolerance must be a number from {low:g} to {high:g} mm, not {tolerance!r}"
+        for bid, shape in named:
+            diagonal = _diagonal(shape)
+            floor = diagonal * MESH_TOLERANCE_RELATIVE_MIN
+            if tolerance < floor:
+                return (
+                    f"a tolerance of {tolerance:g} mm is finer than body {bid!r} can be meshed "
+                    f"in time: it is {diagonal:.4g} mm across, so at least {floor:.3g} mm "
+                    "(1/30000 of its bounding-box diagonal)"
+                )
+    if angular_tolerance is not None:
+        low, high = EXPORT_ANGULAR_TOLERANCE_RANGE
+        if not (
+            _is_number(angular_tolerance)
+            and math.isfinite(angular_tolerance)
+            and math.radians(low) <= angular_tolerance <= math.radians(high)
+        ):
+            shown = (
+                f"{math.degrees(angular_tolerance):g}"
+                if _is_number(angular_tolerance)
+                else repr(angular_tolerance)[:40]
+            )
+            return f"angular tolerance must be from {low:g} to {high:g} degrees, not {shown}"
+    return None
 
 
 def triangulate(
@@ -2689,6 +2736,8 @@ def display_mesh(
     return json.dumps(out, separators=(",", ":")).encode()
 
 
+MESH_FORMATS = frozenset({"stl", "3mf", "mesh"})
+"""Formats that are a tessellation: the ones mesh tolerances apply to."""
 SOLID_FORMATS = frozenset({"step", "stl", "3mf"})
 """Formats that describe solids: a profile (a face) is refused rather than written as a
 sheet. SVG and the display mesh draw whatever there is."""
@@ -2706,8 +2755,10 @@ def export(
     """``{"data": bytes, "diagnostics": []}``: one body, or all bodies as one compound.
 
     Meshes (STL, 3MF, display) use ``tolerance`` (linear deflection, mm) and
-    ``angular_tolerance`` (radians); by default one relative to each body's size
-    (:func:`mesh_tolerance`) and :data:`MESH_ANGULAR_TOLERANCE`."""
+    ``angular_tolerance`` (radians: the worker converts the host's degrees); by default one
+    relative to each body's size (:func:`mesh_tolerance`) and :data:`MESH_ANGULAR_TOLERANCE`.
+    Values out of range are ``KERNEL_INPUT_INVALID`` (:func:`tolerance_problem`); STEP and
+    SVG are not meshes and ignore them (the host refuses to pass them)."""
     kind = FORMATS.get(str(format).lower()) or FORMATS.get(str(format))
     if kind is None:
         return {
@@ -2742,6 +2793,12 @@ def export(
                         )
                     ],
                 }
+    if kind in MESH_FORMATS:
+        problem = tolerance_problem(
+            list(zip(ids, shapes, strict=True)), tolerance, angular_tolerance
+        )
+        if problem is not None:
+            return {"data": b"", "diagnostics": [diagnostic(KERNEL_INPUT_INVALID, problem)]}
     shape = shapes[0] if len(shapes) == 1 else cq.Compound.makeCompound(shapes)
     if kind == "mesh":
         try:

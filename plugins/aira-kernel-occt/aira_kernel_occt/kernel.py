@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from aira_core.canonical import CanonicalJSONError, sha256_bytes_hex, sha256_hex
-from aira_core.contracts.amir import BASE_UNIT, ParamType, dimension_of
+from aira_core.contracts.amir import BASE_UNIT, ParamType, dimension_of, to_base
 from aira_core.contracts.capability import (
     ComponentStatus,
     Exactness,
@@ -27,7 +27,7 @@ from aira_core.contracts.capability import (
     RuntimeCapabilitySnapshot,
     RuntimeComponent,
 )
-from aira_core.diagnostics import Diagnostic
+from aira_core.diagnostics import AiraError, Diagnostic
 from aira_core.extensions import (
     BodyResult,
     Evaluation,
@@ -177,12 +177,28 @@ class OcctKernel:
             _diagnostics(result["diagnostics"], "validate"),
         )
 
-    def export(self, document: Any, format: str, body: str | None = None) -> bytes:
-        """The bytes of ``step`` or ``stl`` (one body, or all bodies); ``b""`` on failure,
-        with the reasons in :attr:`last_export_diagnostics`."""
-        reply = self.worker.call(
-            "export", {"document": _wire(document), "format": format, "body": body}
-        )
+    def export(
+        self,
+        document: Any,
+        format: str,
+        body: str | None = None,
+        *,
+        tolerance: float | None = None,
+        angular_tolerance: float | None = None,
+    ) -> bytes:
+        """The bytes of ``step``, ``stl``, ``3mf``, ``svg`` or ``mesh`` (one body, or all
+        bodies); ``b""`` on failure, with the reasons in :attr:`last_export_diagnostics`.
+
+        A mesh's ``tolerance`` (mm) and ``angular_tolerance`` (degrees) default to 1/1000 of
+        each body's bounding-box diagonal (within 0.001-1 mm) and 0.1 rad; a tolerance finer
+        than 1/30000 of a body's diagonal is ``KERNEL_INPUT_INVALID`` (it would not mesh in
+        time). STEP and SVG ignore them."""
+        payload: dict[str, Any] = {"document": _wire(document), "format": format, "body": body}
+        if tolerance is not None:
+            payload["tolerance"] = tolerance
+        if angular_tolerance is not None:
+            payload["angularTolerance"] = angular_tolerance
+        reply = self.worker.call("export", payload)
         if not reply["ok"]:
             self.last_export_diagnostics = _diagnostics(reply["diagnostics"], "export")
             return b""
@@ -275,7 +291,22 @@ class OcctKernel:
             return list(outcome.diagnostics) or [
                 _check_diag(ASSERTION_FAILED, f"failed: {dict(outcome.measured)}", op)
             ]
-        data = self.export(document, op.ref, body)
+        options = {}
+        for name, keyword in (
+            ("tolerance", "tolerance"),
+            ("angularTolerance", "angular_tolerance"),
+        ):
+            if name in resolved:  # in the host's units (mm, degrees), as kernel_guard passes them
+                raw = resolved[name]
+                try:
+                    options[keyword] = to_base(
+                        float(raw["value"]), raw.get("unit"), ParamType(specs[name].type)
+                    )
+                except AiraError as exc:
+                    return [_check_diag(exc.code, f"{name}: {exc.diagnostic.message}", op)]
+                except (KeyError, TypeError, ValueError):
+                    return [_check_diag(KERNEL_INPUT_INVALID, f"{name} must be a number", op)]
+        data = self.export(document, op.ref, body, **options)
         if data:
             return []
         return list(self.last_export_diagnostics) or [

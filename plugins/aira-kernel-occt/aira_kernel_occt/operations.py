@@ -19,6 +19,7 @@ from aira_core.contracts.amir import (
     SHAPE,
     ParamType,
 )
+from aira_core.extensions import EXPORT_ANGULAR_TOLERANCE_RANGE, EXPORT_TOLERANCE_RANGE
 
 # The AMIR types, by short names for the table below (plain strings, as they appear in the
 # manifest); the vocabulary itself is aira_core.contracts.amir's.
@@ -415,6 +416,31 @@ _PROFILE = Input(
     'The closed profile to sweep: a sketch step of this plan ({"step": "<id>"}).',
     accepts=PROFILE,
 )
+_MESH_TOLERANCES = (
+    Input(
+        "tolerance",
+        LENGTH,
+        "The largest distance (mm) between the mesh and the exact surface, "
+        f"{EXPORT_TOLERANCE_RANGE[0]:g} to {EXPORT_TOLERANCE_RANGE[1]:g} mm and at least "
+        "1/30000 of the body's bounding-box diagonal; finer gives more triangles. Default: "
+        "1/1000 of each body's bounding-box diagonal, within 0.001-1 mm.",
+        required=False,
+        minimum=EXPORT_TOLERANCE_RANGE[0],
+        maximum=EXPORT_TOLERANCE_RANGE[1],
+    ),
+    Input(
+        "angularTolerance",
+        ANGLE,
+        "The angular deflection (degrees) on a curved face, "
+        f"{EXPORT_ANGULAR_TOLERANCE_RANGE[0]:g} to {EXPORT_ANGULAR_TOLERANCE_RANGE[1]:g}: a full "
+        "circle gets about 720/angle segments; finer gives more triangles. Default: 0.1 rad "
+        "(about 5.7 degrees, some 126 segments a circle).",
+        required=False,
+        minimum=EXPORT_ANGULAR_TOLERANCE_RANGE[0],
+        maximum=EXPORT_ANGULAR_TOLERANCE_RANGE[1],
+    ),
+)
+"""The tessellation of a mesh exporter (degrees, as every AMIR angle; the kernel converts)."""
 
 OPERATIONS: tuple[Operation, ...] = (
     # -- primitives ------------------------------------------------------------------------
@@ -3357,8 +3383,14 @@ OPERATIONS: tuple[Operation, ...] = (
             "export a 3MF for the slicer",
             "生成用于显示的网格",
         ),
-        inputs=(Input("target", SHAPE, "The body to export (default: all).", required=False),),
-        examples=({"target": "b:plate"},),
+        inputs=(
+            Input("target", SHAPE, "The body to export (default: all).", required=False),
+            *_MESH_TOLERANCES,
+        ),
+        examples=(
+            {"target": "b:plate"},
+            {"target": "b:plate", "tolerance": 0.05, "angularTolerance": 10},
+        ),
         outputs=("StlFile",),
         effects=("externalSideEffect",),
         quality=("approximate",),
@@ -3449,8 +3481,14 @@ OPERATIONS: tuple[Operation, ...] = (
             "export an STL mesh",
             "导出STL文件",
         ),
-        inputs=(Input("target", SHAPE, "The body to export (default: all).", required=False),),
-        examples=({"target": "b:plate"},),
+        inputs=(
+            Input("target", SHAPE, "The body to export (default: all).", required=False),
+            *_MESH_TOLERANCES,
+        ),
+        examples=(
+            {"target": "b:plate"},
+            {"target": "b:plate", "tolerance": 0.05, "angularTolerance": 10},
+        ),
         outputs=("ThreeMfFile",),
         effects=("externalSideEffect",),
         quality=("approximate",),

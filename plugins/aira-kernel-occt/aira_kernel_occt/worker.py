@@ -14,6 +14,7 @@ This module is imported by the host: it must not import CadQuery (only the worke
 from __future__ import annotations
 
 import itertools
+import math
 import multiprocessing
 import os
 import threading
@@ -61,8 +62,22 @@ def _dispatch(
     if method == "validate":
         return geometry.validate(payload["document"], payload["assertion"], cache)
     if method == "export":
-        return geometry.export(payload["document"], payload["format"], payload.get("body"), cache)
+        return geometry.export(
+            payload["document"],
+            payload["format"],
+            payload.get("body"),
+            cache,
+            tolerance=payload.get("tolerance"),
+            angular_tolerance=_radians(payload.get("angularTolerance")),
+        )
     raise LookupError(method)
+
+
+def _radians(degrees: Any) -> Any:
+    """The host's angle (degrees, as every AMIR angle) in OpenCASCADE's radians; anything
+    but a number is passed on for the geometry to refuse."""
+    number = isinstance(degrees, int | float) and not isinstance(degrees, bool)
+    return math.radians(degrees) if number else degrees
 
 
 def _serve(conn: Connection, env: Mapping[str, str]) -> None:

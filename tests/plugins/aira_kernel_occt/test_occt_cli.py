@@ -411,3 +411,78 @@ def test_a_not_before_and_warns_and_cadquery_reads_it_loosest(aira_home: Path, t
     (plate,) = envelope["data"]["bodies"].values()
     # two edges rounded: 40·30·10 − 2·(1 − π/4)·r²·h
     assert plate["volume"] == pytest.approx(12000 - 2 * (1 - math.pi / 4) * 4 * 10, rel=1e-6)
+
+
+def test_export_takes_mesh_tolerances_and_refuses_bad_ones(aira_home: Path, tmp_path) -> None:
+    """`aira model export --tolerance MM --angular-tolerance DEG` end to end on the real
+    kernel and store: a finer mesh has more triangles, every one is closed (trimesh); a bad
+    value, a format that is no mesh, or a tolerance too fine for the part is refused with its
+    code, without a traceback and without writing the file."""
+    trimesh = pytest.importorskip("trimesh")
+    import io
+    import zipfile
+
+    assert aira(aira_home, "model", "init").returncode == 0
+    apply_steps(
+        aira_home,
+        tmp_path,
+        [
+            {
+                "id": "ring",
+                "capability": "cap:exact.torus@1",
+                "label": "ring",
+                "args": {"majorRadius": 10, "minorRadius": 3},
+            }
+        ],
+    )
+
+    def stl(*options: str) -> int:
+        out_file = tmp_path / f"ring{len(list(tmp_path.iterdir()))}.stl"
+        out = aira(
+            aira_home, "model", "export", "--format", "stl", "--out", str(out_file), *options
+        )
+        assert out.returncode == 0, out.stdout + out.stderr
+        mesh = trimesh.load(io.BytesIO(out_file.read_bytes()), file_type="stl", process=False)
+        mesh.merge_vertices()
+        assert mesh.is_watertight and mesh.is_winding_consistent and mesh.volume > 0
+        return len(mesh.faces)
+
+    default = stl()  # coarse levels and the display mesh: test_occt_mesh.py, in one process
+    fine = stl("--tolerance", "0.01", "--angular-tolerance", "4")
+    assert default < fine
+
+    three = tmp_path / "ring.3mf"
+    out = aira(
+        aira_home, "model", "export", "--format", "3mf", "--out", str(three),
+        "--tolerance", "0.01", "--angular-tolerance", "4", "--json",
+    )  # fmt: skip
+    assert out.returncode == 0, out.stdout + out.stderr
+    report = json.loads(out.stdout)
+    assert (report["tolerance"], report["angularTolerance"]) == (0.01, 4)
+    with zipfile.ZipFile(three) as package:
+        assert package.read("3D/3dmodel.model").count(b"<triangle ") == fine
+    refused = tmp_path / "refused.out"
+    cases = [
+        *(("stl", ["--tolerance", bad], "EXPORT_TOLERANCE_INVALID") for bad in ("0", "-1", "nan")),
+        ("3mf", ["--tolerance", "1e9"], "EXPORT_TOLERANCE_INVALID"),
+        ("stl", ["--angular-tolerance", "0.5"], "EXPORT_TOLERANCE_INVALID"),
+        ("mesh", ["--angular-tolerance", "inf"], "EXPORT_TOLERANCE_INVALID"),
+        ("step", ["--tolerance", "0.1"], "EXPORT_TOLERANCE_UNSUPPORTED"),
+        ("svg", ["--angular-tolerance", "10"], "EXPORT_TOLERANCE_UNSUPPORTED"),
+        # the ring is 37 mm across: the kernel's finest for it is 1/30000 of that, 0.00124 mm
+        ("stl", ["--tolerance", "0.001"], "EXPORT_FAILED"),
+    ]
+    for fmt, options, code in cases:
+        args = ["model", "export", "--format", fmt, "--out", str(refused), *options, "--json"]
+        out = aira(aira_home, *args)
+        assert out.returncode == 1, (options, out.stdout, out.stderr)
+        assert json.loads(out.stdout)["error"]["code"] == code, (options, out.stdout)
+        assert "Traceback" not in out.stdout + out.stderr
+        assert str(tmp_path) not in out.stdout + out.stderr
+        assert not refused.exists(), options
+    assert "KERNEL_INPUT_INVALID" in out.stdout and "1/30000" in out.stdout
+    usage = aira(aira_home, "model", "export", "--format", "stl", "--out", str(refused),
+                 "--tolerance", "fine")  # fmt: skip
+    assert usage.returncode == 2 and "USAGE_INVALID" in usage.stderr and not refused.exists()
+    shown = aira(aira_home, "model", "export", "--help").stdout
+    assert "--tolerance" in shown and "--angular-tolerance" in shown

@@ -1,13 +1,15 @@
 """STL, 3MF and display meshes of the OCCT kernel, read back with an independent mesh library
 (trimesh): every valid closed solid the tests build gives a watertight, manifold,
 consistently wound, outward mesh without degenerate triangles, whose volume is the solid's
-exact volume within the tessellation's error; the default tolerance follows the part's size
-and an explicit one is honoured."""
+exact volume within the tessellation's error; the default tolerance follows the part's size,
+and a user's tolerance (mm) and angular tolerance (degrees), coarse or fine, are honoured
+through the kernel the host calls, with the same guarantees and more triangles when finer."""
 
 from __future__ import annotations
 
 import io
 import json
+import math
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -28,6 +30,13 @@ np = pytest.importorskip("numpy")  # trimesh's own dependency
 CORE = "{http://schemas.microsoft.com/3dmanufacturing/core/2015/02}"
 VOLUME_REL = 5e-3
 """How far (relative) a mesh's volume may be from the solid's: chords cut curved faces."""
+LEVELS: dict[str, dict[str, float]] = {
+    "coarse": {"tolerance": 1.0, "angular_tolerance": 30.0},
+    "default": {},
+    "fine": {"tolerance": 0.01, "angular_tolerance": 4.0},
+}
+"""Tolerances a user gives the kernel (mm, degrees), coarse to fine; every part the tests
+build is finer than 1 mm / 30° and coarser than 0.01 mm / 4° by default."""
 
 
 def polyline_revolve(points: list[list[float]]) -> list[dict[str, Any]]:
@@ -106,7 +115,10 @@ def threemf_mesh(data: bytes) -> Any:
     return trimesh.Trimesh(np.array(vertices), np.array(faces), process=False)
 
 
-def assert_closed(mesh: Any, volume: float, what: str) -> None:
+def assert_closed(mesh: Any, volume: float, what: str, error: float = 0.0) -> None:
+    """Closed, manifold, outward, no degenerate triangle, and the solid's ``volume`` within
+    VOLUME_REL or ``error`` mm³, whichever is larger (a coarse mesh's chords, each within its
+    linear tolerance of the surface, may cut off up to area × tolerance)."""
     size = float(np.linalg.norm(mesh.extents))
     assert len(mesh.faces) > 0, what
     areas = mesh.area_faces
@@ -114,34 +126,56 @@ def assert_closed(mesh: Any, volume: float, what: str) -> None:
     assert mesh.is_watertight, f"{what}: not watertight"
     assert mesh.is_winding_consistent, f"{what}: inconsistent winding"
     assert mesh.volume > 0, f"{what}: inside out"
-    assert mesh.volume == pytest.approx(volume, rel=VOLUME_REL), what
+    assert abs(mesh.volume - volume) <= max(VOLUME_REL * volume, error), (what, mesh.volume)
 
 
-def check_exports(export: Any, volume: float, what: str) -> None:
-    """STL, 3MF and display mesh of one body: closed, and the same tessellation."""
+def check_exports(
+    export: Any, volume: float, what: str, error: float = 0.0, display: bool = True
+) -> int:
+    """STL, 3MF and (``display``) display mesh of one body: closed, and the same
+    tessellation; its number of triangles."""
     stl = export("stl")
-    assert_closed(stl_mesh(stl), volume, f"{what} (stl)")
+    assert_closed(stl_mesh(stl), volume, f"{what} (stl)", error)
     threemf = threemf_mesh(export("3mf"))
-    assert_closed(threemf, volume, f"{what} (3mf)")
+    assert_closed(threemf, volume, f"{what} (3mf)", error)
     (count,) = np.frombuffer(stl[80:84], dtype="<u4")
     assert int(count) == len(threemf.faces)
-    (body,) = json.loads(export("mesh"))["bodies"]
-    assert len(body["triangles"]) == 3 * len(threemf.faces)
+    if display:
+        (body,) = json.loads(export("mesh"))["bodies"]
+        assert len(body["triangles"]) == 3 * len(threemf.faces)
+    return len(threemf.faces)
+
+
+def check_levels(export: Any, volume: float, area: float, what: str) -> None:
+    """:func:`check_exports` at every level of LEVELS (the display mesh, the same
+    tessellation, at one: it costs a third of the time); finer levels, more triangles."""
+    counts = []
+    for level, tolerances in LEVELS.items():
+        error = area * tolerances.get("tolerance", 0.0)
+
+        def at(kind: str, tolerances: dict[str, float] = tolerances) -> bytes:
+            return export(kind, **tolerances)
+
+        display = level == "fine"
+        counts.append(check_exports(at, volume, f"{what} at {level}", error, display))
+    assert counts == sorted(set(counts)), (what, dict(zip(LEVELS, counts, strict=True)))
 
 
 @pytest.mark.parametrize("name", PARTS)
-def test_every_part_meshes_closed_with_its_volume(name: str) -> None:
+def test_every_part_meshes_closed_with_its_volume(name: str, kernel: Any) -> None:
+    """Through the kernel the host calls (the worker, the host's units), at the default and
+    at a coarse and a fine user tolerance."""
     nodes, tip = PARTS[name]
     document = doc(nodes, {"b": tip})
-    volume = exact_volume(document)
-    cache: dict[str, Any] = {}
+    result = kernel.evaluate(document).bodies["b"]
+    assert result.valid and result.volume == pytest.approx(exact_volume(document), rel=1e-9)
 
-    def export(kind: str) -> bytes:
-        out = geometry.export(document, kind, "b", cache)
-        assert out["diagnostics"] == []
-        return out["data"]
+    def export(kind: str, **tolerances: float) -> bytes:
+        data = kernel.export(document, kind, "b", **tolerances)
+        assert data, kernel.last_export_diagnostics
+        return data
 
-    check_exports(export, volume, name)
+    check_levels(export, result.volume, result.area, name)
 
 
 def test_the_pole_of_a_sphere_leaves_no_degenerate_triangle() -> None:
@@ -173,8 +207,8 @@ def test_the_default_tolerance_follows_the_part_size() -> None:
 
     small, big = triangles(10), triangles(200)
     assert 0.5 <= big / small <= 2
-    coarse = triangles(10, tolerance=0.5, angular_tolerance=0.5)
-    fine = triangles(10, tolerance=0.005, angular_tolerance=0.05)
+    coarse = triangles(10, tolerance=0.5, angular_tolerance=0.5)  # the geometry's radians
+    fine = triangles(10, tolerance=0.005, angular_tolerance=0.06)
     assert coarse < small < fine
     assert geometry.mesh_tolerance(geometry.cq.Solid.makeBox(1e4, 1e4, 1e4)) == (
         geometry.MESH_TOLERANCE_MAX
@@ -188,7 +222,7 @@ def test_the_same_part_exports_the_same_bytes() -> None:
     document = doc(BRACKET, {"b": "drill"})
     cache: dict[str, Any] = {}
     first = geometry.export(document, "stl", "b", cache)["data"]
-    geometry.export(document, "stl", "b", cache, tolerance=0.001, angular_tolerance=0.02)
+    geometry.export(document, "stl", "b", cache, tolerance=0.001, angular_tolerance=0.06)
     assert geometry.export(document, "stl", "b", cache)["data"] == first
     assert (
         geometry.export(document, "3mf", "b", {})["data"]
@@ -196,7 +230,7 @@ def test_the_same_part_exports_the_same_bytes() -> None:
     )
 
 
-# -- the bundled demo parts, through the kernel ----------------------------------------------
+# -- through the kernel ------------------------------------------------------------------------
 
 
 @pytest.fixture(scope="module")
@@ -206,6 +240,62 @@ def kernel() -> Iterator[Any]:
     k = OcctKernel()
     yield k
     k.close()
+
+
+def test_the_kernel_takes_degrees_and_millimetres(kernel: Any) -> None:
+    """The host's angle (degrees) is the geometry's radians: the same bytes as asking the
+    geometry directly, and not the bytes of the default."""
+    nodes, tip = PARTS["torus"]
+    document = doc(nodes, {"b": tip})
+    by_kernel = kernel.export(document, "stl", "b", tolerance=0.05, angular_tolerance=10)
+    direct = geometry.export(
+        document, "stl", "b", {}, tolerance=0.05, angular_tolerance=math.radians(10)
+    )
+    assert by_kernel == direct["data"] and by_kernel != kernel.export(document, "stl", "b")
+    mesh = json.loads(kernel.export(document, "mesh", "b", tolerance=0.05, angular_tolerance=10))
+    assert mesh["tolerance"] == 0.05
+
+
+def test_the_ends_of_the_ranges_mesh_closed(kernel: Any) -> None:
+    """The coarsest tolerances the host passes (10 mm, 60°) and the finest (1 µm on a ball
+    small enough to allow it, 3°) still give closed meshes with their volume."""
+    from aira_core.extensions import EXPORT_ANGULAR_TOLERANCE_RANGE, EXPORT_TOLERANCE_RANGE
+
+    (fine, coarse), (finest, coarsest) = EXPORT_TOLERANCE_RANGE, EXPORT_ANGULAR_TOLERANCE_RANGE
+    document = doc([node("s", "exact.sphere@1.0.0", radius=v(5))], {"b": "s"})
+    result = kernel.evaluate(document).bodies["b"]
+    counts = []
+    for tolerance, angle in ((coarse, coarsest), (fine, finest)):
+        data = kernel.export(document, "stl", "b", tolerance=tolerance, angular_tolerance=angle)
+        assert data, kernel.last_export_diagnostics
+        mesh = stl_mesh(data)
+        assert_closed(
+            mesh, result.volume, f"ball at {tolerance} mm, {angle}°", result.area * tolerance
+        )
+        counts.append(len(mesh.faces))
+    assert counts[0] < counts[1]
+
+
+@pytest.mark.parametrize(
+    ("tolerances", "says"),
+    [
+        ({"tolerance": 0.005}, "1/30000 of its bounding-box diagonal"),  # a 400 mm sphere
+        ({"tolerance": 0.0}, "from 0.001 to 10 mm"),
+        ({"tolerance": float("nan")}, "from 0.001 to 10 mm"),
+        ({"tolerance": "fine"}, "not 'fine'"),
+        ({"angular_tolerance": 1.0}, "from 3 to 60 degrees, not 1"),
+        ({"angular_tolerance": "x"}, "not 'x'"),
+    ],
+)
+def test_the_kernel_refuses_what_it_cannot_mesh(kernel: Any, tolerances: Any, says: str) -> None:
+    """Called directly (the host would have refused most of these itself), the kernel writes
+    nothing and says why with a declared code; it keeps working."""
+    document = doc([node("s", "exact.sphere@1.0.0", radius=v(400))], {"b": "s"})
+    for kind in ("stl", "3mf", "mesh"):
+        assert kernel.export(document, kind, "b", **tolerances) == b""
+        (found,) = kernel.last_export_diagnostics
+        assert found.code == "KERNEL_INPUT_INVALID" and says in found.message, found
+    assert kernel.export(document, "stl", "b", angular_tolerance=30)
 
 
 @pytest.mark.parametrize("name", ["bracket", "flanged_shaft", "parametric_edit"])
@@ -233,9 +323,9 @@ def test_the_bundled_parts_mesh_closed(
         result = evaluation.bodies[body.id]
         assert result.valid
 
-        def export(kind: str, bid: str = body.id) -> bytes:
-            data = kernel.export(document, kind, bid)
+        def export(kind: str, bid: str = body.id, **tolerances: float) -> bytes:
+            data = kernel.export(document, kind, bid, **tolerances)
             assert data, kernel.last_export_diagnostics
             return data
 
-        check_exports(export, result.volume, f"{name}/{body.id}")
+        check_levels(export, result.volume, result.area, f"{name}/{body.id}")

@@ -4,5 +4,5 @@
   "context": "aira.capability-package.v1",
   "publisher": "aira-first-party",
   "keyId": "e81c20c98175665f",
-  "signature": "CUEgOWTXM5WMM2ftn2XWUoUX3oSlZFyh7QQ1IvKkLOjyQfr8MruXCfdweiFKuhvuk7NnEm2ZytKSvaXdikzuCg=="
+  "signature": "szzuLiHvDKtxlkg4RVl0msk81vZLGQaBZegHbmAahE8Z0efX/A8Y50SaEDo1uy2Ekd+5C/GXnpndT+nbHawnDw=="
 }
