@@ -25,7 +25,15 @@ worker process, as the host uses it), except where said:
    after warm-up: p50 and p90 (no target; p50 is reported).
 4. **First call including worker start** (for information): a fresh kernel's first query,
    which spawns the worker and imports CadQuery/OpenCASCADE there.
-5. **STL export of the bundled parts** (for information): each bundled demo script
+5. **Parts made with loft, sweep, pocket and offset.** The same comparison on two small
+   parts (``PARTS``): a lofted duct (base plate, a neck lofted from a rounded rectangle into
+   a circle, two rounded-rectangle pockets; 10 nodes) and a bent pipe on a flange (a tube
+   swept along lines and a tangent arc, bored by its profile offset inward and swept again;
+   9 nodes), each edited twice: a dimension of a late feature (the pockets' depth, the
+   pipe's wall) and one further up (the neck's top radius, the flange's size). Both ratios
+   are reported per edit (incremental / plain CadQuery against the same 0.5 target, and
+   incremental / full); volumes are checked against plain CadQuery to 1e-6 as above.
+6. **STL export of the bundled parts** (for information): each bundled demo script
    (bracket, flanged_shaft, parametric_edit) is run on one kernel, and its final revision
    is exported as STL at the default tolerance: the first export's time, the median of the
    repeated ones (the kernel caches node results, so a repeat may cost less), the size and
