@@ -3566,8 +3566,9 @@ OPERATIONS: tuple[Operation, ...] = (
         target="ioRef",
         taxonomy="io.export",
         title="Display mesh",
-        summary="Triangles for a viewer: a body (or all bodies) tessellated to 0.1 mm, as "
-        "JSON with flat vertex and triangle arrays per body. The model is not changed.",
+        summary="Triangles for a viewer: a body (or all bodies) tessellated to a tolerance "
+        "relative to its size (1/1000 of its diagonal, 0.001 to 1 mm), as JSON with flat "
+        "vertex and triangle arrays per body. The model is not changed.",
         aliases=(
             "tessellate",
             "triangulate",

@@ -4,5 +4,5 @@
   "context": "aira.capability-package.v1",
   "publisher": "aira-first-party",
   "keyId": "e81c20c98175665f",
-  "signature": "szzuLiHvDKtxlkg4RVl0msk81vZLGQaBZegHbmAahE8Z0efX/A8Y50SaEDo1uy2Ekd+5C/GXnpndT+nbHawnDw=="
+  "signature": "vwFOwdeQwpquEy2JiiOmRovYrqhL1k3Drln/eSinm5KX62WYXBCovOSntctqmQ5Bvth3PSA49SOcRTjL1dN2AQ=="
 }
