@@ -62,6 +62,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "Implementation",
         "Integration",
         "Kernel",
+        "ModelView",
         "PreparedCall",
         "Provider",
         "ProviderError",
