@@ -52,6 +52,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "aira_core.extensions": (
         "Acceptance",
         "AcceptanceTable",
+        "AssertionView",
         "BodyResult",
         "BudgetsLeft",
         "CapabilityPackageSource",

@@ -233,6 +233,20 @@ segments and a torus over 100 000 triangles (finer would outlast a kernel call);
 circle is a dozen segments."""
 
 
+@dataclass(frozen=True)
+class AssertionView:
+    """One assertion as a :class:`Validator` gets it: its ``id``, ``validator_ref``,
+    ``target`` (the body it judges, an id the view's queries take) and ``args`` as plain
+    JSON values (read-only): a literal in base units (mm, degrees), a parameter resolved to
+    its value, a selection as its wire object."""
+
+    id: str
+    validator_ref: str
+    target: str
+    args: Mapping[str, Any] = field(default_factory=dict)
+    label: str | None = None
+
+
 @runtime_checkable
 class ModelView(Protocol):
     """What a :class:`Validator` sees of the document it judges: a read-only view of it,
@@ -264,8 +278,8 @@ class Validator(TargetImplementation, Protocol):
     ``diagnostics`` every code it can fail an assertion with (the descriptor declares them
     all; conformance checks it); ``check(inputs)`` checks an assertion's args (conformance
     runs it on the descriptor's examples). The host calls ``validate(view, assertion)``
-    for every assertion with its ref, on a read-only :class:`ModelView` of the document:
-    ``assertion`` has ``id``, ``validator_ref``, ``target`` (the body) and ``args``. It
+    for every assertion with its ref, on a read-only :class:`ModelView` of the document and
+    the assertion as an :class:`AssertionView` (id, target body, plain args). It
     answers a :class:`ValidationOutcome` of that assertion: passed, measured values (JSON)
     and, on a failure, diagnostics with its own declared codes. One that raises, runs past
     the deadline, answers anything else or uses a code it does not declare fails the
@@ -278,7 +292,7 @@ class Validator(TargetImplementation, Protocol):
 
     name: str
 
-    def validate(self, view: ModelView, assertion: Any) -> ValidationOutcome: ...
+    def validate(self, view: ModelView, assertion: AssertionView) -> ValidationOutcome: ...
 
 
 # -- the provider seam -------------------------------------------------------------------------

@@ -28,7 +28,7 @@ from typing import Any
 
 from aira_core import kernel_guard
 from aira_core.canonical import CanonicalJSONError, canonical_bytes
-from aira_core.extensions import BodyResult, QueryResult, ValidationOutcome
+from aira_core.extensions import AssertionView, BodyResult, QueryResult, ValidationOutcome
 from aira_core.kernel_guard import KernelFailure
 
 VALIDATOR_FAILED = "VALIDATOR_FAILED"
@@ -130,7 +130,7 @@ def validate(validator: Any, kernel: Any, document: Any, assertion: Any) -> Vali
     name = _name(validator)
     state: dict[str, Any] = {"own": []}
     view = View(kernel, document, state)
-    given = assertion.model_copy(deep=True)  # frozen, and its own: the document's is not
+    given = assertion_view(document, assertion)
     try:
         answer = kernel_guard.guarded(
             validator,
@@ -164,6 +164,42 @@ def validate(validator: Any, kernel: Any, document: Any, assertion: Any) -> Vali
         answer.passed,
         dict(answer.measured),
         [d if d.subject else d.model_copy(update={"subject": aid}) for d in answer.diagnostics],
+    )
+
+
+def assertion_view(document: Any, assertion: Any) -> AssertionView:
+    """``assertion`` of ``document`` as a validator gets it: plain args (literals in base
+    units, parameters resolved), frozen, and its own copy."""
+    from aira_core.contracts.amir import LiteralInput, ParamInput, ParamType, dimension_of, to_base
+
+    parameters = {p.id: p for p in document.parameters}
+
+    def plain(value: Any) -> Any:
+        if isinstance(value, ParamInput):
+            param = parameters.get(value.param)
+            if param is None:
+                return None
+            if (
+                param.type in (ParamType.LENGTH, ParamType.ANGLE)
+                and isinstance(param.value, int | float)
+                and not isinstance(param.value, bool)
+            ):
+                return to_base(float(param.value), param.unit, param.type)
+            return copy.deepcopy(param.value)
+        if isinstance(value, LiteralInput):
+            number = isinstance(value.value, int | float) and not isinstance(value.value, bool)
+            if value.unit is not None and number:
+                dim = dimension_of(value.unit) or ParamType.LENGTH
+                return to_base(float(value.value), value.unit, dim)
+            return copy.deepcopy(value.value)
+        return value.to_wire() if hasattr(value, "to_wire") else copy.deepcopy(value)
+
+    return AssertionView(
+        id=assertion.id,
+        validator_ref=assertion.validator_ref,
+        target=assertion.target,
+        args=MappingProxyType({k: plain(v) for k, v in assertion.args.items()}),
+        label=assertion.label,
     )
 
 
