@@ -265,3 +265,55 @@ def test_a_validator_plugin_without_validate_is_reported_not_fatal(
     assert [e.code for e in registry.errors] == ["PLUGIN_REGISTRATION_INVALID"]
     out = store("plugins", "--json")
     assert out.returncode == 0 and "PLUGIN_REGISTRATION_INVALID" in out.stdout
+
+
+# -- the view, directly ----------------------------------------------------------------------
+
+
+def test_the_view_reads_and_never_writes(tmp_path: Path) -> None:
+    """A view answers query.* refs on the document and its bodies; it refuses everything
+    else, gives away only copies, cannot be copied, and is closed once its call returned."""
+    import copy
+
+    from runtime_factory import make_runtime, plan
+
+    from aira_core.runtime.write import WritePath
+    from aira_core.validator_guard import View, ViewReadOnly
+
+    ctx, kernel, repository = make_runtime(tmp_path)
+    base = repository.head()
+    write = WritePath(ctx, kernel, validators={})
+    steps = [
+        {
+            "id": "plate",
+            "capability": BOX_CAP,
+            "label": "plate",
+            "args": {"length": 40, "width": 30, "height": 10},
+        }
+    ]
+    envelope = write.apply(plan(base, *steps), "r1")
+    assert envelope.status == "success", envelope.diagnostics
+    document = repository.document(repository.head())
+    (body,) = document.bodies
+    state: dict[str, Any] = {"own": []}
+    view = View(kernel, document, state)
+    answer = view.query(MASS, {"target": body.id})
+    assert answer.data["volume"] == 40 * 30 * 10
+    answer.data["volume"] = -1  # its own copy
+    assert view.query(MASS, {"target": body.id}).data["volume"] == 40 * 30 * 10
+    assert view.bodies[body.id].volume == 40 * 30 * 10
+    with pytest.raises(TypeError):
+        view.bodies[body.id] = None  # type: ignore[index]
+    for attempt in (
+        lambda: setattr(view, "bodies", {}),
+        lambda: delattr(view, "query"),
+        lambda: view.query("export.step@1.0.0", {}),
+    ):
+        with pytest.raises(ViewReadOnly):
+            attempt()
+    with pytest.raises(TypeError):
+        copy.copy(view)
+    assert not hasattr(view, "__dict__")
+    state["closed"] = True
+    with pytest.raises(ViewReadOnly):
+        view.query(MASS, {"target": body.id})
