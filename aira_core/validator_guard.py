@@ -13,7 +13,8 @@ or a pass it did not earn:
   and it is not called again in this process;
 - it sets or deletes an attribute of its view, or asks it for something other than a
   ``query.*`` ref: ``VALIDATOR_VIEW_READONLY``, even if it catches the error itself;
-- a kernel query it asks for fails: the kernel's own code (``KERNEL_FAILED`` …).
+- a kernel call of its view fails: the kernel's own code (``KERNEL_FAILED`` …), even if
+  the validator caught it and answered.
 
 The view is closed when the call returns (or is abandoned): a validator that keeps a
 reference and calls it later gets ``VALIDATOR_VIEW_READONLY``.
@@ -53,8 +54,9 @@ class ViewReadOnly(AttributeError):
 
 class View:
     """The read-only :class:`~aira_core.extensions.ModelView` of one document for one
-    validator call. The kernel and the document are held in a closure, not attributes, so
-    the view offers nothing to reach them by."""
+    validator call. The kernel and the document are held in closures, not in attributes:
+    the view's API offers nothing to reach them by (in-process plugin code is trusted not
+    to dig into closures; the guard keeps an honest mistake from writing)."""
 
     __slots__ = ("_bodies_of", "_query_of", "_state")
 
@@ -151,6 +153,8 @@ def validate(validator: Any, kernel: Any, document: Any, assertion: Any) -> Vali
         state["closed"] = True
     if "refused" in state:  # it caught the refusal: an attempt to write is still a failure
         raise _readonly(name, state, aid)
+    if state["own"]:  # it caught a failed kernel call: no answer stands on a failed kernel
+        raise state["own"][0]
     try:
         problem = _problem(validator, assertion, answer)
     except Exception as exc:  # a hostile answer whose parts raise when read

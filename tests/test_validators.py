@@ -317,3 +317,55 @@ def test_the_view_reads_and_never_writes(tmp_path: Path) -> None:
     state["closed"] = True
     with pytest.raises(ViewReadOnly):
         view.query(MASS, {"target": body.id})
+
+
+class QueryCrashes(FakeGeometryKernel):
+    def query(self, document: Any, ref: str, args: Any) -> Any:
+        raise RuntimeError("kernel bug")
+
+
+@pytest.mark.parametrize("catches", [False, True])
+def test_a_kernel_failure_under_a_validator_is_the_kernels_code(
+    tmp_path: Path, catches: bool
+) -> None:
+    """A view's query on a kernel that fails ends the validation with KERNEL_FAILED, even
+    when the validator catches it and answers a pass."""
+    from runtime_factory import make_runtime, plan
+
+    from aira_core.kernel_guard import KernelFailure
+    from aira_core.runtime.write import WritePath
+    from aira_core.validator_guard import validate
+
+    class Catching(VolumeAtLeast):
+        def validate(self, view: Any, assertion: Any) -> ValidationOutcome:
+            try:
+                return super().validate(view, assertion)
+            except KernelFailure:
+                if not catches:
+                    raise
+                return ValidationOutcome(assertion.id, True)
+
+    ctx, kernel, repository = make_runtime(tmp_path)
+    write = WritePath(ctx, kernel, validators={})
+    steps = [
+        {
+            "id": "plate",
+            "capability": BOX_CAP,
+            "label": "plate",
+            "args": {"length": 40, "width": 30, "height": 10},
+        }
+    ]
+    assert write.apply(plan(repository.head(), *steps), "r1").status == "success"
+    document = repository.document(repository.head())
+    from aira_core.contracts.amir import Assertion
+
+    assertion = Assertion(
+        id="a1",
+        validator_ref=dfm.REF,
+        target=document.bodies[0].id,
+        args={"minDistance": {"value": 1}},
+    )
+    crashing = QueryCrashes(runtime_implementations(runtime_manifest()))
+    with pytest.raises(KernelFailure) as raised:
+        validate(Catching(), crashing, document, assertion)
+    assert raised.value.diagnostic.code == "KERNEL_FAILED"
