@@ -1,10 +1,8 @@
 """Third-party validators (``aira_register_validators``) that are not kernels, through
 ``aira plan apply`` on the FAKE kernel: the vendor's package is admitted once conformance has
 run the validator's check on its examples; a validator step runs on the registered validator
-with a read-only view; a hostile validator (raises, answers junk, hangs, writes to its view,
-uses a code it does not declare) fails the write with a stable code and the store stays as
-it was. The real DFM check on the real kernel: tests/plugins/aira_kernel_occt/
-test_occt_validators.py."""
+with a read-only view. Hostile validators: tests/hostile/test_hostile_validators.py; the real
+DFM check on the real kernel: tests/plugins/aira_kernel_occt/test_occt_validators.py."""
 
 from __future__ import annotations
 
@@ -41,6 +39,7 @@ class VolumeAtLeast:
     name = "acme-volume"
     ref = dfm.REF
     diagnostics = frozenset({dfm.TOO_CLOSE, dfm.ARGS_INVALID})
+    fingerprint = "acme-volume/1"  # a passed conformance report is reused, not rewritten
 
     def __init__(self) -> None:
         self.seen: list[Any] = []
@@ -199,38 +198,6 @@ class Hostile(VolumeAtLeast):
             view.query(MASS, {"target": assertion.target}).data["volume"] = -1
             view.bodies["x"] = None  # a read-only mapping: raises
         return ValidationOutcome(assertion.id, True)
-
-
-@pytest.mark.parametrize(
-    ("behaviour", "code"),
-    [
-        ("raises", "VALIDATOR_FAILED"),
-        ("exits", "VALIDATOR_FAILED"),
-        ("junk", "VALIDATOR_FAILED"),
-        ("other-assertion", "VALIDATOR_FAILED"),
-        ("nan", "VALIDATOR_FAILED"),
-        ("undeclared", "VALIDATOR_FAILED"),
-        ("slow", "VALIDATOR_TIMEOUT"),
-        ("writes", "VALIDATOR_VIEW_READONLY"),
-        ("writes-quietly", "VALIDATOR_VIEW_READONLY"),
-        ("exports", "VALIDATOR_VIEW_READONLY"),
-        ("mutates-data", "VALIDATOR_FAILED"),
-    ],
-)
-def test_a_hostile_validator_is_contained_and_the_store_unchanged(
-    register_plugin: Any, store: RunAira, tmp_path: Path, behaviour: str, code: str
-) -> None:
-    _install(register_plugin, store, tmp_path, Hostile(behaviour))
-    assert store("model", "init").returncode == 0
-    head = _head(store)
-    out = store(
-        *["plan", "apply", str(_plan_file(store, tmp_path)), "--json"],
-        AIRA_KERNEL_TIMEOUT="1",
-    )
-    assert out.returncode == 1, out.stdout + out.stderr
-    assert "Traceback" not in out.stdout + out.stderr
-    assert code in _codes(out), out.stdout
-    assert _head(store) == head
 
 
 def _plan_file(aira: RunAira, tmp_path: Path) -> Path:
