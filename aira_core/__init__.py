@@ -52,6 +52,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "aira_core.extensions": (
         "Acceptance",
         "AcceptanceTable",
+        "AssertionView",
         "BodyResult",
         "BudgetsLeft",
         "CapabilityPackageSource",
@@ -62,6 +63,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "Implementation",
         "Integration",
         "Kernel",
+        "ModelView",
         "PreparedCall",
         "Provider",
         "ProviderError",

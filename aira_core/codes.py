@@ -593,6 +593,23 @@ _CODES = (
             "kernel is still running a call that missed it",
         ),
         (
+            "VALIDATOR_FAILED",
+            "a registered validator (not a kernel) raised, answered something other than an "
+            "outcome of its assertion with JSON measured values, or failed it with a code it "
+            "does not declare; the write is refused",
+        ),
+        (
+            "VALIDATOR_TIMEOUT",
+            "a registered validator did not answer within the deadline (AIRA_KERNEL_TIMEOUT), "
+            "or is still running a call that missed it; the write is refused",
+        ),
+        (
+            "VALIDATOR_VIEW_READONLY",
+            "a registered validator tried to write to its read-only model view (set or delete "
+            "an attribute, ask it for something other than a query.* ref, use it after its "
+            "call), even if it caught the refusal; the write is refused",
+        ),
+        (
             "EXPORT_TOLERANCE_INVALID",
             "an export's mesh tolerance is not a finite number from 0.001 to 10 mm, or its "
             "angular tolerance not one from 3 to 60 degrees; no kernel is called, nothing is "

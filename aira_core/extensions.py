@@ -233,11 +233,66 @@ segments and a torus over 100 000 triangles (finer would outlast a kernel call);
 circle is a dozen segments."""
 
 
+@dataclass(frozen=True)
+class AssertionView:
+    """One assertion as a :class:`Validator` gets it: its ``id``, ``validator_ref``,
+    ``target`` (the body it judges, an id the view's queries take) and ``args`` as plain
+    JSON values (read-only): a literal in base units (mm, degrees), a parameter resolved to
+    its value, a selection as its wire object."""
+
+    id: str
+    validator_ref: str
+    target: str
+    args: Mapping[str, Any] = field(default_factory=dict)
+    label: str | None = None
+
+
+@runtime_checkable
+class ModelView(Protocol):
+    """What a :class:`Validator` sees of the document it judges: a read-only view of it,
+    evaluated by the host's kernel. It can read, never write: it has no document to edit,
+    no export, no evaluate of another document, and setting an attribute on it raises.
+
+    - ``bodies``: the result of every body (id -> :class:`BodyResult`), evaluated on first
+      use;
+    - ``query(ref, args)``: a kernel query (``query.*`` refs only, e.g.
+      ``query.selectEntities@1.0.0``) on the document, answered as a :class:`QueryResult`
+      whose data is the validator's own copy. A kernel that fails the query ends the
+      validation with the kernel's code.
+
+    A view is valid only during the one ``validate`` call it was given to.
+    """
+
+    @property
+    def bodies(self) -> Mapping[str, BodyResult]: ...
+
+    def query(self, ref: str, args: Mapping[str, Any]) -> QueryResult: ...
+
+
 @runtime_checkable
 class Validator(TargetImplementation, Protocol):
-    """A validator implementation for a ``validatorRef`` contract, registered by name."""
+    """A validator implementation for a ``validatorRef`` contract that is not a kernel,
+    registered by name through ``aira_register_validators``.
+
+    ``ref`` is the exact ``validatorRef`` it implements (``vendor.holeEdge@1.0.0``);
+    ``diagnostics`` every code it can fail an assertion with (the descriptor declares them
+    all; conformance checks it); ``check(inputs)`` checks an assertion's args (conformance
+    runs it on the descriptor's examples). The host calls ``validate(view, assertion)``
+    for every assertion with its ref, on a read-only :class:`ModelView` of the document and
+    the assertion as an :class:`AssertionView` (id, target body, plain args). It
+    answers a :class:`ValidationOutcome` of that assertion: passed, measured values (JSON)
+    and, on a failure, diagnostics with its own declared codes. One that raises, runs past
+    the deadline, answers anything else or uses a code it does not declare fails the
+    assertion with ``VALIDATOR_FAILED`` / ``VALIDATOR_TIMEOUT`` (one that tries to write to
+    the view, ``VALIDATOR_VIEW_READONLY``); the write is refused and the store unchanged.
+
+    A ref that the kernel itself implements is run by the kernel, as conformance resolves
+    it (kernels before validators).
+    """
 
     name: str
+
+    def validate(self, view: ModelView, assertion: AssertionView) -> ValidationOutcome: ...
 
 
 # -- the provider seam -------------------------------------------------------------------------

@@ -44,7 +44,12 @@ def aira_register_kernels(register: Callable[[Kernel], None]) -> None:
 
 @hookspec
 def aira_register_validators(register: Callable[[Validator], None]) -> None:
-    """Register validator implementations for ``validatorRef`` contracts."""
+    """Register validators that are not kernels (:class:`aira_core.extensions.Validator`): a
+    name, the exact ``validatorRef`` they implement, the codes they can fail with, a
+    ``check`` of an assertion's args (conformance runs it on the examples) and
+    ``validate(view, assertion)``, which judges one assertion on a read-only
+    :class:`~aira_core.extensions.ModelView` of the evaluated document (the kernel's
+    queries, never a write). Every call is guarded (:mod:`aira_core.validator_guard`)."""
 
 
 @hookspec

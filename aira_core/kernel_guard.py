@@ -101,43 +101,66 @@ def _text(exc: BaseException) -> str:
 def call(kernel: Any, method: str, *args: Any, **kwargs: Any) -> Any:
     """``kernel.<method>(*args, **kwargs)`` within the deadline; whatever it raises is
     :class:`KernelFailure` (its answer is the caller's to check)."""
-    name = _name(kernel)
+    return guarded(kernel, method, args, kwargs)
+
+
+def guarded(
+    obj: Any,
+    method: str,
+    args: Sequence[Any],
+    kwargs: Mapping[str, Any],
+    *,
+    role: str = "kernel",
+    failed: str = KERNEL_FAILED,
+    timed_out: str = KERNEL_TIMEOUT,
+    failure: type[KernelFailure] | None = None,
+    own: Collection[BaseException] = (),
+) -> Any:
+    """:func:`call` for any plugin object (a kernel, a validator): ``role`` names it in the
+    messages, ``failed`` and ``timed_out`` are the codes, ``failure`` the error type; an
+    exception in ``own`` (one the host raised into the call, e.g. a failed kernel query of a
+    validator) propagates as it is."""
+    failure = failure or KernelFailure
+    name = _name(obj)
     with _running_lock:
-        stuck = _running.get(id(kernel))
+        stuck = _running.get(id(obj))
         if stuck is not None and not stuck.is_alive():
-            del _running[id(kernel)]
+            del _running[id(obj)]
             stuck = None
     if stuck is not None:
-        raise KernelFailure(
-            KERNEL_TIMEOUT,
-            f"the kernel {name!r} is still running a call that missed its deadline; "
+        raise failure(
+            timed_out,
+            f"the {role} {name!r} is still running a call that missed its deadline; "
             "it is not called again in this process",
         )
     outcome: dict[str, Any] = {}
 
     def run() -> None:
         try:
-            outcome["value"] = getattr(kernel, method)(*args, **kwargs)
+            outcome["value"] = getattr(obj, method)(*args, **kwargs)
         except BaseException as exc:  # in this thread, never the user's Ctrl-C
             outcome["error"] = exc
 
     context = contextvars.copy_context()
     thread = threading.Thread(
-        target=context.run, args=(run,), name=f"aira-kernel-{method}", daemon=True
+        target=context.run, args=(run,), name=f"aira-{role}-{method}", daemon=True
     )
     limit = timeout()
     thread.start()
     thread.join(limit)  # a real Ctrl-C interrupts this wait: the command stops
     if thread.is_alive():
         with _running_lock:
-            _running[id(kernel)] = thread
-        raise KernelFailure(
-            KERNEL_TIMEOUT,
-            f"the kernel {name!r} did not answer {method} within {limit:g} s "
+            _running[id(obj)] = thread
+        raise failure(
+            timed_out,
+            f"the {role} {name!r} did not answer {method} within {limit:g} s "
             f"({TIMEOUT_ENV} sets the deadline)",
         )
     if "error" in outcome:
-        raise KernelFailure(KERNEL_FAILED, f"the kernel {name!r} raised {_text(outcome['error'])}")
+        error = outcome["error"]
+        if any(error is e for e in own):  # the host's own failure: its code stands
+            raise error
+        raise failure(failed, f"the {role} {name!r} raised {_text(error)}")
     return outcome.get("value")
 
 
@@ -237,6 +260,15 @@ def validate(kernel: Any, document: Any, assertion: Any) -> ValidationOutcome:
 
 
 def _checked_outcome(kernel: Any, assertion: Any, answer: Any) -> ValidationOutcome:
+    problem = outcome_problem(assertion, answer)
+    if problem is not None:
+        raise _wrong(kernel, f"assertion {assertion.id}", problem, subject=assertion.id)
+    return answer
+
+
+def outcome_problem(assertion: Any, answer: Any) -> str | None:
+    """What is wrong with an answer to ``assertion``, if anything: a ValidationOutcome of
+    that assertion with a bool ``passed``, a mapping measured and Diagnostics."""
     problem = None
     if not isinstance(answer, ValidationOutcome):
         problem = f"{_kind(answer)}, not a ValidationOutcome"
@@ -248,9 +280,7 @@ def _checked_outcome(kernel: Any, assertion: Any, answer: Any) -> ValidationOutc
         problem = f"measured values that are {_kind(answer.measured)}, not a mapping"
     elif not all(isinstance(d, Diagnostic) for d in _items(answer.diagnostics)):
         problem = "diagnostics that are not Diagnostics"
-    if problem is not None:
-        raise _wrong(kernel, f"assertion {assertion.id}", problem, subject=assertion.id)
-    return answer
+    return problem
 
 
 def answer_problem(answer: Any) -> str | None:

@@ -55,6 +55,11 @@ class FakeValidator:
     def check(self, inputs):  # type: ignore[no-untyped-def]
         return []
 
+    def validate(self, view, assertion):  # type: ignore[no-untyped-def]
+        from aira_core.extensions import ValidationOutcome
+
+        return ValidationOutcome(assertion.id, True)
+
 
 @dataclass
 class FakeProvider:

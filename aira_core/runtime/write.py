@@ -30,7 +30,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from aira_core import kernel_guard
+from aira_core import kernel_guard, validator_guard
 from aira_core.catalog.capabilities import node_signatures
 from aira_core.catalog.signatures import signature
 from aira_core.contracts.amir import BLOCKS, AmirDocument, Patch
@@ -42,7 +42,14 @@ from aira_core.contracts.plan import (
     Plan,
 )
 from aira_core.diagnostics import AiraError, Diagnostic, Severity
-from aira_core.extensions import BodyResult, Evaluation, Kernel, QueryResult, ValidationOutcome
+from aira_core.extensions import (
+    BodyResult,
+    Evaluation,
+    Kernel,
+    QueryResult,
+    ValidationOutcome,
+    Validator,
+)
 from aira_core.kernel_guard import KernelFailure
 from aira_core.model.patch import (
     PatchRejected,
@@ -179,11 +186,22 @@ class WritePath:
     ``kernel`` may be ``None`` for writes that need none: a document without assertions
     written by a patch, an import-free init. A write whose document has assertions and no
     kernel to check them on is refused with ``KERNEL_UNAVAILABLE``.
+
+    ``validators`` are the registered validators (``aira_register_validators``) by name;
+    ``None``: the plugin registry's, read when an assertion is checked. An assertion whose
+    ``validatorRef`` the kernel does not implement and a validator does is checked by that
+    validator, on a read-only view of the document (:mod:`aira_core.validator_guard`).
     """
 
-    def __init__(self, ctx: PlanContext, kernel: Kernel | None = None) -> None:
+    def __init__(
+        self,
+        ctx: PlanContext,
+        kernel: Kernel | None = None,
+        validators: Mapping[str, Validator] | None = None,
+    ) -> None:
         self.ctx = ctx
         self.kernel = kernel
+        self.validators = validators
         self._signatures = node_signatures(ctx.capabilities)
 
     @property
@@ -444,14 +462,24 @@ class WritePath:
                     request_id, candidate, exc.diagnostics, step, "validate"
                 ) from None
 
+        by_ref = self._validators_for(
+            kernel, {a.validator_ref for a in candidate.document.assertions}
+        )
+
+        def check(document: AmirDocument, a: Any) -> ValidationOutcome:
+            validator = by_ref.get(a.validator_ref)
+            if validator is not None:
+                return validator_guard.validate(validator, kernel, document, a)
+            return kernel_guard.validate(kernel, document, a)
+
         def run() -> list[ValidationOutcome]:
             out = []
             for a in candidate.document.assertions:
                 state = states.get(a.id, candidate.document)
-                outcome = kernel_guard.validate(kernel, state, a)
+                outcome = check(state, a)
                 out.append(outcome)
                 if outcome.passed and state is not candidate.document:
-                    final = kernel_guard.validate(kernel, candidate.document, a)
+                    final = check(candidate.document, a)
                     if not final.passed:
                         candidate.warnings.append(_fails_on_result(a.id, final, lowered))
             return out
@@ -474,6 +502,28 @@ class WritePath:
             )
             raise self._repair(request_id, candidate, diagnostics, failed, "validate", seconds)
         return outcomes, seconds
+
+    def _validators_for(self, kernel: Kernel, refs: set[str]) -> dict[str, Validator]:
+        """The registered validators of ``refs`` by ref, but none of a ref the kernel
+        implements itself: conformance resolves a target to a kernel before a validator, and
+        the runtime runs what conformance tested."""
+        validators = self.validators
+        if validators is None:
+            from aira_core.plugins import get_registry
+
+            validators = get_registry().named("validators")
+        by_ref: dict[str, Validator] = {}
+        for validator in validators.values():
+            ref = getattr(validator, "ref", None)
+            if isinstance(ref, str) and ref in refs:
+                by_ref.setdefault(ref, validator)
+        if by_ref:
+            try:  # plugin code: one whose list fails implements nothing here
+                own = {getattr(i, "ref", None) for i in kernel.implementations()}
+            except Exception:
+                own = set()
+            by_ref = {r: v for r, v in by_ref.items() if r not in own}
+        return by_ref
 
     @staticmethod
     def _position(lowered: Lowered, at: int) -> int:
