@@ -98,6 +98,10 @@ _CODES = (
         ("INTENT_FRAME_INVALID", "the `--intent` file is not a valid Intent Frame"),
         ("PLAN_INVALID", "the plan file is not a valid plan document"),
         (
+            "ENVELOPE_INVALID",
+            "the envelope file (`aira plan repair`) is not a valid observation envelope",
+        ),
+        (
             "CAPABILITY_UNKNOWN",
             "`aira catalog signatures` names a capability that is not in the production catalog",
         ),

@@ -6,13 +6,18 @@ goes through the one write path like any plan."""
 from __future__ import annotations
 
 import copy
+import json
+import types
 from pathlib import Path
 from typing import Any
 
 import pytest
+from cli_runner import RunAira
+from factory import Signer, write_package
 from runtime_factory import (
     FILLET_CAP,
     FILLET_RADIUS_TOO_LARGE,
+    PUBLISHER,
     admit,
     composite_steps,
     plan,
@@ -252,3 +257,64 @@ def test_only_a_repair_carries_a_template() -> None:
     fillet["patchTemplate"] = {"set": {"radius": "1"}}
     found = [d.code for d in lint_manifest(PackageManifest.model_validate(m))]
     assert found == ["LINT_REPAIR_TEMPLATE_INVALID"]
+
+
+PLUGIN = """
+from pathlib import Path
+from aira_core import hookimpl
+from aira_core.extensions import CapabilityPackageSource
+from runtime_factory import FakeGeometryKernel, runtime_implementations, runtime_manifest
+
+@hookimpl
+def aira_register_capability_packages(register):
+    impls = runtime_implementations(runtime_manifest())
+    register(CapabilityPackageSource.from_directory(Path({package!r}), impls))
+
+@hookimpl
+def aira_register_kernels(register):
+    register(FakeGeometryKernel(runtime_implementations(runtime_manifest())))
+"""
+
+
+def test_aira_plan_repair_prints_a_candidate_that_plan_apply_commits(
+    register_plugin, aira: RunAira, tmp_path: Path
+) -> None:
+    signer = Signer(PUBLISHER)
+    package = write_package(tmp_path / "package", manifest_with_repair(), signer)
+    module = types.ModuleType("aira_fake_repairs_plugin")
+    exec(PLUGIN.format(package=str(package)), module.__dict__)
+    register_plugin(module, "fake-repairs", distribution="aira-fake-repairs", version="0.0.1")
+    assert aira("trust", "add", PUBLISHER, signer.public_b64).returncode == 0
+    base = json.loads(aira("model", "init", "--json").stdout)["rev"]
+    steps = [s.to_wire() for s in composite_steps(radius=16.0)]
+    plan_file = tmp_path / "plan.json"
+    plan_file.write_text(json.dumps({"baseRevision": base, "steps": steps}))
+    refused = aira("plan", "apply", str(plan_file), "--json")
+    assert refused.returncode == 1
+    envelope_file = tmp_path / "refused.json"
+    envelope_file.write_text(refused.stdout)
+    assert json.loads(refused.stdout)["diagnostics"][0]["repairs"] == [REDUCE_CAP]
+
+    fixed = tmp_path / "fixed.json"
+    out = aira(
+        "plan",
+        "repair",
+        str(plan_file),
+        str(envelope_file),
+        "--repair",
+        REDUCE_CAP,
+        "-o",
+        str(fixed),
+    )
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["changes"] == {"radius": {"from": 16.0, "to": 8.0}}
+    assert json.loads(aira("model", "show", "--json").stdout)["rev"] == base, "nothing written"
+    applied = aira("plan", "apply", str(fixed), "--json")
+    assert applied.returncode == 0, applied.stdout + applied.stderr
+    assert json.loads(aira("model", "show", "--json").stdout)["rev"] != base
+
+    wrong = aira("plan", "repair", str(plan_file), str(envelope_file), "--repair", "cap:no.such@1")
+    assert wrong.returncode != 0 and "REPAIR_UNKNOWN" in wrong.stderr
+    assert "Traceback" not in wrong.stderr
+    not_an_envelope = aira("plan", "repair", str(plan_file), str(plan_file), "--repair", REDUCE_CAP)
+    assert not_an_envelope.returncode != 0 and "ENVELOPE_INVALID" in not_an_envelope.stderr
