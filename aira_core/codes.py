@@ -98,6 +98,10 @@ _CODES = (
         ("INTENT_FRAME_INVALID", "the `--intent` file is not a valid Intent Frame"),
         ("PLAN_INVALID", "the plan file is not a valid plan document"),
         (
+            "ENVELOPE_INVALID",
+            "the envelope file (`aira plan repair`) is not a valid observation envelope",
+        ),
+        (
             "CAPABILITY_UNKNOWN",
             "`aira catalog signatures` names a capability that is not in the production catalog",
         ),
@@ -278,6 +282,20 @@ _CODES = (
         ),
         ("LINT_RELATION_TARGET_INVALID", "a relation target has the wrong form"),
         ("LINT_RELATION_SELF", "a capability relates to itself"),
+        (
+            "LINT_REPAIR_DIAGNOSTIC_MISSING",
+            "a repair names no diagnostic code in relations.repairsDiagnostic",
+        ),
+        (
+            "LINT_REPAIR_DIAGNOSTIC_UNDECLARED",
+            "a repair's template appliesTo a capability of the package that declares none of "
+            "the codes the repair names",
+        ),
+        (
+            "LINT_REPAIR_TEMPLATE_INVALID",
+            "a repair's patchTemplate is missing or an expression of it does not parse or "
+            "leaves the whitelist; or a non-repair carries one",
+        ),
         ("LINT_TRUST_SELF_ASSERTED", "trust is filled in by the catalog, never by the manifest"),
     ),
     *_phase(
@@ -536,6 +554,20 @@ _CODES = (
         ("UNKNOWN_OPERATION", "not one of the nine meta-operations"),
         ("UNKNOWN_STATE", "not one of the nine runtime states"),
         ("REPAIR_REQUIRES_DIAGNOSTIC", "a repair round is entered without a Diagnostic"),
+        (
+            "REPAIR_UNKNOWN",
+            "a repair (model.read `repair`) names no admitted repair capability with a template",
+        ),
+        (
+            "REPAIR_NOT_APPLICABLE",
+            "the repair does not fit: not for that code, no refused plan or step carries the "
+            "diagnostic, the step's capability is not one it repairs, or its `when` fails",
+        ),
+        (
+            "REPAIR_TEMPLATE_FAILED",
+            "evaluating the repair's template failed (a missing key, a non-number, "
+            "division by zero, a value that is no JSON)",
+        ),
         ("CORPUS_NOT_FOUND", "no shared contract corpus file of that name"),
         (
             "DESCRIBE_NOT_VISIBLE",

@@ -51,9 +51,11 @@ NOT_CODES = {
 }
 """Code-shaped literals of the core that are not Aira codes."""
 
-TEMPLATES = {"{}_INVALID": {"GRANT_INVALID", "INTENT_FRAME_INVALID", "PLAN_INVALID"}}
+TEMPLATES = {
+    "{}_INVALID": {"GRANT_INVALID", "INTENT_FRAME_INVALID", "PLAN_INVALID", "ENVELOPE_INVALID"}
+}
 """Codes built from a template, with every code each makes (cli ``_load_model``: a plan, a
-grant or an intent frame file that is not a valid document)."""
+grant, an intent frame or an envelope file that is not a valid document)."""
 
 OCCT_UNDECLARED = {
     "KERNEL_METHOD_UNKNOWN": "the worker's reply to an RPC method it does not have; the "

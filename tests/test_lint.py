@@ -96,6 +96,38 @@ def _duplicate_box(m: dict[str, Any]) -> None:
     m["descriptors"].append(box_descriptor())
 
 
+REPAIR = "cap:test.reduceRadius@1"
+REPAIR_IN = "amir://repairs/test.reduceRadius/1.0.0/input"
+D3 = ("descriptors", 3)  # the repair, where a case adds it
+
+
+def _with_repair(m: dict[str, Any]) -> None:
+    """A lint-clean repair of the fillet's FILLET_RADIUS_TOO_LARGE (descriptor 3)."""
+    m["descriptors"].append(
+        {
+            "capabilityId": REPAIR,
+            "kind": "repair",
+            "patchTemplateRef": "test.reduceRadius@1.0.0",
+            "profileVersion": "1.0.0",
+            "title": "Reduce a fillet radius",
+            "summary": "Halve a fillet radius that does not fit.",
+            "intentExamples": ["the fillet is too large"],
+            "inputs": {"schemaRef": REPAIR_IN},
+            "taxonomy": {"primary": "authoring.exact.finishing"},
+            "effects": ["readOnly"],
+            "risk": {"level": "low"},
+            "execution": {"quality": ["preview"], "costClass": "instant"},
+            "relations": {"repairsDiagnostic": ["FILLET_RADIUS_TOO_LARGE"]},
+            "patchTemplate": {"appliesTo": [FILLET], "set": {"radius": "args.radius * 0.5"}},
+        }
+    )
+    m["schemas"][REPAIR_IN] = {"type": "object"}
+
+
+def test_a_repair_is_lint_clean() -> None:
+    assert lint_codes(mutate(manifest(), _with_repair)) == []
+
+
 # -- the rule table ------------------------------------------------------------------------
 
 
@@ -444,6 +476,27 @@ CASES: list[Case] = [
         "LINT_RELATION_TARGET_INVALID",
         "/descriptors/1/relations/repairsDiagnostic/0",
         FILLET,
+    ),
+    Case(
+        "repair-names-no-code",
+        both(_with_repair, put(*D3, "relations", {})),
+        "LINT_REPAIR_DIAGNOSTIC_MISSING",
+        "/descriptors/3/relations",
+        REPAIR,
+    ),
+    Case(
+        "repair-code-the-fillet-never-raises",
+        both(_with_repair, put(*D3, "relations", "repairsDiagnostic", ["SOLID_INVALID"])),
+        "LINT_REPAIR_DIAGNOSTIC_UNDECLARED",
+        "/descriptors/3/patchTemplate/appliesTo/0",
+        REPAIR,
+    ),
+    Case(
+        "repair-template-calls-import",
+        both(_with_repair, put(*D3, "patchTemplate", "set", {"radius": "__import__('os')"})),
+        "LINT_REPAIR_TEMPLATE_INVALID",
+        "/descriptors/3/patchTemplate/set/radius",
+        REPAIR,
     ),
     Case(
         "alternative-to-itself",

@@ -15,7 +15,11 @@ from datetime import UTC, datetime
 from typing import Any
 
 from aira_core.canonical import sha256_hex
-from aira_core.contracts.capability import TARGET_REF_PATTERN, CapabilityDescriptor
+from aira_core.contracts.capability import (
+    TARGET_REF_PATTERN,
+    CapabilityDescriptor,
+    CapabilityKind,
+)
 from aira_core.contracts.package import ConformanceCheck, ConformanceReport, PackageManifest
 from aira_core.diagnostics import Diagnostic, FindingCap, redact
 from aira_core.extensions import TargetImplementation
@@ -91,6 +95,12 @@ def check_descriptor(d: CapabilityDescriptor, index: ImplementationIndex) -> Con
             )
 
     impl = index.get(ref)
+    if impl is None and d.kind is CapabilityKind.REPAIR and d.patch_template is not None:
+        # a declarative repair template is data the core evaluates (aira_core.runtime.repairs,
+        # checked by lint): there is no plugin code behind it to check
+        return ConformanceCheck(
+            capability_id=cap, target=ref, implementation="aira_core.runtime.repairs", passed=True
+        )
     if impl is None:
         name = ref.split("@")[0]
         others = sorted(index.versions(name))

@@ -341,6 +341,7 @@ def _lint_descriptor(
     yield from _lint_effects(d, base)
     yield from _lint_diagnostics(d, base)
     yield from _lint_relations(ctx, d, base)
+    yield from _lint_repair(ctx, d, base)
     if d.trust is not None:
         yield _diag(
             "LINT_TRUST_SELF_ASSERTED",
@@ -348,6 +349,62 @@ def _lint_descriptor(
             [*base, "trust"],
             "a manifest may not declare its own trust; the catalog fills it in",
         )
+
+
+def _lint_repair(
+    ctx: _Ctx, d: CapabilityDescriptor, base: tuple[str | int, ...]
+) -> Iterator[_Finding]:
+    """A repair names the codes it repairs and, with a patchTemplateRef, carries a
+    well-formed template (aira_core.runtime.repairs); nothing else carries a template."""
+    from aira_core.catalog.repair_expressions import template_problems
+
+    cap, template = d.capability_id, d.patch_template
+    codes = d.relations.get(RelationType.REPAIRS_DIAGNOSTIC, [])
+    if d.kind is not CapabilityKind.REPAIR:
+        if template is not None:
+            yield _diag(
+                "LINT_REPAIR_TEMPLATE_INVALID",
+                cap,
+                [*base, "patchTemplate"],
+                f"only a repair carries a patchTemplate, not a {d.kind.value}",
+            )
+        return
+    if not codes:
+        yield _diag(
+            "LINT_REPAIR_DIAGNOSTIC_MISSING",
+            cap,
+            [*base, "relations"],
+            "a repair names the diagnostic codes it repairs in relations.repairsDiagnostic",
+        )
+    if d.patch_template_ref is not None and template is None:
+        yield _diag(
+            "LINT_REPAIR_TEMPLATE_INVALID",
+            cap,
+            [*base, "patchTemplateRef"],
+            "a repair with a patchTemplateRef declares its patchTemplate",
+        )
+    if template is None:
+        return
+    for problem in template_problems(template):
+        where, _, why = problem.partition(": ")
+        yield _diag(
+            "LINT_REPAIR_TEMPLATE_INVALID",
+            cap,
+            [*base, "patchTemplate", *where.split("/")],
+            f"template {where}: {why}",
+        )
+    # the codes a repaired capability of this package declares are known: a repair of one
+    # of them for a code it never raises could never apply
+    declared = {x.capability_id: set(x.diagnostics) for x in ctx.manifest.descriptors}
+    for k, target in enumerate(template.applies_to):
+        missing = sorted(set(codes) - declared[target]) if target in declared else []
+        if missing:
+            yield _diag(
+                "LINT_REPAIR_DIAGNOSTIC_UNDECLARED",
+                cap,
+                [*base, "patchTemplate", "appliesTo", k],
+                f"{target} declares no {', '.join(missing)}",
+            )
 
 
 def _lint_target(d: CapabilityDescriptor, base: tuple[str | int, ...]) -> Iterator[_Finding]:

@@ -47,7 +47,12 @@ def authorize(
     approval: list[tuple[str, str]] = []
     path = d.taxonomy.primary.value
     writes = d.kind in WRITING_KINDS
-    if not class_allowed(path, grant.write_classes if writes else grant.query_classes):
+    classes = grant.write_classes if writes else grant.query_classes
+    if d.kind is CapabilityKind.REPAIR:
+        # a repair lives in the class of what it repairs (often authoring) but only makes a
+        # candidate; applying that candidate is authorized as any plan is
+        classes = [*grant.query_classes, *grant.write_classes]
+    if not class_allowed(path, classes):
         denied.append(
             (
                 "PLAN_CLASS_DENIED",

@@ -76,6 +76,15 @@ PREDICATES: dict[str, PredicateSpec] = {
             _args({"representation": {"type": "string", "minLength": 1}}, ["representation"]),
         ),
         PredicateSpec(
+            "diagnostic.present",
+            "the plan last refused carries a diagnostic of this code (on this step): what a "
+            "repair's nextAction needs",
+            _args(
+                {"code": {"type": "string", "minLength": 1}, "step": {"type": "string"}},
+                ["code"],
+            ),
+        ),
+        PredicateSpec(
             "body.isSolid",
             "the target body is a closed, valid solid",
             _args({"input": _INPUT}, ["input"]),

@@ -27,7 +27,7 @@ from aira_core.cli._output import (
     _report_envelope,
 )
 
-plan_app = command_group("Composite plans: check and apply.")
+plan_app = command_group("Composite plans: check, apply and repair.")
 
 
 def _load_model(path: Path, model: Any, what: str) -> Any:
@@ -135,3 +135,51 @@ def plan_apply(
     finally:
         ctx.repository.close()
     _report_envelope(envelope, as_json=as_json)
+
+
+@plan_app.command("repair")
+def plan_repair(
+    plan: Annotated[Path, typer.Argument(help="The refused plan JSON.")],
+    envelope: Annotated[
+        Path, typer.Argument(help="The envelope that refused it (`aira plan apply --json`).")
+    ],
+    repair: Annotated[str, typer.Option("--repair", help="The repair capability id.")],
+    step: Annotated[
+        str | None, typer.Option("--step", help="The failing step (default: the first fit).")
+    ] = None,
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="Write the candidate plan here.")
+    ] = None,
+    store: StoreOption = None,
+) -> None:
+    """Make a repair's candidate plan from a refused plan and its diagnostics; writes
+    nothing to the store. Apply the candidate with `aira plan apply`."""
+    from aira_core.contracts.plan import ObservationEnvelope, Plan
+    from aira_core.diagnostics import AiraError
+    from aira_core.runtime.repairs import REPAIR_NOT_APPLICABLE, candidate
+
+    the_plan = _load_model(plan, Plan, "plan")
+    refused = _load_model(envelope, ObservationEnvelope, "envelope")
+    ctx = _plan_context(store, None, None)
+    try:
+        capabilities = ctx.capabilities
+    finally:
+        ctx.repository.close()
+    # the first diagnostic this repair fits (its code, and the step asked for)
+    fits = [d for d in refused.diagnostics if step is None or d.subject == step]
+    last: AiraError | None = None
+    for d in fits:
+        try:
+            made = candidate(capabilities, repair, the_plan, d)
+            break
+        except AiraError as exc:
+            last = exc
+            if exc.code != REPAIR_NOT_APPLICABLE:
+                raise
+    else:
+        raise last or AiraError(REPAIR_NOT_APPLICABLE, "the envelope has no diagnostic to repair")
+    if output is not None:
+        import json
+
+        output.write_text(json.dumps(made["plan"], indent=2) + "\n", encoding="utf-8")
+    _print_json(made)

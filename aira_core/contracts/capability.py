@@ -249,6 +249,21 @@ class Guidance(WireModel):
     composition_hints: list[str] = Field(default_factory=list)
 
 
+class RepairTemplate(WireModel):
+    """The declarative patch template of a ``repair`` capability (``patchTemplate``, named by
+    its ``patchTemplateRef``): a candidate plan step made from the failing step of the plan a
+    diagnostic refused. Each ``set`` value is an expression (``aira_core.runtime.repairs``)
+    over ``args`` (the failing step's arguments), ``expected`` and ``actual`` (the
+    diagnostic's typed values); ``when``, if given, must hold for the repair to apply.
+    Data, never code: a repair produces a candidate and never edits the model itself."""
+
+    applies_to: list[CapabilityId] = Field(default_factory=list)
+    """Capabilities the failing step may use (empty: any)."""
+    when: str | None = Field(default=None, max_length=500)
+    set: dict[str, Annotated[str, Field(min_length=1, max_length=500)]] = Field(min_length=1)
+    """Argument name -> expression for the candidate step's new value."""
+
+
 class TrustInfo(WireModel):
     """Filled in by the catalog on admission; a manifest never asserts its own trust."""
 
@@ -297,6 +312,8 @@ class SemanticOperationDescriptor(WireModel):
     risk: Risk
     execution: ExecutionProfile
     diagnostics: list[DiagnosticCode] = Field(default_factory=list)
+    patch_template: RepairTemplate | None = None
+    """The template ``patchTemplateRef`` names, for a ``repair`` capability (lint checks)."""
 
     @model_validator(mode="after")
     def _exactly_one_target(self) -> SemanticOperationDescriptor:

@@ -10,7 +10,13 @@ from pydantic import Field
 
 from aira_core.canonical import sha256_id
 from aira_core.contracts.base import JsonObject, WireModel
-from aira_core.contracts.capability import Applicability, CapabilityId, Effect, RiskLevel
+from aira_core.contracts.capability import (
+    Applicability,
+    CapabilityId,
+    Effect,
+    Predicate,
+    RiskLevel,
+)
 from aira_core.diagnostics import Diagnostic
 
 STEP_ID_PATTERN = r"^[A-Za-z][A-Za-z0-9_.:-]{0,63}$"
@@ -120,6 +126,11 @@ class NextAction(WireModel):
     operation: str
     capability: str | None = None
     reason: str | None = None
+    args: JsonObject | None = None
+    """The operation's arguments, ready to send (e.g. a repair's ``model.read`` call)."""
+    preconditions: list[Predicate] | None = None
+    """What must hold for the action to apply: the capability's registered preconditions
+    and, for a repair, the diagnostic it repairs (``repair.diagnostic``)."""
 
 
 class ObservationEnvelope(WireModel):

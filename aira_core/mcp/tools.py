@@ -311,6 +311,20 @@ def input_schemas(
                     "boundingBox, selectEntities …)",
                 },
                 "args": {"type": "object", "additionalProperties": ref},
+                "repair": {
+                    "type": "string",
+                    "maxLength": 200,
+                    "description": "a repair capability id from nextActions: its candidate "
+                    "plan for the plan last refused (nothing is written)",
+                },
+                "diagnostic": {
+                    "type": "object",
+                    "properties": {
+                        "code": {"type": "string", "maxLength": 100},
+                        "step": {"type": "string", "maxLength": 64},
+                    },
+                    "additionalProperties": False,
+                },
                 "rev": {
                     "type": "string",
                     "pattern": r"^rev:sha256:[0-9a-f]{64}$",

@@ -31,7 +31,6 @@ from aira_core.contracts.base import WireModel
 from aira_core.contracts.capability import (
     Authorization,
     CapabilityKind,
-    RelationType,
     find_capability,
 )
 from aira_core.contracts.plan import NextAction, ObservationEnvelope, Plan
@@ -50,6 +49,8 @@ from aira_core.runtime.contract import (
     TerminalState,
 )
 from aira_core.runtime.plan import PlanContext, grant_problems, revision_types
+from aira_core.runtime.repairs import REPAIR_NOT_APPLICABLE, annotate
+from aira_core.runtime.repairs import candidate as repair_candidate
 from aira_core.runtime.write import Candidate, Rejected, WritePath, body_wire
 
 O = MetaOperation  # noqa: E741 - as in the contract module: short names keep dispatch readable
@@ -135,6 +136,9 @@ class Task:
         # This task's commits on its branch, oldest first: (revision, the head it replaced).
         self._commits: list[tuple[str, str]] = []
         self._approved: set[str] = set()
+        # The plan last refused (check, propose, preview, validate) and its diagnostics: what
+        # a repair (model.read {"repair"}) makes a candidate of.
+        self._refused: tuple[Plan, list[Diagnostic]] | None = None
         # A Task Protocol that names a discovery sequence tightens §7.1: only contracts
         # described after a search count, not manifest-inlined or capsule ones.
         self._strict = bool(self.protocol.required_discovery_sequence)
@@ -169,21 +173,9 @@ class Task:
     ) -> ObservationEnvelope:
         budget = self.ctx.grant.budgets.compute_seconds
         actions = [NextAction(operation=op.value) for op in mc.legal_operations(self.state)]
-        with_repairs = []
-        for d in diagnostics:  # registered repair capabilities for the codes seen (§11.3)
-            repairs = sorted(
-                cap
-                for cap, entry in self.ctx.capabilities.items()
-                if d.code in entry.descriptor.relations.get(RelationType.REPAIRS_DIAGNOSTIC, [])
-            )
-            actions += [
-                NextAction(
-                    operation=O.CATALOG_DESCRIBE.value, capability=cap, reason=f"repairs {d.code}"
-                )
-                for cap in repairs
-            ]
-            with_repairs.append(d.model_copy(update={"repairs": repairs}) if repairs else d)
-        diagnostics = with_repairs
+        # registered repair capabilities for the codes seen, and their actions (§11.3)
+        diagnostics, repairs = annotate(self.ctx.capabilities, diagnostics)
+        actions += repairs
         return ObservationEnvelope(
             request_id=request_id,
             observed_revision=self.head if self._branch_exists() else None,
@@ -654,6 +646,8 @@ class Task:
         head = self.head
         if "query" in args:
             return self._query(op, rid, head, args)
+        if "repair" in args:
+            return self._repair(op, rid, args)
         if "select" in args:
             limit, offset = args.get("limit", 50), args.get("offset", 0)
             if not isinstance(limit, int) or not isinstance(offset, int):
@@ -706,6 +700,50 @@ class Task:
             diagnostics=diagnostics,
         )
 
+    def _repair(self, op: MetaOperation, rid: str, args: dict[str, Any]) -> ObservationEnvelope:
+        """The candidate a repair capability makes of the plan this task last had refused,
+        for one of its diagnostics (``diagnostic``: ``{"code", "step"?}``). Read-only: the
+        candidate is a plan to propose, nothing is written (§11.3)."""
+        cap, on = args.get("repair"), args.get("diagnostic", {})
+        if not isinstance(cap, str) or not isinstance(on, Mapping):
+            return self._refuse(
+                rid,
+                op.value,
+                ARGS_INVALID,
+                "model.read repair takes a capability id and a diagnostic object {code, step}",
+            )
+        entry = self.ctx.capabilities.get(cap)
+        if entry is not None:
+            decision, reasons = authorize(self.ctx.grant, entry.descriptor)
+            if decision is Authorization.DENIED:
+                return self._refuse(rid, op.value, *reasons[0])
+        plan, found = self._refused if self._refused is not None else (None, [])
+        diagnostic = next(
+            (
+                d
+                for d in found
+                if d.code == on.get("code", d.code) and d.subject == on.get("step", d.subject)
+            ),
+            None,
+        )
+        try:
+            if plan is None or diagnostic is None:
+                raise AiraError(
+                    REPAIR_NOT_APPLICABLE,
+                    "no plan this task had refused carries that diagnostic"
+                    if plan is not None
+                    else "this task has had no plan refused",
+                )
+            result = repair_candidate(self.ctx.capabilities, cap, plan, diagnostic)
+        except AiraError as exc:
+            return self._refuse(rid, op.value, exc.code, exc.diagnostic.message)
+        self._advance(op)
+        return self._envelope(
+            rid,
+            "success",
+            data={"candidate": result},
+        )
+
     def _propose(self, op: MetaOperation, rid: str, args: dict[str, Any]) -> ObservationEnvelope:
         try:
             plan = Plan.model_validate(args.get("plan"), by_name=False)
@@ -731,6 +769,7 @@ class Task:
                 plan, rid, branch=self.branch, approved="risk" in self._approved
             )
         except Rejected as exc:
+            self._refused = (plan, list(exc.envelope.diagnostics))
             return exc.envelope.model_copy(
                 update={"data": {**exc.envelope.data, "state": self.state.value}}
             )
@@ -754,10 +793,14 @@ class Task:
         first = next((d for d in rejected.envelope.diagnostics), None)
         self._advance(op, first)
         envelope = rejected.envelope
+        if self._candidate is not None and self._candidate.plan is not None:
+            self._refused = (self._candidate.plan, list(envelope.diagnostics))
         return envelope.model_copy(
             update={
                 "data": {**envelope.data, "state": self.state.value},
-                "next_actions": self._envelope("-", "failed").next_actions,
+                "next_actions": self._envelope(
+                    "-", "failed", diagnostics=envelope.diagnostics
+                ).next_actions,
             }
         )
 

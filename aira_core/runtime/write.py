@@ -60,6 +60,7 @@ from aira_core.model.patch import (
 )
 from aira_core.model.store import MAIN, StaleRevision
 from aira_core.runtime.plan import Lowered, PlanContext, check_plan
+from aira_core.runtime.repairs import annotate
 
 PUBLISH_ACTION = "publish"
 KERNEL_UNAVAILABLE = "KERNEL_UNAVAILABLE"
@@ -224,6 +225,9 @@ class WritePath:
     ) -> ObservationEnvelope:
         budget = self.ctx.grant.budgets.compute_seconds
         remaining = {"kernelSeconds": max(0.0, budget - seconds)} if budget is not None else {}
+        # every refusal names the registered repairs of its codes and offers them (§11.3)
+        diagnostics, repairs = annotate(self.ctx.capabilities, diagnostics)
+        next_actions = [*next_actions, *repairs]
         return ObservationEnvelope(
             request_id=request_id,
             observed_revision=revision,
