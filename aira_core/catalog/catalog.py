@@ -125,7 +125,7 @@ class Catalog:
     def authoring_lock_hash(self) -> str:
         if "lock" not in self._hashes:
             self._hashes["lock"] = hashes.catalog_authoring_lock_hash(
-                (d, p.manifest.schemas)
+                (d, p.manifest.schemas, p.manifest.workflows)
                 for p in self.packages.values()
                 for d in p.manifest.descriptors
             )
