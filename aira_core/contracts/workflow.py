@@ -22,11 +22,12 @@ TABLE_NAME_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]{0,47}$"
 class WorkflowStep(WireModel):
     """One template step: an ordinary plan step whose values may be templates.
 
-    In ``args`` (and ``label``) a value ``{"$expr": "<expression>"}`` is computed, ``{"$step":
-    "<templateStepId>"}`` becomes that step's expanded id (a string, e.g. a selection's
-    ``body``) and ``{"step": "<templateStepId>"}`` the reference to the shape it made; every
-    other value is copied as it is. ``label`` may be ``"$label"``: the workflow step's own label
-(so ``b:<that label>`` names the body this step makes). ``when``, an expression, leaves the step out when false."""
+        In ``args`` (and ``label``) a value ``{"$expr": "<expression>"}`` is computed,
+    ``{"$step": "<templateStepId>"}`` becomes that step's expanded id (a string, e.g. a
+    selection's ``body``) and ``{"step": "<templateStepId>"}`` the reference to the shape it
+    made; every other value is copied as it is. ``label`` may be ``"$label"``: the workflow
+    step's own label (so ``b:<that label>`` names the body this step makes). ``when``, an
+    expression, leaves the step out when false."""
 
     id: str = Field(pattern=TEMPLATE_STEP_ID_PATTERN)
     capability: CapabilityId

@@ -48,6 +48,7 @@ from aira_core.catalog.capabilities import CapabilityEntry, capability_index
 from aira_core.catalog.catalog import Catalog
 from aira_core.catalog.policy import LOCAL_GRANT, RISK_RANK, authorize
 from aira_core.catalog.signatures import signature
+from aira_core.catalog.workflows import Expansion, expand_plan, workflow_index
 from aira_core.contracts.amir import (
     AMIR_ACCEPTS_KEYWORD,
     AMIR_CONSUMES_KEYWORD,
@@ -111,7 +112,6 @@ from aira_core.model.patch import (
 )
 from aira_core.model.repository import ModelRepository
 from aira_core.model.store import MAIN
-from aira_core.runtime.workflow import Expansion, expand_plan, workflow_index
 
 # Seconds of kernel time a step of each cost class may take, for the budget upper bound.
 COST_CLASS_SECONDS = {
@@ -141,7 +141,8 @@ class PlanContext:
     now: datetime = field(default_factory=lambda: datetime.now(UTC))
     capabilities: dict[str, CapabilityEntry] = field(default_factory=dict)
     workflows: dict[str, WorkflowDefinition] = field(default_factory=dict)
-    """The catalog's workflow definitions by ``workflowRef`` (:mod:`aira_core.runtime.workflow`)."""
+    """The catalog's workflow definitions by ``workflowRef``
+    (:mod:`aira_core.catalog.workflows`)."""
 
     def __post_init__(self) -> None:
         if not self.capabilities:

@@ -4,7 +4,7 @@ A plan step naming a ``workflow`` capability is replaced by the steps of its sig
 definition (:class:`~aira_core.contracts.workflow.WorkflowDefinition`, in the package
 manifest under the descriptor's ``workflowRef``): the step's arguments, with the
 descriptor's defaults, are checked against its input schema and become the parameters of
-the template's expressions (:mod:`aira_core.runtime.expressions`). Expanded step ids are
+the template's expressions (:mod:`aira_core.catalog.expressions`). Expanded step ids are
 ``<workflow step id>.<template step id>``; references between template steps are rewritten
 to them, and a later plan step's ``{"step": "<workflow step id>"}`` (or ``dependsOn``) to
 the definition's ``result`` step (all its steps). The expansion is a pure function of the
@@ -27,10 +27,10 @@ from jsonschema import Draft202012Validator
 from pydantic import ValidationError
 
 from aira_core.catalog.capabilities import CapabilityEntry
+from aira_core.catalog.expressions import ExpressionError, evaluate
 from aira_core.contracts.capability import CapabilityKind
 from aira_core.contracts.plan import Plan, PlanStep
-from aira_core.contracts.workflow import WorkflowDefinition, WorkflowStep
-from aira_core.runtime.expressions import ExpressionError, evaluate
+from aira_core.contracts.workflow import WorkflowDefinition
 
 WORKFLOW_DEFINITION_MISSING = "WORKFLOW_DEFINITION_MISSING"
 WORKFLOW_TEMPLATE_INVALID = "WORKFLOW_TEMPLATE_INVALID"
@@ -113,7 +113,9 @@ def _expand_one(
             try:
                 keep = evaluate(t.when, env)
             except ExpressionError as exc:
-                raise _TemplateError(exc.code, f"{where} when {t.when[:120]!r}: {exc.message}") from None
+                raise _TemplateError(
+                    exc.code, f"{where} when {t.when[:120]!r}: {exc.message}"
+                ) from None
             if not isinstance(keep, bool):
                 raise _TemplateError(WORKFLOW_TEMPLATE_INVALID, f"{where}: when gives no boolean")
             if not keep:

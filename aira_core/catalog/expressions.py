@@ -115,7 +115,7 @@ def _pow(a: Any, b: Any) -> Any:
 
 
 def _add(a: Any, b: Any) -> Any:
-    if isinstance(a, str) and isinstance(b, str) or isinstance(a, list) and isinstance(b, list):
+    if (isinstance(a, str) and isinstance(b, str)) or (isinstance(a, list) and isinstance(b, list)):
         return a + b
     return _number(a, "+") + _number(b, "+")
 
@@ -137,9 +137,7 @@ def _compare(op: ast.cmpop, a: Any, b: Any) -> bool:
     if isinstance(op, ast.NotEq):
         return bool(a != b)
     if not (_is_number(a) and _is_number(b)) and not (isinstance(a, str) and isinstance(b, str)):
-        raise ExpressionError(
-            WORKFLOW_EXPR_TYPE, f"cannot order {_kind(a)} against {_kind(b)}"
-        )
+        raise ExpressionError(WORKFLOW_EXPR_TYPE, f"cannot order {_kind(a)} against {_kind(b)}")
     table = {ast.Lt: operator.lt, ast.LtE: operator.le, ast.Gt: operator.gt, ast.GtE: operator.ge}
     fn = table.get(type(op))
     if fn is None:
@@ -155,7 +153,9 @@ def _round(x: Any, digits: Any = 0) -> Any:
 
 
 def _range(*args: Any) -> list[int]:
-    if not 1 <= len(args) <= 3 or not all(isinstance(a, int) and not isinstance(a, bool) for a in args):
+    if not 1 <= len(args) <= 3 or not all(
+        isinstance(a, int) and not isinstance(a, bool) for a in args
+    ):
         raise ExpressionError(WORKFLOW_EXPR_TYPE, "range takes one to three integers")
     if len(args) == 3 and args[2] == 0:
         raise ExpressionError(WORKFLOW_EXPR_TYPE, "range's step is not zero")
@@ -205,16 +205,21 @@ def parse(source: Any) -> ast.expr:
     """The checked tree of ``source``: syntax, length, depth and the whitelist of node types
     (names are checked on evaluation, or by :func:`names`)."""
     if not isinstance(source, str):
-        raise ExpressionError(WORKFLOW_EXPR_SYNTAX, f"an expression is a string, not {_kind(source)}")
+        raise ExpressionError(
+            WORKFLOW_EXPR_SYNTAX, f"an expression is a string, not {_kind(source)}"
+        )
     if len(source) > MAX_CHARS:
         raise ExpressionError(
-            WORKFLOW_EXPR_TOO_LONG, f"the expression has {len(source)} characters; at most {MAX_CHARS}"
+            WORKFLOW_EXPR_TOO_LONG,
+            f"the expression has {len(source)} characters; at most {MAX_CHARS}",
         )
     try:
         tree = ast.parse(source.strip(), mode="eval")
     except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
         why = exc.msg if isinstance(exc, SyntaxError) else type(exc).__name__
-        raise ExpressionError(WORKFLOW_EXPR_SYNTAX, f"{source[:80]!r} does not parse: {why}") from None
+        raise ExpressionError(
+            WORKFLOW_EXPR_SYNTAX, f"{source[:80]!r} does not parse: {why}"
+        ) from None
     _check_tree(tree.body, 1)
     return tree.body
 
@@ -236,7 +241,9 @@ _ALLOWED = (
 
 def _check_tree(node: ast.AST, depth: int) -> None:
     if depth > MAX_DEPTH:
-        raise ExpressionError(WORKFLOW_EXPR_TOO_DEEP, f"the expression nests deeper than {MAX_DEPTH}")
+        raise ExpressionError(
+            WORKFLOW_EXPR_TOO_DEEP, f"the expression nests deeper than {MAX_DEPTH}"
+        )
     if not isinstance(node, _ALLOWED):
         raise ExpressionError(
             WORKFLOW_EXPR_UNSUPPORTED, f"{_describe(node)} is not part of the expression language"
@@ -247,13 +254,16 @@ def _check_tree(node: ast.AST, depth: int) -> None:
         raise ExpressionError(WORKFLOW_EXPR_UNSUPPORTED, f"the operator {type(node.op).__name__}")
     if isinstance(node, ast.UnaryOp) and not isinstance(node.op, ast.USub | ast.UAdd | ast.Not):
         raise ExpressionError(WORKFLOW_EXPR_UNSUPPORTED, f"the operator {type(node.op).__name__}")
-    if isinstance(node, ast.Compare) and any(isinstance(o, ast.In | ast.NotIn | ast.Is | ast.IsNot) for o in node.ops):
+    if isinstance(node, ast.Compare) and any(
+        isinstance(o, ast.In | ast.NotIn | ast.Is | ast.IsNot) for o in node.ops
+    ):
         raise ExpressionError(WORKFLOW_EXPR_UNSUPPORTED, "in / is comparisons")
     if isinstance(node, ast.Call):
         if not isinstance(node.func, ast.Name) or node.func.id not in FUNCTIONS:
             raise ExpressionError(
                 WORKFLOW_EXPR_UNSUPPORTED,
-                f"calling {_describe(node.func)}: only {', '.join(sorted(FUNCTIONS))} may be called",
+                f"calling {_describe(node.func)}: only "
+                f"{', '.join(sorted(FUNCTIONS))} may be called",
             )
         if node.keywords:
             raise ExpressionError(WORKFLOW_EXPR_UNSUPPORTED, "keyword arguments")
@@ -264,15 +274,21 @@ def _check_tree(node: ast.AST, depth: int) -> None:
         raise ExpressionError(WORKFLOW_EXPR_UNSUPPORTED, "slices")
     if isinstance(node, ast.ListComp):
         if len(node.generators) != 1:
-            raise ExpressionError(WORKFLOW_EXPR_UNSUPPORTED, "a comprehension with several for clauses")
+            raise ExpressionError(
+                WORKFLOW_EXPR_UNSUPPORTED, "a comprehension with several for clauses"
+            )
         gen = node.generators[0]
         if not isinstance(gen.target, ast.Name) or gen.is_async:
-            raise ExpressionError(WORKFLOW_EXPR_UNSUPPORTED, "a comprehension target that is not a name")
+            raise ExpressionError(
+                WORKFLOW_EXPR_UNSUPPORTED, "a comprehension target that is not a name"
+            )
         for sub in (node.elt, gen.iter, *gen.ifs):
             _check_tree(sub, depth + 1)
         return
     for child in ast.iter_child_nodes(node):
-        if isinstance(child, ast.expr_context | ast.operator | ast.unaryop | ast.cmpop | ast.boolop):
+        if isinstance(
+            child, ast.expr_context | ast.operator | ast.unaryop | ast.cmpop | ast.boolop
+        ):
             continue
         _check_tree(child, depth + 1)
 
@@ -412,14 +428,18 @@ def _truth(value: Any) -> bool:
 def _subscript(container: Any, key: Any) -> Any:
     if isinstance(container, dict):
         if not isinstance(key, str):
-            raise ExpressionError(WORKFLOW_EXPR_TYPE, f"a table is indexed by a string, not {_kind(key)}")
+            raise ExpressionError(
+                WORKFLOW_EXPR_TYPE, f"a table is indexed by a string, not {_kind(key)}"
+            )
         if key not in container:
             shown = ", ".join(sorted(container)[:12])
             raise ExpressionError(WORKFLOW_EXPR_KEY_UNKNOWN, f"no key {key[:80]!r}; keys: {shown}")
         return container[key]
     if isinstance(container, list):
         if not isinstance(key, int) or isinstance(key, bool):
-            raise ExpressionError(WORKFLOW_EXPR_TYPE, f"a list is indexed by an integer, not {_kind(key)}")
+            raise ExpressionError(
+                WORKFLOW_EXPR_TYPE, f"a list is indexed by an integer, not {_kind(key)}"
+            )
         if not -len(container) <= key < len(container):
             raise ExpressionError(
                 WORKFLOW_EXPR_KEY_UNKNOWN, f"index {key} is outside a list of {len(container)}"
