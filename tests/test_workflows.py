@@ -361,3 +361,24 @@ def test_conformance_expands_every_input_example() -> None:
     good = PackageManifest.model_validate(workflow_manifest(), by_name=False)
     report = check_conformance(good, index, "pkg:x")
     assert report.passed, [d for c in report.checks for d in c.diagnostics]
+
+
+def test_a_task_shows_the_expansion_to_the_model_and_traces_it(ctx) -> None:
+    from aira_core.runtime.session import Task
+    from aira_core.testing.kernel import FakeGeometryKernel
+
+    kernel = FakeGeometryKernel()
+    # the workflow's contract is the one the model needs: the steps it expands to come from
+    # its signed definition, which the authoring lock covers
+    t = Task(ctx, kernel, task_id="t1", capsule_contracts=[WF_CAP])
+    out = t.call("model.proposePatch", "p", {"plan": plan(t.head, wf_step()).to_wire()})
+    assert out.status == "success", out.diagnostics
+    assert [s["id"] for s in out.data["expansions"]["mount"]] == [
+        "mount.plate",
+        "mount.round",
+        "mount.check",
+    ]
+    assert t.trace[-1].expansions == {"mount": ["mount.plate", "mount.round", "mount.check"]}
+    preview = t.call("model.preview", "v")
+    assert preview.status == "success", preview.diagnostics
+    assert kernel.total_calls > 0
