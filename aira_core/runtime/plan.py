@@ -8,6 +8,11 @@ authoring steps into one AMIR patch (committed all or nothing), validator steps 
 assertions (judged on their body's state at their position in the plan, then re-checked on
 every later commit), query steps into kernel queries.
 
+A workflow step is first expanded into ordinary steps from its signed definition
+(:mod:`aira_core.catalog.workflows`, docs/workflows.md: ``WORKFLOW_*`` codes); the checks and
+the plan id are then those of the expanded plan, and findings on expanded steps are reported
+on their workflow step.
+
 The ten checks and their codes:
 
 1. capability and version exist, catalog not replaced: ``PLAN_CAPABILITY_UNKNOWN``,
