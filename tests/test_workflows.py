@@ -382,3 +382,13 @@ def test_a_task_shows_the_expansion_to_the_model_and_traces_it(ctx) -> None:
     preview = t.call("model.preview", "v")
     assert preview.status == "success", preview.diagnostics
     assert kernel.total_calls > 0
+
+
+def test_describe_shows_the_definition_a_workflow_expands_by(ctx) -> None:
+    from aira_core.catalog.disclosure import catalog_disclosure
+
+    contract = catalog_disclosure(ctx.catalog).contract(WF_CAP)
+    definition = contract["workflow"]
+    assert [s["id"] for s in definition["steps"]] == ["plate", "round", "check"]
+    assert definition["tables"] == {"radius": {"small": 1, "large": 3}}
+    assert "workflow" not in catalog_disclosure(ctx.catalog).contract(BOX_CAP)
