@@ -500,13 +500,17 @@ _CODES = (
             "a workflow cannot expand: a template step reference, an expanded step id or label "
             "that is not valid",
         ),
+        (
+            "WORKFLOW_EXPANSION_TOO_LARGE",
+            "a plan with more than 256 workflow steps, or more than 4096 steps once expanded",
+        ),
         ("WORKFLOW_EXPR_SYNTAX", "a workflow expression that does not parse"),
         ("WORKFLOW_EXPR_TOO_LONG", "a workflow expression over 1000 characters"),
         ("WORKFLOW_EXPR_TOO_DEEP", "a workflow expression nested deeper than 32 levels"),
         (
             "WORKFLOW_EXPR_TOO_COSTLY",
-            "a workflow expression over 20,000 evaluation steps, or a list or string over "
-            "1000 items",
+            "workflow expressions over 20,000 evaluation steps in one workflow step's "
+            "expansion, or a list or string over 1000 items",
         ),
         (
             "WORKFLOW_EXPR_UNSUPPORTED",

@@ -392,3 +392,23 @@ def test_describe_shows_the_definition_a_workflow_expands_by(ctx) -> None:
     assert [s["id"] for s in definition["steps"]] == ["plate", "round", "check"]
     assert definition["tables"] == {"radius": {"small": 1, "large": 3}}
     assert "workflow" not in catalog_disclosure(ctx.catalog).contract(BOX_CAP)
+
+
+def test_a_plan_of_too_many_workflow_steps_is_refused_before_expanding(ctx) -> None:
+    from aira_core.catalog.workflows import MAX_WORKFLOW_STEPS
+
+    head = ctx.repository.head("main")
+    many = [wf_step(f"w{i}") for i in range(MAX_WORKFLOW_STEPS + 1)]
+    report, lowered = check_plan(plan(head, *many), ctx)
+    assert [d.code for d in report.diagnostics] == ["WORKFLOW_EXPANSION_TOO_LARGE"]
+    assert lowered is None and report.failed_step == f"w{MAX_WORKFLOW_STEPS}"
+
+
+def test_the_evaluation_budget_is_shared_by_one_expansion() -> None:
+    budget = ex.Budget()
+    ex.evaluate("[i for i in range(1000)]", {}, budget)  # about 2,000 steps
+    with pytest.raises(ex.ExpressionError) as caught:
+        for _ in range(20):
+            ex.evaluate("[i for i in range(1000)]", {}, budget)
+    assert caught.value.code == ex.WORKFLOW_EXPR_TOO_COSTLY
+    assert ex.evaluate("[i for i in range(1000)]", {}) == list(range(1000))  # a fresh budget

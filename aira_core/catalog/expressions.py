@@ -16,7 +16,8 @@ compiled or passed to ``eval``. What the language has (docs/workflows.md):
 - one-generator list comprehensions ``[f(i) for i in range(n) if cond]``.
 
 Bounds: :data:`MAX_CHARS` characters of source, :data:`MAX_DEPTH` levels of nesting,
-:data:`MAX_STEPS` evaluated nodes (a comprehension's body counts once per item),
+:data:`MAX_STEPS` evaluated nodes (a comprehension's body counts once per item; shared by
+all the expressions of one workflow step's expansion),
 :data:`MAX_ITEMS` items in a list or characters in a string, numbers finite and integers
 below 2**53. Every refusal is an :class:`ExpressionError` with a stable code.
 """
@@ -340,16 +341,24 @@ def names(tree: ast.expr) -> set[str]:
     return out
 
 
+class Budget:
+    """Evaluation steps left, shared by the expressions of one expansion (so a template of
+    many expressions costs no more than :data:`MAX_STEPS` in all)."""
+
+    def __init__(self, steps: int = MAX_STEPS) -> None:
+        self.steps = steps
+
+
 class _Evaluator:
-    def __init__(self, env: Mapping[str, Any]) -> None:
+    def __init__(self, env: Mapping[str, Any], budget: Budget) -> None:
         self.env = env
-        self.steps = 0
+        self.budget = budget
 
     def eval(self, node: ast.expr, local: Mapping[str, Any]) -> Any:
-        self.steps += 1
-        if self.steps > MAX_STEPS:
+        self.budget.steps -= 1
+        if self.budget.steps < 0:
             raise ExpressionError(
-                WORKFLOW_EXPR_TOO_COSTLY, f"the expression takes more than {MAX_STEPS} steps"
+                WORKFLOW_EXPR_TOO_COSTLY, f"the expressions take more than {MAX_STEPS} steps"
             )
         return _checked(self._eval(node, local))
 
@@ -448,11 +457,12 @@ def _subscript(container: Any, key: Any) -> Any:
     raise ExpressionError(WORKFLOW_EXPR_TYPE, f"cannot index {_kind(container)}")
 
 
-def evaluate(source: Any, env: Mapping[str, Any]) -> Any:
+def evaluate(source: Any, env: Mapping[str, Any], budget: Budget | None = None) -> Any:
     """The value of the expression ``source`` with the names of ``env`` (parameters and
-    tables); :class:`ExpressionError` with a stable code otherwise. Never runs code."""
+    tables); :class:`ExpressionError` with a stable code otherwise. Never runs code.
+    ``budget``: the evaluation steps left (default: :data:`MAX_STEPS` for this one)."""
     tree = parse(source)
     try:
-        return _Evaluator(env).eval(tree, {})
+        return _Evaluator(env, budget or Budget()).eval(tree, {})
     except RecursionError:  # parse() bounds the depth; a last guard all the same
         raise ExpressionError(WORKFLOW_EXPR_TOO_DEEP, "the expression nests too deeply") from None

@@ -10,7 +10,9 @@ to them, and a later plan step's ``{"step": "<workflow step id>"}`` (or ``depend
 the definition's ``result`` step (all its steps). The expansion is a pure function of the
 plan step and the definition: the same inputs give the same steps, so the same plan id.
 
-Codes: ``WORKFLOW_DEFINITION_MISSING`` (no definition for the ref in the catalog),
+Codes: ``WORKFLOW_EXPANSION_TOO_LARGE`` (more than :data:`MAX_WORKFLOW_STEPS` workflow
+steps, or more than :data:`MAX_EXPANDED_STEPS` steps once expanded),
+``WORKFLOW_DEFINITION_MISSING`` (no definition for the ref in the catalog),
 ``WORKFLOW_TEMPLATE_INVALID`` (a template that cannot expand: an unknown template step
 reference, an expanded id that is not a valid step id, a computed label that is not a
 string), the ``WORKFLOW_EXPR_*`` codes of the expression language, and ``PLAN_ARGS_INVALID``
@@ -27,13 +29,19 @@ from jsonschema import Draft202012Validator
 from pydantic import ValidationError
 
 from aira_core.catalog.capabilities import CapabilityEntry
-from aira_core.catalog.expressions import ExpressionError, evaluate
+from aira_core.catalog.expressions import Budget, ExpressionError, evaluate
 from aira_core.contracts.capability import CapabilityKind
 from aira_core.contracts.plan import Plan, PlanStep
 from aira_core.contracts.workflow import WorkflowDefinition
 
 WORKFLOW_DEFINITION_MISSING = "WORKFLOW_DEFINITION_MISSING"
 WORKFLOW_TEMPLATE_INVALID = "WORKFLOW_TEMPLATE_INVALID"
+WORKFLOW_EXPANSION_TOO_LARGE = "WORKFLOW_EXPANSION_TOO_LARGE"
+
+MAX_WORKFLOW_STEPS = 256
+"""Workflow steps one plan may have (each costs up to ``MAX_STEPS`` evaluation steps)."""
+MAX_EXPANDED_STEPS = 4096
+"""Steps a plan may have once its workflow steps are expanded."""
 
 
 @dataclass
@@ -68,13 +76,15 @@ class _TemplateError(Exception):
         self.message = message
 
 
-def _render(value: Any, env: Mapping[str, Any], ids: Mapping[str, str], where: str) -> Any:
+def _render(
+    value: Any, env: Mapping[str, Any], ids: Mapping[str, str], where: str, budget: Budget
+) -> Any:
     """``value`` with its templates filled in (``$expr``, ``$step``, ``{"step": <template
     id>}``); :class:`_TemplateError` or :class:`ExpressionError` otherwise."""
     if isinstance(value, dict):
         if len(value) == 1 and "$expr" in value:
             try:
-                return evaluate(value["$expr"], env)
+                return evaluate(value["$expr"], env, budget)
             except ExpressionError as exc:
                 raise _TemplateError(
                     exc.code, f"{where}: {{$expr: {str(value['$expr'])[:120]!r}}}: {exc.message}"
@@ -89,9 +99,9 @@ def _render(value: Any, env: Mapping[str, Any], ids: Mapping[str, str], where: s
             return ids[ref]
         if len(value) == 1 and isinstance(value.get("step"), str) and value["step"] in ids:
             return {"step": ids[value["step"]]}
-        return {k: _render(v, env, ids, f"{where}/{k}") for k, v in value.items()}
+        return {k: _render(v, env, ids, f"{where}/{k}", budget) for k, v in value.items()}
     if isinstance(value, list):
-        return [_render(v, env, ids, f"{where}/{i}") for i, v in enumerate(value)]
+        return [_render(v, env, ids, f"{where}/{i}", budget) for i, v in enumerate(value)]
     return value
 
 
@@ -107,11 +117,12 @@ def _expand_one(
     env = {**definition.tables, **params}  # lint keeps parameter and table names apart
     ids: dict[str, str] = {}
     out: list[PlanStep] = []
+    budget = Budget()
     for t in definition.steps:
         where = f"template step {t.id!r}"
         if t.when is not None:
             try:
-                keep = evaluate(t.when, env)
+                keep = evaluate(t.when, env, budget)
             except ExpressionError as exc:
                 raise _TemplateError(
                     exc.code, f"{where} when {t.when[:120]!r}: {exc.message}"
@@ -120,9 +131,13 @@ def _expand_one(
                 raise _TemplateError(WORKFLOW_TEMPLATE_INVALID, f"{where}: when gives no boolean")
             if not keep:
                 continue
-        args = _render(t.args, env, ids, f"{where} args")
+        args = _render(t.args, env, ids, f"{where} args", budget)
         # "$label": the workflow step's own label (so the body it makes is b:<that label>)
-        label = step.label if t.label == "$label" else _render(t.label, env, ids, f"{where} label")
+        label = (
+            step.label
+            if t.label == "$label"
+            else _render(t.label, env, ids, f"{where} label", budget)
+        )
         if label is not None and not isinstance(label, str):
             raise _TemplateError(WORKFLOW_TEMPLATE_INVALID, f"{where}: the label is no string")
         deps = [ids[x] for x in t.depends_on if x in ids] + depends_on
@@ -162,6 +177,22 @@ def expand_plan(
 ) -> Expansion:
     """``plan`` with every workflow step expanded; never raises for bad input (findings)."""
     out = Expansion(plan)
+    workflow_steps = [
+        i
+        for i, s in enumerate(plan.steps)
+        if (e := capabilities.get(s.capability)) is not None
+        and e.descriptor.kind is CapabilityKind.WORKFLOW
+    ]
+    if len(workflow_steps) > MAX_WORKFLOW_STEPS:
+        out.findings.append(
+            Finding(
+                WORKFLOW_EXPANSION_TOO_LARGE,
+                f"the plan has {len(workflow_steps)} workflow steps; at most {MAX_WORKFLOW_STEPS}",
+                ("steps", workflow_steps[MAX_WORKFLOW_STEPS]),
+                plan.steps[workflow_steps[MAX_WORKFLOW_STEPS]].id,
+            )
+        )
+        return out
     steps: list[PlanStep] = []
     results: dict[str, str | None] = {}
     members: dict[str, list[str]] = {}
@@ -224,6 +255,15 @@ def expand_plan(
         for k, s in enumerate(expanded):
             steps.append(s)
             out.origin.append((i, k))
+    if len(steps) > MAX_EXPANDED_STEPS and not out.findings:
+        out.findings.append(
+            Finding(
+                WORKFLOW_EXPANSION_TOO_LARGE,
+                f"the expanded plan has {len(steps)} steps; at most {MAX_EXPANDED_STEPS}",
+                ("steps",),
+                "",
+            )
+        )
     if out.expansions and not out.findings:
         out.plan = plan.model_copy(update={"steps": steps})
     return out
