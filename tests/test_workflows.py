@@ -412,3 +412,15 @@ def test_the_evaluation_budget_is_shared_by_one_expansion() -> None:
             ex.evaluate("[i for i in range(1000)]", {}, budget)
     assert caught.value.code == ex.WORKFLOW_EXPR_TOO_COSTLY
     assert ex.evaluate("[i for i in range(1000)]", {}) == list(range(1000))  # a fresh budget
+
+
+def test_only_a_plan_grown_by_expansion_is_capped(ctx, monkeypatch) -> None:
+    from aira_core.catalog import workflows
+
+    monkeypatch.setattr(workflows, "MAX_EXPANDED_STEPS", 2)
+    head = ctx.repository.head("main")
+    report, _ = check_plan(plan(head, wf_step()), ctx)  # three steps once expanded
+    assert [d.code for d in report.diagnostics] == ["WORKFLOW_EXPANSION_TOO_LARGE"]
+    boxes = [step(f"b{i}", BOX_CAP, length=1, width=1, height=1) for i in range(3)]
+    report, _ = check_plan(plan(head, *boxes), ctx)
+    assert report.ok, report.diagnostics
