@@ -297,6 +297,33 @@ _CODES = (
             "leaves the whitelist; or a non-repair carries one",
         ),
         ("LINT_TRUST_SELF_ASSERTED", "trust is filled in by the catalog, never by the manifest"),
+        (
+            "LINT_WORKFLOW_DEFINITION_MISSING",
+            "a workflow descriptor whose workflowRef has no definition in the package's workflows",
+        ),
+        (
+            "LINT_WORKFLOW_CAPABILITY_UNKNOWN",
+            "a workflow template step names a capability neither in the package nor the catalog",
+        ),
+        (
+            "LINT_WORKFLOW_STEP_REFERENCE",
+            "a workflow template refers to a template step that is not an earlier one "
+            "(step, $step, dependsOn, result) or repeats a template step id",
+        ),
+        (
+            "LINT_WORKFLOW_TYPE_MISMATCH",
+            "a workflow template feeds a Shape input from a template step that makes no such shape",
+        ),
+        (
+            "LINT_WORKFLOW_EXPRESSION_INVALID",
+            "a workflow expression does not parse, leaves the language, or reads a name that is "
+            "neither a parameter nor a table",
+        ),
+        (
+            "LINT_WORKFLOW_TEMPLATE_INVALID",
+            "a workflow definition no descriptor uses, a nested workflow, or a name that is both "
+            "a parameter and a table",
+        ),
     ),
     *_phase(
         "conformance",
@@ -482,6 +509,41 @@ _CODES = (
             "patch template this runtime does not know",
         ),
         ("PLAN_ARGS_INVALID", "a step's arguments break its capability's input schema"),
+        (
+            "WORKFLOW_DEFINITION_MISSING",
+            "a workflow step whose capability's definition is not in the catalog",
+        ),
+        (
+            "WORKFLOW_TEMPLATE_INVALID",
+            "a workflow cannot expand: a template step reference, an expanded step id or label "
+            "that is not valid",
+        ),
+        (
+            "WORKFLOW_EXPANSION_TOO_LARGE",
+            "a plan with more than 256 workflow steps, or more than 4096 steps once expanded",
+        ),
+        ("WORKFLOW_EXPR_SYNTAX", "a workflow expression that does not parse"),
+        ("WORKFLOW_EXPR_TOO_LONG", "a workflow expression over 1000 characters"),
+        ("WORKFLOW_EXPR_TOO_DEEP", "a workflow expression nested deeper than 32 levels"),
+        (
+            "WORKFLOW_EXPR_TOO_COSTLY",
+            "workflow expressions over 20,000 evaluation steps in one workflow step's "
+            "expansion, or a list or string over 1000 items",
+        ),
+        (
+            "WORKFLOW_EXPR_UNSUPPORTED",
+            "a workflow expression outside the language: attribute access, a call of anything "
+            "but min max abs round floor ceil sqrt len range, lambdas, assignments …",
+        ),
+        ("WORKFLOW_EXPR_NAME_UNKNOWN", "a workflow expression reads an undeclared name"),
+        ("WORKFLOW_EXPR_TYPE", "a workflow expression applies an operator to the wrong types"),
+        ("WORKFLOW_EXPR_DIVISION_BY_ZERO", "a workflow expression divides by zero"),
+        (
+            "WORKFLOW_EXPR_NOT_FINITE",
+            "a workflow expression's number is infinite, not a number, or an integer of 2**53 "
+            "or more",
+        ),
+        ("WORKFLOW_EXPR_KEY_UNKNOWN", "a workflow table has no such key, or a list no such index"),
         (
             "PLAN_REFERENCE_UNRESOLVED",
             "an argument names no parameter, body or assertion of "

@@ -128,6 +128,53 @@ def test_a_repair_is_lint_clean() -> None:
     assert lint_codes(mutate(manifest(), _with_repair)) == []
 
 
+WORKFLOW = "cap:test.plate@1"
+WF_REF = "test.plate@1.0.0"
+WF = ("workflows", WF_REF)
+
+
+def workflow(*mutations: Mutation) -> Mutation:
+    """Add a workflow (a box, its edges rounded) to the manifest, then apply ``mutations``."""
+
+    def fn(m: dict[str, Any]) -> None:
+        m["descriptors"].append(
+            {
+                **{k: v for k, v in box_descriptor().items() if k != "operationRef"},
+                "capabilityId": WORKFLOW,
+                "kind": "workflow",
+                "workflowRef": WF_REF,
+                "relations": {},
+                "inputs": {"schemaRef": "amir://workflows/test.plate/1.0.0/input"},
+                "outputs": {"schemaRef": "amir://workflows/test.plate/1.0.0/output"},
+            }
+        )
+        for part in ("input", "output"):
+            m["schemas"][f"amir://workflows/test.plate/1.0.0/{part}"] = m["schemas"][
+                f"amir://ops/test.box/1.0.0/{part}"
+            ]
+        m["workflows"] = {
+            WF_REF: {
+                "tables": {"inset": {"small": 1}},
+                "steps": [
+                    {
+                        "id": "box",
+                        "capability": BOX,
+                        "args": {"length": {"$expr": "length"}, "width": 1, "height": 1},
+                    },
+                    {
+                        "id": "round",
+                        "capability": FILLET,
+                        "args": {"target": {"step": "box"}, "edges": ">Z", "radius": 1},
+                    },
+                ],
+            }
+        }
+        for mutation in mutations:
+            mutation(m)
+
+    return fn
+
+
 # -- the rule table ------------------------------------------------------------------------
 
 
@@ -520,6 +567,58 @@ CASES: list[Case] = [
         "LINT_TRUST_SELF_ASSERTED",
         "/descriptors/0/trust",
         BOX,
+    ),
+    Case(
+        "workflow-without-definition",
+        workflow(put("workflows", {})),
+        "LINT_WORKFLOW_DEFINITION_MISSING",
+        "/descriptors/3/workflowRef",
+        WORKFLOW,
+    ),
+    Case(
+        "workflow-unknown-capability",
+        workflow(put(*WF, "steps", 1, "capability", "cap:test.nothing@1")),
+        "LINT_WORKFLOW_CAPABILITY_UNKNOWN",
+        "/workflows/test.plate@1.0.0/steps/1/capability",
+        WORKFLOW,
+    ),
+    Case(
+        "workflow-later-step",
+        workflow(put(*WF, "steps", 0, "args", "width", {"$step": "round"})),
+        "LINT_WORKFLOW_STEP_REFERENCE",
+        "/workflows/test.plate@1.0.0/steps/0/args/width",
+        WORKFLOW,
+    ),
+    Case(
+        "workflow-shape-from-a-sketch",
+        workflow(
+            put(*WF, "steps", 0, "capability", SKETCH),
+            put(*D2, "outputs", {"schemaRef": SKETCH_IN, "semanticTypes": ["Profile"]}),
+            put(
+                "schemas",
+                "amir://ops/test.fillet/1.0.0/input",
+                "properties",
+                "target",
+                {"type": "string", "x-amir-type": "Shape", "x-amir-accepts": "ExactSolid"},
+            ),
+        ),
+        "LINT_WORKFLOW_TYPE_MISMATCH",
+        "/workflows/test.plate@1.0.0/steps/1/args/target",
+        WORKFLOW,
+    ),
+    Case(
+        "workflow-expression-reads-an-undeclared-name",
+        workflow(put(*WF, "steps", 0, "args", "width", {"$expr": "inset[size]"})),
+        "LINT_WORKFLOW_EXPRESSION_INVALID",
+        "/workflows/test.plate@1.0.0/steps/0/args/width",
+        WORKFLOW,
+    ),
+    Case(
+        "workflow-table-shadows-a-parameter",
+        workflow(put(*WF, "tables", "length", {"a": 1})),
+        "LINT_WORKFLOW_TEMPLATE_INVALID",
+        "/workflows/test.plate@1.0.0/tables/length",
+        WORKFLOW,
     ),
 ]
 

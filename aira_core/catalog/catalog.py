@@ -125,7 +125,7 @@ class Catalog:
     def authoring_lock_hash(self) -> str:
         if "lock" not in self._hashes:
             self._hashes["lock"] = hashes.catalog_authoring_lock_hash(
-                (d, p.manifest.schemas)
+                (d, p.manifest.schemas, p.manifest.workflows)
                 for p in self.packages.values()
                 for d in p.manifest.descriptors
             )
@@ -313,7 +313,14 @@ def _lint_context(known: set[str]) -> str:
     return sha256_hex({"known": sorted(known), "code": code})
 
 
-_LINT_CODE = ("lint.py", "predicates.py", "../contracts/capability.py", "../contracts/base.py")
+_LINT_CODE = (
+    "lint.py",
+    "predicates.py",
+    "expressions.py",
+    "../contracts/capability.py",
+    "../contracts/base.py",
+    "../contracts/workflow.py",
+)
 
 
 def _build(registry: Registry, trust: TrustPolicy, state: CatalogState, now: datetime) -> Catalog:

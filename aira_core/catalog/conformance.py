@@ -172,6 +172,8 @@ def implementations_fingerprint(
     parts = []
     for d in manifest.descriptors:
         ref = d.target[1]
+        if d.kind is CapabilityKind.WORKFLOW:
+            continue  # its definition is in the manifest, whose hash the report is keyed by
         impl = index.get(ref)
         fingerprint = getattr(impl, "fingerprint", None) if impl is not None else "missing"
         if not isinstance(fingerprint, str):
@@ -187,7 +189,12 @@ def check_conformance(
     manifest_hash: str,
     now: datetime | None = None,
 ) -> ConformanceReport:
-    checks = [check_descriptor(d, index) for d in manifest.descriptors]
+    checks = [
+        check_workflow(d, manifest)
+        if d.kind is CapabilityKind.WORKFLOW and d.workflow_ref is not None
+        else check_descriptor(d, index)
+        for d in manifest.descriptors
+    ]
     return ConformanceReport(
         implementations=implementations_fingerprint(manifest, index),
         package=manifest.name,
@@ -196,4 +203,46 @@ def check_conformance(
         checked_at=now or datetime.now(UTC),
         passed=all(c.passed for c in checks),
         checks=checks,
+    )
+
+
+def check_workflow(d: CapabilityDescriptor, manifest: PackageManifest) -> ConformanceCheck:
+    """A workflow's target is its definition in the manifest: every input example (with the
+    defaultBinding) must expand (:func:`aira_core.catalog.workflows.expand_plan`)."""
+    from aira_core.catalog.capabilities import capability_entries
+    from aira_core.catalog.workflows import expand_plan
+    from aira_core.contracts.plan import Plan, PlanStep
+
+    ref = d.workflow_ref or ""
+    cap = d.capability_id
+    found: list[Diagnostic] = []
+    bound = FindingCap(subject=cap)
+
+    def fail(code: str, message: str) -> None:
+        if bound.keep(code):
+            found.append(
+                Diagnostic(code=code, subject=cap, message=f"{cap} (workflowRef {ref}): {message}")
+            )
+
+    entries = capability_entries([(d, manifest.schemas)])
+    if ref not in manifest.workflows or cap not in entries:
+        fail(CONFORMANCE_TARGET_UNRESOLVED, f"the package has no workflow definition {ref}")
+        return ConformanceCheck(capability_id=cap, target=ref, passed=False, diagnostics=found)
+    inputs = [dict(ex.input) for ex in d.input_examples]
+    if d.default_binding:
+        inputs = [{**i, **d.default_binding} for i in inputs or [{}]]
+    for j, given in enumerate(inputs):
+        plan = Plan(
+            base_revision="rev:sha256:" + "0" * 64,
+            steps=[PlanStep(id="example", capability=cap, args=given)],
+        )
+        expansion = expand_plan(plan, entries, manifest.workflows)
+        for f in expansion.findings:
+            fail(
+                CONFORMANCE_EXAMPLE_REJECTED,
+                f"input example {j} does not expand: {f.code}: {f.message[:400]}",
+            )
+    found += bound.summary()
+    return ConformanceCheck(
+        capability_id=cap, target=ref, implementation=ref, passed=not found, diagnostics=found
     )

@@ -118,8 +118,10 @@ class Disclosure:
         self._cache = cache
         self._index: SearchIndex | None = None
         self._schemas: dict[str, Mapping[str, Any]] = {}
+        self._workflows: dict[str, Any] = {}
         for package in catalog.packages.values():
             self._schemas.update(package.manifest.schemas)
+            self._workflows.update(package.manifest.workflows)
 
     @property
     def index(self) -> SearchIndex:
@@ -257,6 +259,8 @@ class Disclosure:
         ):
             if semantic.get(key) not in (None, {}, []):
                 body[key] = semantic[key]
+        if d.workflow_ref in self._workflows:  # a workflow is audited by its definition
+            body["workflow"] = self._workflows[d.workflow_ref].to_wire()
         body["contractHash"] = sha256_id("contract", body)
         return body
 

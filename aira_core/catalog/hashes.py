@@ -21,25 +21,36 @@ from aira_core.contracts.capability import CapabilityDescriptor, RuntimeCapabili
 Schemas = Mapping[str, Mapping[str, Any]]
 
 
-def _locked(descriptor: CapabilityDescriptor, schemas: Schemas) -> dict[str, Any]:
-    """What the authoring lock covers for one capability."""
-    return {
+def _locked(
+    descriptor: CapabilityDescriptor, schemas: Schemas, workflows: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
+    """What the authoring lock covers for one capability: for a workflow also its definition
+    (its template is what the capability means)."""
+    locked = {
         "semantic": descriptor.semantic().to_wire(),
         "schemas": {ref: schemas.get(ref) for ref in descriptor.schema_refs()},
     }
+    ref = descriptor.workflow_ref
+    if ref is not None and workflows and ref in workflows:
+        definition = workflows[ref]
+        locked["workflow"] = definition.to_wire() if hasattr(definition, "to_wire") else definition
+    return locked
 
 
-def authoring_lock_hash(descriptor: CapabilityDescriptor, schemas: Schemas) -> str:
-    return sha256_id("lock", _locked(descriptor, schemas))
+def authoring_lock_hash(
+    descriptor: CapabilityDescriptor, schemas: Schemas, workflows: Mapping[str, Any] | None = None
+) -> str:
+    return sha256_id("lock", _locked(descriptor, schemas, workflows))
 
 
 def discovery_hash(descriptor: CapabilityDescriptor) -> str:
     return sha256_id("disc", descriptor.profile().to_wire())
 
 
-def catalog_authoring_lock_hash(items: Iterable[tuple[CapabilityDescriptor, Schemas]]) -> str:
-    """Lock hash of a set of capabilities, each with the schemas of its package."""
-    return sha256_id("lock", {d.capability_id: authoring_lock_hash(d, s) for d, s in items})
+def catalog_authoring_lock_hash(items: Iterable[tuple[Any, ...]]) -> str:
+    """Lock hash of a set of capabilities, each with the schemas of its package (and its
+    workflow definitions: ``(descriptor, schemas, workflows)``)."""
+    return sha256_id("lock", {item[0].capability_id: authoring_lock_hash(*item) for item in items})
 
 
 def catalog_discovery_hash(descriptors: Iterable[CapabilityDescriptor]) -> str:

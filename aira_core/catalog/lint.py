@@ -299,6 +299,7 @@ def _findings(manifest: PackageManifest, known_capabilities: set[str] | None) ->
             )
         seen.add(d.capability_id)
         yield from _lint_descriptor(ctx, d, base)
+    yield from _lint_workflows(ctx)
 
 
 def _lint_descriptor(
@@ -778,3 +779,181 @@ def _lint_relations(
                     pointer,
                     f"{relation.value} names {target}, which is not in the catalog",
                 )
+
+
+# -- workflow definitions (docs/workflows.md) -------------------------------------------------
+
+# Kinds whose steps make a shape another step can take ({"step": id} on a Shape input).
+_SHAPE_KINDS = frozenset({CapabilityKind.AUTHORING_OPERATION, CapabilityKind.IMPORTER})
+
+
+def _template_values(
+    value: Any, path: tuple[str | int, ...]
+) -> Iterator[tuple[tuple[str | int, ...], Any]]:
+    """Every JSON value of a template, with its path (objects and lists walked)."""
+    yield path, value
+    if isinstance(value, dict) and not (len(value) == 1 and "$expr" in value):
+        for k, v in value.items():
+            yield from _template_values(v, (*path, k))
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            yield from _template_values(v, (*path, i))
+
+
+def _lint_workflows(ctx: _Ctx) -> Iterator[_Finding]:
+    """Each workflow descriptor has its definition; each definition names existing
+    capabilities (of the package, or of the catalog it is admitted to), refers only to
+    earlier template steps, feeds Shape inputs from steps that make shapes, and its
+    expressions parse and read only the declared parameters and tables."""
+    from aira_core.catalog import expressions
+
+    m = ctx.manifest
+    own = {d.capability_id: d for d in m.descriptors}
+    users = {d.workflow_ref: d for d in m.descriptors if d.workflow_ref is not None}
+    for i, d in enumerate(m.descriptors):
+        if d.kind is CapabilityKind.WORKFLOW and d.workflow_ref not in m.workflows:
+            yield _diag(
+                "LINT_WORKFLOW_DEFINITION_MISSING",
+                d.capability_id,
+                ["descriptors", i, "workflowRef"],
+                f"no definition {d.workflow_ref} in the package's workflows",
+            )
+    for ref, definition in m.workflows.items():
+        base: tuple[str | int, ...] = ("workflows", ref)
+        d = users.get(ref)
+        if d is None:
+            yield _diag(
+                "LINT_WORKFLOW_TEMPLATE_INVALID",
+                m.name,
+                base,
+                f"no descriptor of the package has workflowRef {ref}",
+            )
+            continue
+        cap = d.capability_id
+        schema = m.schemas.get(d.inputs.schema_ref)
+        props = schema.get("properties") if isinstance(schema, dict) else None
+        params = set(props) if isinstance(props, dict) else set()
+        tables = set(definition.tables)
+        for name in sorted(params & tables):
+            yield _diag(
+                "LINT_WORKFLOW_TEMPLATE_INVALID",
+                cap,
+                [*base, "tables", name],
+                f"{name!r} is both a parameter and a table",
+            )
+        declared = params | tables | set(expressions.CONSTANTS) | {"true", "false"}
+        made: dict[str, CapabilityDescriptor | None] = {}
+        for k, t in enumerate(definition.steps):
+            where = (*base, "steps", k)
+            if t.id in made:
+                yield _diag(
+                    "LINT_WORKFLOW_STEP_REFERENCE",
+                    cap,
+                    [*where, "id"],
+                    f"template step id {t.id!r} twice",
+                )
+            named = own.get(t.capability)
+            if named is None and ctx.known is not None and t.capability not in ctx.known:
+                yield _diag(
+                    "LINT_WORKFLOW_CAPABILITY_UNKNOWN",
+                    cap,
+                    [*where, "capability"],
+                    f"template step {t.id!r} names {t.capability}, which is neither in the "
+                    "package nor in the catalog",
+                )
+            elif named is not None and named.kind is CapabilityKind.WORKFLOW:
+                yield _diag(
+                    "LINT_WORKFLOW_TEMPLATE_INVALID",
+                    cap,
+                    [*where, "capability"],
+                    f"template step {t.id!r} names the workflow {t.capability}: "
+                    "workflows do not nest",
+                )
+            for dep_k, dep in enumerate(t.depends_on):
+                if dep not in made:
+                    yield _diag(
+                        "LINT_WORKFLOW_STEP_REFERENCE",
+                        cap,
+                        [*where, "dependsOn", dep_k],
+                        f"{dep!r} is not an earlier template step",
+                    )
+            named_schema = m.schemas.get(named.inputs.schema_ref) if named is not None else None
+            named_props = named_schema.get("properties") if isinstance(named_schema, dict) else {}
+            exprs = [((*where, "when"), t.when)] if t.when is not None else []
+            for path, value in _template_values(t.args, (*where, "args")):
+                if isinstance(value, dict) and len(value) == 1 and "$expr" in value:
+                    exprs.append((path, value["$expr"]))
+                elif (
+                    isinstance(value, dict)
+                    and len(value) == 1
+                    and ("$step" in value or "step" in value)
+                ):
+                    target = value.get("$step", value.get("step"))
+                    if target not in made:
+                        yield _diag(
+                            "LINT_WORKFLOW_STEP_REFERENCE",
+                            cap,
+                            path,
+                            f"{target!r} is not an earlier template step",
+                        )
+                        continue
+                    prop = (
+                        named_props.get(path[-1])
+                        if isinstance(named_props, dict) and len(path) == len(where) + 2
+                        else None
+                    )
+                    if (
+                        "step" in value
+                        and isinstance(prop, dict)
+                        and prop.get("x-amir-type") == "Shape"
+                    ):
+                        source = made[target]
+                        accepts = prop.get("x-amir-accepts")
+                        outputs = (
+                            set(source.outputs.semantic_types)
+                            if source and source.outputs
+                            else set()
+                        )
+                        if source is not None and (
+                            source.kind not in _SHAPE_KINDS
+                            or (isinstance(accepts, str) and outputs and accepts not in outputs)
+                        ):
+                            yield _diag(
+                                "LINT_WORKFLOW_TYPE_MISMATCH",
+                                cap,
+                                path,
+                                f"{path[-1]} takes {accepts or 'a shape'}; "
+                                f"template step {target!r} "
+                                f"({source.kind.value} {source.capability_id}) makes "
+                                f"{', '.join(sorted(outputs)) or 'no shape'}",
+                            )
+            if isinstance(t.label, dict):
+                for path, value in _template_values(t.label, (*where, "label")):
+                    if isinstance(value, dict) and len(value) == 1 and "$expr" in value:
+                        exprs.append((path, value["$expr"]))
+            for path, source_text in exprs:
+                try:
+                    tree = expressions.parse(source_text)
+                except expressions.ExpressionError as exc:
+                    yield _diag(
+                        "LINT_WORKFLOW_EXPRESSION_INVALID", cap, path, f"{exc.code}: {exc.message}"
+                    )
+                    continue
+                unknown = sorted(expressions.names(tree) - declared)
+                if unknown:
+                    yield _diag(
+                        "LINT_WORKFLOW_EXPRESSION_INVALID",
+                        cap,
+                        path,
+                        f"{', '.join(unknown)} {'is' if len(unknown) == 1 else 'are'} neither a "
+                        f"parameter ({', '.join(sorted(params)) or 'none'}) nor a table "
+                        f"({', '.join(sorted(tables)) or 'none'})",
+                    )
+            made[t.id] = named
+        if definition.result is not None and definition.result not in made:
+            yield _diag(
+                "LINT_WORKFLOW_STEP_REFERENCE",
+                cap,
+                [*base, "result"],
+                f"result {definition.result!r} is not a template step",
+            )

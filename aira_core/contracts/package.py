@@ -14,6 +14,7 @@ from pydantic_core import PydanticCustomError
 from aira_core.canonical import sha256_bytes_hex
 from aira_core.contracts.base import SemVer, WireModel
 from aira_core.contracts.capability import CapabilityDescriptor
+from aira_core.contracts.workflow import WorkflowDefinition
 from aira_core.diagnostics import Diagnostic
 
 MANIFEST_FORMAT = "aira.capability-package/1"
@@ -34,6 +35,9 @@ class PackageManifest(WireModel):
     descriptors: list[CapabilityDescriptor]
     schemas: dict[str, dict[str, Any]] = Field(default_factory=dict)
     """JSON Schemas (Draft 2020-12) by the ``schemaRef`` that descriptors use."""
+    workflows: dict[str, WorkflowDefinition] = Field(default_factory=dict)
+    """Workflow definitions by the ``workflowRef`` of their descriptors (docs/workflows.md):
+    in the manifest, so the signature covers them."""
 
 
 class PackageSignature(WireModel):

@@ -110,6 +110,9 @@ class CheckReport(WireModel):
     """The failed step's capability as a compact signature (``aira_core.catalog.signatures``),
     e.g. ``exact.fillet@1(target:Shape,edges:Sel,radius:Len>0)``."""
     uncertainty: UncertaintyReport = Field(default_factory=UncertaintyReport)
+    expansions: dict[str, list[dict[str, Any]]] | None = None
+    """Each workflow step's expansion: the ordinary steps it became, in order, as they were
+    checked (docs/workflows.md). Absent when the plan has no workflow step."""
     summary: dict[str, Any] | None = None
     """On a stale-revision refusal (``STEP_STALE_REVISION``): the summary of the new head,
     to re-plan against without another read."""

@@ -8,6 +8,11 @@ authoring steps into one AMIR patch (committed all or nothing), validator steps 
 assertions (judged on their body's state at their position in the plan, then re-checked on
 every later commit), query steps into kernel queries.
 
+A workflow step is first expanded into ordinary steps from its signed definition
+(:mod:`aira_core.catalog.workflows`, docs/workflows.md: ``WORKFLOW_*`` codes); the checks and
+the plan id are then those of the expanded plan, and findings on expanded steps are reported
+on their workflow step.
+
 The ten checks and their codes:
 
 1. capability and version exist, catalog not replaced: ``PLAN_CAPABILITY_UNKNOWN``,
@@ -48,6 +53,7 @@ from aira_core.catalog.capabilities import CapabilityEntry, capability_index
 from aira_core.catalog.catalog import Catalog
 from aira_core.catalog.policy import LOCAL_GRANT, RISK_RANK, authorize
 from aira_core.catalog.signatures import signature
+from aira_core.catalog.workflows import Expansion, expand_plan, workflow_index
 from aira_core.contracts.amir import (
     AMIR_ACCEPTS_KEYWORD,
     AMIR_CONSUMES_KEYWORD,
@@ -91,6 +97,7 @@ from aira_core.contracts.capability import (
     SessionGrant,
 )
 from aira_core.contracts.plan import CheckReport, IntentFrame, Plan, PlanStep, UncertaintyReport
+from aira_core.contracts.workflow import WorkflowDefinition
 from aira_core.diagnostics import (
     AiraError,
     Diagnostic,
@@ -138,10 +145,15 @@ class PlanContext:
     intent: IntentFrame | None = None
     now: datetime = field(default_factory=lambda: datetime.now(UTC))
     capabilities: dict[str, CapabilityEntry] = field(default_factory=dict)
+    workflows: dict[str, WorkflowDefinition] = field(default_factory=dict)
+    """The catalog's workflow definitions by ``workflowRef``
+    (:mod:`aira_core.catalog.workflows`)."""
 
     def __post_init__(self) -> None:
         if not self.capabilities:
             self.capabilities = capability_index(self.catalog)
+        if not self.workflows:
+            self.workflows = workflow_index(p.manifest for p in self.catalog.packages.values())
 
 
 @dataclass
@@ -167,6 +179,9 @@ class Lowered:
     removed_by_step: dict[str, list[str]] = field(default_factory=dict)
     """The bodies each step took out of the model: a boolean's consumed tool, a removed
     body."""
+    plan: Plan | None = None
+    """The plan as checked and lowered: workflow steps expanded (its step ids are the ones
+    the tables above use)."""
 
     def step_of(self, entity_id: str) -> str | None:
         tables = (self.node_of_step, self.body_of_step, self.assertion_of_step)
@@ -1130,6 +1145,14 @@ def check_plan(
     ``failedStep`` and ``stepSchema`` name the first failing step and its input schema.
     """
     found = _Findings()
+    # Workflow steps first: what is checked (and gets the plan id) is the expanded plan.
+    expansion = expand_plan(plan, ctx.capabilities, ctx.workflows)
+    if expansion.findings:
+        for f in expansion.findings:
+            found.add(f.code, f.message, *f.pointer, step=f.step, cause="workflow")
+        report = _report(plan.plan_id(), found, ctx, UncertaintyReport(), plan)
+        return report, None
+    submitted, plan = plan, expansion.plan
     plan_id = plan.plan_id()
     head = branch_head(ctx, plan, branch)
     if plan.base_revision != head:
@@ -1369,8 +1392,38 @@ def check_plan(
             "uncovered": authoring if total == 0 else 0,
         },
     )
-    report = _report(plan_id, found, ctx, uncertainty, plan)
+    if expansion.expanded:
+        _from_workflows(found, expansion, submitted)
+        report = _report(plan_id, found, ctx, uncertainty, submitted)
+        report = report.model_copy(update={"expansions": expansion.expansions})
+    else:
+        report = _report(plan_id, found, ctx, uncertainty, plan)
+    lowered.plan = plan
     return report, (lowered if report.ok else None)
+
+
+def _from_workflows(found: _Findings, expansion: Expansion, submitted: Plan) -> None:
+    """Findings on the expanded plan, told in terms of the submitted one: a finding on an
+    expanded step points into its workflow step's expansion (``/steps/<i>/expansion/<k>``,
+    as the report's ``expansions`` show it) and names both steps."""
+    items = []
+    for index, d in found.items:
+        if index is None or index >= len(expansion.origin):
+            items.append((index, d))
+            continue
+        original, k = expansion.origin[index]
+        rest = (d.pointer or "").split("/")[3:]  # after "", "steps", "<index>"
+        if k is None:
+            pointer = "/".join(["", "steps", str(original), *rest])
+            items.append((original, d.model_copy(update={"pointer": pointer})))
+            continue
+        wf = submitted.steps[original]
+        sid = expansion.expansions[wf.id][k]["id"]
+        pointer = "/".join(["", "steps", str(original), "expansion", str(k), *rest])
+        message = f"expanded step {sid!r} of workflow step {wf.id!r} ({wf.capability}): {d.message}"
+        update = {"pointer": pointer, "message": message, "affected": [sid, wf.id]}
+        items.append((original, d.model_copy(update=update)))
+    found.items = items
 
 
 def _report(

@@ -84,6 +84,15 @@ class TraceRecord(WireModel):
     state_after: RuntimeState
     status: str
     codes: list[str] = Field(default_factory=list)
+    expansions: dict[str, list[str]] | None = None
+    """The expanded step ids of each workflow step of a proposed plan (docs/workflows.md)."""
+
+
+def _expanded_ids(expansions: Any) -> dict[str, list[str]] | None:
+    """A report's ``expansions`` as the trace keeps them: the expanded step ids."""
+    if not isinstance(expansions, dict) or not expansions:
+        return None
+    return {w: [str(s.get("id")) for s in steps] for w, steps in expansions.items()}
 
 
 class Task:
@@ -364,6 +373,7 @@ class Task:
                 state_after=self.state,
                 status=envelope.status,
                 codes=[d.code for d in envelope.diagnostics],
+                expansions=_expanded_ids(envelope.data.get("expansions")),
             )
         )
         self._decide()
@@ -784,6 +794,11 @@ class Task:
                 "planId": candidate.report.plan_id,
                 "ops": len(candidate.lowered.ops),
                 "uncertainty": candidate.report.uncertainty.to_wire(),
+                **(
+                    {"expansions": candidate.report.expansions}
+                    if candidate.report.expansions
+                    else {}
+                ),
             },
             # a passing plan's findings are warnings (SELECTOR_PRECEDENCE_AMBIGUOUS …)
             diagnostics=candidate.report.diagnostics,

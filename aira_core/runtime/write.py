@@ -321,7 +321,9 @@ class WritePath:
                 )
             )
         base = self.repository.document(plan.base_revision)
-        candidate = Candidate(plan.base_revision, base, base, lowered, plan, report)
+        # the expanded plan: its step ids are the ones later stages name
+        checked = lowered.plan or plan
+        candidate = Candidate(plan.base_revision, base, base, lowered, checked, report)
         if not lowered.ops:  # a plan of queries only: nothing to apply or commit
             return candidate
         try:
@@ -763,7 +765,12 @@ class WritePath:
                 },
                 "removedBodies": removed,
                 "queries": self._queries(candidate, diagnostics),
+                **expansions,
             }
+
+        # a workflow step's expansion, as plan.check showed it (docs/workflows.md)
+        report = candidate.report
+        expansions = {"expansions": report.expansions} if report and report.expansions else {}
 
         envelope = self._written(
             request_id,
