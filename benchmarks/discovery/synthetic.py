@@ -1114,6 +1114,8 @@ def _descriptor(i: int, n: int, seed: int) -> tuple[dict[str, Any], dict[str, di
 
     family_code = re.sub(r"[^A-Z0-9]+", "_", f"{fam.namespace}_{verb[0]}_FAILED".upper())
     diagnostics = [family_code, *rng.sample(DIAGNOSTIC_POOL, k=rng.randint(2, 6))]
+    if fam.kind is K.REPAIR:  # a repair names what it repairs (no draw: the rest stays put)
+        relations["repairsDiagnostic"] = [diagnostics[1]]
     effects = rng.choice(kind_profile["effects"])
     risk_level = rng.choice(kind_profile["risk"])
     destructive = fam.kind is K.REPAIR and risk_level == "high"
@@ -1150,6 +1152,10 @@ def _descriptor(i: int, n: int, seed: int) -> tuple[dict[str, Any], dict[str, di
         "diagnostics": diagnostics,
         "relations": relations,
     }
+    if fam.kind is K.REPAIR and target_field == "patchTemplateRef":
+        # the candidate halves the failing step's first length (data, no draw)
+        arg = lengths[0] if lengths else "value"
+        descriptor["patchTemplate"] = {"set": {arg: f"value(args[{arg!r}]) * 0.5"}}
     if rng.random() < 0.3:
         descriptor["guidance"] = {
             "failureModes": [
@@ -1234,6 +1240,19 @@ class SyntheticCatalog:
         return self._lock
 
 
+def _workflow_definitions(chunk: list[CapabilityDescriptor]) -> dict[str, Any]:
+    """A definition for each workflow of a package: one template step over the package's
+    first authoring operation (a stand-in; search and disclosure only read descriptors)."""
+    operation = next((d.capability_id for d in chunk if d.kind is K.AUTHORING_OPERATION), None)
+    if operation is None:
+        return {}
+    return {
+        d.target[1]: {"steps": [{"id": "main", "capability": operation, "args": {}}]}
+        for d in chunk
+        if d.kind is K.WORKFLOW
+    }
+
+
 def synthetic_catalog(n: int, seed: int = 0) -> SyntheticCatalog:
     """A catalog of ``n`` synthetic descriptors in packages of :data:`PACKAGE_SIZE`."""
     descriptors, schemas = synthetic_descriptors(n, seed)
@@ -1248,6 +1267,7 @@ def synthetic_catalog(n: int, seed: int = 0) -> SyntheticCatalog:
             publisher=f"synth-{vendor}",
             descriptors=chunk,
             schemas={ref: schemas[ref] for d in chunk for ref in d.schema_refs()},
+            workflows=_workflow_definitions(chunk),
         )
         packages[manifest.name] = SyntheticPackage(manifest)
     return SyntheticCatalog(packages)
