@@ -626,13 +626,8 @@ def _points(raw: Any) -> list[tuple[float, float]]:
 
 def _xy(raw: Any, what: str) -> tuple[float, float]:
     """A 2D point given as ``[x, y]`` of finite numbers; ``KERNEL_INPUT_INVALID`` if not."""
-    if (
-        not isinstance(raw, list | tuple)
-        or len(raw) != 2
-        or not all(_is_number(c) and math.isfinite(c) for c in raw)
-    ):
-        raise Failure(KERNEL_INPUT_INVALID, f"{what} must be [x, y], not {raw!r}")
-    return float(raw[0]), float(raw[1])
+    x, y = _vec(raw, what, 2)
+    return x, y
 
 
 def _hole(a: Mapping[str, Any]) -> cq.Shape:
@@ -1004,8 +999,9 @@ def _clipped(value: Any) -> str:
     return text if len(text) <= 80 else text[:80] + "…"
 
 
-def _sub(p: tuple[float, ...], q: tuple[float, ...]) -> tuple[float, ...]:
-    return tuple(a - b for a, b in zip(p, q, strict=True))
+def _v3(p: tuple[float, ...]) -> cq.Vector:
+    """A point of a sketch (in its plane, z 0) or of a path, as a 3-D vector."""
+    return cq.Vector(*p, *[0.0] * (3 - len(p)))
 
 
 def _circle_through(
@@ -1013,7 +1009,7 @@ def _circle_through(
 ) -> tuple[cq.Vector, float, cq.Vector] | None:
     """Centre, radius and unit normal (the arc turns about it from p through m to q) of the
     circle through three points, or None when they are collinear."""
-    a, b, c = (cq.Vector(*(list(x) + [0.0] * (3 - len(x)))) for x in (p, m, q))
+    a, b, c = (_v3(x) for x in (p, m, q))
     ab, ac = b - a, c - a
     normal = ab.cross(ac)
     size = normal.Length
@@ -1032,9 +1028,9 @@ def _arc_points(p, m, q, n: int) -> list[tuple[float, ...]]:
     if circle is None:
         return []
     centre, radius, normal = circle
-    u = (cq.Vector(*(list(p) + [0.0] * (3 - len(p)))) - centre).normalized()
+    u = (_v3(p) - centre).normalized()
     w = normal.cross(u)
-    end = cq.Vector(*(list(q) + [0.0] * (3 - len(q)))) - centre
+    end = _v3(q) - centre
     sweep = math.atan2(end.dot(w), end.dot(u)) % (2 * math.pi) or 2 * math.pi
     out = []
     for k in range(1, n):
@@ -1048,10 +1044,10 @@ def _tangent_at_end(seg: Segment) -> tuple[float, ...]:
     """The unit direction an outline leaves ``seg`` in at its end."""
     dims = len(seg.end)
     if seg.via is None:
-        d = cq.Vector(*(list(_sub(seg.end, seg.start)) + [0.0] * (3 - dims)))
+        d = _v3(seg.end) - _v3(seg.start)
     else:
         centre, _, normal = _circle_through(seg.start, seg.via, seg.end)  # type: ignore[misc]
-        d = normal.cross(cq.Vector(*(list(seg.end) + [0.0] * (3 - dims))) - centre)
+        d = normal.cross(_v3(seg.end) - centre)
     return tuple(d.normalized().toTuple()[:dims])
 
 
@@ -1061,9 +1057,9 @@ def _tangent_via(
     """The midpoint of the arc from ``start``, leaving along ``tangent``, to ``end``; None
     when ``end`` lies straight ahead (no arc is tangent there)."""
     dims = len(start)
-    p = cq.Vector(*(list(start) + [0.0] * (3 - dims)))
-    t = cq.Vector(*(list(tangent) + [0.0] * (3 - dims)))
-    d = cq.Vector(*(list(end) + [0.0] * (3 - dims))) - p
+    p = _v3(start)
+    t = _v3(tangent)
+    d = _v3(end) - p
     normal = t.cross(d)
     if normal.Length <= 1e-9 * max(d.Length, 1.0):
         return None
