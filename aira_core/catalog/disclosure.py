@@ -35,7 +35,9 @@ from aira_core.contracts.capability import (
     ApplicableCapabilityView,
     Authorization,
     CapabilityDescriptor,
+    ExecutionQuality,
     RuntimeCapabilitySnapshot,
+    RuntimeComponent,
     SessionGrant,
     ViewBasis,
 )
@@ -56,16 +58,29 @@ DESCRIBE_UNKNOWN = "DESCRIBE_CAPABILITY_UNKNOWN"
 DESCRIBE_LEVEL_INVALID = "DESCRIBE_LEVEL_INVALID"
 
 
-def kernels_snapshot(kernels: Iterable[Any]) -> RuntimeCapabilitySnapshot | None:
-    """What ``kernels`` execute, as one runtime snapshot (``None``: none says), read from
-    each kernel's optional ``runtime_snapshot()`` without starting it. One kernel's snapshot
-    is its own; several are merged into one of all their components."""
+def kernels_snapshot(
+    kernels: Iterable[Any], validators: Iterable[Any] = ()
+) -> RuntimeCapabilitySnapshot | None:
+    """What ``kernels`` and the registered ``validators`` execute, as one runtime snapshot
+    (``None``: none says), read from each kernel's optional ``runtime_snapshot()`` without
+    starting it. One kernel's snapshot alone is its own; otherwise one of all the components,
+    each registered validator (``aira_register_validators``) one of role ``validator``."""
     snapshots = [
         snap() for kernel in kernels if callable(snap := getattr(kernel, "runtime_snapshot", None))
     ]
-    if len(snapshots) == 1:
+    extra = [
+        RuntimeComponent(
+            name=str(v.name),
+            role="validator",
+            build_hash=str(getattr(v, "fingerprint", v.name)),
+            supported_operations=[v.ref],
+            quality_profiles=[ExecutionQuality.AUTHORITATIVE],
+        )
+        for v in validators
+    ]
+    if len(snapshots) == 1 and not extra:
         return snapshots[0]
-    components = [c for snap in snapshots for c in snap.components]
+    components = [c for snap in snapshots for c in snap.components] + extra
     if not components:
         return None
     return RuntimeCapabilitySnapshot(captured_at=datetime.now(UTC), components=components)

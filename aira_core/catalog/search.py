@@ -1316,6 +1316,9 @@ class SearchIndex:
         ref = d.target[1]
         if context is not None and context.snapshot is not None and d.patch_template_ref is None:
             decided = True
+        # a workflow's definition is the host's to expand (plan.check checks the steps it
+        # expands to); no runtime component executes the workflow itself
+        if decided and d.workflow_ref is None:
             running = [c for c in context.snapshot.components if ref in c.supported_operations]
             available = [c for c in running if c.status is ComponentStatus.AVAILABLE]
             if not running:

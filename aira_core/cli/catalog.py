@@ -226,7 +226,10 @@ def _disclosure() -> Any:
     from aira_core.catalog.policy import LOCAL_GRANT
     from aira_core.plugins import get_registry
 
-    snapshot = kernels_snapshot(get_registry().named("kernels").values())
+    registry = get_registry()
+    snapshot = kernels_snapshot(
+        registry.named("kernels").values(), registry.named("validators").values()
+    )
     return catalog_disclosure(build_catalog(), snapshot=snapshot, grant=LOCAL_GRANT)
 
 

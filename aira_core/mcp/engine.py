@@ -281,9 +281,13 @@ class Engine:
     def disclosure(self) -> Any:
         if self._disclosure is None:
             from aira_core.catalog.disclosure import catalog_disclosure, kernels_snapshot
+            from aira_core.runtime.write import WritePath
 
+            validators = WritePath(self._ctx, self._kernel).registered_validators()
             self._disclosure = catalog_disclosure(
-                self._ctx.catalog, snapshot=kernels_snapshot([self._kernel]), grant=self._ctx.grant
+                self._ctx.catalog,
+                snapshot=kernels_snapshot([self._kernel], validators),
+                grant=self._ctx.grant,
             )
         return self._disclosure
 

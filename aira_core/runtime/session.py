@@ -576,7 +576,9 @@ class Task:
         the CLI builds its own: one query, one ranking)."""
         if self._disclosure is None:
             self._disclosure = catalog_disclosure(
-                self.ctx.catalog, snapshot=kernels_snapshot([self._kernel]), grant=self.ctx.grant
+                self.ctx.catalog,
+                snapshot=kernels_snapshot([self._kernel], self._write.registered_validators()),
+                grant=self.ctx.grant,
             )
         return self._disclosure
 

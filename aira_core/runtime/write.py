@@ -509,17 +509,21 @@ class WritePath:
             raise self._repair(request_id, candidate, diagnostics, failed, "validate", seconds)
         return outcomes, seconds
 
-    def _validators_for(self, kernel: Kernel, refs: set[str]) -> dict[str, Validator]:
-        """The registered validators of ``refs`` by ref, but none of a ref the kernel
-        implements itself: conformance resolves a target to a kernel before a validator, and
-        the runtime runs what conformance tested."""
+    def registered_validators(self) -> list[Validator]:
+        """The validators this write path runs: those it was given, else the registry's."""
         validators = self.validators
         if validators is None:
             from aira_core.plugins import get_registry
 
             validators = get_registry().named("validators")
+        return list(validators.values())
+
+    def _validators_for(self, kernel: Kernel, refs: set[str]) -> dict[str, Validator]:
+        """The registered validators of ``refs`` by ref, but none of a ref the kernel
+        implements itself: conformance resolves a target to a kernel before a validator, and
+        the runtime runs what conformance tested."""
         by_ref: dict[str, Validator] = {}
-        for validator in validators.values():
+        for validator in self.registered_validators():
             ref = getattr(validator, "ref", None)
             if isinstance(ref, str) and ref in refs:
                 by_ref.setdefault(ref, validator)
