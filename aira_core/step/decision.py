@@ -393,22 +393,19 @@ class BatchedInspect(_Grammar):
 
 
 class RepairTarget(_Grammar):
-    """Which diagnostic of the refused plan to repair: as its repairs list names it."""
+    """The refused plan's diagnostic to repair."""
 
     code: Annotated[str, Field(pattern=DIAGNOSTIC_CODE_PATTERN, max_length=80)]
-    """The diagnostic's code, e.g. FILLET_RADIUS_TOO_LARGE."""
     step: Annotated[str, Field(pattern=STEP_ID_PATTERN)] | None = None
-    """The failing step's id (the diagnostic's subject); absent: the first with the code."""
+    """The failing step's id; absent: the first diagnostic with the code."""
 
 
 class BatchedRepair(_Grammar):
-    """Ask a repair capability (named in a refused plan's diagnostics, its repairs) for the
-    candidate it makes of your last refused plan. Writes nothing: submit the candidate's plan
-    as a plan act to apply it."""
+    """The candidate a repair (one a refused plan's result lists) makes of your last refused
+    plan; writes nothing: send its plan as a plan act to apply it."""
 
     act: Literal["repair"]
-    capability: Annotated[str, Field(pattern=CAPABILITY_ID_PATTERN, max_length=200)]
-    """The repair capability id, e.g. cap:fillet.reduceRadius@1."""
+    capability: Annotated[str, Field(pattern=CAPABILITY_ID_PATTERN)]
     diagnostic: RepairTarget
 
 
@@ -442,9 +439,8 @@ class InspectAct(BatchedInspect):
 
 
 class RepairAct(BatchedRepair):
-    """Ask a repair capability (named in a refused plan's diagnostics, its repairs) for the
-    candidate it makes of your last refused plan. Writes nothing: submit the candidate's plan
-    as a plan act to apply it."""
+    """The candidate a repair (one a refused plan's result lists) makes of your last refused
+    plan; writes nothing: send its plan as a plan act to apply it."""
 
     note: str | None = None
     """Replaces your note in full."""
