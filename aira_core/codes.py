@@ -622,8 +622,14 @@ _CODES = (
         ),
         (
             "REPAIR_NOT_APPLICABLE",
-            "the repair does not fit: not for that code, no refused plan or step carries the "
-            "diagnostic, the step's capability is not one it repairs, or its `when` fails",
+            "the repair does not fit: not for that code, the refused plan or its step does not "
+            "carry the diagnostic, the step's capability is not one it repairs, or its `when` "
+            "fails",
+        ),
+        (
+            "REPAIR_NO_REFUSED_PLAN",
+            "a repair (model.read `repair`, the step host's repair act) asked for before the "
+            "task had any plan refused: there is nothing to make a candidate of",
         ),
         (
             "REPAIR_TEMPLATE_FAILED",

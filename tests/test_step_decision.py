@@ -67,6 +67,11 @@ EXAMPLES: dict[str, dict[str, Any]] = {
     },
     "lookup": {"act": "lookup", "query": "round the top edges"},
     "inspect": {"act": "inspect", "query": "massProperties", "args": {"target": "b:plate"}},
+    "repair": {
+        "act": "repair",
+        "capability": "cap:fillet.reduceRadius@1",
+        "diagnostic": {"code": "FILLET_RADIUS_TOO_LARGE", "step": "round"},
+    },
     "stage": {
         "act": "stage",
         "name": "arm-p2.step",
@@ -388,6 +393,60 @@ def test_batch_inner_errors_point_inside_the_act() -> None:
     assert "put it on the batch" in note.diagnostic.message
     unknown = rejected({"act": "batch", "acts": [{"act": "fly"}]}, STEP_DECISION_ACT_UNKNOWN)
     assert unknown.diagnostic.pointer == "/acts/0/act"
+
+
+# -- repair --------------------------------------------------------------------------------------
+
+
+def test_repair_names_a_capability_and_a_diagnostic() -> None:
+    decision = parse(EXAMPLES["repair"])
+    assert isinstance(decision, grammar.RepairAct) and is_read_only(decision)
+    assert (decision.capability, decision.diagnostic.code, decision.diagnostic.step) == (
+        "cap:fillet.reduceRadius@1",
+        "FILLET_RADIUS_TOO_LARGE",
+        "round",
+    )
+    bare = parse({**EXAMPLES["repair"], "diagnostic": {"code": "FILLET_RADIUS_TOO_LARGE"}})
+    assert bare.diagnostic.step is None, "the step is optional"
+    assert "step" not in decision_to_wire(bare)["diagnostic"]
+    batch = parse({"act": "batch", "acts": [EXAMPLES["repair"], {"act": "read"}]})
+    assert [a.act for a in batch.acts] == ["repair", "read"]
+
+
+REPAIR = EXAMPLES["repair"]
+
+
+@pytest.mark.parametrize(
+    ("decision", "pointer"),
+    [
+        ({"act": "repair", "diagnostic": REPAIR["diagnostic"]}, "/capability"),
+        ({"act": "repair", "capability": REPAIR["capability"]}, "/diagnostic"),
+        ({**REPAIR, "capability": "fillet.reduceRadius"}, "/capability"),
+        ({**REPAIR, "capability": ""}, "/capability"),
+        ({**REPAIR, "diagnostic": "FILLET_RADIUS_TOO_LARGE"}, "/diagnostic"),
+        ({**REPAIR, "diagnostic": {"step": "round"}}, "/diagnostic/code"),
+        ({**REPAIR, "diagnostic": {"code": "fillet too large"}}, "/diagnostic/code"),
+        ({**REPAIR, "diagnostic": {"code": "X", "step": "1round"}}, "/diagnostic/step"),
+        ({**REPAIR, "diagnostic": {"code": "X", "subject": "round"}}, "/diagnostic/subject"),
+        ({**REPAIR, "plan": {"steps": [STEP]}}, "/plan"),
+        ({"act": "batch", "acts": [{**REPAIR, "capability": 3}]}, "/acts/0/capability"),
+        ({"act": "batch", "acts": [{**REPAIR, "note": "x"}]}, "/acts/0/note"),
+    ],
+)
+def test_a_repair_of_a_bad_shape_is_refused(decision: dict[str, Any], pointer: str) -> None:
+    exc = rejected(decision, STEP_DECISION_FIELD_INVALID)
+    assert exc.diagnostic.pointer == pointer, exc
+    assert not validator().is_valid(decision), "the schema refuses it too"
+
+
+def test_the_schema_and_the_index_explain_the_repair_act() -> None:
+    defs = decision_schema(ALIASES)["$defs"]
+    assert "candidate" in defs["RepairAct"]["description"]
+    assert "plan act" in defs["RepairAct"]["description"]
+    target = defs["RepairTarget"]["properties"]
+    assert set(target) == {"code", "step"} and defs["RepairTarget"]["required"] == ["code"]
+    assert "repair" in defs["BatchAct"]["properties"]["acts"]["description"]
+    assert "repair{capability,diagnostic:{code,step?}}" in grammar.GRAMMAR_SUMMARY
 
 
 # -- not JSON, not an object, unknown act --------------------------------------------------------
@@ -742,6 +801,20 @@ read_only = st.one_of(
     ),
     st.fixed_dictionaries(
         {"act": st.just("pin")}, optional={"pages": st.lists(st.text(max_size=4), max_size=2)}
+    ),
+    st.fixed_dictionaries(
+        {"act": st.just("repair")},
+        optional={
+            "capability": st.sampled_from(["cap:fillet.reduceRadius@1", "cap:x", "", "x"]),
+            "diagnostic": st.fixed_dictionaries(
+                {},
+                optional={
+                    "code": st.sampled_from(["FILLET_RADIUS_TOO_LARGE", "X", "x", ""]),
+                    "step": st.sampled_from(["round", "s1", "1bad", ""]),
+                },
+            )
+            | json_values,
+        },
     ),
 )
 decisions = st.one_of(

@@ -21,6 +21,8 @@ from aira_core.diagnostics import AiraError, Diagnostic
 REPAIR_UNKNOWN = "REPAIR_UNKNOWN"
 REPAIR_NOT_APPLICABLE = "REPAIR_NOT_APPLICABLE"
 REPAIR_TEMPLATE_FAILED = "REPAIR_TEMPLATE_FAILED"
+REPAIR_NO_REFUSED_PLAN = "REPAIR_NO_REFUSED_PLAN"
+"""Asked for a candidate before the task had any plan refused (nothing to repair yet)."""
 
 
 # -- which repairs a diagnostic has, and the actions that offer them ---------------------------

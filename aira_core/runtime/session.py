@@ -49,7 +49,7 @@ from aira_core.runtime.contract import (
     TerminalState,
 )
 from aira_core.runtime.plan import PlanContext, grant_problems, revision_types
-from aira_core.runtime.repairs import REPAIR_NOT_APPLICABLE, annotate
+from aira_core.runtime.repairs import REPAIR_NO_REFUSED_PLAN, REPAIR_NOT_APPLICABLE, annotate
 from aira_core.runtime.repairs import candidate as repair_candidate
 from aira_core.runtime.write import Candidate, Rejected, WritePath, body_wire
 
@@ -739,12 +739,24 @@ class Task:
             None,
         )
         try:
-            if plan is None or diagnostic is None:
+            if plan is None:
+                raise AiraError(
+                    REPAIR_NO_REFUSED_PLAN,
+                    "this task has had no plan refused: a repair makes a candidate of one",
+                )
+            if diagnostic is None:
                 raise AiraError(
                     REPAIR_NOT_APPLICABLE,
-                    "no plan this task had refused carries that diagnostic"
-                    if plan is not None
-                    else "this task has had no plan refused",
+                    "the plan this task last had refused carries no diagnostic "
+                    + (f"{on.get('code')!s:.80}" if on.get("code") is not None else "")
+                    + (f" on step {on.get('step')!s:.80}" if on.get("step") is not None else "")
+                    + "; its diagnostics: "
+                    + (
+                        ", ".join(
+                            d.code + (f" on {d.subject}" if d.subject else "") for d in found[:8]
+                        )
+                        or "none"
+                    ),
                 )
             result = repair_candidate(self.ctx.capabilities, cap, plan, diagnostic)
         except AiraError as exc:

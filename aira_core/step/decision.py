@@ -6,6 +6,7 @@ names what it does. One line per act::
     {"act":"read",   "select":[["nodes"],["bodies","b:plate"]], "limit":20, "offset":0, "pin":true}
     {"act":"lookup", "query":"round the top edges"}     (or "capability":"cap:…@1", "level":"L3")
     {"act":"inspect","query":"massProperties", "args":{"target":"b:plate"}}
+    {"act":"repair", "capability":"cap:…@1", "diagnostic":{"code":"FILLET_…","step":"round"}}
     {"act":"stage",  "name":"arm-p2.step", "mediaType":"model/step", "content":"ISO-10303-21;…"}
     {"act":"plan",   "summary":"…", "plan":{"steps":[{"id":"s1","capability":"cap:…@1","args":{}}]}}
     {"act":"pin",    "pages":["pg:3"], "unpin":["pg:1"]}
@@ -19,15 +20,19 @@ Rules:
 - **One write act per step.** ``plan`` and ``stage`` change what the host holds; a step
   carries at most one of them, or one terminal act (``done``, ``abstain``), so every step's
   capsule and cost are predictable and routable.
-- **Batch.** Read-only acts (``read``, ``lookup``, ``inspect``, ``pin``) may be combined into
-  one ``batch`` of 1 to :attr:`TaskBudgets.batch_acts` (8) acts, run in order. A batch that
-  holds a write act, a terminal act, a ``note``, another batch or too many acts is refused
-  as a whole (``STEP_DECISION_FIELD_INVALID`` with a JSON pointer to the offending act).
+- **Batch.** Read-only acts (``read``, ``lookup``, ``inspect``, ``repair``, ``pin``) may be
+  combined into one ``batch`` of 1 to :attr:`TaskBudgets.batch_acts` (8) acts, run in order.
+  A batch that holds a write act, a terminal act, a ``note``, another batch or too many acts
+  is refused as a whole (``STEP_DECISION_FIELD_INVALID`` with a JSON pointer to the offending act).
 - **Note.** Any top-level act may carry ``note``, which replaces the model's note in full
   (at most b of the tier). Acts inside a batch carry none; the batch itself may. The ``note``
   act only writes the note.
 - **Plan.** ``plan`` is the composite plan's wire shape without ``baseRevision`` (the host
   binds the head): ``{"steps": [...], "acceptanceAssertions"?: [...]}``.
+- **Repair.** ``repair`` asks a repair capability for the candidate it makes of the plan the
+  task last had refused, for one of that refusal's diagnostics (``step`` optional: the first
+  diagnostic with the code). A read: nothing is written; the candidate's ``plan`` is in the
+  ``plan`` act's shape, to submit as one.
 - **Aliases.** A string of the shape ``b:…`` / ``n:…`` / ``p:…`` / ``a:…`` in a read path, in
   a plan's step arguments or acceptance assertions, or in inspect arguments is an alias of the
   *current revision* and must be one of the legal aliases given for this step
@@ -79,8 +84,15 @@ from aira_core.contracts.amir import (
     PARAMETERS,
     host_tokens,
 )
-from aira_core.contracts.base import WireModel, json_value
-from aira_core.contracts.plan import AcceptanceAssertion, Plan, PlanBindings, PlanStep
+from aira_core.contracts.base import DIAGNOSTIC_CODE_PATTERN, WireModel, json_value
+from aira_core.contracts.capability import CAPABILITY_ID_PATTERN
+from aira_core.contracts.plan import (
+    STEP_ID_PATTERN,
+    AcceptanceAssertion,
+    Plan,
+    PlanBindings,
+    PlanStep,
+)
 from aira_core.diagnostics import AiraError, json_pointer, redact, redact_value
 from aira_core.model.aliases import LABEL_PATTERN, label_alias_safe
 from aira_core.model.blocks import MAX_SELECT_LIMIT, MAX_SELECT_OFFSET
@@ -94,8 +106,20 @@ STEP_DECISION_ACT_UNKNOWN = "STEP_DECISION_ACT_UNKNOWN"
 STEP_DECISION_FIELD_INVALID = "STEP_DECISION_FIELD_INVALID"
 STEP_DECISION_ALIAS_UNKNOWN = "STEP_DECISION_ALIAS_UNKNOWN"
 
-ACTS = ("read", "lookup", "inspect", "stage", "plan", "pin", "note", "done", "abstain", "batch")
-READ_ONLY_ACTS = frozenset({"read", "lookup", "inspect", "pin"})
+ACTS = (
+    "read",
+    "lookup",
+    "inspect",
+    "repair",
+    "stage",
+    "plan",
+    "pin",
+    "note",
+    "done",
+    "abstain",
+    "batch",
+)
+READ_ONLY_ACTS = frozenset({"read", "lookup", "inspect", "repair", "pin"})
 WRITE_ACTS = frozenset({"plan", "stage"})
 TERMINAL_ACTS = frozenset({"done", "abstain"})
 
@@ -103,9 +127,10 @@ GRAMMAR_SUMMARY = (
     "one JSON object per step, exactly one act: "
     "read{select:[[block],[block,alias]],limit?,offset?,pin?} · "
     "lookup{query | capability,level?:L2|L3} · inspect{query,args} · "
+    "repair{capability,diagnostic:{code,step?}} (a candidate of your last refused plan) · "
     "stage{name,mediaType,content} · plan{summary,plan:{steps,acceptanceAssertions?}} · "
     "pin{pages,unpin} · note{note} · done{summary} · abstain{reason,missing} · "
-    "batch{acts:[read|lookup|inspect|pin, ≤8]}; any top-level act may carry note "
+    "batch{acts:[read|lookup|inspect|repair|pin, ≤8]}; any top-level act may carry note "
     "(replaces your note); at most one write act (plan, stage) per step; what an earlier "
     'plan step makes is named {"step":"<id>"}, not by a new alias'
 )
@@ -367,6 +392,23 @@ class BatchedInspect(_Grammar):
     args: Args = Field(default_factory=dict)
 
 
+class RepairTarget(_Grammar):
+    """The refused plan's diagnostic to repair."""
+
+    code: Annotated[str, Field(pattern=DIAGNOSTIC_CODE_PATTERN, max_length=80)]
+    step: Annotated[str, Field(pattern=STEP_ID_PATTERN)] | None = None
+    """The failing step's id; absent: the first diagnostic with the code."""
+
+
+class BatchedRepair(_Grammar):
+    """The candidate a repair (one a refused plan's result lists) makes of your last refused
+    plan; writes nothing: send its plan as a plan act to apply it."""
+
+    act: Literal["repair"]
+    capability: Annotated[str, Field(pattern=CAPABILITY_ID_PATTERN)]
+    diagnostic: RepairTarget
+
+
 class BatchedPin(_Grammar):
     """Pin pages into the working set, or release them."""
 
@@ -391,6 +433,14 @@ class LookupAct(BatchedLookup):
 
 class InspectAct(BatchedInspect):
     """Run a query capability (e.g. massProperties) on the head revision."""
+
+    note: str | None = None
+    """Replaces your note in full."""
+
+
+class RepairAct(BatchedRepair):
+    """The candidate a repair (one a refused plan's result lists) makes of your last refused
+    plan; writes nothing: send its plan as a plan act to apply it."""
 
     note: str | None = None
     """Replaces your note in full."""
@@ -468,7 +518,8 @@ class AbstainAct(_Grammar):
 
 
 BatchedAct = Annotated[
-    BatchedRead | BatchedLookup | BatchedInspect | BatchedPin, Field(discriminator="act")
+    BatchedRead | BatchedLookup | BatchedInspect | BatchedRepair | BatchedPin,
+    Field(discriminator="act"),
 ]
 
 
@@ -477,7 +528,7 @@ class BatchAct(_Grammar):
 
     act: Literal["batch"]
     acts: list[BatchedAct] = Field(min_length=1)
-    """1 to 8 of read, lookup, inspect, pin (no note inside: put it on the batch)."""
+    """1 to 8 of read, lookup, inspect, repair, pin (no note inside: put it on the batch)."""
     note: str | None = None
     """Replaces your note in full."""
 
@@ -486,6 +537,7 @@ Decision = Annotated[
     ReadAct
     | LookupAct
     | InspectAct
+    | RepairAct
     | StageAct
     | PlanAct
     | PinAct
@@ -503,6 +555,7 @@ ACT_MODELS: dict[str, type[WireModel]] = {
     "read": ReadAct,
     "lookup": LookupAct,
     "inspect": InspectAct,
+    "repair": RepairAct,
     "stage": StageAct,
     "plan": PlanAct,
     "pin": PinAct,
@@ -515,6 +568,7 @@ _BATCHED_MODELS: dict[str, type[WireModel]] = {
     "read": BatchedRead,
     "lookup": BatchedLookup,
     "inspect": BatchedInspect,
+    "repair": BatchedRepair,
     "pin": BatchedPin,
 }
 
@@ -1062,7 +1116,7 @@ def decision_schema(
             }
     defs["BatchAct"]["properties"]["acts"]["maxItems"] = budgets.batch_acts
     defs["BatchAct"]["properties"]["acts"]["description"] = (
-        f"1 to {budgets.batch_acts} of read, lookup, inspect, pin "
+        f"1 to {budgets.batch_acts} of read, lookup, inspect, repair, pin "
         "(no note inside: put it on the batch)"
     )
     if tier is not None:
@@ -1221,6 +1275,7 @@ __all__ = [
     "BatchedLookup",
     "BatchedPin",
     "BatchedRead",
+    "BatchedRepair",
     "Decision",
     "DecisionRejected",
     "DoneAct",
@@ -1231,6 +1286,8 @@ __all__ = [
     "PlanAct",
     "PlanDraft",
     "ReadAct",
+    "RepairAct",
+    "RepairTarget",
     "StageAct",
     "StepDraft",
     "decision_schema",

@@ -16,6 +16,8 @@ Acts and what runs them:
   capsule then carries while the capability is in use);
 - ``inspect`` → a query capability on the task's head (read-only; a kernel failure is the
   act's ``KERNEL_FAILED`` result);
+- ``repair`` → ``model.read {repair, diagnostic}``: the candidate a repair capability makes
+  of the plan the task last had refused (read-only; the model submits it as a ``plan``);
 - ``stage`` → a file the host keeps for the task (``"staged:<name>"`` in plan arguments);
 - ``plan`` → ``model.proposePatch`` → ``preview`` → ``validate`` → ``commit`` on the task
   branch, or a rejection with ``failedStep`` and the step's signature and schema;
@@ -49,7 +51,12 @@ from aira_core.runtime.contract import CompletionAuthority, TerminalState
 from aira_core.runtime.plan import PlanContext
 from aira_core.runtime.session import Task, TaskProtocol
 from aira_core.step import decision as grammar
-from aira_core.step.capsule import Capsule, CapsuleOverBudget, build_capsule
+from aira_core.step.capsule import (
+    LAST_RESULT_MAX_TOKENS,
+    Capsule,
+    CapsuleOverBudget,
+    build_capsule,
+)
 from aira_core.step.ledger import Ledger, to_text, utf8_size
 from aira_core.step.log import RoundLog
 from aira_core.step.tiers import TaskBudgets, Tier, host_tokens
@@ -224,6 +231,14 @@ class StepHost:
                     self.ledger.reject(record["step"], result["code"], result.get("message", ""))
                     self.pending = _capabilities_of(d.plan)
                 continue
+            if d.act == "repair" or d.act == "batch":
+                # A candidate rebuilds nothing (no lock, page or note), and the refused plan
+                # it was made of is not run again: asking the runtime again would only
+                # record a spurious rejection.
+                if d.act == "repair":
+                    self._note(d)
+                    continue
+                d = d.model_copy(update={"acts": [a for a in d.acts if a.act != "repair"]})
             if d.act in grammar.TERMINAL_ACTS:
                 if record.get("terminal"):
                     self._execute(d)  # the runtime decides, as it did before the interruption
@@ -706,6 +721,70 @@ class StepHost:
             "data": envelope.data["result"],
         }
 
+    def _act_repair(self, d: Any) -> dict[str, Any]:
+        # The runtime's own repair read (what MCP's model_read runs): the plan it repairs is
+        # the one the task last had refused, the host's record, never one the model sends.
+        on = {"code": d.diagnostic.code}
+        if d.diagnostic.step is not None:
+            on["step"] = d.diagnostic.step
+        envelope = self.task.call(
+            "model.read", self._request("repair"), {"repair": d.capability, "diagnostic": on}
+        )
+        if envelope.status != "success":
+            first = envelope.diagnostics[0] if envelope.diagnostics else None
+            return self._rejection(
+                first.code if first else envelope.status.upper(),
+                first.message if first else envelope.status,
+            )
+        made = dict(envelope.data["candidate"])
+        result: dict[str, Any] = {
+            "status": "ok",
+            "act": "repair",
+            **{k: made[k] for k in ("repair", "diagnostic", "step", "changes", "planId")},
+            "plan": self._draft(made["plan"]),
+            "message": 'to apply it, send {"act":"plan","summary":…,"plan":<this plan>}; '
+            "it is checked and previewed like any plan",
+        }
+        if host_tokens(_text(result)) > LAST_RESULT_MAX_TOKENS:
+            # Cut, it would be no plan to copy: the changes say what to edit in your own.
+            del result["plan"]
+            result["message"] = (
+                f"the candidate plan is larger than a result holds; apply its changes to step "
+                f"{made['step']!r} of the plan you sent, and send that as a plan act"
+            )
+        return result
+
+    def _draft(self, plan: Mapping[str, Any]) -> dict[str, Any]:
+        """A candidate plan in the ``plan`` act's shape: no ``baseRevision`` (the plan act
+        binds the head) and staged files named ``staged:<name>`` again, as the model wrote
+        them (the task holds their content)."""
+        staged = {content: f"staged:{name}" for name, content in self.staged.items()}
+
+        def restage(value: Any) -> Any:
+            if isinstance(value, str):
+                return staged.get(value, value)
+            if isinstance(value, dict):
+                return {k: restage(v) for k, v in value.items()}
+            if isinstance(value, list):
+                return [restage(v) for v in value]
+            return value
+
+        wire = {k: v for k, v in plan.items() if k in ("steps", "acceptanceAssertions")}
+        draft = restage(wire)
+        try:
+            draft = grammar.plan_draft_wire(draft)
+        except ValueError:
+            return draft  # what the runtime made; the plan act will say what it refuses
+        # Empty defaults left out (the plan act fills them in again): a shorter result.
+        for key in ("steps", "acceptanceAssertions"):
+            draft[key] = [
+                {k: v for k, v in item.items() if v != [] and v != {}}
+                for item in draft.get(key, [])
+            ]
+        if not draft["acceptanceAssertions"]:
+            del draft["acceptanceAssertions"]
+        return draft
+
     def _act_stage(self, d: Any) -> dict[str, Any]:
         self.staged[d.name] = d.content
         return {"status": "ok", "act": "stage", "name": d.name, "bytes": len(d.content.encode())}
@@ -750,6 +829,9 @@ class StepHost:
                     for key in ("stepSignature", "stepSchema"):
                         if key in envelope.data:
                             result[key] = envelope.data[key]
+                offered = _repair_acts(envelope)
+                if offered:
+                    result["repairActs"] = offered
                 return result
         head = self.seen_head = self.task.head
         self.pending = set()
@@ -802,12 +884,23 @@ def _capabilities_of(plan: Mapping[str, Any]) -> set[str]:
     }
 
 
+def _repair_acts(envelope: Any) -> list[dict[str, Any]]:
+    """The repair acts a refusal's next actions offer (``model.read {repair, diagnostic}``),
+    ready to send: a refused plan's result shows them beside its diagnostics."""
+    return [
+        {"act": "repair", "capability": a.capability, "diagnostic": dict(a.args["diagnostic"])}
+        for a in envelope.next_actions
+        if a.operation == "model.read" and a.args and "repair" in a.args and a.capability
+    ]
+
+
 def _summary(result: dict[str, Any], limit: int = 600) -> dict[str, Any]:
     """What a trajectory keeps of a result: status, act, code, message, rev, failedStep,
-    what the host told the model (``host``: windowFull, released pages) — and its size."""
+    planId (a repair's candidate), what the host told the model (``host``: windowFull,
+    released pages) — and its size."""
     keep = {
         k: result[k]
-        for k in ("status", "act", "code", "rev", "failedStep", "terminal", "host")
+        for k in ("status", "act", "code", "rev", "failedStep", "planId", "terminal", "host")
         if k in result
     }
     if "message" in result:

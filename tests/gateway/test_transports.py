@@ -535,6 +535,17 @@ EXTRA = [
     {"act": "inspect", "query": "q", "args": {"target": 'a:any thing\n"quoted"'}},
     {"act": "done", "summary": "ünïcödé ✓ and \u0001 control"},
     {"act": "lookup", "capability": "cap:exact.box@10"},
+    {"act": "repair", "capability": "cap:fillet.reduceRadius@1", "diagnostic": {"code": "X_Y"}},
+    {
+        "act": "batch",
+        "acts": [
+            {
+                "act": "repair",
+                "capability": "cap:fillet.reduceRadius@1",
+                "diagnostic": {"code": "FILLET_RADIUS_TOO_LARGE", "step": "round"},
+            }
+        ],
+    },
 ]
 
 
