@@ -439,6 +439,37 @@ def test_cli_keygen_makes_a_usable_key(aira: RunAira, tmp_path) -> None:
     assert again.returncode == 1 and "KEY_EXISTS" in again.stderr
 
 
+def test_cli_keygen_writes_the_public_half_that_trust_add_takes(
+    aira: RunAira, tmp_path: Path
+) -> None:
+    out = aira("catalog", "keygen", str(tmp_path / "vendor.pem"))
+    assert out.returncode == 0, out.stderr
+    pub = tmp_path / "vendor.pub"
+    assert pub.read_text() == out.stdout.split()[2] + "\n"
+    pkg = write_package(tmp_path / "pkg", manifest())
+    assert aira("catalog", "sign", str(pkg), "--key", str(tmp_path / "vendor.pem")).returncode == 0
+    assert aira("catalog", "verify", str(pkg)).returncode == 1  # not trusted yet
+    added = aira("trust", "add", "test-vendor", str(pub))
+    assert added.returncode == 0, added.stderr
+    assert aira("catalog", "verify", str(pkg)).returncode == 0
+
+
+def test_cli_keygen_makes_both_halves_or_neither(aira: RunAira, tmp_path: Path) -> None:
+    (tmp_path / "taken.pub").write_text("someone else's\n")
+    out = aira("catalog", "keygen", str(tmp_path / "taken.pem"))
+    assert out.returncode == 1 and "KEY_EXISTS" in out.stderr
+    assert not (tmp_path / "taken.pem").exists()  # no private key without its public half
+    assert (tmp_path / "taken.pub").read_text() == "someone else's\n"
+
+
+def test_cli_trust_add_refuses_a_file_that_holds_no_key(aira: RunAira, tmp_path: Path) -> None:
+    junk = tmp_path / "junk.pub"
+    junk.write_text("not a key\n")
+    out = aira("trust", "add", "test-vendor", str(junk))
+    assert out.returncode == 1 and "KEY_INVALID" in out.stderr
+    assert "Traceback" not in out.stderr and str(tmp_path) not in out.stderr
+
+
 def test_cli_catalog_list_json_is_stable(aira: RunAira) -> None:
     out = aira("catalog", "list", "--json", "--quarantine")
     assert out.returncode == 0, out.stderr

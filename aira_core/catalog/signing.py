@@ -95,6 +95,25 @@ def decode_public_key(b64: str) -> Ed25519PublicKey:
     return key
 
 
+def public_key_path(private: Path) -> Path:
+    """Where ``aira catalog keygen`` puts the public half of the private key at ``private``:
+    ``NAME.pub`` beside ``NAME.pem``, as the first-party pair is laid out."""
+    name = private.name if private.suffix == ".pub" else private.stem
+    return private.with_name(f"{name}.pub")
+
+
+def read_public_key(text_or_path: str) -> Ed25519PublicKey:
+    """A public key given as base64 of its raw 32 bytes, or as a ``.pub`` file holding that
+    text (what keygen writes): a user pastes the one or names the other. ``KEY_INVALID``
+    otherwise."""
+    text = text_or_path.strip()
+    path = Path(text)
+    if text and path.is_file():
+        data = read_input(path, "key", what="public key file", unreadable=KEY_INVALID)
+        text = data.decode("ascii", errors="replace").strip()
+    return decode_public_key(text)
+
+
 def load_private_key(path: str | Path) -> Ed25519PrivateKey:
     """An Ed25519 private key from an unencrypted PKCS#8 PEM file."""
     path = Path(path)

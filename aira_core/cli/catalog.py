@@ -200,18 +200,30 @@ def catalog_keygen(
         Path, typer.Argument(help="Where to write the private key (PKCS#8 PEM, mode 0600).")
     ],
 ) -> None:
-    """Make a new Ed25519 signing key; prints its public key and key id."""
+    """Make a new Ed25519 signing key; writes its public key beside it (NAME.pub, for `aira
+    trust add`) and prints the public key and key id."""
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-    from aira_core.catalog.signing import key_id, private_key_pem, public_key_b64
+    from aira_core.catalog.signing import key_id, private_key_pem, public_key_b64, public_key_path
     from aira_core.files import write_file
 
     key = Ed25519PrivateKey.generate()
-    # a key is never replaced (no --force): KEY_EXISTS for any file or symlink there
+    public = public_key_b64(key.public_key())
+    # a key is never replaced (no --force): KEY_EXISTS for any file or symlink at either
+    # path; a refused public half takes back the private key just made, so both or neither
     never = "a signing key is never overwritten; choose another path"
-    write_file(out, private_key_pem(key), mode=0o600, exists_code="KEY_EXISTS", hint=never)
-    typer.echo(f"public key {public_key_b64(key.public_key())}")
+    written = write_file(
+        out, private_key_pem(key), mode=0o600, exists_code="KEY_EXISTS", hint=never
+    )
+    pub = public_key_path(out)
+    try:
+        write_file(pub, f"{public}\n".encode(), mode=0o644, exists_code="KEY_EXISTS", hint=never)
+    except BaseException:
+        written.unlink(missing_ok=True)
+        raise
+    typer.echo(f"public key {public}")
     typer.echo(f"key id     {key_id(key.public_key())}")
+    typer.echo(f"wrote      {out.name} (private, keep it) and {pub.name} (public)")
 
 
 # -- discovery -------------------------------------------------------------------------------

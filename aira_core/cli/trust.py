@@ -48,7 +48,12 @@ def trust_list(as_json: JsonFlag = False) -> None:
 @trust_app.command("add")
 def trust_add(
     publisher: str,
-    public_key: Annotated[str, typer.Argument(help="base64 of the raw 32-byte key")],
+    public_key: Annotated[
+        str,
+        typer.Argument(
+            help="base64 of the raw 32-byte key, or the .pub file `aira catalog keygen` wrote"
+        ),
+    ],
     expires: Annotated[
         datetime | None,
         typer.Option("--expires", help="Expiry (ISO date or date-time, UTC if no zone)."),
@@ -57,11 +62,12 @@ def trust_add(
     """Trust a publisher's public key (a revoked key stays revoked)."""
     from datetime import UTC
 
+    from aira_core.catalog.signing import public_key_b64, read_public_key
     from aira_core.catalog.trust import add_key
 
     if expires is not None and expires.tzinfo is None:
         expires = expires.replace(tzinfo=UTC)
-    key = add_key(publisher, public_key, expires)
+    key = add_key(publisher, public_key_b64(read_public_key(public_key)), expires)
     typer.echo(f"trusted key {key.key_id} for {publisher}")
 
 
