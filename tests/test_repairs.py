@@ -24,10 +24,10 @@ from runtime_factory import (
     runtime_manifest,
 )
 
+from aira_core.catalog import expressions as ex
 from aira_core.catalog.capabilities import capability_index, node_signatures
 from aira_core.catalog.lint import lint_manifest
 from aira_core.catalog.policy import LOCAL_GRANT
-from aira_core.catalog.repair_expressions import ExpressionError, evaluate
 from aira_core.contracts.package import PackageManifest
 from aira_core.diagnostics import AiraError, Diagnostic
 from aira_core.model.repository import ModelRepository
@@ -204,30 +204,43 @@ def test_the_template_uses_the_largest_radius_the_diagnostic_carries(tmp_path: P
 
 
 @pytest.mark.parametrize(
-    "text",
+    ("text", "code"),
     [
-        "__import__('os')",
-        "args.__class__",
-        "open('x')",
-        "'a' * 100000000",
-        "[1, 2]",
-        "lambda: 1",
-        "min",
-        "x",
-        "args.radius ** 99",
-        "1 / 0",
+        ("__import__('os')", ex.EXPRESSION_UNSUPPORTED),
+        ("args.__class__", ex.EXPRESSION_UNSUPPORTED),
+        ("args.radius.real", ex.EXPRESSION_TYPE),
+        ("open('x')", ex.EXPRESSION_UNSUPPORTED),
+        ("'a' * 100000000", ex.EXPRESSION_TYPE),
+        ("lambda: 1", ex.EXPRESSION_UNSUPPORTED),
+        ("min", ex.EXPRESSION_NAME_UNKNOWN),
+        ("x", ex.EXPRESSION_NAME_UNKNOWN),
+        ("args.radius is 2", ex.EXPRESSION_UNSUPPORTED),
+        ("args.radius ** 9999", ex.EXPRESSION_NOT_FINITE),
+        ("1 / 0", ex.EXPRESSION_DIVISION_BY_ZERO),
+        ("args.depth", ex.EXPRESSION_KEY_UNKNOWN),
+        ("expected.max", ex.EXPRESSION_TYPE),  # expected is None: no key to read
+        ("not expected", ex.EXPRESSION_TYPE),  # conditions are booleans, in every context
+        ("value({'value': 1})", ex.EXPRESSION_UNSUPPORTED),
+        ("value(args)", ex.EXPRESSION_TYPE),
     ],
 )
-def test_the_evaluator_refuses_what_is_not_on_its_whitelist(text: str) -> None:
-    with pytest.raises(ExpressionError):
-        evaluate(text, {"args": {"radius": 2}})
+def test_a_template_expression_is_refused_with_a_stable_code(text: str, code: str) -> None:
+    with pytest.raises(ex.ExpressionError) as caught:
+        ex.evaluate(text, {"args": {"radius": 2}, "expected": None, "actual": None})
+    assert caught.value.code == code
 
 
-def test_the_evaluator_computes_plain_arithmetic() -> None:
+def test_a_template_expression_reads_json_values_and_quantities() -> None:
     names = {"args": {"r": {"value": 0.5, "unit": "cm"}, "n": [3, 4]}, "expected": None}
-    assert evaluate("max(1, value(args.r) * 2) if expected is None else 0", names) == 10.0
-    assert evaluate("args.n[1] - args['n'][0] >= 1 and not expected", names) is True
-    assert evaluate("round(2 / 3, 2)", names) == 0.67
+    assert ex.evaluate("max(1, value(args.r) * 2) if expected is None else 0", names) == 10.0
+    assert ex.evaluate("args.n[1] - args['n'][0] >= 1 and expected is None", names) is True
+    assert ex.evaluate("round(2 / 3, 2)", names) == 0.67
+    # the example vendor package's template (examples/aira-pack-holes)
+    names["expected"] = {"maxRadius": 4.25}
+    assert ex.evaluate("expected is not None and expected.maxRadius > 0", names) is True
+    assert ex.evaluate("round(expected.maxRadius * 0.9, 2)", names) == 3.83
+    # what the workflow language has, a template has too
+    assert ex.evaluate("[v * 2 for v in args.n if v > 3]", names) == [8]
 
 
 def _lint(descriptor: dict[str, Any]) -> list[str]:
