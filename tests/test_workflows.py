@@ -291,6 +291,44 @@ def test_the_expression_language_computes() -> None:
     } - {"range"}
 
 
+def test_a_workflow_expression_has_what_the_repair_templates_brought_in() -> None:
+    env = {"size": "M4", "iso": {"M4": {"clearance": 4.5}}, "hole": {"value": 0.5, "unit": "cm"}}
+    assert ex.evaluate("iso[size].clearance * 2", env) == 9.0
+    assert ex.evaluate("iso.M4['clearance']", env) == 4.5
+    assert ex.evaluate("value(hole) + value(3)", env) == 8.0
+    assert ex.evaluate("None if size is None else size", env) == "M4"
+    assert ex.evaluate("size is not None and iso.M4.clearance > 4", env) is True
+    with pytest.raises(ex.ExpressionError) as caught:
+        ex.evaluate("iso.M5", env)
+    assert caught.value.code == ex.EXPRESSION_KEY_UNKNOWN
+    with pytest.raises(ex.ExpressionError) as caught:
+        ex.evaluate("size.upper", env)  # a string has no keys
+    assert caught.value.code == ex.EXPRESSION_TYPE
+
+
+def test_attribute_access_expands_and_lints_in_a_workflow(tmp_path: Path) -> None:
+    expression = "min(radius.large, width / 4) if size is not None else 0"
+    template = _with_template(radius={"$expr": expression})
+    assert _lint(template) == []
+    runtime = admit(tmp_path, template)
+    index = capability_index(runtime.catalog)
+    repository = ModelRepository.open(tmp_path / "s.sqlite3", node_signatures(index))
+    repository.init()
+    try:
+        ctx = PlanContext(catalog=runtime.catalog, repository=repository, capabilities=index)
+        report, _ = check_plan(plan(repository.head("main"), wf_step()), ctx)
+    finally:
+        repository.close()
+    assert report.ok, report.diagnostics
+    assert report.expansions["mount"][1]["args"]["radius"] == 3
+    # a name outside the workflow's parameters and tables is refused at lint, with the code
+    (finding,) = lint_manifest(
+        PackageManifest.model_validate(_with_template(radius={"$expr": "expected.max"}))
+    )
+    assert finding.code == "LINT_WORKFLOW_EXPRESSION_INVALID"
+    assert "EXPRESSION_NAME_UNKNOWN: expected is not known here" in finding.message
+
+
 def test_a_tampered_definition_is_refused_like_any_tampered_package(tmp_path: Path) -> None:
     m = workflow_manifest()
     signer = ThrowawaySigner(PUBLISHER)
