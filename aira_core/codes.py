@@ -40,6 +40,9 @@ PHASES: dict[str, str] = {
     "patch": "a patch or a whole AMIR document checked against the model's rules",
     "read": "reading a revision: aliases, pages, select paths",
     "plan": "plan.check, before any kernel or store call (docs/runtime.md)",
+    "expression": "the expression language of workflow templates and repair templates, at lint "
+    "(in a LINT_* message), on expansion, or in a repair's REPAIR_TEMPLATE_FAILED "
+    "(docs/workflows.md, The expression language)",
     "runtime": "the task runtime: meta-operation contract, transaction stages, grants",
     "terminal": "why the runtime ends a task, or lets it continue (TerminalDecision.reason)",
     "kernel": "kernel calls made by the core (a kernel's own codes: see its package)",
@@ -293,8 +296,9 @@ _CODES = (
         ),
         (
             "LINT_REPAIR_TEMPLATE_INVALID",
-            "a repair's patchTemplate is missing or an expression of it does not parse or "
-            "leaves the whitelist; or a non-repair carries one",
+            "a repair's patchTemplate is missing or an expression of it is refused by the "
+            "expression language (its EXPRESSION_* code in the message); or a non-repair "
+            "carries one",
         ),
         ("LINT_TRUST_SELF_ASSERTED", "trust is filled in by the catalog, never by the manifest"),
         (
@@ -316,8 +320,8 @@ _CODES = (
         ),
         (
             "LINT_WORKFLOW_EXPRESSION_INVALID",
-            "a workflow expression does not parse, leaves the language, or reads a name that is "
-            "neither a parameter nor a table",
+            "a workflow expression is refused by the expression language (its EXPRESSION_* code "
+            "in the message), such as a name that is neither a parameter nor a table",
         ),
         (
             "LINT_WORKFLOW_TEMPLATE_INVALID",
@@ -522,28 +526,6 @@ _CODES = (
             "WORKFLOW_EXPANSION_TOO_LARGE",
             "a plan with more than 256 workflow steps, or more than 4096 steps once expanded",
         ),
-        ("WORKFLOW_EXPR_SYNTAX", "a workflow expression that does not parse"),
-        ("WORKFLOW_EXPR_TOO_LONG", "a workflow expression over 1000 characters"),
-        ("WORKFLOW_EXPR_TOO_DEEP", "a workflow expression nested deeper than 32 levels"),
-        (
-            "WORKFLOW_EXPR_TOO_COSTLY",
-            "workflow expressions over 20,000 evaluation steps in one workflow step's "
-            "expansion, or a list or string over 1000 items",
-        ),
-        (
-            "WORKFLOW_EXPR_UNSUPPORTED",
-            "a workflow expression outside the language: attribute access, a call of anything "
-            "but min max abs round floor ceil sqrt len range, lambdas, assignments …",
-        ),
-        ("WORKFLOW_EXPR_NAME_UNKNOWN", "a workflow expression reads an undeclared name"),
-        ("WORKFLOW_EXPR_TYPE", "a workflow expression applies an operator to the wrong types"),
-        ("WORKFLOW_EXPR_DIVISION_BY_ZERO", "a workflow expression divides by zero"),
-        (
-            "WORKFLOW_EXPR_NOT_FINITE",
-            "a workflow expression's number is infinite, not a number, or an integer of 2**53 "
-            "or more",
-        ),
-        ("WORKFLOW_EXPR_KEY_UNKNOWN", "a workflow table has no such key, or a list no such index"),
         (
             "PLAN_REFERENCE_UNRESOLVED",
             "an argument names no parameter, body or assertion of "
@@ -595,6 +577,42 @@ _CODES = (
         ),
     ),
     *_phase(
+        "expression",
+        ("EXPRESSION_SYNTAX", "an expression that does not parse, or is not a string"),
+        ("EXPRESSION_TOO_LONG", "an expression over 1000 characters"),
+        ("EXPRESSION_TOO_DEEP", "an expression nested deeper than 32 levels"),
+        (
+            "EXPRESSION_TOO_COSTLY",
+            "expressions over 20,000 evaluation steps in one workflow step's expansion or one "
+            "repair's template, or a list or string over 1000 items",
+        ),
+        (
+            "EXPRESSION_UNSUPPORTED",
+            "an expression outside the language: a method, an attribute starting with _, a call "
+            "of anything but min max abs round floor ceil sqrt len range value, `is` other than "
+            "`is None`, lambdas, assignments …",
+        ),
+        (
+            "EXPRESSION_NAME_UNKNOWN",
+            "an expression reads a name its context does not have (a workflow: its parameters "
+            "and tables; a repair: args, expected, actual)",
+        ),
+        (
+            "EXPRESSION_TYPE",
+            "an expression applies an operator or function to the wrong types, a condition that "
+            "is no boolean, or a result that is no plain JSON",
+        ),
+        ("EXPRESSION_DIVISION_BY_ZERO", "an expression divides by zero"),
+        (
+            "EXPRESSION_NOT_FINITE",
+            "an expression's number is infinite, not a number, or an integer of 2**53 or more",
+        ),
+        (
+            "EXPRESSION_KEY_UNKNOWN",
+            "an object (a table, a row, a JSON value) has no such key, or a list no such index",
+        ),
+    ),
+    *_phase(
         "runtime",
         (
             "QUERY_UNKNOWN",
@@ -633,8 +651,9 @@ _CODES = (
         ),
         (
             "REPAIR_TEMPLATE_FAILED",
-            "evaluating the repair's template failed (a missing key, a non-number, "
-            "division by zero, a value that is no JSON)",
+            "evaluating the repair's template failed: its EXPRESSION_* code and message in the "
+            "message (a missing key, a non-number, division by zero, a value that is no JSON), "
+            "or a when that is no boolean",
         ),
         ("CORPUS_NOT_FOUND", "no shared contract corpus file of that name"),
         (

@@ -24,10 +24,11 @@ from runtime_factory import (
     runtime_manifest,
 )
 
+from aira_core.catalog import expressions as ex
 from aira_core.catalog.capabilities import capability_index, node_signatures
 from aira_core.catalog.lint import lint_manifest
 from aira_core.catalog.policy import LOCAL_GRANT
-from aira_core.catalog.repair_expressions import ExpressionError, evaluate
+from aira_core.contracts.capability import CapabilityDescriptor
 from aira_core.contracts.package import PackageManifest
 from aira_core.diagnostics import AiraError, Diagnostic
 from aira_core.model.repository import ModelRepository
@@ -204,30 +205,102 @@ def test_the_template_uses_the_largest_radius_the_diagnostic_carries(tmp_path: P
 
 
 @pytest.mark.parametrize(
-    "text",
+    ("text", "code"),
     [
-        "__import__('os')",
-        "args.__class__",
-        "open('x')",
-        "'a' * 100000000",
-        "[1, 2]",
-        "lambda: 1",
-        "min",
-        "x",
-        "args.radius ** 99",
-        "1 / 0",
+        ("__import__('os')", ex.EXPRESSION_UNSUPPORTED),
+        ("args.__class__", ex.EXPRESSION_UNSUPPORTED),
+        ("args.radius.real", ex.EXPRESSION_TYPE),
+        ("open('x')", ex.EXPRESSION_UNSUPPORTED),
+        ("'a' * 100000000", ex.EXPRESSION_TYPE),
+        ("lambda: 1", ex.EXPRESSION_UNSUPPORTED),
+        ("min", ex.EXPRESSION_NAME_UNKNOWN),
+        ("x", ex.EXPRESSION_NAME_UNKNOWN),
+        ("args.radius is 2", ex.EXPRESSION_UNSUPPORTED),
+        ("args.radius ** 9999", ex.EXPRESSION_NOT_FINITE),
+        ("1 / 0", ex.EXPRESSION_DIVISION_BY_ZERO),
+        ("args.depth", ex.EXPRESSION_KEY_UNKNOWN),
+        ("expected.max", ex.EXPRESSION_TYPE),  # expected is None: no key to read
+        ("not expected", ex.EXPRESSION_TYPE),  # conditions are booleans, in every context
+        ("value({'value': 1})", ex.EXPRESSION_UNSUPPORTED),
+        ("value(args)", ex.EXPRESSION_TYPE),
     ],
 )
-def test_the_evaluator_refuses_what_is_not_on_its_whitelist(text: str) -> None:
-    with pytest.raises(ExpressionError):
-        evaluate(text, {"args": {"radius": 2}})
+def test_a_template_expression_is_refused_with_a_stable_code(text: str, code: str) -> None:
+    with pytest.raises(ex.ExpressionError) as caught:
+        ex.evaluate(text, {"args": {"radius": 2}, "expected": None, "actual": None})
+    assert caught.value.code == code
 
 
-def test_the_evaluator_computes_plain_arithmetic() -> None:
+def test_a_template_expression_reads_json_values_and_quantities() -> None:
+    assert ex.evaluate(SOME, {}) == 1000
     names = {"args": {"r": {"value": 0.5, "unit": "cm"}, "n": [3, 4]}, "expected": None}
-    assert evaluate("max(1, value(args.r) * 2) if expected is None else 0", names) == 10.0
-    assert evaluate("args.n[1] - args['n'][0] >= 1 and not expected", names) is True
-    assert evaluate("round(2 / 3, 2)", names) == 0.67
+    assert ex.evaluate("max(1, value(args.r) * 2) if expected is None else 0", names) == 10.0
+    assert ex.evaluate("args.n[1] - args['n'][0] >= 1 and expected is None", names) is True
+    assert ex.evaluate("round(2 / 3, 2)", names) == 0.67
+    # the example vendor package's template (examples/aira-pack-holes)
+    names["expected"] = {"maxRadius": 4.25}
+    assert ex.evaluate("expected is not None and expected.maxRadius > 0", names) is True
+    assert ex.evaluate("round(expected.maxRadius * 0.9, 2)", names) == 3.83
+    # what the workflow language has, a template has too
+    assert ex.evaluate("[v * 2 for v in args.n if v > 3]", names) == [8]
+
+
+LONG = "args.radius" + " + 1" * 500  # 2011 characters
+DEEP = "-" * 40 + "args.radius"  # short, but 41 levels deep
+COSTLY = "len([i for i in range(1000) if len([j for j in range(1000)]) > 0])"
+SOME = "len([i for i in range(1000)])"  # about 1,000 steps: fits, but not 21 times
+
+
+@pytest.mark.parametrize(
+    ("template", "code"),
+    [
+        ({"set": {"radius": LONG}}, ex.EXPRESSION_TOO_LONG),
+        ({"set": {"radius": DEEP}}, ex.EXPRESSION_TOO_DEEP),
+        ({"when": "[" * 40 + "1" + "]" * 40 + " == 1"}, ex.EXPRESSION_TOO_DEEP),
+        ({"set": {"radius": "size[0]"}}, ex.EXPRESSION_NAME_UNKNOWN),
+        ({"set": {"radius": "args.radius.__class__"}}, ex.EXPRESSION_UNSUPPORTED),
+    ],
+)
+def test_lint_refuses_a_template_expression_over_the_language_bounds(
+    template: dict[str, Any], code: str
+) -> None:
+    m = manifest_with_repair(**template)
+    (finding,) = lint_manifest(PackageManifest.model_validate(m))
+    assert finding.code == "LINT_REPAIR_TEMPLATE_INVALID"
+    where = "when" if "when" in template else "set/radius"
+    assert f"/patchTemplate/{where}: {code}: " in finding.message, finding.message
+    assert finding.pointer.endswith(f"/patchTemplate/{where}")
+
+
+def _entry(**template: Any) -> dict[str, Any]:
+    """A capability table holding the repair as written, without lint (which would refuse
+    it at admission): what candidate() does with a template lint never saw."""
+    descriptor = CapabilityDescriptor.model_validate(repair_descriptor(**template))
+    return {REDUCE_CAP: types.SimpleNamespace(descriptor=descriptor)}
+
+
+@pytest.mark.parametrize(
+    ("template", "code"),
+    [
+        ({"set": {"radius": LONG}}, ex.EXPRESSION_TOO_LONG),
+        ({"set": {"radius": DEEP}}, ex.EXPRESSION_TOO_DEEP),
+        ({"set": {"radius": COSTLY}}, ex.EXPRESSION_TOO_COSTLY),
+        # the steps are shared by one template's expressions: each alone fits
+        ({"set": {f"k{i}": SOME for i in range(21)}}, ex.EXPRESSION_TOO_COSTLY),
+        ({"when": "expected"}, ex.EXPRESSION_TYPE),  # a condition is a boolean
+        ({"set": {"radius": "expected.max"}}, ex.EXPRESSION_TYPE),  # expected is None
+    ],
+)
+def test_a_template_over_the_bounds_fails_with_a_code_at_runtime(
+    tmp_path: Path, template: dict[str, Any], code: str
+) -> None:
+    _ctx, _kernel, repo = runtime(tmp_path)
+    p = plan(repo.head("main"), *composite_steps(radius=16.0))
+    d = Diagnostic(code=FILLET_RADIUS_TOO_LARGE, message="m", subject="round")
+    with pytest.raises(AiraError) as err:
+        candidate(_entry(**template), REDUCE_CAP, p, d)
+    assert err.value.code == "REPAIR_TEMPLATE_FAILED"
+    assert f": {code}: " in err.value.diagnostic.message, err.value.diagnostic.message
 
 
 def _lint(descriptor: dict[str, Any]) -> list[str]:

@@ -217,9 +217,9 @@ def _with_template(**template_changes: Any) -> dict[str, Any]:
 @pytest.mark.parametrize(
     ("expression", "args", "code"),
     [
-        ("radius[size] / (width - 20) * 10", {"width": 20}, ex.WORKFLOW_EXPR_DIVISION_BY_ZERO),
-        ("radius[size] * 10.0 ** height", {"height": 400}, ex.WORKFLOW_EXPR_NOT_FINITE),
-        ("radius[size]", {"size": "medium"}, ex.WORKFLOW_EXPR_KEY_UNKNOWN),
+        ("radius[size] / (width - 20) * 10", {"width": 20}, ex.EXPRESSION_DIVISION_BY_ZERO),
+        ("radius[size] * 10.0 ** height", {"height": 400}, ex.EXPRESSION_NOT_FINITE),
+        ("radius[size]", {"size": "medium"}, ex.EXPRESSION_KEY_UNKNOWN),
     ],
 )
 def test_an_expression_refused_at_expansion_has_a_stable_code(
@@ -243,25 +243,25 @@ def test_an_expression_refused_at_expansion_has_a_stable_code(
 @pytest.mark.parametrize(
     ("expression", "code"),
     [
-        ("1 / 0", ex.WORKFLOW_EXPR_DIVISION_BY_ZERO),
-        ("nope + 1", ex.WORKFLOW_EXPR_NAME_UNKNOWN),
-        ("-" * 40 + "1", ex.WORKFLOW_EXPR_TOO_DEEP),
-        ("1" + " + 1" * 600, ex.WORKFLOW_EXPR_TOO_LONG),
-        ("10.0 ** 400", ex.WORKFLOW_EXPR_NOT_FINITE),
-        ("10 ** 10 ** 10", ex.WORKFLOW_EXPR_NOT_FINITE),
-        ("size.upper()", ex.WORKFLOW_EXPR_UNSUPPORTED),
-        ("().__class__", ex.WORKFLOW_EXPR_UNSUPPORTED),
-        ("open('/etc/passwd')", ex.WORKFLOW_EXPR_UNSUPPORTED),
-        ("__import__('os')", ex.WORKFLOW_EXPR_UNSUPPORTED),
-        ("(lambda: 1)()", ex.WORKFLOW_EXPR_UNSUPPORTED),
-        ("[x for x in range(10) for y in range(10)]", ex.WORKFLOW_EXPR_UNSUPPORTED),
-        ("sum([1])", ex.WORKFLOW_EXPR_UNSUPPORTED),
-        ("1 +", ex.WORKFLOW_EXPR_SYNTAX),
-        ("'a' * 3", ex.WORKFLOW_EXPR_TYPE),
-        ("1 if size else 2", ex.WORKFLOW_EXPR_TYPE),
+        ("1 / 0", ex.EXPRESSION_DIVISION_BY_ZERO),
+        ("nope + 1", ex.EXPRESSION_NAME_UNKNOWN),
+        ("-" * 40 + "1", ex.EXPRESSION_TOO_DEEP),
+        ("1" + " + 1" * 600, ex.EXPRESSION_TOO_LONG),
+        ("10.0 ** 400", ex.EXPRESSION_NOT_FINITE),
+        ("10 ** 10 ** 10", ex.EXPRESSION_NOT_FINITE),
+        ("size.upper()", ex.EXPRESSION_UNSUPPORTED),
+        ("().__class__", ex.EXPRESSION_UNSUPPORTED),
+        ("open('/etc/passwd')", ex.EXPRESSION_UNSUPPORTED),
+        ("__import__('os')", ex.EXPRESSION_UNSUPPORTED),
+        ("(lambda: 1)()", ex.EXPRESSION_UNSUPPORTED),
+        ("[x for x in range(10) for y in range(10)]", ex.EXPRESSION_UNSUPPORTED),
+        ("sum([1])", ex.EXPRESSION_UNSUPPORTED),
+        ("1 +", ex.EXPRESSION_SYNTAX),
+        ("'a' * 3", ex.EXPRESSION_TYPE),
+        ("1 if size else 2", ex.EXPRESSION_TYPE),
         (
             "[i for i in range(1000) if len([j for j in range(1000)]) > 0]",
-            ex.WORKFLOW_EXPR_TOO_COSTLY,
+            ex.EXPRESSION_TOO_COSTLY,
         ),
     ],
 )
@@ -289,6 +289,44 @@ def test_the_expression_language_computes() -> None:
         "iso",
         "size",
     } - {"range"}
+
+
+def test_a_workflow_expression_has_what_the_repair_templates_brought_in() -> None:
+    env = {"size": "M4", "iso": {"M4": {"clearance": 4.5}}, "hole": {"value": 0.5, "unit": "cm"}}
+    assert ex.evaluate("iso[size].clearance * 2", env) == 9.0
+    assert ex.evaluate("iso.M4['clearance']", env) == 4.5
+    assert ex.evaluate("value(hole) + value(3)", env) == 8.0
+    assert ex.evaluate("None if size is None else size", env) == "M4"
+    assert ex.evaluate("size is not None and iso.M4.clearance > 4", env) is True
+    with pytest.raises(ex.ExpressionError) as caught:
+        ex.evaluate("iso.M5", env)
+    assert caught.value.code == ex.EXPRESSION_KEY_UNKNOWN
+    with pytest.raises(ex.ExpressionError) as caught:
+        ex.evaluate("size.upper", env)  # a string has no keys
+    assert caught.value.code == ex.EXPRESSION_TYPE
+
+
+def test_attribute_access_expands_and_lints_in_a_workflow(tmp_path: Path) -> None:
+    expression = "min(radius.large, width / 4) if size is not None else 0"
+    template = _with_template(radius={"$expr": expression})
+    assert _lint(template) == []
+    runtime = admit(tmp_path, template)
+    index = capability_index(runtime.catalog)
+    repository = ModelRepository.open(tmp_path / "s.sqlite3", node_signatures(index))
+    repository.init()
+    try:
+        ctx = PlanContext(catalog=runtime.catalog, repository=repository, capabilities=index)
+        report, _ = check_plan(plan(repository.head("main"), wf_step()), ctx)
+    finally:
+        repository.close()
+    assert report.ok, report.diagnostics
+    assert report.expansions["mount"][1]["args"]["radius"] == 3
+    # a name outside the workflow's parameters and tables is refused at lint, with the code
+    (finding,) = lint_manifest(
+        PackageManifest.model_validate(_with_template(radius={"$expr": "expected.max"}))
+    )
+    assert finding.code == "LINT_WORKFLOW_EXPRESSION_INVALID"
+    assert "EXPRESSION_NAME_UNKNOWN: expected is not known here" in finding.message
 
 
 def test_a_tampered_definition_is_refused_like_any_tampered_package(tmp_path: Path) -> None:
@@ -410,7 +448,7 @@ def test_the_evaluation_budget_is_shared_by_one_expansion() -> None:
     with pytest.raises(ex.ExpressionError) as caught:
         for _ in range(20):
             ex.evaluate("[i for i in range(1000)]", {}, budget)
-    assert caught.value.code == ex.WORKFLOW_EXPR_TOO_COSTLY
+    assert caught.value.code == ex.EXPRESSION_TOO_COSTLY
     assert ex.evaluate("[i for i in range(1000)]", {}) == list(range(1000))  # a fresh budget
 
 

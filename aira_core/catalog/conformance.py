@@ -80,27 +80,45 @@ def _run_check(
     return result, None
 
 
-def check_descriptor(d: CapabilityDescriptor, index: ImplementationIndex) -> ConformanceCheck:
-    field, ref = d.target
-    cap = d.capability_id
-    found: list[Diagnostic] = []
-    # A descriptor with thousands of examples, or an implementation that raises thousands
-    # of codes, must not make a report of thousands of findings: the first of each code.
-    bound = FindingCap(subject=cap)
+class _Findings:
+    """The findings of one capability's check. A descriptor with thousands of examples, or an
+    implementation that raises thousands of codes, must not make a report of thousands of
+    findings: the first of each code, then a summary."""
 
-    def fail(code: str, message: str) -> None:
-        if bound.keep(code):
-            found.append(
-                Diagnostic(code=code, subject=cap, message=f"{cap} ({field} {ref}): {message}")
+    def __init__(self, d: CapabilityDescriptor, field: str, ref: str) -> None:
+        self.cap, self.where, self.ref = d.capability_id, f"{field} {ref}", ref
+        self.found: list[Diagnostic] = []
+        self._bound = FindingCap(subject=self.cap)
+
+    def fail(self, code: str, message: str) -> None:
+        if self._bound.keep(code):
+            self.found.append(
+                Diagnostic(
+                    code=code, subject=self.cap, message=f"{self.cap} ({self.where}): {message}"
+                )
             )
 
+    def check(self, implementation: str | None) -> ConformanceCheck:
+        """The check: passed when nothing was found (``implementation``: what was checked)."""
+        found = self.found + self._bound.summary()
+        return ConformanceCheck(
+            capability_id=self.cap,
+            target=self.ref,
+            implementation=implementation,
+            passed=not found,
+            diagnostics=found,
+        )
+
+
+def check_descriptor(d: CapabilityDescriptor, index: ImplementationIndex) -> ConformanceCheck:
+    field, ref = d.target
+    findings = _Findings(d, field, ref)
+    fail = findings.fail
     impl = index.get(ref)
     if impl is None and d.kind is CapabilityKind.REPAIR and d.patch_template is not None:
-        # a declarative repair template is data the core evaluates (aira_core.runtime.repairs,
-        # checked by lint): there is no plugin code behind it to check
-        return ConformanceCheck(
-            capability_id=cap, target=ref, implementation="aira_core.runtime.repairs", passed=True
-        )
+        # a declarative repair template is data the core evaluates with the expression
+        # language (aira_core.runtime.repairs; lint checks its expressions): no plugin code
+        return findings.check("aira_core.runtime.repairs")
     if impl is None:
         name = ref.split("@")[0]
         others = sorted(index.versions(name))
@@ -112,7 +130,7 @@ def check_descriptor(d: CapabilityDescriptor, index: ImplementationIndex) -> Con
             )
         else:
             fail(CONFORMANCE_TARGET_UNRESOLVED, f"no registered implementation provides {ref}")
-        return ConformanceCheck(capability_id=cap, target=ref, passed=False, diagnostics=found)
+        return findings.check(None)
 
     declared = set(d.diagnostics)
     can_raise = set(getattr(impl, "diagnostics", ()) or ())
@@ -158,10 +176,7 @@ def check_descriptor(d: CapabilityDescriptor, index: ImplementationIndex) -> Con
                     f"the implementation raised {x.code} on {what}, which the descriptor "
                     "does not declare",
                 )
-    found += bound.summary()
-    return ConformanceCheck(
-        capability_id=cap, target=ref, implementation=ref, passed=not found, diagnostics=found
-    )
+    return findings.check(ref)
 
 
 def implementations_fingerprint(
@@ -215,19 +230,12 @@ def check_workflow(d: CapabilityDescriptor, manifest: PackageManifest) -> Confor
 
     ref = d.workflow_ref or ""
     cap = d.capability_id
-    found: list[Diagnostic] = []
-    bound = FindingCap(subject=cap)
-
-    def fail(code: str, message: str) -> None:
-        if bound.keep(code):
-            found.append(
-                Diagnostic(code=code, subject=cap, message=f"{cap} (workflowRef {ref}): {message}")
-            )
-
+    findings = _Findings(d, "workflowRef", ref)
+    fail = findings.fail
     entries = capability_entries([(d, manifest.schemas)])
     if ref not in manifest.workflows or cap not in entries:
         fail(CONFORMANCE_TARGET_UNRESOLVED, f"the package has no workflow definition {ref}")
-        return ConformanceCheck(capability_id=cap, target=ref, passed=False, diagnostics=found)
+        return findings.check(None)
     inputs = [dict(ex.input) for ex in d.input_examples]
     if d.default_binding:
         inputs = [{**i, **d.default_binding} for i in inputs or [{}]]
@@ -242,7 +250,4 @@ def check_workflow(d: CapabilityDescriptor, manifest: PackageManifest) -> Confor
                 CONFORMANCE_EXAMPLE_REJECTED,
                 f"input example {j} does not expand: {f.code}: {f.message[:400]}",
             )
-    found += bound.summary()
-    return ConformanceCheck(
-        capability_id=cap, target=ref, implementation=ref, passed=not found, diagnostics=found
-    )
+    return findings.check(ref)

@@ -1,25 +1,32 @@
-"""The expression language of workflow definitions: small, side-effect free, bounded.
+"""The one expression language of Aira's declarative data: small, side-effect free, bounded.
 
-A workflow template computes a step argument from the workflow's parameters and tables with
-an expression such as ``max(2 * clearance[size], 6)`` or ``length / 2 - inset``. The text is
-parsed with Python's own parser (:func:`ast.parse`, ``mode="eval"``) and the tree is then
-evaluated by :func:`evaluate` here, node by node, against a whitelist: nothing is ever
-compiled or passed to ``eval``. What the language has (docs/workflows.md):
+Two contexts use it, each passing in the names an expression may read: a workflow template
+(:mod:`aira_core.catalog.workflows`: the workflow's parameters and tables, such as
+``max(2 * clearance[size], 6)``) and a repair's patch template
+(:mod:`aira_core.runtime.repairs`: ``args``, ``expected``, ``actual``, such as
+``round(expected.maxRadius * 0.9, 2)``). The text is parsed with Python's own parser
+(:func:`ast.parse`, ``mode="eval"``) and the tree is then evaluated by :func:`evaluate` here,
+node by node, against a whitelist: nothing is ever compiled or passed to ``eval``. What the
+language has (docs/workflows.md, The expression language):
 
-- literals: numbers, strings, ``True`` / ``False``, lists ``[a, b]``;
-- names: the workflow's parameters, its tables, ``pi``; nothing else;
+- literals: numbers, strings, ``True`` / ``False`` (also ``true`` / ``false``), ``None``,
+  lists ``[a, b]``;
+- names: the ones the caller passes, and ``pi``; nothing else;
 - arithmetic ``+ - * / // % **`` and unary ``-``/``+`` on numbers (``+`` also joins two
-  strings or two lists); comparisons ``< <= > >= == !=`` (chained); ``and``, ``or``, ``not``;
-  the conditional ``a if cond else b``;
-- subscripts ``table[key]``, ``row["field"]``, ``list[i]``;
-- the calls ``min max abs round floor ceil sqrt len range`` by name (no other callee);
+  strings or two lists); comparisons ``< <= > >= == !=`` (chained), ``x is None`` and
+  ``x is not None``; ``and``, ``or``, ``not`` (on booleans); the conditional
+  ``a if cond else b``;
+- lookups ``table[key]``, ``row["field"]``, ``row.field`` (the same as ``row["field"]``),
+  ``list[i]``;
+- the calls ``min max abs round floor ceil sqrt len range value`` by name (no other callee);
 - one-generator list comprehensions ``[f(i) for i in range(n) if cond]``.
 
 Bounds: :data:`MAX_CHARS` characters of source, :data:`MAX_DEPTH` levels of nesting,
 :data:`MAX_STEPS` evaluated nodes (a comprehension's body counts once per item; shared by
 all the expressions of one workflow step's expansion),
 :data:`MAX_ITEMS` items in a list or characters in a string, numbers finite and integers
-below 2**53. Every refusal is an :class:`ExpressionError` with a stable code.
+below 2**53, the result plain JSON. Every refusal is an :class:`ExpressionError` with a
+stable code.
 """
 
 from __future__ import annotations
@@ -27,8 +34,11 @@ from __future__ import annotations
 import ast
 import math
 import operator
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from typing import Any
+
+from aira_core.canonical import CanonicalJSONError, canonical_bytes
+from aira_core.contracts.amir import UNITS
 
 MAX_CHARS = 1000
 MAX_DEPTH = 32
@@ -36,22 +46,23 @@ MAX_STEPS = 20_000
 MAX_ITEMS = 1000
 MAX_INT = 2**53
 
-WORKFLOW_EXPR_SYNTAX = "WORKFLOW_EXPR_SYNTAX"
-WORKFLOW_EXPR_TOO_LONG = "WORKFLOW_EXPR_TOO_LONG"
-WORKFLOW_EXPR_TOO_DEEP = "WORKFLOW_EXPR_TOO_DEEP"
-WORKFLOW_EXPR_TOO_COSTLY = "WORKFLOW_EXPR_TOO_COSTLY"
-WORKFLOW_EXPR_UNSUPPORTED = "WORKFLOW_EXPR_UNSUPPORTED"
-WORKFLOW_EXPR_NAME_UNKNOWN = "WORKFLOW_EXPR_NAME_UNKNOWN"
-WORKFLOW_EXPR_TYPE = "WORKFLOW_EXPR_TYPE"
-WORKFLOW_EXPR_DIVISION_BY_ZERO = "WORKFLOW_EXPR_DIVISION_BY_ZERO"
-WORKFLOW_EXPR_NOT_FINITE = "WORKFLOW_EXPR_NOT_FINITE"
-WORKFLOW_EXPR_KEY_UNKNOWN = "WORKFLOW_EXPR_KEY_UNKNOWN"
+EXPRESSION_SYNTAX = "EXPRESSION_SYNTAX"
+EXPRESSION_TOO_LONG = "EXPRESSION_TOO_LONG"
+EXPRESSION_TOO_DEEP = "EXPRESSION_TOO_DEEP"
+EXPRESSION_TOO_COSTLY = "EXPRESSION_TOO_COSTLY"
+EXPRESSION_UNSUPPORTED = "EXPRESSION_UNSUPPORTED"
+EXPRESSION_NAME_UNKNOWN = "EXPRESSION_NAME_UNKNOWN"
+EXPRESSION_TYPE = "EXPRESSION_TYPE"
+EXPRESSION_DIVISION_BY_ZERO = "EXPRESSION_DIVISION_BY_ZERO"
+EXPRESSION_NOT_FINITE = "EXPRESSION_NOT_FINITE"
+EXPRESSION_KEY_UNKNOWN = "EXPRESSION_KEY_UNKNOWN"
 
-CONSTANTS: dict[str, Any] = {"pi": math.pi}
+CONSTANTS: dict[str, Any] = {"pi": math.pi, "true": True, "false": False}
+"""Names every context has (``true`` / ``false``: for authors who write JSON)."""
 
 
 class ExpressionError(Exception):
-    """An expression refused: ``code`` is one of the ``WORKFLOW_EXPR_*`` codes."""
+    """An expression refused: ``code`` is one of the ``EXPRESSION_*`` codes."""
 
     def __init__(self, code: str, message: str) -> None:
         super().__init__(message)
@@ -65,7 +76,7 @@ def _is_number(value: Any) -> bool:
 
 def _number(value: Any, what: str) -> int | float:
     if not _is_number(value):
-        raise ExpressionError(WORKFLOW_EXPR_TYPE, f"{what} takes numbers, not {_kind(value)}")
+        raise ExpressionError(EXPRESSION_TYPE, f"{what} takes numbers, not {_kind(value)}")
     return value  # type: ignore[no-any-return]
 
 
@@ -79,19 +90,19 @@ def _kind(value: Any) -> str:
     if isinstance(value, list):
         return "a list"
     if isinstance(value, dict):
-        return "a table row (object)"
+        return "an object"
     return "null" if value is None else type(value).__name__
 
 
 def _checked(value: Any) -> Any:
     """``value`` if it is within bounds (finite, integers below 2**53, short sequences)."""
     if isinstance(value, float) and not math.isfinite(value):
-        raise ExpressionError(WORKFLOW_EXPR_NOT_FINITE, f"the result {value} is not finite")
+        raise ExpressionError(EXPRESSION_NOT_FINITE, f"the result {value} is not finite")
     if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= MAX_INT:
-        raise ExpressionError(WORKFLOW_EXPR_NOT_FINITE, "an integer result reaches 2**53")
+        raise ExpressionError(EXPRESSION_NOT_FINITE, "an integer result reaches 2**53")
     if isinstance(value, list | str) and len(value) > MAX_ITEMS:
         raise ExpressionError(
-            WORKFLOW_EXPR_TOO_COSTLY, f"a list or string of more than {MAX_ITEMS} items"
+            EXPRESSION_TOO_COSTLY, f"a list or string of more than {MAX_ITEMS} items"
         )
     return value
 
@@ -99,7 +110,7 @@ def _checked(value: Any) -> Any:
 def _div(a: Any, b: Any, op: Callable[[Any, Any], Any], name: str) -> Any:
     a, b = _number(a, name), _number(b, name)
     if b == 0:
-        raise ExpressionError(WORKFLOW_EXPR_DIVISION_BY_ZERO, f"{name} by zero")
+        raise ExpressionError(EXPRESSION_DIVISION_BY_ZERO, f"{name} by zero")
     return op(a, b)
 
 
@@ -109,7 +120,7 @@ def _pow(a: Any, b: Any) -> Any:
         # float power: an integer power of integers could take unbounded time and memory
         result = math.pow(a, b)
     except (OverflowError, ValueError):
-        raise ExpressionError(WORKFLOW_EXPR_NOT_FINITE, f"{a} ** {b} is not finite") from None
+        raise ExpressionError(EXPRESSION_NOT_FINITE, f"{a} ** {b} is not finite") from None
     if isinstance(a, int) and isinstance(b, int) and b >= 0 and abs(result) < MAX_INT:
         return int(result)
     return result
@@ -133,23 +144,25 @@ _BINARY: dict[type, Callable[[Any, Any], Any]] = {
 
 
 def _compare(op: ast.cmpop, a: Any, b: Any) -> bool:
+    if isinstance(op, ast.Is | ast.IsNot):  # parse() allows only `is None` / `is not None`
+        return (a is None) == isinstance(op, ast.Is)
     if isinstance(op, ast.Eq):
         return bool(a == b)
     if isinstance(op, ast.NotEq):
         return bool(a != b)
     if not (_is_number(a) and _is_number(b)) and not (isinstance(a, str) and isinstance(b, str)):
-        raise ExpressionError(WORKFLOW_EXPR_TYPE, f"cannot order {_kind(a)} against {_kind(b)}")
+        raise ExpressionError(EXPRESSION_TYPE, f"cannot order {_kind(a)} against {_kind(b)}")
     table = {ast.Lt: operator.lt, ast.LtE: operator.le, ast.Gt: operator.gt, ast.GtE: operator.ge}
     fn = table.get(type(op))
     if fn is None:
-        raise ExpressionError(WORKFLOW_EXPR_UNSUPPORTED, f"comparison {type(op).__name__}")
+        raise ExpressionError(EXPRESSION_UNSUPPORTED, f"comparison {type(op).__name__}")
     return bool(fn(a, b))
 
 
 def _round(x: Any, digits: Any = 0) -> Any:
     x = _number(x, "round")
     if not isinstance(digits, int) or isinstance(digits, bool) or not -15 <= digits <= 15:
-        raise ExpressionError(WORKFLOW_EXPR_TYPE, "round's digits are an integer in [-15, 15]")
+        raise ExpressionError(EXPRESSION_TYPE, "round's digits are an integer in [-15, 15]")
     return round(x) if digits == 0 else round(x, digits)
 
 
@@ -157,12 +170,12 @@ def _range(*args: Any) -> list[int]:
     if not 1 <= len(args) <= 3 or not all(
         isinstance(a, int) and not isinstance(a, bool) for a in args
     ):
-        raise ExpressionError(WORKFLOW_EXPR_TYPE, "range takes one to three integers")
+        raise ExpressionError(EXPRESSION_TYPE, "range takes one to three integers")
     if len(args) == 3 and args[2] == 0:
-        raise ExpressionError(WORKFLOW_EXPR_TYPE, "range's step is not zero")
+        raise ExpressionError(EXPRESSION_TYPE, "range's step is not zero")
     r = range(*args)
     if len(r) > MAX_ITEMS:
-        raise ExpressionError(WORKFLOW_EXPR_TOO_COSTLY, f"range of more than {MAX_ITEMS} items")
+        raise ExpressionError(EXPRESSION_TOO_COSTLY, f"range of more than {MAX_ITEMS} items")
     return list(r)
 
 
@@ -170,7 +183,7 @@ def _minmax(fn: Callable[..., Any], name: str) -> Callable[..., Any]:
     def call(*args: Any) -> Any:
         items = args[0] if len(args) == 1 and isinstance(args[0], list) else list(args)
         if not items:
-            raise ExpressionError(WORKFLOW_EXPR_TYPE, f"{name} of nothing")
+            raise ExpressionError(EXPRESSION_TYPE, f"{name} of nothing")
         return fn(_number(v, name) for v in items)
 
     return call
@@ -179,14 +192,27 @@ def _minmax(fn: Callable[..., Any], name: str) -> Callable[..., Any]:
 def _sqrt(x: Any) -> float:
     x = _number(x, "sqrt")
     if x < 0:
-        raise ExpressionError(WORKFLOW_EXPR_NOT_FINITE, f"sqrt({x}) is not a real number")
+        raise ExpressionError(EXPRESSION_NOT_FINITE, f"sqrt({x}) is not a real number")
     return math.sqrt(x)
 
 
 def _len(x: Any) -> int:
     if not isinstance(x, list | str | dict):
-        raise ExpressionError(WORKFLOW_EXPR_TYPE, f"len of {_kind(x)}")
+        raise ExpressionError(EXPRESSION_TYPE, f"len of {_kind(x)}")
     return len(x)
+
+
+def _value(x: Any) -> int | float:
+    """A number, or a ``{"value", "unit"}`` quantity in its base unit (mm, deg)."""
+    if isinstance(x, dict):
+        v, unit = x.get("value"), x.get("unit")
+        factor = next((t[unit] for t in UNITS.values() if unit in t), None)
+        if not _is_number(v) or factor is None:
+            raise ExpressionError(
+                EXPRESSION_TYPE, "value takes a quantity with a numeric value and a known unit"
+            )
+        return v * factor
+    return _number(x, "value")
 
 
 FUNCTIONS: dict[str, Callable[..., Any]] = {
@@ -199,6 +225,7 @@ FUNCTIONS: dict[str, Callable[..., Any]] = {
     "sqrt": _sqrt,
     "len": _len,
     "range": _range,
+    "value": _value,
 }
 
 
@@ -206,26 +233,23 @@ def parse(source: Any) -> ast.expr:
     """The checked tree of ``source``: syntax, length, depth and the whitelist of node types
     (names are checked on evaluation, or by :func:`names`)."""
     if not isinstance(source, str):
-        raise ExpressionError(
-            WORKFLOW_EXPR_SYNTAX, f"an expression is a string, not {_kind(source)}"
-        )
+        raise ExpressionError(EXPRESSION_SYNTAX, f"an expression is a string, not {_kind(source)}")
     if len(source) > MAX_CHARS:
         raise ExpressionError(
-            WORKFLOW_EXPR_TOO_LONG,
+            EXPRESSION_TOO_LONG,
             f"the expression has {len(source)} characters; at most {MAX_CHARS}",
         )
     try:
         tree = ast.parse(source.strip(), mode="eval")
     except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
         why = exc.msg if isinstance(exc, SyntaxError) else type(exc).__name__
-        raise ExpressionError(
-            WORKFLOW_EXPR_SYNTAX, f"{source[:80]!r} does not parse: {why}"
-        ) from None
+        raise ExpressionError(EXPRESSION_SYNTAX, f"{source[:80]!r} does not parse: {why}") from None
     _check_tree(tree.body, 1)
     return tree.body
 
 
 _ALLOWED = (
+    ast.Attribute,
     ast.Constant,
     ast.Name,
     ast.BinOp,
@@ -242,46 +266,52 @@ _ALLOWED = (
 
 def _check_tree(node: ast.AST, depth: int) -> None:
     if depth > MAX_DEPTH:
-        raise ExpressionError(
-            WORKFLOW_EXPR_TOO_DEEP, f"the expression nests deeper than {MAX_DEPTH}"
-        )
+        raise ExpressionError(EXPRESSION_TOO_DEEP, f"the expression nests deeper than {MAX_DEPTH}")
     if not isinstance(node, _ALLOWED):
         raise ExpressionError(
-            WORKFLOW_EXPR_UNSUPPORTED, f"{_describe(node)} is not part of the expression language"
+            EXPRESSION_UNSUPPORTED, f"{_describe(node)} is not part of the expression language"
         )
-    if isinstance(node, ast.Constant) and not isinstance(node.value, int | float | str | bool):
-        raise ExpressionError(WORKFLOW_EXPR_UNSUPPORTED, f"the constant {node.value!r}")
-    if isinstance(node, ast.BinOp) and type(node.op) not in _BINARY:
-        raise ExpressionError(WORKFLOW_EXPR_UNSUPPORTED, f"the operator {type(node.op).__name__}")
-    if isinstance(node, ast.UnaryOp) and not isinstance(node.op, ast.USub | ast.UAdd | ast.Not):
-        raise ExpressionError(WORKFLOW_EXPR_UNSUPPORTED, f"the operator {type(node.op).__name__}")
-    if isinstance(node, ast.Compare) and any(
-        isinstance(o, ast.In | ast.NotIn | ast.Is | ast.IsNot) for o in node.ops
+    if isinstance(node, ast.Constant) and not (
+        node.value is None or isinstance(node.value, int | float | str | bool)
     ):
-        raise ExpressionError(WORKFLOW_EXPR_UNSUPPORTED, "in / is comparisons")
+        raise ExpressionError(EXPRESSION_UNSUPPORTED, f"the constant {node.value!r}")
+    if isinstance(node, ast.BinOp) and type(node.op) not in _BINARY:
+        raise ExpressionError(EXPRESSION_UNSUPPORTED, f"the operator {type(node.op).__name__}")
+    if isinstance(node, ast.UnaryOp) and not isinstance(node.op, ast.USub | ast.UAdd | ast.Not):
+        raise ExpressionError(EXPRESSION_UNSUPPORTED, f"the operator {type(node.op).__name__}")
+    if isinstance(node, ast.Compare) and any(isinstance(o, ast.In | ast.NotIn) for o in node.ops):
+        raise ExpressionError(EXPRESSION_UNSUPPORTED, "in / not in comparisons")
+    if isinstance(node, ast.Compare) and any(
+        isinstance(o, ast.Is | ast.IsNot)
+        and not (isinstance(right, ast.Constant) and right.value is None)
+        for o, right in zip(node.ops, node.comparators, strict=True)
+    ):  # identity of anything but None is an implementation detail of Python
+        raise ExpressionError(EXPRESSION_UNSUPPORTED, "is / is not other than `is None`")
+    if isinstance(node, ast.Attribute) and node.attr.startswith("_"):
+        raise ExpressionError(EXPRESSION_UNSUPPORTED, f"the attribute {node.attr!r}")
     if isinstance(node, ast.Call):
         if not isinstance(node.func, ast.Name) or node.func.id not in FUNCTIONS:
             raise ExpressionError(
-                WORKFLOW_EXPR_UNSUPPORTED,
+                EXPRESSION_UNSUPPORTED,
                 f"calling {_describe(node.func)}: only "
                 f"{', '.join(sorted(FUNCTIONS))} may be called",
             )
         if node.keywords:
-            raise ExpressionError(WORKFLOW_EXPR_UNSUPPORTED, "keyword arguments")
+            raise ExpressionError(EXPRESSION_UNSUPPORTED, "keyword arguments")
         for arg in node.args:
             _check_tree(arg, depth + 1)
         return
     if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Slice):
-        raise ExpressionError(WORKFLOW_EXPR_UNSUPPORTED, "slices")
+        raise ExpressionError(EXPRESSION_UNSUPPORTED, "slices")
     if isinstance(node, ast.ListComp):
         if len(node.generators) != 1:
             raise ExpressionError(
-                WORKFLOW_EXPR_UNSUPPORTED, "a comprehension with several for clauses"
+                EXPRESSION_UNSUPPORTED, "a comprehension with several for clauses"
             )
         gen = node.generators[0]
         if not isinstance(gen.target, ast.Name) or gen.is_async:
             raise ExpressionError(
-                WORKFLOW_EXPR_UNSUPPORTED, "a comprehension target that is not a name"
+                EXPRESSION_UNSUPPORTED, "a comprehension target that is not a name"
             )
         for sub in (node.elt, gen.iter, *gen.ifs):
             _check_tree(sub, depth + 1)
@@ -296,7 +326,7 @@ def _check_tree(node: ast.AST, depth: int) -> None:
 
 def _describe(node: ast.AST) -> str:
     if isinstance(node, ast.Attribute):
-        return f"attribute access .{node.attr}"
+        return f"a method or attribute .{node.attr}"
     if isinstance(node, ast.Name):
         return f"{node.id!r}"
     return {
@@ -358,7 +388,7 @@ class _Evaluator:
         self.budget.steps -= 1
         if self.budget.steps < 0:
             raise ExpressionError(
-                WORKFLOW_EXPR_TOO_COSTLY, f"the expressions take more than {MAX_STEPS} steps"
+                EXPRESSION_TOO_COSTLY, f"the expressions take more than {MAX_STEPS} steps"
             )
         return _checked(self._eval(node, local))
 
@@ -369,9 +399,7 @@ class _Evaluator:
             for scope in (local, self.env, CONSTANTS):
                 if node.id in scope:
                     return scope[node.id]
-            if node.id in ("true", "false"):
-                return node.id == "true"
-            raise ExpressionError(WORKFLOW_EXPR_NAME_UNKNOWN, f"unknown name {node.id!r}")
+            raise ExpressionError(EXPRESSION_NAME_UNKNOWN, f"unknown name {node.id!r}")
         if isinstance(node, ast.BinOp):
             a, b = self.eval(node.left, local), self.eval(node.right, local)
             return _BINARY[type(node.op)](a, b)
@@ -400,6 +428,13 @@ class _Evaluator:
             return self.eval(node.body if test else node.orelse, local)
         if isinstance(node, ast.Subscript):
             return _subscript(self.eval(node.value, local), self.eval(node.slice, local))
+        if isinstance(node, ast.Attribute):
+            container = self.eval(node.value, local)
+            if not isinstance(container, dict):
+                raise ExpressionError(
+                    EXPRESSION_TYPE, f"cannot read .{node.attr} of {_kind(container)}"
+                )
+            return _subscript(container, node.attr)
         if isinstance(node, ast.Call):
             assert isinstance(node.func, ast.Name)
             args = [self.eval(a, local) for a in node.args]
@@ -407,17 +442,17 @@ class _Evaluator:
                 return FUNCTIONS[node.func.id](*args)
             except TypeError:
                 raise ExpressionError(
-                    WORKFLOW_EXPR_TYPE, f"{node.func.id} does not take {len(args)} argument(s)"
+                    EXPRESSION_TYPE, f"{node.func.id} does not take {len(args)} argument(s)"
                 ) from None
             except (OverflowError, ValueError) as exc:
-                raise ExpressionError(WORKFLOW_EXPR_NOT_FINITE, f"{node.func.id}: {exc}") from None
+                raise ExpressionError(EXPRESSION_NOT_FINITE, f"{node.func.id}: {exc}") from None
         if isinstance(node, ast.List):
             return [self.eval(e, local) for e in node.elts]
         if isinstance(node, ast.ListComp):
             gen = node.generators[0]
             items = self.eval(gen.iter, local)
             if not isinstance(items, list):
-                raise ExpressionError(WORKFLOW_EXPR_TYPE, f"a comprehension over {_kind(items)}")
+                raise ExpressionError(EXPRESSION_TYPE, f"a comprehension over {_kind(items)}")
             assert isinstance(gen.target, ast.Name)
             out = []
             for item in items:
@@ -425,12 +460,12 @@ class _Evaluator:
                 if all(_truth(self.eval(c, inner)) for c in gen.ifs):
                     out.append(self.eval(node.elt, inner))
             return out
-        raise ExpressionError(WORKFLOW_EXPR_UNSUPPORTED, _describe(node))  # parse() refuses it
+        raise ExpressionError(EXPRESSION_UNSUPPORTED, _describe(node))  # parse() refuses it
 
 
 def _truth(value: Any) -> bool:
     if not isinstance(value, bool):
-        raise ExpressionError(WORKFLOW_EXPR_TYPE, f"a condition is a boolean, not {_kind(value)}")
+        raise ExpressionError(EXPRESSION_TYPE, f"a condition is a boolean, not {_kind(value)}")
     return value
 
 
@@ -438,31 +473,51 @@ def _subscript(container: Any, key: Any) -> Any:
     if isinstance(container, dict):
         if not isinstance(key, str):
             raise ExpressionError(
-                WORKFLOW_EXPR_TYPE, f"a table is indexed by a string, not {_kind(key)}"
+                EXPRESSION_TYPE, f"a table is indexed by a string, not {_kind(key)}"
             )
         if key not in container:
             shown = ", ".join(sorted(container)[:12])
-            raise ExpressionError(WORKFLOW_EXPR_KEY_UNKNOWN, f"no key {key[:80]!r}; keys: {shown}")
+            raise ExpressionError(EXPRESSION_KEY_UNKNOWN, f"no key {key[:80]!r}; keys: {shown}")
         return container[key]
     if isinstance(container, list):
         if not isinstance(key, int) or isinstance(key, bool):
             raise ExpressionError(
-                WORKFLOW_EXPR_TYPE, f"a list is indexed by an integer, not {_kind(key)}"
+                EXPRESSION_TYPE, f"a list is indexed by an integer, not {_kind(key)}"
             )
         if not -len(container) <= key < len(container):
             raise ExpressionError(
-                WORKFLOW_EXPR_KEY_UNKNOWN, f"index {key} is outside a list of {len(container)}"
+                EXPRESSION_KEY_UNKNOWN, f"index {key} is outside a list of {len(container)}"
             )
         return container[key]
-    raise ExpressionError(WORKFLOW_EXPR_TYPE, f"cannot index {_kind(container)}")
+    raise ExpressionError(EXPRESSION_TYPE, f"cannot index {_kind(container)}")
+
+
+def check(source: Any, known: Collection[str]) -> ast.expr:
+    """The checked tree of ``source`` (:func:`parse`) that reads no name but ``known`` and
+    the constants: what lint asks of an expression before anything evaluates it."""
+    tree = parse(source)
+    unknown = sorted(names(tree) - set(known) - set(CONSTANTS))
+    if unknown:
+        raise ExpressionError(
+            EXPRESSION_NAME_UNKNOWN,
+            f"{', '.join(unknown)} {'is' if len(unknown) == 1 else 'are'} not known here; "
+            f"known: {', '.join(sorted(known)) or 'none'}",
+        )
+    return tree
 
 
 def evaluate(source: Any, env: Mapping[str, Any], budget: Budget | None = None) -> Any:
-    """The value of the expression ``source`` with the names of ``env`` (parameters and
-    tables); :class:`ExpressionError` with a stable code otherwise. Never runs code.
-    ``budget``: the evaluation steps left (default: :data:`MAX_STEPS` for this one)."""
+    """The value of the expression ``source`` with the names of ``env`` (a workflow's
+    parameters and tables, a repair's ``args``, ``expected``, ``actual``), plain JSON;
+    :class:`ExpressionError` with a stable code otherwise. Never runs code. ``budget``: the
+    evaluation steps left (default: :data:`MAX_STEPS` for this one)."""
     tree = parse(source)
     try:
-        return _Evaluator(env, budget or Budget()).eval(tree, {})
+        result = _Evaluator(env, budget or Budget()).eval(tree, {})
     except RecursionError:  # parse() bounds the depth; a last guard all the same
-        raise ExpressionError(WORKFLOW_EXPR_TOO_DEEP, "the expression nests too deeply") from None
+        raise ExpressionError(EXPRESSION_TOO_DEEP, "the expression nests too deeply") from None
+    try:  # a value read from the caller's names is returned as it is: it must be JSON too
+        canonical_bytes(result)
+    except CanonicalJSONError as exc:
+        raise ExpressionError(EXPRESSION_TYPE, f"the result is not plain JSON: {exc}") from None
+    return result

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Collection, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -26,6 +26,7 @@ from aira_core.contracts.base import DIAGNOSTIC_CODE_PATTERN
 from aira_core.contracts.capability import (
     CAPABILITY_ID_PATTERN,
     CAPABILITY_RELATIONS,
+    REPAIR_TEMPLATE_NAMES,
     WRITING_KINDS,
     CapabilityDescriptor,
     CapabilityKind,
@@ -357,8 +358,6 @@ def _lint_repair(
 ) -> Iterator[_Finding]:
     """A repair names the codes it repairs and, with a patchTemplateRef, carries a
     well-formed template (aira_core.runtime.repairs); nothing else carries a template."""
-    from aira_core.catalog.repair_expressions import template_problems
-
     cap, template = d.capability_id, d.patch_template
     codes = d.relations.get(RelationType.REPAIRS_DIAGNOSTIC, [])
     if d.kind is not CapabilityKind.REPAIR:
@@ -386,14 +385,10 @@ def _lint_repair(
         )
     if template is None:
         return
-    for problem in template_problems(template):
-        where, _, why = problem.partition(": ")
-        yield _diag(
-            "LINT_REPAIR_TEMPLATE_INVALID",
-            cap,
-            [*base, "patchTemplate", *where.split("/")],
-            f"template {where}: {why}",
-        )
+    at = (*base, "patchTemplate")
+    exprs = [((*at, "when"), template.when)] if template.when is not None else []
+    exprs += [((*at, "set", k), v) for k, v in template.set.items()]
+    yield from _lint_expressions("LINT_REPAIR_TEMPLATE_INVALID", cap, exprs, REPAIR_TEMPLATE_NAMES)
     # the codes a repaired capability of this package declares are known: a repair of one
     # of them for a code it never raises could never apply
     declared = {x.capability_id: set(x.diagnostics) for x in ctx.manifest.descriptors}
@@ -800,13 +795,28 @@ def _template_values(
             yield from _template_values(v, (*path, i))
 
 
+def _lint_expressions(
+    rule: str,
+    cap: str,
+    exprs: Iterable[tuple[tuple[str | int, ...], Any]],
+    known: Collection[str],
+) -> Iterator[_Finding]:
+    """A finding of ``rule`` for each expression the language refuses, or that reads a name
+    but ``known`` (a workflow's parameters and tables, a repair's args, expected, actual)."""
+    from aira_core.catalog import expressions
+
+    for path, text in exprs:
+        try:
+            expressions.check(text, known)
+        except expressions.ExpressionError as exc:
+            yield _diag(rule, cap, path, f"{exc.code}: {exc.message}")
+
+
 def _lint_workflows(ctx: _Ctx) -> Iterator[_Finding]:
     """Each workflow descriptor has its definition; each definition names existing
     capabilities (of the package, or of the catalog it is admitted to), refers only to
     earlier template steps, feeds Shape inputs from steps that make shapes, and its
     expressions parse and read only the declared parameters and tables."""
-    from aira_core.catalog import expressions
-
     m = ctx.manifest
     own = {d.capability_id: d for d in m.descriptors}
     users = {d.workflow_ref: d for d in m.descriptors if d.workflow_ref is not None}
@@ -841,7 +851,7 @@ def _lint_workflows(ctx: _Ctx) -> Iterator[_Finding]:
                 [*base, "tables", name],
                 f"{name!r} is both a parameter and a table",
             )
-        declared = params | tables | set(expressions.CONSTANTS) | {"true", "false"}
+        declared = params | tables
         made: dict[str, CapabilityDescriptor | None] = {}
         for k, t in enumerate(definition.steps):
             where = (*base, "steps", k)
@@ -931,24 +941,7 @@ def _lint_workflows(ctx: _Ctx) -> Iterator[_Finding]:
                 for path, value in _template_values(t.label, (*where, "label")):
                     if isinstance(value, dict) and len(value) == 1 and "$expr" in value:
                         exprs.append((path, value["$expr"]))
-            for path, source_text in exprs:
-                try:
-                    tree = expressions.parse(source_text)
-                except expressions.ExpressionError as exc:
-                    yield _diag(
-                        "LINT_WORKFLOW_EXPRESSION_INVALID", cap, path, f"{exc.code}: {exc.message}"
-                    )
-                    continue
-                unknown = sorted(expressions.names(tree) - declared)
-                if unknown:
-                    yield _diag(
-                        "LINT_WORKFLOW_EXPRESSION_INVALID",
-                        cap,
-                        path,
-                        f"{', '.join(unknown)} {'is' if len(unknown) == 1 else 'are'} neither a "
-                        f"parameter ({', '.join(sorted(params)) or 'none'}) nor a table "
-                        f"({', '.join(sorted(tables)) or 'none'})",
-                    )
+            yield from _lint_expressions("LINT_WORKFLOW_EXPRESSION_INVALID", cap, exprs, declared)
             made[t.id] = named
         if definition.result is not None and definition.result not in made:
             yield _diag(

@@ -15,7 +15,7 @@ steps, or more than :data:`MAX_EXPANDED_STEPS` steps once expanded),
 ``WORKFLOW_DEFINITION_MISSING`` (no definition for the ref in the catalog),
 ``WORKFLOW_TEMPLATE_INVALID`` (a template that cannot expand: an unknown template step
 reference, an expanded id that is not a valid step id, a computed label that is not a
-string), the ``WORKFLOW_EXPR_*`` codes of the expression language, and ``PLAN_ARGS_INVALID``
+string), the ``EXPRESSION_*`` codes of the expression language, and ``PLAN_ARGS_INVALID``
 for workflow arguments that break the descriptor's input schema.
 """
 

@@ -249,6 +249,11 @@ class Guidance(WireModel):
     composition_hints: list[str] = Field(default_factory=list)
 
 
+REPAIR_TEMPLATE_NAMES = ("args", "expected", "actual")
+"""The names a repair template's expressions read: the failing step's arguments as written,
+and the diagnostic's typed values (``None`` when the kernel gave none)."""
+
+
 class RepairTemplate(WireModel):
     """The declarative patch template of a ``repair`` capability (``patchTemplate``, named by
     its ``patchTemplateRef``): a candidate plan step made from the failing step of the plan a
@@ -259,8 +264,10 @@ class RepairTemplate(WireModel):
 
     applies_to: list[CapabilityId] = Field(default_factory=list)
     """Capabilities the failing step may use (empty: any)."""
-    when: str | None = Field(default=None, max_length=500)
-    set: dict[str, Annotated[str, Field(min_length=1, max_length=500)]] = Field(min_length=1)
+    # the expression language bounds an expression (length, depth, cost): lint refuses one
+    # with its EXPRESSION_* code, one bound in one place
+    when: str | None = None
+    set: dict[str, Annotated[str, Field(min_length=1)]] = Field(min_length=1)
     """Argument name -> expression for the candidate step's new value."""
 
 

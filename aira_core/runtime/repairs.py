@@ -2,9 +2,9 @@
 registered capabilities that repair their code, ``nextActions`` offers each with its
 preconditions, and invoking one produces a **candidate**: the refused plan with the failing
 step's arguments rewritten by the repair's declarative template (``patchTemplate``, whose
-expressions :mod:`aira_core.catalog.repair_expressions` evaluates). A repair never edits the
-model; its candidate is applied, if at all, as any plan is, through the one write path
-(check → propose → preview → validate → commit).
+expressions :mod:`aira_core.catalog.expressions` evaluates over ``args``, ``expected`` and
+``actual``). A repair never edits the model; its candidate is applied, if at all, as any plan
+is, through the one write path (check → propose → preview → validate → commit).
 """
 
 from __future__ import annotations
@@ -13,8 +13,14 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from aira_core.canonical import canonical_bytes
-from aira_core.catalog.repair_expressions import ExpressionError, evaluate
-from aira_core.contracts.capability import CapabilityKind, Predicate, RelationType, RepairTemplate
+from aira_core.catalog.expressions import EXPRESSION_TYPE, Budget, ExpressionError, evaluate
+from aira_core.contracts.capability import (
+    REPAIR_TEMPLATE_NAMES,
+    CapabilityKind,
+    Predicate,
+    RelationType,
+    RepairTemplate,
+)
 from aira_core.contracts.plan import NextAction, Plan, PlanStep
 from aira_core.diagnostics import AiraError, Diagnostic
 
@@ -111,15 +117,28 @@ def candidate(
             f"not step {step.id!r} of {step.capability}",
             subject=cap,
         )
-    names = {"args": dict(step.args), "expected": diagnostic.expected, "actual": diagnostic.actual}
+    values = (dict(step.args), diagnostic.expected, diagnostic.actual)
+    names = dict(zip(REPAIR_TEMPLATE_NAMES, values, strict=True))
+    budget = Budget()  # one template's expressions share it, as one workflow step's do
+    where = "when"
     try:
-        if template.when is not None and not evaluate(template.when, names):
-            raise AiraError(
-                REPAIR_NOT_APPLICABLE, f"{cap}: its condition {template.when!r} does not hold"
-            )
-        new = {k: evaluate(v, names) for k, v in template.set.items()}
+        if template.when is not None:
+            holds = evaluate(template.when, names, budget)
+            if not isinstance(holds, bool):
+                raise ExpressionError(EXPRESSION_TYPE, "a condition is a boolean")
+            if not holds:
+                raise AiraError(
+                    REPAIR_NOT_APPLICABLE,
+                    f"{cap}: its condition {template.when[:120]!r} does not hold",
+                )
+        new: dict[str, Any] = {}
+        for key, text in template.set.items():
+            where = f"set {key}"
+            new[key] = evaluate(text, names, budget)
     except ExpressionError as exc:
-        raise AiraError(REPAIR_TEMPLATE_FAILED, f"{cap}: {exc}", subject=cap) from None
+        raise AiraError(
+            REPAIR_TEMPLATE_FAILED, f"{cap}: {where}: {exc.code}: {exc.message}", subject=cap
+        ) from None
     changes = {k: {"from": step.args.get(k), "to": v} for k, v in new.items()}
     repaired = PlanStep.model_validate(
         {**step.to_wire(), "args": {**step.to_wire().get("args", {}), **new}}
