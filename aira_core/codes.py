@@ -113,6 +113,16 @@ _CODES = (
             "the options of `aira catalog search` do not make a valid search request",
         ),
         ("KEY_EXISTS", "making a signing key refuses an existing file or symlink at the path"),
+        (
+            "CATALOG_NEW_NAME_INVALID",
+            "`aira catalog new` is given a package name that is not lowercase words joined by "
+            ". or - (at most 64 characters); nothing is written",
+        ),
+        (
+            "CATALOG_NEW_TARGET_EXISTS",
+            "`aira catalog new` refuses a directory that is not empty (or a file or symlink) "
+            "where the package would go; nothing is written",
+        ),
         ("TRUST_PUBLISHER_INVALID", "a publisher name is not lowercase words joined by . or -"),
         ("IMPORT_UNSUPPORTED", "no admitted importer reads the file's kind"),
         ("IMPORT_FAILED", "the file to import is not UTF-8 text, or cannot be read"),

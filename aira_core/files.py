@@ -1,6 +1,6 @@
 """Writing the files a user names: an export's ``--out``, a run's ``--trajectory``, a new
-signing key, a package's signature. Every command writes them through here, so each gets
-the same guarantees:
+signing key, a package's signature, a new package's directory (:func:`write_tree`). Every
+command writes them through here, so each gets the same guarantees:
 
 - **No overwrite by default.** An existing file (or a symlink, even a dangling one) is
   refused unless the command was given ``--force``.
@@ -21,10 +21,12 @@ Only this module opens a user-named file for writing; readers are elsewhere.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import secrets
+import shutil
 import stat
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import BinaryIO, NamedTuple
 
@@ -353,3 +355,103 @@ def open_existing(path: Path, code: str) -> BinaryIO:
         os.close(fd)
         raise AiraError(code, f"cannot continue {where.name!r}: it is not a regular file")
     return os.fdopen(fd, "r+b")
+
+
+def write_tree(
+    path: Path,
+    files: Mapping[str, bytes],
+    *,
+    exists_code: str = OUTPUT_EXISTS,
+    hint: str = "choose another directory",
+) -> Path:
+    """Make the directory ``path`` holding ``files`` (relative POSIX path -> bytes), all or
+    nothing: everything is written into a new directory beside ``path``, fsynced, and
+    renamed to ``path`` last; on any failure the new directory is removed and ``path`` is as
+    it was. An existing empty directory at ``path`` is replaced; anything else there (a
+    directory with entries, a file, a symlink) is ``exists_code``, also when it appears
+    while the tree is written (the rename refuses it). The parent directory must exist
+    (``OUTPUT_UNWRITABLE`` otherwise). Returns where the tree was written."""
+    where = resolved(path)
+    refuse_own_store(where)
+    directory = _open_dir(where)
+    temp: str | None = None
+    try:
+        _refuse_nonempty(directory, where, _Exists(exists_code, hint))
+        temp = _temporary_dir(directory, where)
+        try:
+            for relative, data in files.items():
+                _write_member(directory, temp, relative, data)
+            os.rename(temp, where.name, src_dir_fd=directory, dst_dir_fd=directory)
+        except OSError as exc:
+            if exc.errno in (errno.ENOTEMPTY, errno.EEXIST, errno.ENOTDIR, errno.EISDIR):
+                # something took the name since the check: it stays, the tree goes
+                raise _exists(where, _Exists(exists_code, hint)) from None
+            raise _unwritable(where, exc) from None
+        temp = None
+        os.fsync(directory)  # the new name survives a crash too
+    finally:
+        if temp is not None:
+            _remove_tree_quietly(directory, temp)
+        os.close(directory)
+    return where
+
+
+def _refuse_nonempty(directory: int, where: Path, exists: _Exists) -> None:
+    try:
+        info = os.stat(where.name, dir_fd=directory, follow_symlinks=False)
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise _unwritable(where, exc) from None
+    if not stat.S_ISDIR(info.st_mode):
+        raise AiraError(
+            exists.code,
+            f"{where.name!r} exists and is not a directory; refusing to replace it ({exists.hint})",
+        )
+    try:
+        fd = os.open(where.name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=directory)
+        try:
+            entries = os.listdir(fd)
+        finally:
+            os.close(fd)
+    except OSError as exc:
+        raise _unwritable(where, exc) from None
+    if entries:
+        raise AiraError(
+            exists.code,
+            f"{where.name!r} is a directory that is not empty; refusing to write into it "
+            f"({exists.hint})",
+        )
+
+
+def _temporary_dir(directory: int, where: Path) -> str:
+    """A new directory beside ``where``: its name."""
+    for _ in range(8):
+        name = f".{where.name[:64]}.{secrets.token_hex(6)}.tmp"
+        try:
+            os.mkdir(name, 0o777, dir_fd=directory)
+            return name
+        except FileExistsError:
+            continue
+        except OSError as exc:
+            raise _unwritable(where, exc) from None
+    raise AiraError(OUTPUT_UNWRITABLE, f"cannot make a temporary directory beside {where.name!r}")
+
+
+def _write_member(directory: int, temp: str, relative: str, data: bytes) -> None:
+    parts = relative.split("/")
+    if not relative or any(p in ("", ".", "..") for p in parts):
+        raise ValueError(f"not a relative path inside the tree: {relative!r}")
+    for depth in range(1, len(parts)):
+        with contextlib.suppress(FileExistsError):
+            os.mkdir(os.path.join(temp, *parts[:depth]), 0o777, dir_fd=directory)
+    fd = os.open(os.path.join(temp, *parts), _CREATE | _CLOEXEC, 0o666, dir_fd=directory)
+    with os.fdopen(fd, "wb") as fh:
+        fh.write(data)
+        fh.flush()
+        os.fsync(fh.fileno())
+
+
+def _remove_tree_quietly(directory: int, name: str) -> None:
+    with contextlib.suppress(OSError):
+        shutil.rmtree(name, dir_fd=directory)

@@ -1,5 +1,5 @@
-"""``aira catalog``: signed capability packages (lint, sign, verify, keygen), the production
-catalog, and disclosure over it (search, describe, manifest, signatures)."""
+"""``aira catalog``: signed capability packages (new, lint, sign, verify, keygen), the
+production catalog, and disclosure over it (search, describe, manifest, signatures)."""
 
 from __future__ import annotations
 
@@ -82,6 +82,74 @@ def _lint_path(path: Path) -> tuple[Any, list[Any]]:
     if parsed.manifest is None:
         return parsed, parsed.diagnostics
     return parsed, lint_manifest(parsed.manifest, known_capabilities=_registered_capability_ids())
+
+
+@catalog_app.command("new")
+def catalog_new(
+    name: Annotated[
+        str, typer.Argument(help="Package name: lowercase words joined by . or - (acme.brackets).")
+    ],
+    directory: Annotated[
+        Path | None,
+        typer.Option(
+            "--dir",
+            help="Where to make it (default: ./aira-pack-<name>); it must not exist, or be empty.",
+        ),
+    ] = None,
+    publisher: Annotated[
+        str | None,
+        typer.Option("--publisher", help="Who signs it (default: the name's first word)."),
+    ] = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Make a new capability package, a distribution of its own: a workflow, a repair and a
+    validator, lint clean, with tests; not signed (sign it with your own key).
+
+    The other kinds (authoring.operation, model.query, converter, importer, exporter) are
+    run by a kernel, which a package of data cannot bring (a kernel plugin does), so the
+    package has none. Nothing is written unless all of it is."""
+    import shlex
+
+    from aira_core.catalog.scaffold import default_directory, scaffold_names, write_scaffold
+
+    names = scaffold_names(name, publisher)
+    target = directory if directory is not None else default_directory(names)
+    write_scaffold(names, target)
+    shown = str(target)  # as the user gave it: a private absolute path is not printed
+    package_dir = names.package_dir()
+    key = f"{names.publisher}.pem"
+    steps = [
+        f"cd {shlex.quote(shown)}",
+        "pip install -e . && pytest",
+        f"aira catalog lint {package_dir}",
+        f"aira catalog keygen {key}",
+        f"aira catalog sign {package_dir} --key {key}",
+        f"aira trust add {names.publisher} PUBLIC_KEY",
+        "pip install .",
+        "aira catalog list",
+    ]
+    if as_json:
+        _print_json(
+            {
+                "format": "aira.catalog-new/1",
+                "package": names.name,
+                "publisher": names.publisher,
+                "distribution": names.distribution,
+                "directory": shown,
+                "packageDir": package_dir,
+                "capabilities": names.capability_ids(),
+                "signed": False,
+                "nextSteps": steps,
+            }
+        )
+        return
+    typer.echo(
+        f"made {names.name} (publisher {names.publisher}, distribution {names.distribution}) "
+        f"in {shown}: {len(names.capability_ids())} capabilities, not signed"
+    )
+    typer.echo("next steps (PUBLIC_KEY: the key keygen prints):")
+    for step in steps:
+        typer.echo(f"  {step}")
 
 
 @catalog_app.command("lint")

@@ -15,7 +15,8 @@ its transports. They are for tests only, never for production:
 - :mod:`aira_core.testing.kernel`: :class:`FakeGeometryKernel`, an analytic implementation
   of the ``Kernel`` protocol (boxes and vertical-edge fillets; no cadquery);
 - :mod:`aira_core.testing.package`: :func:`fake_kernel_manifest`, the package declaring the
-  fake kernel's operations, and accept-all :func:`fake_implementations` for any manifest;
+  fake kernel's operations, accept-all :func:`fake_implementations` for any manifest, and
+  :func:`package_findings`, what admission would find wrong with a package;
 - :mod:`aira_core.testing.signing`: :class:`ThrowawaySigner` (a fresh Ed25519 publisher
   key) and :func:`trust_policy_for` (trust in such keys);
 - :mod:`aira_core.testing.provider`: :class:`FakeProviderServer`, an OpenAI-compatible
@@ -49,6 +50,7 @@ if TYPE_CHECKING:
         accept_all,
         fake_implementations,
         fake_kernel_manifest,
+        package_findings,
         package_source,
         write_package,
     )
@@ -67,6 +69,7 @@ _LAZY = {
     "accept_all": "package",
     "fake_implementations": "package",
     "fake_kernel_manifest": "package",
+    "package_findings": "package",
     "package_source": "package",
     "write_package": "package",
     "FakeJobProvider": "jobs",
@@ -90,6 +93,7 @@ __all__ = [
     "box_volume",
     "fake_implementations",
     "fake_kernel_manifest",
+    "package_findings",
     "package_source",
     "trust_policy_for",
     "trust_store_for",

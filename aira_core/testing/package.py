@@ -5,7 +5,9 @@ packages and their implementations.
 declares what :class:`aira_core.testing.kernel.FakeGeometryKernel` computes: an exact box,
 a mesh box, a vertical-edge fillet, a volume-range validator, a mass-properties query and
 the two parameter patch templates, with input schemas that carry ``x-amir-type``.
-:func:`fake_implementations` gives accept-all stand-ins for the targets of any manifest.
+:func:`fake_implementations` gives accept-all stand-ins for the targets of any manifest;
+:func:`package_findings` says what admission would find wrong with a package (a vendor's own
+tests use it).
 None of this is a product: it exists so tests can admit packages through the real catalog.
 """
 
@@ -19,7 +21,7 @@ from typing import Any, Protocol
 from aira_core.contracts.amir import ParamType
 from aira_core.contracts.capability import TARGET_FIELDS, SemanticOperationDescriptor
 from aira_core.diagnostics import Diagnostic
-from aira_core.extensions import CapabilityPackageSource, Implementation
+from aira_core.extensions import CapabilityPackageSource, Implementation, TargetImplementation
 
 
 class Signs(Protocol):
@@ -400,3 +402,40 @@ def package_source(
         ),
         origin="test",
     )
+
+
+def package_findings(
+    package: str | Path | Mapping[str, Any],
+    implementations: Sequence[TargetImplementation] = (),
+) -> list[Diagnostic]:
+    """What admission to the catalog would find wrong with a package, short of its
+    signature: the manifest's read errors, else its lint findings, else its failed
+    conformance checks (each workflow's input examples expand; each other target resolves to
+    one of ``implementations``, which takes the descriptor's examples and raises only codes
+    it declares; a repair template needs none). Empty: once signed by a trusted key, the
+    catalog admits it.
+
+    ``package`` is a package directory, a manifest file or a manifest dict. Linted alone, a
+    package knows only its own capabilities: a workflow step or relation naming another
+    package's is not checked here (``aira catalog lint`` checks it against the installed
+    catalog)."""
+    from aira_core.catalog.conformance import ImplementationIndex, check_conformance
+    from aira_core.catalog.lint import lint_manifest
+    from aira_core.catalog.package import parse_package, source_from_path
+
+    if isinstance(package, Mapping):
+        source = CapabilityPackageSource(
+            name=str(package.get("name", "package")),
+            manifest=json.dumps(package).encode(),
+            signature=None,
+        )
+    else:
+        source = source_from_path(package)
+    parsed = parse_package(source)
+    if parsed.manifest is None:
+        return list(parsed.diagnostics)
+    findings = lint_manifest(parsed.manifest)
+    if findings:
+        return findings
+    report = check_conformance(parsed.manifest, ImplementationIndex(implementations), "")
+    return [d for check in report.checks for d in check.diagnostics]
