@@ -173,7 +173,7 @@ def test_the_default_directory_is_the_distribution_name(
     out = aira("catalog", "new", NAME, "--publisher", "acme-tools")
     assert out.returncode == 0, out.stderr
     assert _tree(tmp_path / "aira-pack-acme-brackets") == FILES
-    assert "aira trust add acme-tools PUBLIC_KEY" in out.stdout
+    assert "aira trust add acme-tools acme-tools.pub" in out.stdout
 
 
 @pytest.mark.parametrize("occupant", ["file in a directory", "file", "symlink"])

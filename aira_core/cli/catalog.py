@@ -124,7 +124,7 @@ def catalog_new(
         f"aira catalog lint {package_dir}",
         f"aira catalog keygen {key}",
         f"aira catalog sign {package_dir} --key {key}",
-        f"aira trust add {names.publisher} PUBLIC_KEY",
+        f"aira trust add {names.publisher} {names.publisher}.pub",
         "pip install .",
         "aira catalog list",
     ]
@@ -147,7 +147,7 @@ def catalog_new(
         f"made {names.name} (publisher {names.publisher}, distribution {names.distribution}) "
         f"in {shown}: {len(names.capability_ids())} capabilities, not signed"
     )
-    typer.echo("next steps (PUBLIC_KEY: the key keygen prints):")
+    typer.echo("next steps:")
     for step in steps:
         typer.echo(f"  {step}")
 
