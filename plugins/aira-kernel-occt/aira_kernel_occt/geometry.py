@@ -1510,9 +1510,9 @@ def build(ref: str, inputs: Mapping[str, Any]) -> cq.Shape:
         return _build(ref, inputs)
     except Failure as exc:
         sized = _SIZED.get(ref)
-        if sized is None or exc.code != sized[0]:
+        if sized is None or exc.code != _INVALID_RESULT[ref][0]:  # not refused for its size
             raise
-        raise _sized_failure(exc, ref, inputs, *sized[1:]) from None
+        raise _sized_failure(exc, ref, inputs, *sized) from None
 
 
 def _build(ref: str, inputs: Mapping[str, Any]) -> cq.Shape:
@@ -1575,9 +1575,9 @@ FIT_FLOOR = 0.01
 """No size below this (mm) is tried: a smaller fillet or chamfer is no repair."""
 
 _SIZED = {
-    # ref: the code of a refusal for size, the size input, the expected value's name
-    "exact.fillet@1.0.0": (FILLET_RADIUS_TOO_LARGE, "radius", "maxRadius"),
-    "exact.chamfer@1.0.0": (CHAMFER_TOO_LARGE, "length", "maxLength"),
+    # ref: the size input and the expected value's name (the refusal's code: _INVALID_RESULT)
+    "exact.fillet@1.0.0": ("radius", "maxRadius"),
+    "exact.chamfer@1.0.0": ("length", "maxLength"),
 }
 
 
