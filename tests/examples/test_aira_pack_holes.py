@@ -211,6 +211,45 @@ def test_a_refused_fillet_lists_the_package_repair_and_offers_it(
     assert _json(aira("model", "show", "--store", path, "--json"))["rev"] == base
 
 
+def test_the_package_repair_makes_a_candidate_from_the_kernels_largest_radius(
+    store: Any, tmp_path: Path
+) -> None:
+    """The OCCT kernel's refusal carries the largest radius that fits (``expected``), the
+    package's template makes 90 % of it, and the candidate commits on the real kernel."""
+    aira, path, base = store
+    plan = _write(tmp_path, "plan.json", _plan(base, radius=8, pitch=(50, 20)))
+    refused = aira("plan", "apply", plan, "--store", path, "--json")
+    assert refused.returncode == 1
+    envelope = tmp_path / "refused.json"
+    envelope.write_text(refused.stdout)
+    (fillet,) = [
+        d
+        for d in json.loads(refused.stdout)["diagnostics"]
+        if d["code"] == "FILLET_RADIUS_TOO_LARGE"
+    ]
+    assert fillet["subject"] == "edges" and fillet["actual"] == {"radius": 8.0}
+    largest = fillet["expected"]["maxRadius"]
+    # the top edges of the 6 mm plate: a fillet fits below its height, found to 1 %
+    assert 6 - 0.06 <= largest < 6
+
+    candidate = tmp_path / "candidate.json"
+    made = _json(
+        aira("plan", "repair", plan, envelope, "--repair", REPAIR, "--store", path, "-o", candidate)
+    )
+    assert made["step"] == "edges"
+    assert made["changes"] == {"radius": {"from": 8, "to": round(largest * 0.9, 2)}}
+    assert _json(aira("model", "show", "--store", path, "--json"))["rev"] == base
+
+    # on a task branch of its own, so main stays where the other tests expect it
+    branch = "task/repaired-fillet"
+    committed = _json(
+        aira("plan", "apply", candidate, "--store", path, "--branch", branch, "--json")
+    )
+    assert committed["status"] == "success", committed["diagnostics"]
+    assert _json(aira("model", "show", branch, "--store", path, "--json"))["rev"] != base
+    assert _json(aira("model", "show", "--store", path, "--json"))["rev"] == base
+
+
 def test_the_dfm_validator_judges_the_holes_with_its_own_code(store: Any, tmp_path: Path) -> None:
     aira, path, base = store
     # 60 x 30: the rims are 6.7 mm from the edge, and 1.5 x 6.6 mm is required

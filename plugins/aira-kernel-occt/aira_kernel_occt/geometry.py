@@ -115,18 +115,39 @@ _NUMERIC = (LENGTH, ANGLE, REAL)
 
 
 class Failure(Exception):
-    """An expected failure of one node, query or check: a stable code and a message."""
+    """An expected failure of one node, query or check: a stable code and a message, and
+    for a repairable one the typed ``expected`` / ``actual`` values a repair computes from."""
 
-    def __init__(self, code: str, message: str) -> None:
+    def __init__(
+        self, code: str, message: str, *, expected: Any = None, actual: Any = None
+    ) -> None:
         super().__init__(message)
         self.code = code
         self.message = message
+        self.expected = expected
+        self.actual = actual
+
+    def diagnostic(self, subject: str | None = None) -> dict[str, Any]:
+        return diagnostic(
+            self.code, self.message, subject, expected=self.expected, actual=self.actual
+        )
 
 
-def diagnostic(code: str, message: str, subject: str | None = None) -> dict[str, Any]:
+def diagnostic(
+    code: str,
+    message: str,
+    subject: str | None = None,
+    *,
+    expected: Any = None,
+    actual: Any = None,
+) -> dict[str, Any]:
     out: dict[str, Any] = {"code": code, "message": message}
     if subject is not None:
         out["subject"] = subject
+    if expected is not None:
+        out["expected"] = expected
+    if actual is not None:
+        out["actual"] = actual
     return out
 
 
@@ -1483,7 +1504,18 @@ PROFILES = frozenset(op.ref for op in OPERATIONS if is_profile(op))
 
 
 def build(ref: str, inputs: Mapping[str, Any]) -> cq.Shape:
-    """Run one operation on resolved inputs; a valid solid or :class:`Failure`."""
+    """Run one operation on resolved inputs; a valid solid or :class:`Failure`. A fillet or
+    chamfer refused for its size carries the largest size that fits (:func:`_largest_fit`)."""
+    try:
+        return _build(ref, inputs)
+    except Failure as exc:
+        sized = _SIZED.get(ref)
+        if sized is None or exc.code != _INVALID_RESULT[ref][0]:  # not refused for its size
+            raise
+        raise _sized_failure(exc, ref, inputs, *sized) from None
+
+
+def _build(ref: str, inputs: Mapping[str, Any]) -> cq.Shape:
     builder = BUILDERS.get(ref)
     if builder is None:
         raise Failure(KERNEL_OPERATION_UNKNOWN, f"the OCCT kernel does not implement {ref}")
@@ -1527,6 +1559,85 @@ _INVALID_RESULT = {
 
 
 RIGID_MOTIONS = frozenset({"exact.translate@1.0.0", "exact.rotate@1.0.0", "exact.mirror@1.0.0"})
+
+
+# -- the largest fillet or chamfer that fits ------------------------------------------------------
+
+FIT_ATTEMPTS = 12
+"""The most OpenCASCADE attempts the search for the largest size that fits makes, so that a
+refusal stays fast and its answer deterministic (no time budget: the same refusal always
+reports the same size)."""
+FIT_TOLERANCE = 0.01
+"""The search stops once the largest size found to fit is within max(this, this × the size)
+(0.01 mm or 1 %, whichever is coarser) of the smallest one refused; a repair keeps a margin
+far above that (the example repair takes 90 %)."""
+FIT_FLOOR = 0.01
+"""No size below this (mm) is tried: a smaller fillet or chamfer is no repair."""
+
+_SIZED = {
+    # ref: the size input and the expected value's name (the refusal's code: _INVALID_RESULT)
+    "exact.fillet@1.0.0": ("radius", "maxRadius"),
+    "exact.chamfer@1.0.0": ("length", "maxLength"),
+}
+
+
+def _largest_fit(fits: Callable[[float], bool], refused: float) -> tuple[float | None, float]:
+    """The largest size below ``refused`` for which ``fits`` holds (None if none was found)
+    and the smallest size tried. Halves down from ``refused`` until a size fits, then
+    bisects between it and the smallest refused one, within :data:`FIT_ATTEMPTS` calls: the
+    answer is within :data:`FIT_TOLERANCE` of the limit whenever the limit is above
+    ``refused`` / 32 (five halvings, then seven bisections). It assumes that every size
+    below one that fits fits too (true of the faces next to an edge, not promised by
+    OpenCASCADE); what it returns always fitted."""
+    low: float | None = None
+    high = smallest = refused
+    for _ in range(FIT_ATTEMPTS):
+        if low is None:
+            size = high / 2
+            if size < FIT_FLOOR:
+                break
+        elif high - low <= FIT_TOLERANCE * max(1.0, low):
+            break
+        else:
+            size = (low + high) / 2
+        if fits(size):
+            low = size
+        else:
+            high = size
+        smallest = min(smallest, size)
+    return low, smallest
+
+
+def _sized_failure(
+    exc: Failure, ref: str, inputs: Mapping[str, Any], name: str, limit: str
+) -> Failure:
+    """``exc`` (a fillet or chamfer refused for its size) with the largest size that fits the
+    same target and edges: one OpenCASCADE builds and that passes the same check as a node
+    result. ``expected`` is ``{limit: size}`` (mm), ``actual`` ``{name: requested}``; when
+    no size down to :data:`FIT_FLOOR` fits there is no ``expected`` (nothing to repair to)."""
+    requested = float(inputs[name])
+
+    def fits(size: float) -> bool:
+        try:
+            _build(ref, {**inputs, name: size})
+        except Failure:
+            return False
+        return True
+
+    largest, smallest = _largest_fit(fits, requested)
+    if largest is None:
+        tried = f"down to {smallest:g} mm" if smallest < requested else f"below {FIT_FLOOR:g} mm"
+        return Failure(
+            exc.code,
+            f"{exc.message}; no smaller {name} fits either (none tried {tried})",
+            actual={name: requested},
+        )
+    return Failure(
+        exc.code,
+        f"{exc.message}; the largest {name} that fits is {largest:g} mm",
+        expected={limit: largest},
+        actual={name: requested},
+    )
 
 
 # -- scalar inputs ------------------------------------------------------------------------------
@@ -1678,7 +1789,8 @@ class Entry:
     """One cached node result: a shape (with its measures, computed once) or a failure."""
 
     shape: cq.Shape | None = None
-    failure: tuple[str, str] | None = None
+    failure: dict[str, Any] | None = None
+    """The node's diagnostic without its subject (the node id is the evaluation's)."""
     _stats: dict[str, Any] | None = field(default=None, repr=False)
 
     def stats(self) -> dict[str, Any]:
@@ -1912,7 +2024,8 @@ class Evaluator:
             _cache_put(self.cache, key, entry)
             self.evaluated.append(nid)
         if entry.failure is not None:
-            self._fail(nid, *entry.failure)
+            self.memo[nid] = None
+            self.diagnostics.append({**entry.failure, "subject": nid})
             return
         self.memo[nid] = entry
         self.keys[nid] = key
@@ -1929,9 +2042,11 @@ class Evaluator:
                 values[name] = select(shape, chosen, body=body)
             return Entry(shape=build(ref, values))
         except Failure as exc:
-            return Entry(failure=(exc.code, exc.message))
+            return Entry(failure=exc.diagnostic())
         except Exception as exc:  # never let OpenCASCADE escape
-            return Entry(failure=(KERNEL_OPERATION_FAILED, f"{type(exc).__name__}: {exc}"))
+            return Entry(
+                failure=diagnostic(KERNEL_OPERATION_FAILED, f"{type(exc).__name__}: {exc}")
+            )
 
     # -- results --------------------------------------------------------------------------
 
@@ -2117,7 +2232,7 @@ def query(
                 "diagnostics": [diagnostic(KERNEL_OPERATION_UNKNOWN, f"no query {ref}")],
             }
     except Failure as exc:
-        return {"data": {}, "diagnostics": [diagnostic(exc.code, exc.message)]}
+        return {"data": {}, "diagnostics": [exc.diagnostic()]}
     except Exception as exc:
         return {
             "data": {},
@@ -2347,7 +2462,7 @@ def validate(
                 )
             return {"passed": True, "measured": measured, "diagnostics": []}
     except Failure as exc:
-        return failed(diagnostic(exc.code, exc.message, aid))
+        return failed(exc.diagnostic(aid))
     except Exception as exc:
         return failed(diagnostic(KERNEL_OPERATION_FAILED, f"{ref}: {exc}", aid))
     return failed(diagnostic(KERNEL_OPERATION_UNKNOWN, f"no validator {ref}", aid))

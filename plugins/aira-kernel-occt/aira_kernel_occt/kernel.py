@@ -94,6 +94,9 @@ def _diagnostics(found: Sequence[Mapping[str, Any]], phase: str) -> list[Diagnos
             message=str(d.get("message", "")),
             subject=d.get("subject"),
             phase=phase,
+            # typed values a repair computes from (a refused fillet's maxRadius …)
+            expected=d.get("expected"),
+            actual=d.get("actual"),
             cause="kernel" if str(d["code"]).startswith("KERNEL_") else "geometry",
         )
         for d in found

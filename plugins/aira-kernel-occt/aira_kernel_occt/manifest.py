@@ -18,7 +18,7 @@ from typing import Any
 from aira_kernel_occt.operations import OPERATIONS, Operation
 
 NAME = "aira.kernel.occt"
-VERSION = "0.6.0"
+VERSION = "0.6.1"
 PUBLISHER = "aira-first-party"
 PACKAGE_DIR = Path(__file__).parent / "package"
 

@@ -1910,7 +1910,9 @@ OPERATIONS: tuple[Operation, ...] = (
             {
                 "diagnostic": "FILLET_RADIUS_TOO_LARGE",
                 "explanation": "the radius does not fit the faces next to an edge",
-                "repair": "reduce the radius below half the smallest adjacent face",
+                "repair": "take a little less than expected.maxRadius (mm), the largest radius "
+                "the kernel found to fit these edges (actual.radius: the one refused); no "
+                "expected value when no radius fits",
             },
             _SELECTION_EMPTY_MODE,
         ),
@@ -1977,6 +1979,15 @@ OPERATIONS: tuple[Operation, ...] = (
         diagnostics=("CHAMFER_TOO_LARGE", "SELECTION_EMPTY", "SOLID_INVALID"),
         requires_representation=("ExactSolid",),
         selection={"entityKind": "Edge", "cardinality": "oneOrMore"},
+        failure_modes=(
+            {
+                "diagnostic": "CHAMFER_TOO_LARGE",
+                "explanation": "the distance does not fit the faces next to an edge",
+                "repair": "take a little less than expected.maxLength (mm), the largest length "
+                "the kernel found to fit these edges (actual.length: the one refused); no "
+                "expected value when no length fits",
+            },
+        ),
     ),
     # -- booleans ----------------------------------------------------------------------------
     Operation(

@@ -11,7 +11,7 @@ import pytest
 
 pytest.importorskip("cadquery")
 
-from occt_docs import codes, doc, evaluate, node, v
+from occt_docs import body, codes, doc, evaluate, node, v
 
 from aira_kernel_occt import geometry
 
@@ -202,6 +202,124 @@ def test_a_chamfer_that_does_not_fit_is_chamfer_too_large() -> None:
         )
     )
     assert codes(result) == [("CHAMFER_TOO_LARGE", "bevel")]
+
+
+def rounded(op: str, size: float) -> dict[str, Any]:
+    """Box 20 × 10 × 5, its four vertical edges filleted (radius) or chamfered (length)
+    ``size``: both fit below 5 mm, half the smaller side, where two of them would meet."""
+    name = "radius" if op == FILLET else "length"
+    return doc(
+        [
+            node("box", BOX, length=v(20), width=v(10), height=v(5)),
+            node(
+                "round",
+                op,
+                target={"node": "box"},
+                edges={"body": "b", "select": "|Z", "entity": "Edge"},
+                **{name: v(size)},
+            ),
+        ],
+        {"b": "round"},
+    )
+
+
+LIMIT = 5.0
+"""The true limit of :func:`rounded`'s fillet and chamfer (half the smaller side, mm)."""
+FIT_WITHIN = max(geometry.FIT_TOLERANCE, geometry.FIT_TOLERANCE * LIMIT)
+"""How far below the limit the reported largest size may be (0.01 mm or 1 %)."""
+
+
+@pytest.mark.parametrize(
+    ("op", "code", "name", "limit", "removed"),
+    [
+        (
+            FILLET,
+            "FILLET_RADIUS_TOO_LARGE",
+            "radius",
+            "maxRadius",
+            lambda r: 20 * (1 - math.pi / 4) * r**2,
+        ),
+        (CHAMFER, "CHAMFER_TOO_LARGE", "length", "maxLength", lambda c: 10 * c**2),
+    ],
+    ids=["fillet", "chamfer"],
+)
+def test_a_refusal_for_size_carries_the_largest_size_that_fits(
+    op: str, code: str, name: str, limit: str, removed: Any
+) -> None:
+    refused = evaluate(rounded(op, 8))
+    assert codes(refused) == [(code, "round")]
+    (found,) = refused["diagnostics"]
+    largest = found["expected"][limit]
+    assert found["actual"] == {name: 8.0} and set(found["expected"]) == {limit}
+    assert LIMIT - FIT_WITHIN <= largest < LIMIT
+    assert f"the largest {name} that fits is {largest:g} mm" in found["message"]
+    # what a repair makes of it builds, with the analytic volume
+    fitted = body(evaluate(rounded(op, round(largest * 0.9, 2))), "b")
+    size = round(largest * 0.9, 2)
+    assert fitted["volume"] == pytest.approx(20 * 10 * 5 - removed(size), rel=1e-6)
+
+
+def test_a_result_that_fails_the_check_is_searched_like_an_exception(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """OpenCASCADE builds the fillet but the result fails the node's validity check (here: a
+    check that refuses radii above 3 mm, read back from the volume): the search uses the
+    same check, so the largest radius it reports is one the check accepts."""
+    check = geometry.solid_problem
+
+    def stricter(shape: Any) -> str | None:
+        radius = math.sqrt(max(0.0, 1000 - shape.Volume()) / (20 * (1 - math.pi / 4)))
+        return "the result fails the BRep check" if radius > 3 else check(shape)
+
+    monkeypatch.setattr(geometry, "solid_problem", stricter)
+    (found,) = evaluate(rounded(FILLET, 4))["diagnostics"]
+    assert found["code"] == "FILLET_RADIUS_TOO_LARGE"
+    assert "did not produce a valid solid" in found["message"]
+    assert 3 - max(0.01, 0.03) <= found["expected"]["maxRadius"] <= 3
+    assert found["actual"] == {"radius": 4.0}
+
+
+def test_a_refusal_with_no_size_that_fits_has_no_expected_value() -> None:
+    """The vertical edges of a rounded box are the seams between its round and flat faces
+    (tangent): no fillet fits there, whatever its radius."""
+    again = doc(
+        [
+            node("box", BOX, length=v(20), width=v(20), height=v(20)),
+            *(
+                node(
+                    nid,
+                    FILLET,
+                    target={"node": target},
+                    edges={"body": "b", "select": "|Z", "entity": "Edge"},
+                    radius=v(r),
+                )
+                for nid, target, r in (("round", "box", 7.5), ("again", "round", 8))
+            ),
+        ],
+        {"b": "again"},
+    )
+    (found,) = evaluate(again)["diagnostics"]
+    assert (found["code"], found["subject"]) == ("FILLET_RADIUS_TOO_LARGE", "again")
+    assert "expected" not in found and found["actual"] == {"radius": 8.0}
+    assert "no smaller radius fits either (none tried down to 0.015625 mm)" in found["message"]
+
+
+@pytest.mark.parametrize("limit", [7.3, 0.9, 0.4, 0.02])
+def test_the_search_stays_within_its_attempts_and_reports_only_sizes_that_fit(
+    limit: float,
+) -> None:
+    tried: list[float] = []
+
+    def fits(size: float) -> bool:
+        tried.append(size)
+        return size < limit
+
+    largest, _ = geometry._largest_fit(fits, 10.0)
+    assert len(tried) <= geometry.FIT_ATTEMPTS
+    assert largest is not None and largest < limit
+    if limit > 10 / 32:  # within the attempts, the stated tolerance
+        assert limit - largest <= max(0.01, 0.01 * largest)
+    assert geometry._largest_fit(lambda size: False, 10.0) == (None, 10 / 2**9)
 
 
 def test_a_cut_that_removes_everything_is_boolean_empty_result() -> None:

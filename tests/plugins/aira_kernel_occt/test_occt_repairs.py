@@ -155,3 +155,62 @@ def test_the_repair_turns_a_refused_fillet_plan_into_a_committed_one(write: Writ
 def _volume(write: WritePath, rev: str) -> float:
     envelope = write.query(rev, "query.massProperties@1.0.0", {"target": "b:cube"})
     return float(envelope.data["volume"])
+
+
+def sized_plan(base: str, capability: str, name: str, size: float) -> Plan:
+    """Box 20 × 10 × 5 with its vertical edges filleted or chamfered: both fit below 5 mm.
+    A body of its own per size input (a label already in the model would name that body)."""
+    label = f"{name}Block"
+    return Plan.model_validate(
+        {
+            "baseRevision": base,
+            "steps": [
+                {
+                    "id": "block",
+                    "capability": "cap:exact.box@1",
+                    "label": label,
+                    "args": {"length": 20, "width": 10, "height": 5},
+                },
+                {
+                    "id": "round",
+                    "capability": capability,
+                    "args": {
+                        "target": f"b:{label}",
+                        "edges": {"body": f"b:{label}", "select": "|Z", "entity": "Edge"},
+                        name: size,
+                    },
+                },
+            ],
+        }
+    )
+
+
+@pytest.mark.parametrize(
+    ("capability", "code", "name", "limit"),
+    [
+        ("cap:exact.fillet@1", "FILLET_RADIUS_TOO_LARGE", "radius", "maxRadius"),
+        ("cap:exact.chamfer@1", "CHAMFER_TOO_LARGE", "length", "maxLength"),
+    ],
+    ids=["fillet", "chamfer"],
+)
+def test_a_refusal_for_size_names_the_step_and_carries_the_size_that_fits(
+    write: WritePath, capability: str, code: str, name: str, limit: str
+) -> None:
+    store = write.repository.store
+    base = write.repository.head(MAIN)
+    refused = write.apply(sized_plan(base, capability, name, 8.0), f"too-big-{name}")
+    assert refused.status == "failed" and refused.data["stage"] == "preview"
+    (found,) = [d for d in refused.diagnostics if d.code == code]
+    assert found.subject == "round" and found.phase == "preview"
+    assert found.actual == {name: 8.0}
+    assert found.expected is not None, found.message
+    largest = found.expected[limit]
+    assert 5.0 - max(0.01, 0.05) <= largest < 5.0  # half the smaller side, 0.01 mm or 1 %
+    (wire,) = [d for d in refused.to_wire()["diagnostics"] if d["code"] == code]
+    assert wire["expected"] == {limit: largest} and wire["actual"] == {name: 8.0}
+    assert store.branches() == {MAIN: base}, "a refusal writes nothing"
+
+    fitted = sized_plan(base, capability, name, round(largest * 0.9, 2))
+    applied = write.apply(fitted, f"fits-{name}")
+    assert applied.status == "success", [d.to_wire() for d in applied.diagnostics]
+    assert write.repository.head(MAIN) != base

@@ -4,5 +4,5 @@
   "context": "aira.capability-package.v1",
   "publisher": "aira-first-party",
   "keyId": "e81c20c98175665f",
-  "signature": "vwFOwdeQwpquEy2JiiOmRovYrqhL1k3Drln/eSinm5KX62WYXBCovOSntctqmQ5Bvth3PSA49SOcRTjL1dN2AQ=="
+  "signature": "AL+RN7HM8zHDrQu2bfBqUYXwVwExkrScfKWgp4QAu7PWdQTHkv7fGDAa3K73G5Jx6SR4necdPLkFhkLfRQ4sBQ=="
 }
