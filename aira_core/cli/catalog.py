@@ -189,7 +189,7 @@ def catalog_sign(
 ) -> None:
     """Sign a lint-clean package; writes manifest.sig beside the manifest."""
     from aira_core.catalog.package import signature_path
-    from aira_core.catalog.signing import load_private_key, sign_manifest
+    from aira_core.catalog.signing import load_private_key, public_key_path, sign_manifest
     from aira_core.catalog.trust import TrustPolicy
     from aira_core.files import write_file
 
@@ -211,9 +211,11 @@ def catalog_sign(
         f"{sig.publisher} with key {sig.key_id} -> {out.name}"
     )
     if not trusted:
+        pub = public_key_path(key)  # the public half keygen wrote beside the key, if it did
+        named = pub.name if pub.is_file() else "PUBLIC_KEY"
         typer.echo(
             f"note: key {sig.key_id} is not in your trust store; "
-            f"`aira trust add {sig.publisher} PUBLIC_KEY` to admit this package"
+            f"`aira trust add {sig.publisher} {named}` to admit this package"
         )
 
 

@@ -84,6 +84,7 @@ def plan_check(
         _print_json(report.to_wire())
     elif report.ok:
         typer.echo(f"{report.plan_id}: ok")
+        _print_expansions(report.expansions)
         _print_diagnostics(report.diagnostics)  # warnings: they do not fail the plan
     else:
         from rich.markup import escape
@@ -95,6 +96,21 @@ def plan_check(
         _print_diagnostics(report.diagnostics)
     if not report.ok:
         raise typer.Exit(1)
+
+
+def _print_expansions(expansions: dict[str, list[dict[str, Any]]] | None) -> None:
+    """What each workflow step expanded to (the steps that were checked), one line a step:
+    a user sees what the signed definition made of the arguments without --json."""
+    import json
+
+    from aira_core.cli._output import printable
+
+    for workflow_step, steps in (expansions or {}).items():
+        typer.echo(printable(f"workflow step {workflow_step} expanded to:"))
+        for step in steps:
+            args = json.dumps(step.get("args", {}), separators=(",", ":"), ensure_ascii=False)
+            shown = args if len(args) <= 160 else args[:157] + "..."
+            typer.echo(printable(f"  {step['id']}  {step['capability']}  {shown}"))
 
 
 @plan_app.command("apply")
