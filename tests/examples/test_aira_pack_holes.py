@@ -27,6 +27,7 @@ CLEARANCE = "cap:holes.clearancePattern@1"
 TAPPED = "cap:holes.tappedPattern@1"
 REPAIR = "cap:holes.reduceFilletRadius@1"
 EDGE = "cap:holes.edgeDistance@1"
+SCRIPT = EXAMPLE / "scripts" / "mounting_plate.json"
 PLUGINS = "occt,acme-holes"
 
 Aira = Callable[..., "subprocess.CompletedProcess[str]"]
@@ -290,3 +291,62 @@ def test_without_trust_the_package_stays_quarantined(installed: Any, tmp_path: P
     listed = _json(aira("catalog", "list", "--quarantine", "--json"))
     assert not [p for p in listed["packages"] if p["name"] == "acme.holes"]
     assert "acme.holes" in json.dumps(listed["quarantine"])
+
+
+def _steps(trajectory: Path) -> list[dict[str, Any]]:
+    records = [json.loads(line) for line in trajectory.read_text().splitlines()]
+    return [r for r in records if r.get("decision")]
+
+
+def test_the_bundled_task_searches_expands_repairs_and_validates_to_completion(
+    installed: Any, tmp_path: Path
+) -> None:
+    """scripts/mounting_plate.json through the bounded-step host on OCCT: the package's
+    capabilities found by search and described, its workflow expanded, a fillet that does not
+    fit refused with the package's repair offered, the repair's candidate (the model applies
+    what the repair act returned), refused by the package's DFM validator, the pattern moved
+    inward and committed, done; the same head at T128 and T32."""
+    aira, _, _ = installed
+    runs = {}
+    for tier in ("T128", "T32"):
+        trajectory = tmp_path / f"{tier}.jsonl"
+        out = aira(
+            "run", "--script", SCRIPT, "--tier", tier, "--json",
+            "--store", tmp_path / f"{tier}.sqlite3", "--trajectory", trajectory,
+        )  # fmt: skip
+        runs[tier] = _json(out)  # exit 0 only when the runtime says completed
+        assert runs[tier]["terminal"] == "completed", runs[tier]
+        assert runs[tier]["maxPromptTokens"] <= runs[tier]["budgetTokens"]
+    assert runs["T128"]["head"] == runs["T32"]["head"]
+
+    steps = _steps(tmp_path / "T128.jsonl")
+    described = [
+        a.get("capability")
+        for s in steps
+        for a in s["decision"].get("acts", [s["decision"]])
+        if a["act"] == "lookup"
+    ]
+    # described (the host allows that only after a search showed them), each lookup succeeded
+    assert {CLEARANCE, EDGE} <= set(described)
+    assert all(s["result"]["status"] == "ok" for s in steps if s["decision"]["act"] != "plan")
+    plans = [s["result"] for s in steps if s["decision"]["act"] == "plan"]
+    assert [p.get("code") for p in plans] == [
+        "FILLET_RADIUS_TOO_LARGE",  # the kernel: 10 mm does not fit an 8 mm plate's top edges
+        "HOLES_TOO_CLOSE_TO_EDGE",  # the package's validator judges the repaired plan
+        None,
+    ]
+    assert plans[0]["failedStep"] == "topEdges" and plans[-1]["rev"] == runs["T128"]["head"]
+    (repair,) = [s for s in steps if s["decision"]["act"] == "repair"]
+    assert repair["decision"]["capability"] == REPAIR and repair["result"]["status"] == "ok"
+
+    # the script's second plan is the repair's candidate, not a hand-made one: checked on
+    # the same (empty) base, it has the candidate's plan id
+    script = json.loads(SCRIPT.read_text())
+    applied = [d for d in script["decisions"] if d["act"] == "plan"][1]["plan"]
+    path = tmp_path / "check.sqlite3"
+    assert aira("model", "init", "--store", path).returncode == 0
+    base = _json(aira("model", "show", "--store", path, "--json"))["rev"]
+    plan = _write(tmp_path, "candidate.json", {"baseRevision": base, **applied})
+    checked = _json(aira("plan", "check", plan, "--store", path, "--json"))
+    assert checked["planId"] == repair["result"]["planId"]
+    assert [s["id"] for s in checked["expansions"]["mount"]] == ["mount.holes"]
