@@ -1092,7 +1092,14 @@ def main(argv: Iterable[str] | None = None) -> int:
             return 2
         path = Path(where)
         manifest = path / "manifest.json" if path.is_dir() else path
-        packages.append((where, json.loads(manifest.read_text(encoding="utf-8"))))
+        try:
+            packages.append((where, json.loads(manifest.read_text(encoding="utf-8"))))
+        except (OSError, ValueError) as exc:
+            # a package name instead of a path is the usual slip: say so in one line
+            print(
+                f"--package {where}: not a package directory or manifest ({exc})", file=sys.stderr
+            )
+            return 2
     sys.stdout.write(markdown(packages))
     return 0
 

@@ -541,3 +541,13 @@ def test_the_generator_command_prints_the_document(tmp_path: Path) -> None:
         [sys.executable, "-m", "aira_core.codes", "--html"], capture_output=True, text=True
     )
     assert bad.returncode == 2 and "--markdown" in bad.stderr
+    named = subprocess.run(
+        [sys.executable, "-m", "aira_core.codes", "--markdown", "--package", "aira.kernel.occt"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=tmp_path,
+    )
+    assert named.returncode == 2 and named.stdout == ""
+    assert "not a package directory or manifest" in named.stderr
+    assert "Traceback" not in named.stderr

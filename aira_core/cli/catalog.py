@@ -212,7 +212,7 @@ def catalog_sign(
     )
     if not trusted:
         pub = public_key_path(key)  # the public half keygen wrote beside the key, if it did
-        named = pub.name if pub.is_file() else "PUBLIC_KEY"
+        named = pub.name if pub.is_file() else "<base64 public key>"
         typer.echo(
             f"note: key {sig.key_id} is not in your trust store; "
             f"`aira trust add {sig.publisher} {named}` to admit this package"
