@@ -26,9 +26,9 @@ import os
 import secrets
 import shutil
 import stat
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import BinaryIO, NamedTuple
+from typing import BinaryIO, NamedTuple, TypeVar
 
 from aira_core.diagnostics import AiraError
 
@@ -116,17 +116,26 @@ def _open_dir(where: Path) -> int:
         raise _unwritable(where, exc) from None
 
 
-def _temporary(directory: int, where: Path, mode: int) -> tuple[str, int]:
-    """A new file beside ``where``, created exclusively: its name and descriptor."""
+T = TypeVar("T")
+
+
+def _beside(where: Path, what: str, make: Callable[[str], T]) -> tuple[str, T]:
+    """A new name beside ``where`` that ``make`` creates exclusively (``FileExistsError``
+    tries another): the name and what ``make`` returned."""
     for _ in range(8):
         name = f".{where.name[:64]}.{secrets.token_hex(6)}.tmp"
         try:
-            return name, os.open(name, _CREATE | _CLOEXEC, mode, dir_fd=directory)
+            return name, make(name)
         except FileExistsError:
             continue
         except OSError as exc:
             raise _unwritable(where, exc) from None
-    raise AiraError(OUTPUT_UNWRITABLE, f"cannot make a temporary file beside {where.name!r}")
+    raise AiraError(OUTPUT_UNWRITABLE, f"cannot make a temporary {what} beside {where.name!r}")
+
+
+def _temporary(directory: int, where: Path, mode: int) -> tuple[str, int]:
+    """A new file beside ``where``, created exclusively: its name and descriptor."""
+    return _beside(where, "file", lambda n: os.open(n, _CREATE | _CLOEXEC, mode, dir_fd=directory))
 
 
 def _refuse_existing(directory: int, where: Path, force: bool, exists: _Exists) -> None:
@@ -426,16 +435,7 @@ def _refuse_nonempty(directory: int, where: Path, exists: _Exists) -> None:
 
 def _temporary_dir(directory: int, where: Path) -> str:
     """A new directory beside ``where``: its name."""
-    for _ in range(8):
-        name = f".{where.name[:64]}.{secrets.token_hex(6)}.tmp"
-        try:
-            os.mkdir(name, 0o777, dir_fd=directory)
-            return name
-        except FileExistsError:
-            continue
-        except OSError as exc:
-            raise _unwritable(where, exc) from None
-    raise AiraError(OUTPUT_UNWRITABLE, f"cannot make a temporary directory beside {where.name!r}")
+    return _beside(where, "directory", lambda n: os.mkdir(n, 0o777, dir_fd=directory))[0]
 
 
 def _write_member(directory: int, temp: str, relative: str, data: bytes) -> None:

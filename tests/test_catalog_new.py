@@ -114,7 +114,7 @@ def test_its_own_tests_pass_and_its_code_is_lint_clean(made: Path) -> None:
     assert "9 passed" in run.stdout
     ruff = shutil.which("ruff", path=str(Path(sys.executable).parent))
     if ruff is None:
-        pytest.skip("ruff is not installed (the lint extra)")
+        pytest.skip("ruff is not installed (the test extra has it)")
     rules = ["--isolated", "--line-length", "100"]
     checked = subprocess.run(
         [ruff, "check", *rules, "--select", "E,F,W,I,B,UP,SIM,RUF", "."],
