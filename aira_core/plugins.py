@@ -55,6 +55,7 @@ FIRST_PARTY = {
     "occt": "aira-kernel-occt",
     "deepseek": "aira-provider-deepseek",
     "openai": "aira-provider-openai",
+    "continuity": "aira-continuity",
 }
 """Entry point name -> the distribution shipped with Aira that declares it: a clash with any
 other distribution keeps this one (an empty package declaring ``occt`` must not withdraw
