@@ -52,6 +52,8 @@ PHASES: dict[str, str] = {
     "gateway": "the provider gateway: tasks, attempts and their facts in the attempt ledger "
     "($AIRA_HOME/gateway.sqlite3)",
     "mcp": "aira mcp serve: task handles, tools, scoped bindings and resources (docs/mcp.md)",
+    "continuity": "the wire of the three-product contract (Intent Loop, Context Continuity, "
+    "Execution Fidelity Guard) read or written by plugins/aira-continuity",
 }
 """The phases, in the order docs/codes.md lists them: the part of Aira that raises a code.
 (A :class:`~aira_core.diagnostics.Diagnostic` may also carry a ``phase`` field: the runtime
@@ -988,6 +990,44 @@ _CODES = (
             "aira mcp serve: a --host that is no address here, or --host or --port without --http",
         ),
         ("MCP_PORT_IN_USE", "aira mcp serve --http: the port is taken"),
+    ),
+    *_phase(
+        "continuity",
+        (
+            "CONTRACT_INVALID",
+            "a TaskContractLite, contract envelope or provider document breaks its wire "
+            "schema or a rule the Guard's code adds (a string blank after trim, an "
+            "updated_at that is no RFC 3339 date-time, a standalone envelope as input); the "
+            "pointer names the value",
+        ),
+        (
+            "CONTRACT_RULE_UNSUPPORTED",
+            "a must_not or authorization entry looks like a structured rule but is none the "
+            "Guard reads: a near-miss prefix (actions:, command_prefix: …), a rule without a "
+            "value, or an action: tag outside its list",
+        ),
+        (
+            "CONTRACT_PLACEHOLDER",
+            "a contract still holds one of the Guard's generated init placeholders "
+            "(Replace with …)",
+        ),
+        (
+            "CONTRACT_HASH_MISMATCH",
+            "a snapshot_sha256 is not the Guard's projection hash of the projection it "
+            "travels with",
+        ),
+        (
+            "CONTRACT_OUTSIDE_DOMAIN",
+            "a value given to the projection hash is outside what it hashes exactly as the "
+            "Guard does: a number, boolean or null, a lone surrogate, an array-index-like "
+            "key, or a top level that is not an object",
+        ),
+        (
+            "WIRE_RECORD_INVALID",
+            "a Continuity snapshot, Guard event, evidence, receipt, receipt export or "
+            "shadow-pilot summary breaks its wire schema or a rule its upstream reader "
+            "enforces; the pointer names the value",
+        ),
     ),
 )
 
