@@ -35,15 +35,14 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from aira_core.canonical import MAX_DEPTH, canonical_bytes, sha256_bytes_hex
-from aira_core.diagnostics import json_pointer
-
 from aira_continuity.errors import (
     CONTRACT_HASH_MISMATCH,
     CONTRACT_OUTSIDE_DOMAIN,
     WireError,
     problem,
 )
+from aira_core.canonical import MAX_DEPTH, canonical_bytes, sha256_bytes_hex
+from aira_core.diagnostics import json_pointer
 
 __all__ = [
     "check_snapshot",
