@@ -260,7 +260,9 @@ class _Wire(BaseModel):
             for name in cls._OMIT_NONE:
                 if name in data and data[name] is None:
                     raise PydanticCustomError(
-                        "null_optional", "{name} may be absent but not null", {"name": name}
+                        "null_optional",
+                        "{name} may be absent but not null",
+                        {"name": name, "at": f"/{name}"},
                     )
         return data
 
