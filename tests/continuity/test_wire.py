@@ -352,12 +352,8 @@ def test_envelope_fields(field: str, value: Any) -> None:
 
 
 def test_an_integral_float_version_is_an_integer() -> None:
-    assert (
-        read(ContractEnvelope, {**sample("contract-envelope"), "contract_version": 3.0}).to_wire()[
-            "contract_version"
-        ]
-        == 3
-    )
+    value = {**sample("contract-envelope"), "contract_version": 3.0}
+    assert read(ContractEnvelope, value).to_wire()["contract_version"] == 3
 
 
 def test_envelope_source_rules() -> None:
