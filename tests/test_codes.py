@@ -35,6 +35,9 @@ ROOT = Path(__file__).resolve().parents[1]
 CORE = ROOT / "aira_core"
 OCCT = ROOT / "plugins" / "aira-kernel-occt" / "aira_kernel_occt"
 OCCT_PACKAGE = "plugins/aira-kernel-occt/aira_kernel_occt/package"
+CONTINUITY = ROOT / "plugins" / "aira-continuity" / "aira_continuity"
+"""A plugin whose codes are registered in the core's registry (phase ``continuity``): it raises
+them, so it is scanned with the core."""
 
 CODE_SHAPE = re.compile(r"^[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+$")
 CODE_VALUE = re.compile(r"^[A-Z][A-Z0-9_]*$")  # what Diagnostic.code accepts
@@ -360,8 +363,17 @@ def test_every_code_the_core_raises_is_registered() -> None:
     assert not missing, "register these in aira_core/codes.py:\n" + "\n".join(missing)
 
 
+def test_the_continuity_plugin_raises_only_registered_codes() -> None:
+    sites, _ = scan(CONTINUITY)
+    assert {"CONTRACT_INVALID", "CONTRACT_OUTSIDE_DOMAIN"} <= {s.code for s in sites}
+    missing = unregistered(sites, CODES)
+    assert not missing, "register these in aira_core/codes.py:\n" + "\n".join(missing)
+
+
 def test_every_registered_code_is_still_raised() -> None:
     sites, read = _core()
+    plugin_sites, plugin_read = scan(CONTINUITY)
+    sites, read = [*sites, *plugin_sites], read | plugin_read
     # One-word codes that are no code argument (TerminalDecision.reason = "CONTINUE") are
     # found by their literal.
     words = {
