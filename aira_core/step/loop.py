@@ -511,7 +511,9 @@ class StepHost:
         if seam.binding is not None or seam.diagnostics:
             end["integrations"] = {
                 "contract": dataclasses.asdict(seam.contract) if seam.contract else None,
-                "warnings": [d.to_wire() for d in seam.diagnostics],
+                "warnings": [
+                    d.model_dump(mode="json", exclude_none=True) for d in seam.diagnostics
+                ],
             }
         if self.trajectory is not None:
             self.trajectory.write(end)
