@@ -448,3 +448,28 @@ def test_absent_or_broken_adapters_leave_the_run_as_without_them(
             assert adapter.calls  # it was asked, and failed, and the run went on
     if "intent" in broken or states[0] == "absent":
         assert h.ctx.intent is None and "contract " not in source.capsules[0]
+
+
+def test_run_script_hands_the_adapters_the_task_and_its_end(tmp_path: Path) -> None:
+    from aira_core.step.runner import intent_script
+
+    guard, continuity = FakeGuardAdapter(), FakeContinuityAdapter()
+    intent = FakeIntentAdapter(hard_requirements=("four M4 holes",))
+    ran = run_script(
+        intent_script("a 60 x 40 x 5 mm plate"),
+        kernel=FakeGeometryKernel(),
+        store=tmp_path / "store.sqlite3",
+        trajectory=tmp_path / "t.jsonl",
+        outputs=tmp_path / "out",
+        integrations=[guard, continuity, intent, BrokenAdapter("oracle", "invalid")],
+    )
+    assert ran.outcome.terminal is TerminalState.CANNOT_PROCEED  # the script abstains
+    assert len(intent.frames) == 1 and len(guard.finished) == 1
+    assert [e.trigger for e in continuity.events] == ["end"]
+    assert continuity.events[0].open_commitments == ("requirement: four M4 holes",)
+    assert [d.code for d in ran.diagnostics] == [INTEGRATION_FAILED]
+    end = [json.loads(line) for line in (tmp_path / "t.jsonl").read_text().splitlines()][-1]
+    assert end["integrations"]["contract"] == {
+        "contractRef": "intent:fake-task",
+        "contractVersion": 1,
+    }

@@ -510,7 +510,12 @@ class StepHost:
         seam = self.integrations
         if seam.binding is not None or seam.diagnostics:
             end["integrations"] = {
-                "contract": dataclasses.asdict(seam.contract) if seam.contract else None,
+                "contract": {
+                    "contractRef": seam.contract.contract_ref,
+                    "contractVersion": seam.contract.contract_version,
+                }
+                if seam.contract
+                else None,
                 "warnings": [
                     d.model_dump(mode="json", exclude_none=True) for d in seam.diagnostics
                 ],
