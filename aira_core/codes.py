@@ -54,6 +54,8 @@ PHASES: dict[str, str] = {
     "mcp": "aira mcp serve: task handles, tools, scoped bindings and resources (docs/mcp.md)",
     "continuity": "the wire of the three-product contract (Intent Loop, Context Continuity, "
     "Execution Fidelity Guard) read or written by plugins/aira-continuity",
+    "integration": "the Intent / Continuity / Guard adapters a run is given, and the guard's "
+    "verdicts (docs/plugins.md, aira_register_integrations)",
 }
 """The phases, in the order docs/codes.md lists them: the part of Aira that raises a code.
 (A :class:`~aira_core.diagnostics.Diagnostic` may also carry a ``phase`` field: the runtime
@@ -1027,6 +1029,35 @@ _CODES = (
             "a Continuity snapshot, Guard event, evidence, receipt, receipt export or "
             "shadow-pilot summary breaks its wire schema or a rule its upstream reader "
             "enforces; the pointer names the value",
+        ),
+    ),
+    *_phase(
+        "integration",
+        (
+            "INTEGRATION_FAILED",
+            "a warning: an Intent / Continuity / Guard adapter raised, did not answer within "
+            "its bound or answered with something that is not its typed value (or has no role "
+            "or method of its role); it is absent for that call and the run goes on",
+        ),
+        (
+            "INTEGRATION_ROLE_CONFLICT",
+            "a run was given two adapters of one role (at most one intent owner, one "
+            "continuity adapter, one guard); refused before the run starts",
+        ),
+        (
+            "GUARD_BLOCKED",
+            "the guard adapter blocked an effect (a meta-operation or an export); nothing ran "
+            "and nothing was written",
+        ),
+        (
+            "GUARD_APPROVAL_REQUIRED",
+            "the guard adapter asks the user to approve this one call; nothing ran (the host "
+            "approves it with Task.approve_call, and only that call)",
+        ),
+        (
+            "GUARD_CONTINUE_VERIFICATION",
+            "the guard adapter asks for verification before the task may be done (at most "
+            "twice per contract version; then the runtime decides alone)",
         ),
     ),
 )

@@ -12,7 +12,7 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
-from typing import Any, ClassVar, Protocol, runtime_checkable
+from typing import Any, ClassVar, Literal, Protocol, runtime_checkable
 
 from aira_core.diagnostics import AiraError, Diagnostic, redact
 from aira_core.inputs import read_input
@@ -619,12 +619,17 @@ class ConfigurableProvider(Protocol):
     def configure(self, settings: Any) -> Provider: ...
 
 
+IntegrationRole = Literal["intent", "continuity", "guard"]
+INTEGRATION_ROLES: tuple[IntegrationRole, ...] = ("intent", "continuity", "guard")
+
+
 @runtime_checkable
 class Integration(Protocol):
-    """An Intent Loop / Continuity / Guard adapter; ``role`` says which of the three."""
+    """An Intent Loop / Continuity / Guard adapter; ``role`` says which of the three. What
+    each role implements is in :mod:`aira_core.integrations`."""
 
     name: str
-    role: str
+    role: IntegrationRole
 
 
 @dataclass(frozen=True)

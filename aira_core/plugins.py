@@ -166,10 +166,13 @@ def plugin_timeout() -> float:
     return value if 0 < value < float("inf") else DEFAULT_TIMEOUT
 
 
-def _run_plugin_code(function: Callable[[], Any], what: str) -> Any:
-    """``function()`` in a daemon thread, waited for up to :func:`plugin_timeout` seconds:
-    its value, :class:`_PluginRaised` (whatever it raised) or :class:`_TimedOut`. The wait
-    is in the calling thread, so a real Ctrl-C interrupts it as a ``KeyboardInterrupt``."""
+def _run_plugin_code(
+    function: Callable[[], Any], what: str, *, seconds: float | None = None
+) -> Any:
+    """``function()`` in a daemon thread, waited for up to ``seconds`` (default
+    :func:`plugin_timeout`): its value, :class:`_PluginRaised` (whatever it raised) or
+    :class:`_TimedOut`. The wait is in the calling thread, so a real Ctrl-C interrupts it as
+    a ``KeyboardInterrupt``."""
     outcome: dict[str, Any] = {}
 
     def run() -> None:
@@ -180,7 +183,7 @@ def _run_plugin_code(function: Callable[[], Any], what: str) -> Any:
 
     thread = threading.Thread(target=run, name=f"aira-plugin {what}", daemon=True)
     thread.start()
-    thread.join(plugin_timeout())
+    thread.join(plugin_timeout() if seconds is None else seconds)
     if thread.is_alive():
         raise _TimedOut(what)
     if "error" in outcome:

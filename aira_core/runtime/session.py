@@ -7,9 +7,11 @@ Session Grant is enforced at execution whatever the caller claims (``GRANT_REVOK
 ``GRANT_EXPIRED``; denied classes and approvals inside ``plan.check``); the 9 × 9 matrix
 admits the operation in the current state or returns its recoverable rejection with the
 completed prefix and ``nextOperation``; the Task Protocol's ``requiredDiscoverySequence``
-gates effects; and a write must have the full L2 contract of every capability it uses in
+gates effects; a write must have the full L2 contract of every capability it uses in
 the trace (described, capsule-provided, or inlined by a small-catalog manifest), not stale
-since (``DISCOVERY_REQUIRED``). Only then is a kernel or the store touched.
+since (``DISCOVERY_REQUIRED``); and a guard adapter, when the run has one, judges every
+effect (``GUARD_BLOCKED``, ``GUARD_APPROVAL_REQUIRED``; :mod:`aira_core.integrations`). Only
+then is a kernel or the store touched.
 
 Repair is entered only from a real Diagnostic of preview or validate and is capped; the
 five terminal states are decided here, from the trace, never from a model's text. Every
@@ -24,7 +26,7 @@ from typing import Any
 
 from pydantic import Field, ValidationError
 
-from aira_core.canonical import sha256_id
+from aira_core.canonical import sha256_hex, sha256_id
 from aira_core.catalog.disclosure import LEVELS, Disclosure, catalog_disclosure, kernels_snapshot
 from aira_core.catalog.policy import authorize
 from aira_core.contracts.base import WireModel
@@ -37,6 +39,12 @@ from aira_core.contracts.plan import NextAction, ObservationEnvelope, Plan
 from aira_core.contracts.search import SearchRequest
 from aira_core.diagnostics import AiraError, Diagnostic
 from aira_core.extensions import Kernel
+from aira_core.integrations import (
+    GUARD_APPROVAL_REQUIRED,
+    GUARD_BLOCKED,
+    EffectEvent,
+    Integrations,
+)
 from aira_core.model.store import MAIN
 from aira_core.runtime import contract as mc
 from aira_core.runtime.contract import (
@@ -112,6 +120,7 @@ class Task:
         capsule_contracts: Iterable[str] = (),
         repair_cap: int = REPAIR_CAP,
         branch: str | None = None,
+        integrations: Integrations | None = None,
     ) -> None:
         if not isinstance(task_id, str):
             raise AiraError(ARGS_INVALID, "a task id is a string")
@@ -145,6 +154,11 @@ class Task:
         # This task's commits on its branch, oldest first: (revision, the head it replaced).
         self._commits: list[tuple[str, str]] = []
         self._approved: set[str] = set()
+        # The guard (if any) judges every admitted effect; an ``ask`` leaves its call pending
+        # here, by request id, until the user approves that one call (:meth:`approve_call`).
+        self.integrations = integrations
+        self._asked: dict[str, tuple[str, str]] = {}  # request id → (operation, args hash)
+        self._approved_calls: set[tuple[str, str, str]] = set()
         # The plan last refused (check, propose, preview, validate) and its diagnostics: what
         # a repair (model.read {"repair"}) makes a candidate of.
         self._refused: tuple[Plan, list[Diagnostic]] | None = None
@@ -285,6 +299,24 @@ class Task:
         ``"publish"``, or ``"risk"`` for capabilities above the grant's auto-commit risk."""
         self._approved.add(action)
 
+    def approve_call(self, request_id: str) -> bool:
+        """The user (through the host, never the model) approves the one call the guard
+        asked about: sent again with the same request id, operation and arguments, it runs
+        without being judged again, once. A later similar call is judged anew (spec 004: an
+        approval authorises the pending call, never the calls like it). False: no call with
+        that request id is pending."""
+        asked = self._asked.pop(request_id, None)
+        if asked is None:
+            return False
+        self._approved_calls.add((request_id, *asked))
+        return True
+
+    @property
+    def pending_approvals(self) -> list[tuple[str, str]]:
+        """``(operation, request id)`` of every call the guard asked about and the user has
+        not approved yet, in the order asked."""
+        return [(op, rid) for rid, (op, _) in self._asked.items()]
+
     # -- the entry point ---------------------------------------------------------------------
 
     def call(
@@ -359,6 +391,10 @@ class Task:
                     "the Task Protocol requires " + ", ".join(o.value for o in missing) + " first",
                     missing[0],
                 )
+        if op not in READS and self.integrations is not None:
+            refused = self._judged(op, request_id, args)
+            if refused is not None:
+                return refused
         self._seen.add(request_id)
         before = self.state
         try:
@@ -389,6 +425,81 @@ class Task:
                 }
             )
         return envelope
+
+    def _judged(
+        self, op: MetaOperation, request_id: str, args: dict[str, Any]
+    ) -> ObservationEnvelope | None:
+        """The guard's verdict on an effect the runtime has admitted, before any kernel or
+        store work: None to run it (allow, no guard, a guard that failed: fail-open), else
+        the refusal (``GUARD_BLOCKED``; ``GUARD_APPROVAL_REQUIRED`` for an ``ask``, whose
+        request id stays unused so that the approved call can be sent again)."""
+        assert self.integrations is not None
+        try:
+            fingerprint = sha256_hex(args)
+        except (TypeError, ValueError):
+            fingerprint = repr(sorted(args.items()))
+        approved = (request_id, op.value, fingerprint)
+        if approved in self._approved_calls:
+            self._approved_calls.discard(approved)  # one approval, one call
+            return None
+        publish = op is O.MODEL_COMMIT and bool(args.get("publish", False))
+        action = "publish" if publish else op.value
+        event = EffectEvent(
+            task_id=self.task_id,
+            contract=self.integrations.contract,
+            request_id=request_id,
+            operation=op.value,
+            effect_class=mc.effect_class(op, publish=publish).value,
+            action=action,
+            capabilities=self._capabilities_of(op, args),
+            target=MAIN if publish else self.branch,
+        )
+        verdict = self.integrations.judge(event)
+        if verdict is None or verdict.decision == "allow":
+            return None
+        name = self.integrations.active("guard").name  # type: ignore[union-attr]
+        if verdict.decision == "block":
+            return self._refuse(
+                request_id,
+                op.value,
+                GUARD_BLOCKED,
+                f"guard {name!r} blocked {action}: {verdict.reason}; nothing was run",
+            )
+        self._asked[request_id] = (op.value, fingerprint)
+        refused = self._refuse(
+            request_id,
+            op.value,
+            GUARD_APPROVAL_REQUIRED,
+            f"guard {name!r} asks the user to approve this {action} ({verdict.reason}); "
+            "nothing was run. Once approved, this one call may be sent again as it was",
+            remember=False,
+        )
+        return refused.model_copy(
+            update={
+                "data": {
+                    **refused.data,
+                    "approvalRequired": {"requestId": request_id, "operation": op.value},
+                },
+                "diagnostics": [
+                    d.model_copy(update={"approval": True}) for d in refused.diagnostics
+                ],
+            }
+        )
+
+    def _capabilities_of(self, op: MetaOperation, args: Mapping[str, Any]) -> tuple[str, ...]:
+        """The capabilities of the plan an effect carries: the proposed plan's, else the
+        candidate's (what a guard matches its rules against)."""
+        if op is O.MODEL_PROPOSE_PATCH:
+            plan = args.get("plan")
+            steps = plan.get("steps") if isinstance(plan, Mapping) else None
+            return tuple(
+                str(s["capability"])
+                for s in (steps if isinstance(steps, list) else [])
+                if isinstance(s, Mapping) and "capability" in s
+            )
+        if self._candidate is not None and self._candidate.plan is not None:
+            return tuple(s.capability for s in self._candidate.plan.steps)
+        return ()
 
     def batch(self, calls: Sequence[Any]) -> list[ObservationEnvelope]:
         """A provider turn with several calls ``{"requestId", "operation", "args"?}``,
@@ -525,25 +636,37 @@ class Task:
             request_id, "success", data={"decision": decision.reason, "reason": reason}
         )
 
+    def completion_check(self) -> str:
+        """What :meth:`finish` would decide now, deciding nothing: ``COMPLETED``, or the
+        reason the runtime would not complete the task (what a guard's completion check is
+        told)."""
+        if self.terminal is not None:
+            return self.terminal_reason or "TERMINAL"
+        decision = mc.decide_terminal(self._terminal_inputs(completion_claimed=True))
+        if decision.terminal is TerminalState.COMPLETED:
+            return "COMPLETED"
+        return decision.reason
+
+    def _terminal_inputs(self, **flags: bool) -> TerminalInputs:
+        budget = self.ctx.grant.budgets.compute_seconds
+        return TerminalInputs(
+            state=self.state,
+            trace=self._ran,
+            required_completion_sequence=self.protocol.required_completion_sequence,
+            completion_authority=self.protocol.completion_authority,
+            repair_rounds=self.repair_rounds,
+            repair_cap=self.repair_cap,
+            budget_exhausted=flags.pop("budget_exhausted", False)
+            or (budget is not None and self._seconds >= budget),
+            **flags,
+        )
+
     def _decide(self, **flags: bool) -> mc.TerminalDecision:
         if self.terminal is not None:
             return mc.TerminalDecision(
                 terminal=self.terminal, reason=self.terminal_reason or "TERMINAL"
             )
-        budget = self.ctx.grant.budgets.compute_seconds
-        decision = mc.decide_terminal(
-            TerminalInputs(
-                state=self.state,
-                trace=self._ran,
-                required_completion_sequence=self.protocol.required_completion_sequence,
-                completion_authority=self.protocol.completion_authority,
-                repair_rounds=self.repair_rounds,
-                repair_cap=self.repair_cap,
-                budget_exhausted=flags.pop("budget_exhausted", False)
-                or (budget is not None and self._seconds >= budget),
-                **flags,
-            )
-        )
+        decision = mc.decide_terminal(self._terminal_inputs(**flags))
         if decision.terminal is not None:
             self.terminal = decision.terminal
             self.terminal_reason = decision.reason

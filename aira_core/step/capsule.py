@@ -5,7 +5,8 @@ provider's prefix cache survives as far as possible):
 
 1. ``index``: capsule format, tier and segment order, then the index text the loop passes
    (interface version, decision grammar, the compact signatures of the capabilities in use);
-2. ``intent``: the intent frame (≤ 1k tokens);
+2. ``intent``: the intent frame (≤ 1k tokens), the contract it is bound to, and the open
+   commitments a continuity adapter carried over from the last round (≤ 500 tokens);
 3. ``schemaPages``: the L2 pages of the kinds in use, shared ``$defs`` first;
 4. ``workingSet``: the pages in the working set, each with rev and hash;
 5. ``summary``: the head summary (≤ 2k tokens);
@@ -45,6 +46,7 @@ from aira_core.step.tiers import HOST_BYTES_PER_TOKEN, Tier, host_tokens
 
 __all__ = [
     "CAPSULE_FORMAT",
+    "CARRY_MAX_TOKENS",
     "INTENT_MAX_TOKENS",
     "LAST_RESULT_MAX_TOKENS",
     "SEGMENTS",
@@ -70,6 +72,8 @@ SEGMENTS = (
 SHARED_DEFS = "$defs"
 """The ``schema_pages`` key of the shared definitions, which go before every kind's page."""
 INTENT_MAX_TOKENS = 1_000
+CARRY_MAX_TOKENS = 500
+"""The open commitments a continuity adapter carries into a round (the intent segment)."""
 SUMMARY_MAX_TOKENS = 2_000
 LAST_RESULT_MAX_TOKENS = 8_000
 STEP_CAPSULE_OVER_BUDGET = "STEP_CAPSULE_OVER_BUDGET"
@@ -246,7 +250,10 @@ def _index_body(tier: Tier, index: str) -> str:
 
 def _intent_body(ledger: Ledger) -> str:
     frame = ledger.intent
-    lines = [f"frame {frame.frame_hash()}", f"goal: {frame.goal}"]
+    lines = [f"frame {frame.frame_hash()}"]
+    if ledger.contract:
+        lines.append(ledger.contract)
+    lines.append(f"goal: {frame.goal}")
     lists = (
         ("hard requirements", frame.hard_requirements),
         ("soft preferences", frame.soft_preferences),
@@ -261,7 +268,12 @@ def _intent_body(ledger: Ledger) -> str:
     lines.append("scope: " + (", ".join(frame.scope) if frame.scope else "any body"))
     if frame.prohibited_effects:
         lines.append("prohibited effects: " + ", ".join(e.value for e in frame.prohibited_effects))
-    return _capped("\n".join(lines), INTENT_MAX_TOKENS, "intent")
+    body = _capped("\n".join(lines), INTENT_MAX_TOKENS, "intent")
+    if not ledger.carry:
+        return body
+    # Capped on its own, after the frame: a long carry must never cut the user's intent.
+    carried = "\n".join(["open commitments (carried over):", *(f"- {c}" for c in ledger.carry)])
+    return body + "\n" + _capped(carried, CARRY_MAX_TOKENS, "open commitments")
 
 
 def _schema_body(pages: Mapping[str, str]) -> str:

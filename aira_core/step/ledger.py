@@ -206,6 +206,11 @@ class Ledger:
     usage: Usage = field(default_factory=Usage)
     evictions: list[Eviction] = field(default_factory=list)
     next_page: int = 1
+    contract: str = ""
+    """The contract the intent is bound to, one line (empty: unbound; see
+    :mod:`aira_core.integrations`)."""
+    carry: tuple[str, ...] = ()
+    """The open commitments the continuity adapter carried into this round."""
 
     @classmethod
     def for_instruction(

@@ -23,10 +23,17 @@ Acts and what runs them:
   branch, or a rejection with ``failedStep`` and the step's signature and schema;
 - ``done`` → the runtime's read-back and completion check (the model's text never decides);
 - ``abstain`` → ``cannotProceed``; budgets → ``budgetExhausted``.
+
+Integrations (:mod:`aira_core.integrations`): the intent adapter binds the frame before the
+first capsule; the continuity adapter is told of every compaction (its carry rides the next
+round's intent segment) and of the task's end (:meth:`StepHost.conclude`); the guard judges
+every effect the runtime admits, every export (:meth:`StepHost.judge_export`) and every
+``done``. Any of them absent or failing: the host runs as without it.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
 from collections import deque
@@ -38,7 +45,7 @@ from typing import Any
 from aira_core.catalog.signatures import LEGEND, catalog_signatures
 from aira_core.contracts.amir import BODIES, NODES, PARAMETERS
 from aira_core.contracts.plan import IntentFrame
-from aira_core.diagnostics import AiraError, redact
+from aira_core.diagnostics import AiraError, Diagnostic, redact
 from aira_core.extensions import (
     BudgetsLeft,
     DecisionSource,
@@ -46,6 +53,17 @@ from aira_core.extensions import (
     StepReply,
     StepRequest,
     Usage,
+)
+from aira_core.integrations import (
+    GUARD_APPROVAL_REQUIRED,
+    GUARD_BLOCKED,
+    GUARD_CONTINUE_VERIFICATION,
+    CompletionClaim,
+    EffectEvent,
+    Integrations,
+    LossyConversion,
+    artifact_ref,
+    phase_of,
 )
 from aira_core.runtime.contract import CompletionAuthority, TerminalState
 from aira_core.runtime.plan import PlanContext
@@ -105,7 +123,15 @@ class StepHost:
         budgets: TaskBudgets | None = None,
         trajectory: TrajectoryWriter | None = None,
         on_step: Callable[[dict[str, Any]], None] | None = None,
+        integrations: Integrations | None = None,
     ) -> None:
+        # None given: a seam with no adapter, which answers every moment as none would.
+        self.integrations = integrations if integrations is not None else Integrations()
+        binding = self.integrations.bind(intent)
+        if binding is not None:
+            # The bound frame is the task's intent: the capsule shows it, plan.check checks it.
+            intent = binding.frame
+            ctx = dataclasses.replace(ctx, intent=intent)
         self.ctx = ctx
         self.kernel = kernel
         self.source = source
@@ -120,8 +146,18 @@ class StepHost:
             kernel,
             task_id=task_id,
             protocol=TaskProtocol(completion_authority=CompletionAuthority.MODEL),
+            integrations=self.integrations if self.integrations.active("guard") else None,
         )
         self.ledger = Ledger(intent=intent)
+        if binding is not None:
+            self.ledger.contract = (
+                f"contract {binding.contract_ref} v{binding.contract_version} "
+                f"({binding.source}{', stale' if binding.stale else ''})"
+            )
+        self.exported: list[str] = []
+        """Evidence refs of the files the run exported (:meth:`judge_export`)."""
+        self.refusals: list[Diagnostic] = []
+        """Exports the guard refused (``GUARD_BLOCKED``, ``GUARD_APPROVAL_REQUIRED``)."""
         self.log = RoundLog()
         self.capsule: Capsule | None = None
         self.round_schema: dict[str, Any] | None = None
@@ -471,6 +507,19 @@ class StepHost:
         }
         if self.exhausted is not None:
             end["exhausted"] = self.exhausted
+        seam = self.integrations
+        if seam.binding is not None or seam.diagnostics:
+            end["integrations"] = {
+                "contract": {
+                    "contractRef": seam.contract.contract_ref,
+                    "contractVersion": seam.contract.contract_version,
+                }
+                if seam.contract
+                else None,
+                "warnings": [
+                    d.model_dump(mode="json", exclude_none=True) for d in seam.diagnostics
+                ],
+            }
         if self.trajectory is not None:
             self.trajectory.write(end)
         return Outcome(
@@ -544,6 +593,79 @@ class StepHost:
         # Unpinned pages were shown once, in the round's log; only pinned ones carry over.
         for page_id in self.ledger.lru(pinned=False):
             self.ledger.evict(page_id, self.step, "round")
+        # A lossy conversion: what the continuity adapter says is open rides the new round.
+        carry = self._lossy("compaction")
+        self.ledger.carry = carry.open_commitments if carry is not None else ()
+
+    # -- integrations ------------------------------------------------------------------------
+
+    def _lossy(self, trigger: Any, exported: tuple[str, ...] = ()) -> Any:
+        event = LossyConversion(
+            task_id=self.task.task_id,
+            contract=self.integrations.contract,
+            trigger=trigger,
+            phase=phase_of(self.task.state),
+            open_commitments=self._open_commitments(),
+            evidence_refs=tuple(dict.fromkeys([*self._evidence(), *exported])),
+            captured_at=datetime.now(UTC).isoformat(timespec="milliseconds"),
+        )
+        return self.integrations.lossy_conversion(event)
+
+    def _open_commitments(self) -> tuple[str, ...]:
+        """What the host knows is still open (see :class:`LossyConversion`)."""
+        task = self.task
+        out = []
+        if task.terminal is not TerminalState.COMPLETED:
+            # The host cannot tell a requirement met from its text: open until completed.
+            out += [f"requirement: {r}" for r in self.ledger.intent.hard_requirements]
+        out += [f"approval: {op} {rid}" for op, rid in task.pending_approvals]
+        if task.terminal is None and self.ledger.rejection is not None:
+            out.append(f"repair: {self.ledger.rejection.code}")
+        return tuple(dict.fromkeys(out))
+
+    def _evidence(self) -> tuple[str, ...]:
+        """``artifact:sha256:<hex>`` of every revision the task committed, oldest first."""
+        return tuple(dict.fromkeys(artifact_ref(row.rev) for row in self.ledger.commits))
+
+    def judge_export(self, fmt: str, target: str, data: bytes) -> bool:
+        """Whether the run may write ``data`` (an export of the task's head as ``fmt``) to
+        the file ``target``: the guard judges it as an ``external`` effect. A refusal is kept
+        in :attr:`refusals`; an export allowed counts as evidence at the task's end."""
+        digest = artifact_ref(data)
+        event = EffectEvent(
+            task_id=self.task.task_id,
+            contract=self.integrations.contract,
+            request_id=f"export.{fmt}",
+            operation="export",
+            effect_class="external",
+            action=f"export:{fmt}",
+            target=target,
+            digest=digest,
+        )
+        verdict = self.integrations.judge(event)
+        if verdict is None or verdict.decision == "allow":
+            self.exported.append(digest)
+            return True
+        # No user is asked during a run's exports: an ``ask`` leaves the file unwritten.
+        code = GUARD_BLOCKED if verdict.decision == "block" else GUARD_APPROVAL_REQUIRED
+        self.refusals.append(
+            Diagnostic(
+                code=code,
+                subject=target,
+                approval=code == GUARD_APPROVAL_REQUIRED or None,
+                message=f"the guard refused export:{fmt} ({verdict.decision}: "
+                f"{verdict.reason}); the file was not written",
+            )
+        )
+        return False
+
+    def conclude(self) -> None:
+        """The task's end for the adapters, after its terminal state and the run's exports:
+        the last lossy conversion (evidence: the commits and the exported files), then the
+        guard's records (``finish``). The runner calls it once; a host driven on its own,
+        after :meth:`run`."""
+        self._lossy("end", tuple(self.exported))
+        self.integrations.finish()
 
     def _fit_capsule(self) -> Capsule | None:
         """The round's capsule; if the pinned pages alone do not fit, unpin the oldest and say
@@ -859,11 +981,37 @@ class StepHost:
     def _act_done(self, d: Any) -> dict[str, Any]:
         # The runtime's completion check needs a read-back of what was committed.
         self.task.call("model.read", self._request("readback"))
+        verdict = self._completion(d)
+        told = (
+            {"guard": {"decision": verdict.decision, "reason": verdict.reason}} if verdict else {}
+        )
+        if verdict is not None and verdict.decision == "continue_verification":
+            result = self._rejection(
+                GUARD_CONTINUE_VERIFICATION,
+                f"the guard asks for verification before done ({verdict.reason}); "
+                f"continuation {self.integrations.continuations()} of this contract version",
+            )
+            return {**result, **told}
+        # allow, remind (advisory) or no guard: the runtime decides.
         envelope = self.task.finish(self._request("finish"))
         if self.task.terminal is TerminalState.COMPLETED:
-            return {"status": "ok", "act": "done", "terminal": "completed"}
+            return {"status": "ok", "act": "done", "terminal": "completed", **told}
         reason = (envelope.data or {}).get("decision", "COMPLETION_EVIDENCE_MISSING")
-        return self._rejection(reason, f"the runtime does not accept completion yet: {reason}")
+        result = self._rejection(reason, f"the runtime does not accept completion yet: {reason}")
+        return {**result, **told}
+
+    def _completion(self, d: Any) -> Any:
+        if self.integrations.active("guard") is None:
+            return None
+        claim = CompletionClaim(
+            task_id=self.task.task_id,
+            contract=self.integrations.contract,
+            summary=str(getattr(d, "summary", "")),
+            runtime_decision=self.task.completion_check(),
+            evidence_refs=self._evidence(),
+            continuations=self.integrations.continuations(),
+        )
+        return self.integrations.completion(claim)
 
     def _act_abstain(self, d: Any) -> dict[str, Any]:
         self.task.abstain(self._request("abstain"), d.reason)
@@ -900,7 +1048,17 @@ def _summary(result: dict[str, Any], limit: int = 600) -> dict[str, Any]:
     released pages) — and its size."""
     keep = {
         k: result[k]
-        for k in ("status", "act", "code", "rev", "failedStep", "planId", "terminal", "host")
+        for k in (
+            "status",
+            "act",
+            "code",
+            "rev",
+            "failedStep",
+            "planId",
+            "terminal",
+            "host",
+            "guard",
+        )
         if k in result
     }
     if "message" in result:

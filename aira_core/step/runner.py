@@ -9,16 +9,17 @@ from __future__ import annotations
 
 import hashlib
 import unicodedata
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from aira_core import kernel_guard
-from aira_core.diagnostics import AiraError
+from aira_core.diagnostics import AiraError, Diagnostic
 from aira_core.extensions import DecisionSource
 from aira_core.files import write_file
+from aira_core.integrations import Integrations
 from aira_core.model.patch import PatchRejected
 from aira_core.runtime.write import WritePath
 from aira_core.step.loop import Outcome, StepHost
@@ -104,6 +105,21 @@ class Run:
     store: Path
     trajectory: Path
     files: dict[str, Path]
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+    """What the run's integrations said: exports the guard refused, adapters that failed
+    (``INTEGRATION_FAILED`` warnings; the run went on without them)."""
+
+
+def _seam(integrations: Iterable[Any] | Integrations | None) -> Integrations:
+    """The run's integrations: at most one adapter per role (``INTEGRATION_ROLE_CONFLICT``
+    before anything is created)."""
+    if isinstance(integrations, Integrations):
+        return integrations
+    return Integrations(integrations or ())
+
+
+def _ran(host: StepHost) -> list[Diagnostic]:
+    return [*host.refusals, *host.integrations.diagnostics]
 
 
 def task_id(script: DecisionScript) -> str:
@@ -127,6 +143,7 @@ def run_script(
     header: Mapping[str, Any] | None = None,
     task: str | None = None,
     existing_store: bool = False,
+    integrations: Iterable[Any] | Integrations | None = None,
 ) -> Run:
     """Replay ``script`` on a fresh store at ``store`` (it must not exist yet).
 
@@ -146,8 +163,14 @@ def run_script(
     for a path that exists, unless ``force`` replaces it). A run refused after that (a
     document the catalog or the kernel refuses) takes it back: it leaves nothing behind,
     neither trajectory nor store nor the run's directory.
+
+    ``integrations``: the run's Intent / Continuity / Guard adapters (at most one per role;
+    :func:`aira_core.integrations.registered_integrations` lists the plugins' ones). The
+    guard judges each export; the adapters hear of the task's end after the exports.
     """
     from aira_core.contracts.amir import AmirDocument
+
+    seam = _seam(integrations)
 
     reuse = existing_store and store.exists()
     if store.exists() and not reuse:
@@ -195,6 +218,7 @@ def run_script(
                 budgets=budgets,
                 trajectory=writer,
                 on_step=on_step,
+                integrations=seam,
             )
             outcome = host.run()
             _finish_source(source)
@@ -202,10 +226,11 @@ def run_script(
             writer.close()
         files: dict[str, Path] = {}
         if outputs is not None:
-            files = _artefacts(kernel, repository, outcome.head, outputs / script.name, store)
+            files = _artefacts(kernel, repository, host, outputs / script.name, store)
+        host.conclude()
     finally:
         repository.close()
-    return Run(script, outcome, store, trajectory, files)
+    return Run(script, outcome, store, trajectory, files, _ran(host))
 
 
 def resume_script(
@@ -220,13 +245,15 @@ def resume_script(
     on_step: Callable[[dict[str, Any]], None] | None = None,
     source: DecisionSource | None = None,
     task: str | None = None,
+    integrations: Iterable[Any] | Integrations | None = None,
 ) -> Run:
     """Continue an interrupted run of ``script`` from its trajectory and store, without
     running its committed plans again. ``source`` as for :func:`run_script` (a gateway
     answers a step whose reply it already delivered from its ledger, never sending it
     again; it is told when the run ends). The trajectory is opened once, read and continued
     through the same descriptor; a resume refused before its first record changes neither
-    the trajectory nor the store."""
+    the trajectory nor the store. ``integrations`` as for :func:`run_script`."""
+    seam = _seam(integrations)
     if not store.exists():
         raise AiraError("RUN_STORE_MISSING", f"{store.name} does not exist; nothing to resume")
     writer = TrajectoryWriter(trajectory, None)  # no header: continue the file
@@ -256,20 +283,22 @@ def resume_script(
                 budgets=budgets,
                 trajectory=writer,
                 on_step=on_step,
+                integrations=seam,
             )
             scripted.seek(host.resume(records))
             outcome = host.run()
             _finish_source(source)
             files = (
-                _artefacts(kernel, repository, outcome.head, outputs / script.name, store)
+                _artefacts(kernel, repository, host, outputs / script.name, store)
                 if outputs
                 else {}
             )
+            host.conclude()
         finally:
             repository.close()
     finally:
         writer.close()
-    return Run(script, outcome, store, trajectory, files)
+    return Run(script, outcome, store, trajectory, files, _ran(host))
 
 
 def _finish_source(source: DecisionSource | None) -> None:
@@ -298,18 +327,21 @@ def _open(store: Path) -> tuple[Any, Any]:
     return repository, ctx
 
 
-def _artefacts(kernel: Any, repository: Any, head: str, base: Path, store: Path) -> dict[str, Path]:
-    """A STEP file and an SVG preview of the final revision (every body). A resumed run
+def _artefacts(
+    kernel: Any, repository: Any, host: StepHost, base: Path, store: Path
+) -> dict[str, Path]:
+    """A STEP file and an SVG preview of the task's final revision (every body), each
+    written only if the run's guard allows it (:meth:`StepHost.judge_export`). A resumed run
     replaces its own (never writing through a symlink put there)."""
-    document = repository.document(head)
+    document = repository.document(host.task.head)
     if not document.bodies:
         return {}
     base.parent.mkdir(parents=True, exist_ok=True)
     out = {}
     for fmt in ("step", "svg"):
         data = kernel_guard.export(kernel, document, fmt)
-        if data:
-            path = base.with_suffix(f".{fmt}")
+        path = base.with_suffix(f".{fmt}")
+        if data and host.judge_export(fmt, path.name, data):
             write_file(path, data, force=True, protect=[store])
             out[fmt] = path
     return out

@@ -19,6 +19,9 @@ its transports. They are for tests only, never for production:
   :func:`package_findings`, what admission would find wrong with a package;
 - :mod:`aira_core.testing.signing`: :class:`ThrowawaySigner` (a fresh Ed25519 publisher
   key) and :func:`trust_policy_for` (trust in such keys);
+- :mod:`aira_core.testing.integrations`: :class:`FakeIntentAdapter`,
+  :class:`FakeContinuityAdapter`, :class:`FakeGuardAdapter` (the integration seam's three
+  roles, driven by tables) and :class:`BrokenAdapter` (raises, hangs or answers nonsense);
 - :mod:`aira_core.testing.provider`: :class:`FakeProviderServer`, an OpenAI-compatible
   HTTP server on 127.0.0.1 answering from a decision script, with :class:`Fault` to make
   it misbehave (status codes, keep-alive blank lines, dropped connections, jobs, ...).
@@ -44,6 +47,12 @@ from aira_core.plugins import IN_PROCESS, PluginSystem, Registry
 
 if TYPE_CHECKING:
     from aira_core.catalog.trust import TrustPolicy
+    from aira_core.testing.integrations import (
+        BrokenAdapter,
+        FakeContinuityAdapter,
+        FakeGuardAdapter,
+        FakeIntentAdapter,
+    )
     from aira_core.testing.jobs import FakeJobProvider
     from aira_core.testing.kernel import FakeGeometryKernel, Solid, box_volume
     from aira_core.testing.package import (
@@ -73,6 +82,10 @@ _LAZY = {
     "package_source": "package",
     "write_package": "package",
     "FakeJobProvider": "jobs",
+    "BrokenAdapter": "integrations",
+    "FakeContinuityAdapter": "integrations",
+    "FakeGuardAdapter": "integrations",
+    "FakeIntentAdapter": "integrations",
     "FakeProviderServer": "provider",
     "Fault": "provider",
     "ThrowawaySigner": "signing",
@@ -81,7 +94,11 @@ _LAZY = {
 }
 
 __all__ = [
+    "BrokenAdapter",
+    "FakeContinuityAdapter",
     "FakeGeometryKernel",
+    "FakeGuardAdapter",
+    "FakeIntentAdapter",
     "FakeJobProvider",
     "FakeProviderServer",
     "Fault",
