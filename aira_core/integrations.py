@@ -35,6 +35,7 @@ import json
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Literal, Protocol, get_args, runtime_checkable
 
 from aira_core.contracts.plan import IntentFrame
@@ -60,11 +61,13 @@ __all__ = [
     "GuardAdapter",
     "GuardRecord",
     "GuardVerdict",
+    "IntegrationOptions",
     "Integrations",
     "IntentAdapter",
     "IntentBinding",
     "LossyConversion",
     "artifact_ref",
+    "configured_integrations",
     "phase_of",
     "registered_integrations",
 ]
@@ -349,6 +352,53 @@ def artifact_ref(rev_or_bytes: str | bytes) -> str:
     return "artifact:sha256:" + rev_or_bytes.rsplit(":", 1)[-1]
 
 
+@dataclass(frozen=True)
+class IntegrationOptions:
+    """What a user gives a run's adapters (``aira run --integrations``, ``--contract FILE``):
+    the contract file (a provider document or a TaskContractLite; ``None``: the intent adapter
+    derives one from the Intent Frame) and the run's directory, below which an adapter writes
+    what it exports (snapshots, receipts) — never anywhere else."""
+
+    contract: Path | None = None
+    run_dir: Path | None = None
+
+
+def configured_integrations(
+    options: IntegrationOptions, registry: Any = None
+) -> tuple[list[Any], list[Diagnostic]]:
+    """The registered integrations, each given ``options`` through its ``configure`` method
+    (an adapter without one takes none). Fail-open: an adapter whose ``configure`` raises or
+    does not return in time is left out of the run with one ``INTEGRATION_FAILED`` warning
+    (its exception's type only), and the run goes on without it."""
+    adapters, warnings = [], []
+    for adapter in registered_integrations(registry):
+        configure = getattr(adapter, "configure", None)
+        if configure is None:
+            adapters.append(adapter)
+            continue
+        label = (
+            f"{getattr(adapter, 'role', '?')}:{getattr(adapter, 'name', type(adapter).__name__)}"
+        )
+        try:
+            _run_plugin_code(lambda c=configure: c(options), label, seconds=CALL_SECONDS)
+        except _TimedOut:
+            why = f"did not answer within {CALL_SECONDS:g} s"
+        except _PluginRaised as exc:
+            why = f"raised {type(exc.raised).__name__}"
+        else:
+            adapters.append(adapter)
+            continue
+        warnings.append(
+            Diagnostic(
+                code=INTEGRATION_FAILED,
+                severity=Severity.WARNING,
+                subject=label,
+                message=f"adapter {label}: configure {why}; the run goes on without it",
+            )
+        )
+    return adapters, warnings
+
+
 def registered_integrations(registry: Any = None) -> list[Any]:
     """The integrations the loaded plugins registered (``aira_register_integrations``), by
     name; hand them to :class:`Integrations`, which sorts them by role."""
@@ -396,6 +446,21 @@ class Integrations:
                     subject=role,
                 )
             self._active[role] = adapter
+
+    def reported(self) -> list[Diagnostic]:
+        """The host's warnings, then what each active adapter recorded itself in a
+        ``diagnostics`` list (a contract it refused to bind, say): read once, at the end."""
+        own: list[Diagnostic] = []
+        for adapter in self._active.values():
+            try:  # an adapter's own record is read, never trusted to behave
+                own.extend(
+                    d
+                    for d in list(getattr(adapter, "diagnostics", None) or ())
+                    if isinstance(d, Diagnostic)
+                )
+            except Exception:
+                continue
+        return [*self.diagnostics, *own]
 
     def active(self, role: IntegrationRole) -> Integration | None:
         return self._active.get(role)

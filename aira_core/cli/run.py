@@ -81,6 +81,8 @@ def _run_one(
 
     where = _run_dir(script.name)
     store = source.pop("store", None)
+    if "integrate" in source:  # its value is the contract file, or None: derive one
+        source["integrations"] = _integrations(source.pop("integrate"), where)
     return run_script(
         script,
         kernel=kernel,
@@ -92,6 +94,20 @@ def _run_one(
         force=force,
         **source,
     )
+
+
+def _integrations(contract: Path | None, where: Path) -> Any:
+    """The installed Intent / Continuity / Guard adapters for this run, configured with the
+    user's contract (``None``: derived from the Intent Frame) and the run's directory; an
+    adapter that fails to configure is left out with a warning (fail-open)."""
+    from aira_core.integrations import IntegrationOptions, Integrations, configured_integrations
+
+    adapters, warnings = configured_integrations(
+        IntegrationOptions(contract=contract, run_dir=where)
+    )
+    seam = Integrations(adapters)
+    seam.diagnostics.extend(warnings)
+    return seam
 
 
 def _run_report(run: Any) -> dict[str, Any]:
@@ -118,7 +134,16 @@ def _run_report(run: Any) -> dict[str, Any]:
         end = next((r for r in reversed(records) if "end" in r), {})
     report["usage"] = usage_summary(usage or {})
     report["channelRepairs"] = end.get("channelRepairs", 0)
+    said = _integration_diagnostics(run)
+    if said:
+        report["diagnostics"] = said
     return report
+
+
+def _integration_diagnostics(run: Any) -> list[dict[str, Any]]:
+    """What the run's integrations said (refused exports, failed adapters, what an adapter
+    recorded itself: a refused contract binding, say), as wire diagnostics."""
+    return [d.model_dump(mode="json", exclude_none=True) for d in run.diagnostics]
 
 
 def usage_summary(usage: dict[str, Any]) -> dict[str, Any]:
@@ -144,6 +169,8 @@ def _summary_lines(report: dict[str, Any]) -> list[str]:
         + (f"; {report['channelRepairs']} channel repairs" if report["channelRepairs"] else ""),
     ]
     lines.append("  files: " + " ".join([*report["files"].values(), report["trajectory"]]))
+    for d in report.get("diagnostics", ()):
+        lines.append(printable(f"  {d['severity']}: {d['code']}: {d['message']}"))
     return lines
 
 
@@ -217,6 +244,23 @@ def run_cmd(
         Path | None,
         typer.Option("--resume", help="A run directory (store + trajectory) to continue."),
     ] = None,
+    integrations: Annotated[
+        bool,
+        typer.Option(
+            "--integrations",
+            help="Run with the installed Intent / Continuity / Guard adapters "
+            "(plugins/aira-continuity); without --contract the contract is derived from the "
+            "task's Intent Frame. Any adapter that fails is left out (fail-open).",
+        ),
+    ] = False,
+    contract: Annotated[
+        Path | None,
+        typer.Option(
+            "--contract",
+            help="A provider contract document or a TaskContractLite JSON file the adapters "
+            "bind the task to (implies --integrations; docs/integration.md).",
+        ),
+    ] = None,
     force: ForceFlag = False,
     kernel: KernelOption = None,
     as_json: JsonFlag = False,
@@ -276,6 +320,8 @@ def run_cmd(
 
         loaded = load_script(script)
     extra: dict[str, Any] = {"budgets": _budgets(budget_usd, max_steps)}
+    if integrations or contract is not None:
+        extra["integrate"] = contract
     if store is not None:
         extra["store"] = store
         extra["existing_store"] = True

@@ -119,7 +119,7 @@ def _seam(integrations: Iterable[Any] | Integrations | None) -> Integrations:
 
 
 def _ran(host: StepHost) -> list[Diagnostic]:
-    return [*host.refusals, *host.integrations.diagnostics]
+    return [*host.refusals, *host.integrations.reported()]
 
 
 def task_id(script: DecisionScript) -> str:
