@@ -1030,12 +1030,12 @@ def test_the_bundle_validates_against_the_upstream_schemas(tmp_path: Path) -> No
         pytest.skip("AIRA_UPSTREAM_GUARD_SPECS names no directory of the upstream schema files")
     from tests.continuity.test_upstream_schemas import SCHEMA_OF, validator
 
-    guard = FidelityGuard(contract(forbidden=["tool:export"]), out_dir=tmp_path)
+    guard = FidelityGuard(contract(forbidden=["tool:export"]), out_dir=tmp_path / "g")
     guard.judge(EXPORT)
     guard.judge(COMMIT)
     guard.completion(claim(refs=(artifact_ref("rev:sha256:" + "cd" * 32),)))
     guard.finish(())
-    bundle = json.loads(next(tmp_path.iterdir()).read_text())
+    bundle = json.loads(next((tmp_path / "g").iterdir()).read_text())
     for part, name in (
         ("events", "normalized-event"),
         ("receipts", "decision-receipt"),
@@ -1044,5 +1044,5 @@ def test_the_bundle_validates_against_the_upstream_schemas(tmp_path: Path) -> No
         for item in bundle[part]:
             errors = [e.message for e in validator(SCHEMA_OF[name]).iter_errors(item)]
             assert errors == [], (part, item)
-    summary = summarise([next(tmp_path.iterdir()).read_bytes()]).to_wire()
+    summary = summarise([next((tmp_path / "g").iterdir()).read_bytes()]).to_wire()
     assert validator(SCHEMA_OF["shadow-pilot-summary"]).is_valid(summary)
