@@ -807,7 +807,6 @@ def test_shadow_mode_reminds_where_balanced_blocks() -> None:
 
 def test_a_contract_the_host_did_not_bind_is_not_the_tasks() -> None:
     guard = FidelityGuard(contract(forbidden=["tool:export"]), "intent:a", 2)
-    other = effect("export:step", "external", "export")
     other = EffectEvent(
         "t1", ContractBinding("intent:a", 3), "r", "export", "external", "export:step"
     )

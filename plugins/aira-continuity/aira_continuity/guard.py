@@ -152,7 +152,9 @@ def _matches(rule: _Rule, action: Action) -> bool:
     if rule.kind == "tool":
         return action.tool_name.lower() == rule.value
     if rule.kind == "command-prefix":
-        return action.command.strip().lower().startswith(rule.value)
+        from aira_continuity.wire import js_trim
+
+        return js_trim(action.command).lower().startswith(rule.value)
     return False
 
 
