@@ -384,7 +384,10 @@ def configured_integrations(
         except _TimedOut:
             why = f"did not answer within {CALL_SECONDS:g} s"
         except _PluginRaised as exc:
-            why = f"raised {type(exc.raised).__name__}"
+            # an AiraError's stable code says why (a contract file it refused, say); any
+            # other exception only by its type, never its message
+            code = getattr(exc.raised, "code", None) if isinstance(exc.raised, AiraError) else None
+            why = f"raised {type(exc.raised).__name__}" + (f" ({code})" if code else "")
         else:
             adapters.append(adapter)
             continue
