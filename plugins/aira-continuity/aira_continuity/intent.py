@@ -409,9 +409,14 @@ class IntentLoopAdapter:
             write_file(path, canonical_bytes(document) + b"\n", force=True)
         except (AiraError, OSError) as exc:
             # The binding is verified; only the next run's rollback check is weaker.
-            code = exc.code if isinstance(exc, AiraError) else "OUTPUT_UNWRITABLE"
+            # an OSError's own text may name a private directory: only its reason is kept
+            code, why = (
+                (exc.code, exc.diagnostic.message)
+                if isinstance(exc, AiraError)
+                else ("OUTPUT_UNWRITABLE", exc.strerror or type(exc).__name__)
+            )
             self.diagnostics.append(
-                _warning(code, f"the ledger was not updated: {exc}", self._subject())
+                _warning(code, f"the ledger was not updated: {why}", self._subject())
             )
 
 
