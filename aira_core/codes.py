@@ -1025,6 +1025,23 @@ _CODES = (
             "key, or a top level that is not an object",
         ),
         (
+            "CONTRACT_VERSION_ROLLBACK",
+            "a warning: the intent contract's version is lower than the last one verified "
+            "for its contract_ref; the intent adapter stays on that one (stale) or unbound",
+        ),
+        (
+            "CONTRACT_VERSION_COLLISION",
+            "a warning: the intent contract has the version last verified for its contract_ref "
+            "but another projection hash (a version's content never changes); the intent "
+            "adapter stays on the verified one (stale)",
+        ),
+        (
+            "CONTRACT_LEDGER_INVALID",
+            "a warning: the intent adapter's ledger of verified contract versions "
+            "(intent-bindings.json) cannot be read or is no ledger; nothing is bound, so no "
+            "rollback goes unseen (move the file away to start a new ledger)",
+        ),
+        (
             "WIRE_RECORD_INVALID",
             "a Continuity snapshot, Guard event, evidence, receipt, receipt export or "
             "shadow-pilot summary breaks its wire schema or a rule its upstream reader "
