@@ -119,8 +119,10 @@ def test_a_provider_document_binds_onto_the_frame_field_by_field(tmp_path: Path)
         "scope.include: the drawing",
         "scope.exclude: b:base",
     )
-    ledger = json.loads((tmp_path / "state" / LEDGER_FILE).read_text())
+    text = (tmp_path / "state" / LEDGER_FILE).read_text()
+    ledger = json.loads(text)
     assert ledger["contracts"]["intent:stable-task-id"]["version"] == 3
+    assert str(tmp_path) not in text  # the contract file is keyed by a hash of its path
 
 
 def test_a_bare_task_contract_lite_binds_with_its_content_identity(tmp_path: Path) -> None:

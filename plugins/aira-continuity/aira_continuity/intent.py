@@ -35,6 +35,7 @@ contract, marked ``stale``, or answers unbound; each refusal is a warning in
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -224,7 +225,14 @@ class IntentLoopAdapter:
         ledger = self._ledger()
         if ledger is None:
             return None
-        path_key = str(Path(self.contract).expanduser().absolute())
+        # the ledger keys a contract file by a hash of its absolute path: it must find the
+        # file again for the stale fallback, but a private path never goes into a store
+        path_key = (
+            "path:sha256:"
+            + hashlib.sha256(
+                str(Path(self.contract).expanduser().absolute()).encode("utf-8", "surrogatepass")
+            ).hexdigest()
+        )
         try:
             found = self._read(Path(self.contract))
         except AiraError as exc:
@@ -370,7 +378,7 @@ class IntentLoopAdapter:
         return Path(base) / LEDGER_FILE
 
     def _ledger(self) -> dict[str, Any] | None:
-        """``{"contracts": {ref: entry}, "files": {path: ref}}``; a new one when there is no
+        """``{"contracts": {ref: entry}, "files": {path hash: ref}}``; a new one when there is no
         file; None (with a warning) when the file is there but unreadable: binding without
         it would let a rollback pass unseen."""
         import json
