@@ -357,8 +357,12 @@ class FidelityGuard:
         provider: str = "user-intent-plugin",
         out_dir: Path | None = None,
         mode: Mode = "balanced",
+        intent: Any = None,
     ) -> None:
         self.out_dir = out_dir
+        # With the intent adapter beside it, the guard judges by the contract the owner
+        # bound (a stale one included), never a second reading of the file.
+        self._intent = intent
         self.mode: Mode = mode
         self._lock = threading.Lock()
         self._sessions: dict[str, _Session] = {}
@@ -393,7 +397,7 @@ class FidelityGuard:
         from aira_core.canonical import StrictJSONError, loads_strict
 
         path = getattr(options, "contract", None)
-        if path is not None:
+        if path is not None and self._intent is None:
             path = Path(path)
             try:
                 if path.stat().st_size > CONTRACT_MAX_BYTES:
@@ -420,6 +424,18 @@ class FidelityGuard:
             self.out_dir = Path(run_dir) / "guard"
 
     # -- judging ---------------------------------------------------------------------------------
+
+    def _follow_owner(self) -> None:
+        """Take the intent owner's bound contract when it has one this guard is not on."""
+        owner = self._intent
+        binding = getattr(owner, "binding", None) if owner is not None else None
+        tcl = getattr(owner, "bound_contract", None) if owner is not None else None
+        if binding is None or tcl is None:
+            return
+        if ContractBinding(binding.contract_ref, binding.contract_version) != self.binding:
+            self.use_contract(
+                tcl, binding.contract_ref, binding.contract_version, provider=binding.source
+            )
 
     def _bound(self, host: ContractBinding | None) -> bool:
         """Whether this Guard's contract is the task's: the host's binding, when it has one,
@@ -502,6 +518,7 @@ class FidelityGuard:
         return receipt
 
     def judge(self, event: EffectEvent) -> GuardVerdict:
+        self._follow_owner()
         import time
 
         started = time.monotonic()
@@ -524,6 +541,7 @@ class FidelityGuard:
         return GuardVerdict(verdict, _principal(decision.reason_codes), receipt)  # type: ignore[arg-type]
 
     def completion(self, claim: CompletionClaim) -> CompletionVerdict:
+        self._follow_owner()
         import time
 
         started = time.monotonic()

@@ -156,6 +156,8 @@ class IntentLoopAdapter:
         self.provider_refs: tuple[str, ...] = ()
         """The contract entries of the last bind the frame cannot hold (see the module)."""
         self.binding: Any = None
+        self.bound_contract: Any = None
+        """The TaskContractLite behind ``binding`` (the guard judges by it): the owner's."""
         """The last IntentBinding answered (None: unbound)."""
 
     def configure(self, options: Any) -> None:
@@ -174,6 +176,7 @@ class IntentLoopAdapter:
         that contract marked stale after a refusal, or None (unbound)."""
         self.diagnostics = []
         self.provider_refs = ()
+        self.bound_contract = None
         self.binding = self._bind(frame)
         return self.binding
 
@@ -219,6 +222,7 @@ class IntentLoopAdapter:
         if self.contract is None:
             contract = self.derived_contract(frame)
             digest = contract.sha256()
+            self.bound_contract = contract
             return IntentBinding(
                 "lite:" + digest[:20], 1, digest, "task-contract-lite", False, frame
             )
@@ -279,6 +283,7 @@ class IntentLoopAdapter:
             ledger["contracts"][ref] = entry
             ledger["files"][path_key] = ref
             self._save(ledger)
+        self.bound_contract = found.contract
         return IntentBinding(
             ref, version, digest, found.envelope.source, False, self._map(frame, found.contract)
         )
@@ -326,6 +331,7 @@ class IntentLoopAdapter:
         except AiraError:
             self.diagnostics.append(self._ledger_invalid())
             return None
+        self.bound_contract = contract
         return IntentBinding(
             ref, last["version"], last["sha256"], last["source"], True, self._map(frame, contract)
         )

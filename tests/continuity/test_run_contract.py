@@ -1,0 +1,171 @@
+"""``aira run --script … --contract FILE`` with the three adapters of plugins/aira-continuity
+on the real OCCT kernel, as a user runs it (an ``aira`` process, a throwaway AIRA_HOME):
+the bundled bracket task under a contract that forbids external effects (the exports are
+blocked, the commit is not), a contract whose completion evidence the task cannot give (two
+continuations, then the runtime decides), a derived contract (no file), and a contract file
+that is not one (fail-open: the run is the run without adapters). What the adapters wrote —
+the Continuity snapshot, the Guard's receipt export — is read back through the wire models,
+summarised as the Guard's shadow-pilot summariser does, and, when AIRA_UPSTREAM_GUARD_SPECS
+names the upstream schema files, validated against them."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("cadquery")
+
+from aira_continuity.guard import summarise
+from aira_continuity.wire import ContinuitySnapshot, ReceiptBundle, read
+
+ROOT = Path(__file__).resolve().parents[2]
+BRACKET = ROOT / "aira_core" / "step" / "scripts" / "bracket.json"
+UPSTREAM = os.environ.get("AIRA_UPSTREAM_GUARD_SPECS")
+
+CONTRACT: dict[str, Any] = {
+    "objective": "Make a flat mounting bracket with four M6 clearance holes and R5 corners",
+    "primary_object": "the bracket plate",
+    "delivery_surface": ["aira-model"],
+    "scope": {"include": [], "exclude": []},
+    "must_and_must_not": {"must": ["plate 80 x 50 x 6 mm"], "must_not": []},
+    "authorization": {"allowed": [], "requires_user": [], "forbidden": []},
+    "completion_evidence": [
+        {"requirement": "the runtime's checks pass", "acceptable_sources": ["test"]}
+    ],
+}
+
+
+def _aira(home: Path, *args: str | Path) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "AIRA_HOME": str(home), "AIRA_PLUGINS": "occt,continuity"}
+    env.pop("PYTHONPATH", None)
+    return subprocess.run(
+        [str(Path(sys.executable).with_name("aira")), *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=env,
+    )
+
+
+def _run(tmp_path: Path, *extra: str | Path, script: Path = BRACKET) -> tuple[dict[str, Any], Path]:
+    home = tmp_path / "home"
+    out = _aira(home, "run", "--script", script, "--json", *extra)
+    assert "Traceback" not in out.stderr, out.stderr
+    report = json.loads(out.stdout)
+    (run_dir,) = (home / "runs").iterdir()
+    return report, run_dir
+
+
+def _contract(tmp_path: Path, **changes: Any) -> Path:
+    path = tmp_path / "contract.json"
+    path.write_text(json.dumps({**CONTRACT, **changes}))
+    return path
+
+
+def _codes(report: dict[str, Any]) -> list[str]:
+    return [d["code"] for d in report.get("diagnostics", [])]
+
+
+def _upstream(relative: str, instance: Any) -> None:
+    if not UPSTREAM:
+        return
+    from tests.continuity.test_upstream_schemas import validator
+
+    validator(relative).validate(instance)
+
+
+@pytest.fixture(scope="module")
+def plain(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """The bracket without adapters: what a fail-open run must equal."""
+    report, _ = _run(tmp_path_factory.mktemp("plain"))
+    assert report["terminal"] == "completed"
+    return report
+
+
+def test_a_contract_that_forbids_external_effects_blocks_the_exports_not_the_commit(
+    tmp_path: Path, plain: dict[str, Any]
+) -> None:
+    must = {"must": ["plate 80 x 50 x 6 mm"], "must_not": ["action:external_side_effect"]}
+    report, run_dir = _run(tmp_path, "--contract", _contract(tmp_path, must_and_must_not=must))
+    assert report["terminal"] == "completed" and report["head"] == plain["head"]
+    assert report["files"] == {}  # the STEP and SVG exports were refused
+    assert _codes(report) == ["GUARD_BLOCKED", "GUARD_BLOCKED"]
+    assert not list(run_dir.glob("*.step")) and not list(run_dir.glob("*.svg"))
+
+    (bundle_file,) = (run_dir / "guard").iterdir()
+    bundle = read(ReceiptBundle, json.loads(bundle_file.read_text())).to_wire()
+    decisions = {
+        (e["tool_name"], r["decision"])
+        for e, r in zip(bundle["events"], bundle["receipts"], strict=True)
+    }
+    assert ("model.commit", "continue") in decisions and ("export", "block") in decisions
+    summary = summarise([bundle_file.read_bytes()]).to_wire()
+    assert summary["schema_version"] == "1.1"
+
+    snapshot = json.loads((run_dir / "continuity" / "snapshot-final.json").read_text())
+    read(ContinuitySnapshot, snapshot)
+    assert snapshot["contract_ref"].startswith("lite:") and snapshot["contract_version"] == 1
+    assert snapshot["evidence_refs"] == ["artifact:sha256:" + report["head"].split(":")[-1]]
+    _upstream("execution-fidelity-guard/plugins/execution-fidelity-guard/spec/"
+              "continuity-snapshot.schema.json", snapshot)  # fmt: skip
+    _upstream("context-continuity/spec/execution-guard-view.schema.json", snapshot)
+    _upstream("execution-fidelity-guard/evals/shadow-pilot-summary.schema.json", summary)
+    spec = "execution-fidelity-guard/plugins/execution-fidelity-guard/spec/"
+    for event in bundle["events"]:
+        _upstream(spec + "normalized-event.schema.json", event)
+    for receipt in bundle["receipts"]:
+        _upstream(spec + "decision-receipt.schema.json", receipt)
+
+
+def test_missing_completion_evidence_continues_twice_then_the_runtime_decides(
+    tmp_path: Path,
+) -> None:
+    script = json.loads(BRACKET.read_text())
+    done = script["decisions"][-1]
+    assert done["act"] == "done"
+    script["decisions"] += [done, done]  # the model claims completion three times
+    path = tmp_path / "bracket3.json"
+    path.write_text(json.dumps(script))
+    evidence = [{"requirement": "the release is published", "acceptable_sources": ["release"]}]
+    report, run_dir = _run(
+        tmp_path, "--contract", _contract(tmp_path, completion_evidence=evidence), script=path
+    )
+    records = [json.loads(line) for line in (run_dir / "trajectory.jsonl").read_text().splitlines()]
+    dones = [r["result"] for r in records if r.get("decision", {}).get("act") == "done"]
+    assert [d.get("code") for d in dones[:2]] == ["GUARD_CONTINUE_VERIFICATION"] * 2
+    assert dones[2]["guard"]["reason"] == "continuation_cap_reached"
+    assert report["terminal"] == "completed"  # the runtime's own decision stands
+
+
+def test_without_a_contract_file_the_contract_is_derived_from_the_intent_frame(
+    tmp_path: Path, plain: dict[str, Any]
+) -> None:
+    report, run_dir = _run(tmp_path, "--integrations")
+    assert report["terminal"] == "completed" and report["head"] == plain["head"]
+    assert set(report["files"]) == {"step", "svg"} and _codes(report) == []
+    snapshot = json.loads((run_dir / "continuity" / "snapshot-final.json").read_text())
+    assert snapshot["contract_ref"].startswith("lite:")
+    (bundle_file,) = (run_dir / "guard").iterdir()
+    read(ReceiptBundle, json.loads(bundle_file.read_text()))
+
+
+@pytest.mark.parametrize(
+    "content", ["{not json", json.dumps({**CONTRACT, "extra": 1}), json.dumps([1, 2])]
+)
+def test_a_contract_file_that_is_none_leaves_the_run_as_without_adapters(
+    tmp_path: Path, plain: dict[str, Any], content: str
+) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_text(content)
+    report, run_dir = _run(tmp_path, "--contract", bad)
+    assert report["terminal"] == "completed" and report["head"] == plain["head"]
+    assert set(report["files"]) == {"step", "svg"}  # unbound: nothing judged it away
+    assert "CONTRACT_INVALID" in _codes(report)
+    assert str(tmp_path) not in json.dumps(report)
+    assert not (run_dir / "continuity").exists()  # no contract bound, no snapshot
