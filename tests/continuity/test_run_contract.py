@@ -27,6 +27,7 @@ from aira_continuity.wire import ContinuitySnapshot, ReceiptBundle, read
 ROOT = Path(__file__).resolve().parents[2]
 BRACKET = ROOT / "aira_core" / "step" / "scripts" / "bracket.json"
 UPSTREAM = os.environ.get("AIRA_UPSTREAM_GUARD_SPECS")
+GUARD_SPEC = "execution-fidelity-guard/plugins/execution-fidelity-guard/spec/"
 
 CONTRACT: dict[str, Any] = {
     "objective": "Make a flat mounting bracket with four M6 clearance holes and R5 corners",
@@ -68,6 +69,10 @@ def _contract(tmp_path: Path, **changes: Any) -> Path:
     return path
 
 
+def snapshot_ref(run_dir: Path) -> str:
+    return json.loads((run_dir / "continuity" / "snapshot-final.json").read_text())["contract_ref"]
+
+
 def _codes(report: dict[str, Any]) -> list[str]:
     return [d["code"] for d in report.get("diagnostics", [])]
 
@@ -105,6 +110,10 @@ def test_a_contract_that_forbids_external_effects_blocks_the_exports_not_the_com
         for e, r in zip(bundle["events"], bundle["receipts"], strict=True)
     }
     assert ("model.commit", "continue") in decisions and ("export", "block") in decisions
+    envelope = json.loads((run_dir / "intent" / "envelope.json").read_text())
+    assert envelope["source"] == "task-contract-lite"
+    assert envelope["contract_ref"] == snapshot_ref(run_dir)
+    _upstream(GUARD_SPEC + "contract-envelope.schema.json", envelope)
     summary = summarise([bundle_file.read_bytes()]).to_wire()
     assert summary["schema_version"] == "1.1"
 
@@ -112,15 +121,15 @@ def test_a_contract_that_forbids_external_effects_blocks_the_exports_not_the_com
     read(ContinuitySnapshot, snapshot)
     assert snapshot["contract_ref"].startswith("lite:") and snapshot["contract_version"] == 1
     assert snapshot["evidence_refs"] == ["artifact:sha256:" + report["head"].split(":")[-1]]
-    _upstream("execution-fidelity-guard/plugins/execution-fidelity-guard/spec/"
-              "continuity-snapshot.schema.json", snapshot)  # fmt: skip
+    _upstream(GUARD_SPEC + "continuity-snapshot.schema.json", snapshot)
     _upstream("context-continuity/spec/execution-guard-view.schema.json", snapshot)
     _upstream("execution-fidelity-guard/evals/shadow-pilot-summary.schema.json", summary)
-    spec = "execution-fidelity-guard/plugins/execution-fidelity-guard/spec/"
     for event in bundle["events"]:
-        _upstream(spec + "normalized-event.schema.json", event)
+        _upstream(GUARD_SPEC + "normalized-event.schema.json", event)
     for receipt in bundle["receipts"]:
-        _upstream(spec + "decision-receipt.schema.json", receipt)
+        _upstream(GUARD_SPEC + "decision-receipt.schema.json", receipt)
+    for evidence in bundle["evidence"]:
+        _upstream(GUARD_SPEC + "evidence-record.schema.json", evidence)
 
 
 def test_missing_completion_evidence_continues_twice_then_the_runtime_decides(
@@ -169,3 +178,42 @@ def test_a_contract_file_that_is_none_leaves_the_run_as_without_adapters(
     assert "CONTRACT_INVALID" in _codes(report)
     assert str(tmp_path) not in json.dumps(report)
     assert not (run_dir / "continuity").exists()  # no contract bound, no snapshot
+
+
+def test_a_provider_document_binds_its_envelope_and_a_lower_version_stays_stale(
+    tmp_path: Path,
+) -> None:
+    from aira_continuity.projection import projection_sha256
+
+    def document(version: int, objective: str) -> Path:
+        projection = {**CONTRACT, "objective": objective}
+        envelope = {
+            "schema_version": "1.0",
+            "contract_ref": "intent:bracket-task",
+            "contract_version": version,
+            "source": "user-intent-plugin",
+            "source_message_refs": ["msg:1"],
+            "snapshot_sha256": projection_sha256(projection),
+            "updated_at": "2026-12-01T00:00:00.000Z",
+        }
+        path = tmp_path / f"provider-v{version}.json"
+        path.write_text(json.dumps({"envelope": envelope, "projection": projection}))
+        return path
+
+    report, run_dir = _run(tmp_path / "a", "--contract", document(2, CONTRACT["objective"]))
+    assert report["terminal"] == "completed" and _codes(report) == []
+    envelope = json.loads((run_dir / "intent" / "envelope.json").read_text())
+    assert (envelope["contract_ref"], envelope["contract_version"]) == ("intent:bracket-task", 2)
+    _upstream(GUARD_SPEC + "contract-envelope.schema.json", envelope)
+    assert snapshot_ref(run_dir) == "intent:bracket-task"
+
+    # the same AIRA_HOME keeps the ledger: version 1 after version 2 is a rollback
+    home = tmp_path / "a" / "home"
+    out = _aira(home, "run", "--script", BRACKET, "--json", "--contract", document(1, "older"))
+    report = json.loads(out.stdout)
+    assert report["terminal"] == "completed"
+    assert "CONTRACT_VERSION_ROLLBACK" in _codes(report)
+    (stale,) = [d for d in sorted((home / "runs").iterdir()) if d != run_dir]
+    assert not (stale / "intent").exists()  # a stale binding writes no new envelope
+    final = json.loads((stale / "continuity" / "snapshot-final.json").read_text())
+    assert (final["contract_ref"], final["contract_version"]) == ("intent:bracket-task", 2)

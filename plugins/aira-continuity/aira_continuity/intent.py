@@ -157,6 +157,8 @@ class IntentLoopAdapter:
         """The contract entries of the last bind the frame cannot hold (see the module)."""
         self.binding: Any = None
         self.bound_contract: Any = None
+        self.out_dir: Path | None = None
+        """Where a fresh binding's envelope is written (``configure``: the run's ``intent``)."""
         """The TaskContractLite behind ``binding`` (the guard judges by it): the owner's."""
         """The last IntentBinding answered (None: unbound)."""
 
@@ -165,6 +167,8 @@ class IntentLoopAdapter:
         ledger stays where it is (``options.state_dir`` if the options carry one): a run
         directory would forget the versions the previous run verified."""
         self.contract = options.contract
+        run_dir = getattr(options, "run_dir", None)
+        self.out_dir = Path(run_dir) / "intent" if run_dir is not None else None
         state_dir = getattr(options, "state_dir", None)
         if state_dir is not None:
             self.state_dir = state_dir
@@ -220,9 +224,12 @@ class IntentLoopAdapter:
         from aira_core.integrations import IntentBinding
 
         if self.contract is None:
+            from aira_continuity.wire import read_contract_document
+
             contract = self.derived_contract(frame)
             digest = contract.sha256()
             self.bound_contract = contract
+            self._export_envelope(read_contract_document(contract.to_wire()).envelope)
             return IntentBinding(
                 "lite:" + digest[:20], 1, digest, "task-contract-lite", False, frame
             )
@@ -284,6 +291,7 @@ class IntentLoopAdapter:
             ledger["files"][path_key] = ref
             self._save(ledger)
         self.bound_contract = found.contract
+        self._export_envelope(found.envelope)
         return IntentBinding(
             ref, version, digest, found.envelope.source, False, self._map(frame, found.contract)
         )
@@ -413,25 +421,33 @@ class IntentLoopAdapter:
         )
 
     def _save(self, ledger: dict[str, Any]) -> None:
+        path = self._ledger_path()
+        # The binding is verified; only the next run's rollback check is weaker.
+        self._write(path, {"schemaVersion": 1, **ledger}, "the ledger was not updated")
+
+    def _write(self, path: Path, document: Any, failed: str) -> None:
+        """``document`` as canonical JSON at ``path``, atomically; a failure is a warning
+        with its reason only (an OSError's own text may name a private directory)."""
         from aira_core.canonical import canonical_bytes
         from aira_core.files import write_file
 
-        path = self._ledger_path()
-        document = {"schemaVersion": 1, **ledger}
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             write_file(path, canonical_bytes(document) + b"\n", force=True)
         except (AiraError, OSError) as exc:
-            # The binding is verified; only the next run's rollback check is weaker.
-            # an OSError's own text may name a private directory: only its reason is kept
             code, why = (
                 (exc.code, exc.diagnostic.message)
                 if isinstance(exc, AiraError)
                 else ("OUTPUT_UNWRITABLE", exc.strerror or type(exc).__name__)
             )
-            self.diagnostics.append(
-                _warning(code, f"the ledger was not updated: {why}", self._subject())
-            )
+            self.diagnostics.append(_warning(code, f"{failed}: {why}", self._subject()))
+
+    def _export_envelope(self, envelope: Any) -> None:
+        """The envelope of a fresh binding as ``<run>/intent/envelope.json``: the provider's
+        own, or the Guard's fallback envelope of a bare or derived TaskContractLite (wire
+        1.0). A stale binding writes none: the run is on the last verified contract."""
+        if self.out_dir is not None:
+            self._write(self.out_dir / "envelope.json", envelope.to_wire(), "no envelope written")
 
 
 def _must_not(effect: Effect) -> str:
