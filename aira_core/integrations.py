@@ -361,6 +361,9 @@ class IntegrationOptions:
 
     contract: Path | None = None
     run_dir: Path | None = None
+    validators: tuple[str, ...] = ()
+    """The admitted validators (capability ids and ``validatorRef`` targets): a completion
+    requirement that names one can become an acceptance assertion of the bound frame."""
 
 
 def configured_integrations(

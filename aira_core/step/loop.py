@@ -509,6 +509,7 @@ class StepHost:
             end["exhausted"] = self.exhausted
         seam = self.integrations
         if seam.binding is not None or seam.diagnostics:
+            bound = seam.binding
             end["integrations"] = {
                 "contract": {
                     "contractRef": seam.contract.contract_ref,
@@ -516,6 +517,13 @@ class StepHost:
                 }
                 if seam.contract
                 else None,
+                # the frame the task ran under, for an audit of the binding (it may differ
+                # from the script's: the intent owner's words win)
+                **(
+                    {"stale": bound.stale, "intent": bound.frame.to_wire()}
+                    if bound is not None
+                    else {}
+                ),
                 "warnings": [
                     d.model_dump(mode="json", exclude_none=True) for d in seam.diagnostics
                 ],

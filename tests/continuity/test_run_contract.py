@@ -217,3 +217,24 @@ def test_a_provider_document_binds_its_envelope_and_a_lower_version_stays_stale(
     assert not (stale / "intent").exists()  # a stale binding writes no new envelope
     final = json.loads((stale / "continuity" / "snapshot-final.json").read_text())
     assert (final["contract_ref"], final["contract_version"]) == ("intent:bracket-task", 2)
+
+
+def test_completion_evidence_naming_a_validator_becomes_an_acceptance_assertion(
+    tmp_path: Path,
+) -> None:
+    evidence = [
+        {"requirement": "cap:validate.solidValidity@1 holds", "acceptable_sources": ["test"]},
+        {"requirement": "the drawing is reviewed", "acceptable_sources": ["user"]},
+    ]
+    report, run_dir = _run(
+        tmp_path, "--contract", _contract(tmp_path, completion_evidence=evidence)
+    )
+    end = json.loads((run_dir / "trajectory.jsonl").read_text().splitlines()[-1])
+    frame = end["integrations"]["intent"]
+    assert frame["goal"] == CONTRACT["objective"]  # the intent owner's words win
+    assert "cap:validate.solidValidity@1 holds" in frame["acceptanceAssertions"]
+    assert "evidence: the drawing is reviewed" in frame["hardRequirements"]
+    assert end["integrations"]["stale"] is False
+    # a user's review is evidence the host cannot observe: the guard keeps asking for it,
+    # and a script with one `done` ends without completing
+    assert report["terminal"] == "cannotProceed"

@@ -169,6 +169,9 @@ class IntentLoopAdapter:
         self.contract = options.contract
         run_dir = getattr(options, "run_dir", None)
         self.out_dir = Path(run_dir) / "intent" if run_dir is not None else None
+        validators = getattr(options, "validators", None)
+        if validators:
+            self.validators = frozenset(str(v) for v in validators)
         state_dir = getattr(options, "state_dir", None)
         if state_dir is not None:
             self.state_dir = state_dir
