@@ -35,18 +35,24 @@ PUBLIC_MODULES: tuple[str, ...] = (
     "aira_core.contracts.plan",
     "aira_core.contracts.script",
     "aira_core.contracts.search",
+    "aira_core.config",
     "aira_core.diagnostics",
     "aira_core.extensions",
+    "aira_core.files",
     "aira_core.gateway.chat",
     "aira_core.gateway.config",
     "aira_core.gateway.http",
     "aira_core.gateway.openai_compat",
     "aira_core.gateway.transports",
+    "aira_core.inputs",
+    "aira_core.integrations",
     "aira_core.testing",
 )
 """The modules a plugin may import from: the flat names below, the wire shapes, the pieces a
 provider plugin is built from (the one HTTP call and its classification, the chat wire, the
-decision transports, the OpenAI-compatible adapter), and the pytest plugin for its tests."""
+decision transports, the OpenAI-compatible adapter), the integration seam an Intent /
+Continuity / Guard adapter implements, the one reader of user-named files and the one
+writer of files (with ``AIRA_HOME``), and the pytest plugin for its tests."""
 
 _EXPORTS: dict[str, tuple[str, ...]] = {
     "aira_core.extensions": (
