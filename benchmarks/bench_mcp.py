@@ -50,7 +50,6 @@ import importlib.util
 import json
 import os
 import platform
-import re
 import statistics
 import sys
 import tempfile
@@ -76,8 +75,6 @@ INTENTS = (
 """What an agent asks catalog_search, English and Chinese (varied so no one answer is hot)."""
 TIMED_TOOLS = ("catalog_search", "model_read")
 DISCOVERY = Path(__file__).resolve().parent / "discovery"
-_UNSAFE = re.compile(r"[^A-Za-z0-9_]+")
-NAME_MAX = 64  # the longest tool name the major model APIs accept
 
 
 class BenchmarkError(RuntimeError):
@@ -126,11 +123,6 @@ def tools_split(tools: list[Any]) -> dict[str, int]:
     return split
 
 
-def flat_tool_name(capability_id: str) -> str:
-    """``cap:exact.box@1`` → ``exact_box_1`` (letters, digits and ``_``, at most 64)."""
-    return _UNSAFE.sub("_", capability_id.removeprefix("cap:")).strip("_")[:NAME_MAX]
-
-
 def flat_projection(capabilities: dict[str, Any]) -> dict[str, Any]:
     """The tool count and ``tools/list`` bytes of :func:`flat_tools` (serialised as the
     Aira list is)."""
@@ -139,28 +131,13 @@ def flat_projection(capabilities: dict[str, Any]) -> dict[str, Any]:
 
 
 def flat_tools(capabilities: dict[str, Any]) -> list[Any]:
-    """One MCP tool per capability of a ``capability_index``, as a flat server lists them."""
+    """One MCP tool per capability of a ``capability_index``, as a flat server lists them
+    (:func:`aira_core.catalog.capabilities.flat_tools`, checked as the SDK's tools)."""
     import mcp_types as types
 
-    tools, names = [], set()
-    for capability_id, entry in capabilities.items():
-        name = flat_tool_name(capability_id)
-        n = 1
-        while name in names:  # two ids that sanitise alike still get two tools
-            n += 1
-            suffix = f"_{n}"
-            name = flat_tool_name(capability_id)[: NAME_MAX - len(suffix)] + suffix
-        names.add(name)
-        tools.append(
-            types.Tool.model_validate(
-                {
-                    "name": name,
-                    "description": entry.descriptor.summary,
-                    "inputSchema": entry.input_schema,
-                }
-            )
-        )
-    return tools
+    from aira_core.catalog.capabilities import flat_tools as definitions
+
+    return [types.Tool.model_validate(t) for t in definitions(capabilities)]
 
 
 def _check(result: Any, what: str) -> Any:

@@ -8,6 +8,7 @@ catalog every entry has its schema; a descriptor given without one is left out o
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -18,7 +19,17 @@ from aira_core.model.operations import OperationSignature, node_ref, signature_f
 if TYPE_CHECKING:
     from aira_core.catalog.catalog import Catalog
 
-__all__ = ["CapabilityEntry", "capability_entries", "capability_index", "node_signatures"]
+__all__ = [
+    "CapabilityEntry",
+    "capability_entries",
+    "capability_index",
+    "flat_tool_name",
+    "flat_tools",
+    "node_signatures",
+]
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9_]+")
+NAME_MAX = 64  # the longest tool name the major model APIs accept
 
 
 @dataclass(frozen=True)
@@ -61,3 +72,26 @@ def node_signatures(capabilities: Mapping[str, CapabilityEntry]) -> dict[str, Op
     """The signatures of every target a document node may use (an authoring operation's
     ``operationRef``, an importer's ``ioRef``): what a store checks node inputs against."""
     return {e.ref: e.signature for e in capabilities.values() if node_ref(e.descriptor)}
+
+
+def flat_tool_name(capability_id: str) -> str:
+    """``cap:exact.box@1`` → ``exact_box_1`` (letters, digits and ``_``, at most 64)."""
+    return _UNSAFE.sub("_", capability_id.removeprefix("cap:")).strip("_")[:NAME_MAX]
+
+
+def flat_tools(capabilities: Mapping[str, CapabilityEntry]) -> list[dict[str, Any]]:
+    """One tool definition per capability (``name``, ``description``, the full
+    ``inputSchema``), as a flat MCP server lists them: the projection Aira's bounded
+    disclosure is measured against (benchmarks/bench_mcp.py, ``aira bench capsule``)."""
+    tools, names = [], set()
+    for capability_id, entry in capabilities.items():
+        name = flat_tool_name(capability_id)
+        n = 1
+        while name in names:  # two ids that sanitise alike still get two tools
+            n += 1
+            suffix = f"_{n}"
+            name = flat_tool_name(capability_id)[: NAME_MAX - len(suffix)] + suffix
+        names.add(name)
+        summary = entry.descriptor.summary
+        tools.append({"name": name, "description": summary, "inputSchema": entry.input_schema})
+    return tools

@@ -63,36 +63,43 @@ def bench_capsule(
     kernel: KernelOption = None,
     as_json: JsonFlag = False,
 ) -> None:
-    """Per bundled task: the largest capsule + log against B, the input sent against a
-    transcript baseline from the same trajectory, and the host's overhead per step."""
-    from aira_core.step.bench import OVERHEAD_TARGET_MS, capsule_report
+    """Per bundled task: the largest capsule + log against B, the input sent against two
+    baselines from the same trajectory (a transcript of decisions and results; a flat tool
+    client re-sending every tool schema, the document and every result), the prefix
+    stability of the prompts within rounds, and the host's overhead per step."""
+    from aira_core.step.bench import OVERHEAD_TARGET_MS, PromptRecorder, task_report
     from aira_core.step.runner import BUNDLED, bundled_script
+    from aira_core.step.trajectory import ScriptedSource
 
     chosen = _kernel(kernel, "the bundled tasks build real geometry")
     reports = {}
     for name in BUNDLED:
-        run = _run_one(bundled_script(name), chosen, tier, None, True)
+        script = bundled_script(name)
+        recorder = PromptRecorder(ScriptedSource(script))
+        run = _run_one(script, chosen, tier, None, True, source=recorder)
         reports[name] = {
             "terminal": run.outcome.terminal.value if run.outcome.terminal else None,
-            **capsule_report(run.outcome.records),
+            **task_report(run.outcome.records, run.store, recorder.prompts),
         }
     if as_json:
         _print_json(
             {
-                "format": "aira.bench.capsule/1",
+                "format": "aira.bench.capsule/2",
                 "targetOverheadP50Ms": OVERHEAD_TARGET_MS,
                 "tasks": reports,
             }
         )
         return
     _table(
-        "Bounded host per bundled task",
+        "Bounded host per bundled task (input in host tokens, bytes / 4, cumulative)",
         [
             "task",
             "steps",
-            "max prompt / B (tok)",
-            "input vs transcript (tok)",
-            "ratio",
+            "max prompt / B",
+            "Aira input",
+            "transcript (ratio)",
+            "flat client (ratio)",
+            "prefix / cache-hit share",
             "overhead p50/p95 ms",
         ],
         [
@@ -100,13 +107,38 @@ def bench_capsule(
                 name,
                 str(r["steps"]),
                 f"{r['maxPromptTokens']} / {r['budgetTokens']}",
-                f"{r['inputTokens']} vs {r['transcriptTokens']}",
-                str(r["ratio"]),
+                str(r["inputTokens"]),
+                f"{r['transcriptTokens']} ({r['ratio']})",
+                f"{r['flatTokens']} ({r['flatRatio']})",
+                f"{r['prefix']['prefixShare']} / {r['prefix']['cacheHitShare']}",
                 f"{r['overheadP50Ms']} / {r['overheadP95Ms']}",
             ]
             for name, r in reports.items()
         ],
     )
+    for name, r in reports.items():
+        _table(
+            f"{name}: per step (tokens; cumulative in brackets)",
+            ["step", "round", "Aira", "transcript", "flat"],
+            [
+                [
+                    str(s["step"]),
+                    str(s["round"]),
+                    f"{s['promptTokens']} ({s['cumulativePromptTokens']})",
+                    f"{s['transcriptTokens']} ({s['cumulativeTranscriptTokens']})",
+                    f"{s['flatTokens']} ({s['cumulativeFlatTokens']})",
+                ]
+                for s in r["perStep"]
+            ],
+        )
+        _table(
+            f"{name}: prefix stability per round (pairs within the round)",
+            ["round", "pairs", "prefix share", "cache-hit share (64-token blocks)"],
+            [
+                [str(x["round"]), str(x["pairs"]), str(x["prefixShare"]), str(x["cacheHitShare"])]
+                for x in r["prefix"]["rounds"]
+            ],
+        )
     typer.echo(f"target: host overhead p50 <= {OVERHEAD_TARGET_MS} ms per step")
 
 

@@ -23,7 +23,6 @@ has no timing hooks.
 from __future__ import annotations
 
 import json
-import os
 import statistics
 import tempfile
 import time
@@ -37,7 +36,9 @@ from aira_core.gateway.gateway import Gateway, Route
 from aira_core.gateway.ledger import AttemptLedger
 from aira_core.gateway.openai_compat import OpenAICompatProvider
 from aira_core.gateway.transports import BUILTIN_TRANSPORTS
+from aira_core.step.bench import BLOCK_TOKENS, common_prefix, prefix_share
 from aira_core.step.runner import BUNDLED, bundled_script, run_script
+from aira_core.step.tiers import HOST_BYTES_PER_TOKEN
 from aira_core.step.trajectory import DecisionScript
 
 if TYPE_CHECKING:
@@ -45,8 +46,6 @@ if TYPE_CHECKING:
 
 FORMAT = "aira.bench.providers/1"
 TARGET_SHARE = 0.85
-BLOCK_TOKENS = 64
-BYTES_PER_TOKEN = 4
 MODEL = "m1"
 PROVIDER = "fake"
 BENCH_FAKE_UNAVAILABLE = "BENCH_FAKE_UNAVAILABLE"
@@ -94,23 +93,6 @@ def prompt_parts(body: Mapping[str, Any]) -> list[tuple[str, bytes]]:
 def prompt_bytes(body: Mapping[str, Any]) -> bytes:
     """The bytes of :func:`prompt_parts`, joined."""
     return b"".join(data for _, data in prompt_parts(body))
-
-
-def prefix_share(previous: bytes, current: bytes) -> tuple[float, float]:
-    """The share of ``current``'s bytes identical to ``previous``'s prefix, and the cache-hit
-    share that implies: whole 64-token blocks of the common prefix over ``current``'s
-    tokens (4 bytes a token)."""
-    if not current:
-        return 1.0, 1.0
-    common = common_prefix(previous, current)
-    tokens = -(-len(current) // BYTES_PER_TOKEN)
-    cached = (common // BYTES_PER_TOKEN) // BLOCK_TOKENS * BLOCK_TOKENS
-    return common / len(current), cached / tokens
-
-
-def common_prefix(a: bytes, b: bytes) -> int:
-    """The length of the longest common prefix of ``a`` and ``b``, byte by byte."""
-    return len(os.path.commonprefix([a, b]))  # noqa: RUF071 - bytes, not paths
 
 
 def _part_at(parts: Sequence[tuple[str, bytes]], offset: int) -> str:
@@ -376,7 +358,7 @@ def providers_report(
         "provider": "the loopback fake (aira_core.testing.provider), not a model",
         "targetShare": TARGET_SHARE,
         "blockTokens": BLOCK_TOKENS,
-        "bytesPerToken": BYTES_PER_TOKEN,
+        "bytesPerToken": HOST_BYTES_PER_TOKEN,
         "runs": runs,
         "warmupRuns": warmup,
         "reasoningBytes": reasoning_bytes,

@@ -3,9 +3,20 @@ the task's own trajectory.
 
 - **max prompt**: the largest capsule + log of any step, in host tokens, against B;
 - **input**: the host tokens the decision source was sent over the whole task (every step's
-  capsule + log), against a **transcript baseline** from the same trajectory: the first
-  step's prompt plus every earlier decision and result re-sent at each step, as a
-  conversation that is its own memory would; the ratio is bounded / transcript;
+  capsule + log), against two baselines from the same trajectory (ratios: bounded / baseline):
+
+  - **transcript**: the first step's prompt plus every earlier decision and result re-sent at
+    each step, as a conversation that is its own memory would (a lower bound: it already
+    keeps Aira's capsule in place of tool schemas and document);
+  - **flat**: the client spec 003 §1–§2 replaces, re-sending every step (a) every
+    capability's tool definition as a flat MCP server lists them (name, description, full
+    input JSON Schema), (b) the canonical document of the head revision at that step and
+    (c) every earlier decision and full result (the trajectory keeps ``result.bytes``). It
+    leaves out any system prompt and the intent, so it is a lower bound too;
+- **prefix stability** of the prompts the host metered (:class:`PromptRecorder`): per round,
+  each prompt's share of bytes identical to the previous prompt's prefix and the implied
+  cache-hit share in 64-token blocks (spec 003 §6.5); a round's first prompt is a new
+  capsule by design and has no predecessor in it;
 - **host overhead** per step: building the capsule and validating the decision (no kernel
   work, no decision source): p50 and p95 in ms; target p50 ≤ 5 ms.
 """
@@ -13,38 +24,193 @@ the task's own trajectory.
 from __future__ import annotations
 
 import json
+import os
 import statistics
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
-from aira_core.step.tiers import host_tokens
+from aira_core.extensions import DecisionSource, StepReply, StepRequest
+from aira_core.step.log import prompt_text
+from aira_core.step.tiers import HOST_BYTES_PER_TOKEN, host_tokens
 
 OVERHEAD_TARGET_MS = 5.0
+BLOCK_TOKENS = 64  # spec 003 §6.5: a prefix cache keeps whole blocks of 64 tokens
 
 
-def capsule_report(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
+def common_prefix(a: bytes, b: bytes) -> int:
+    """The length of the longest common prefix of ``a`` and ``b``, byte by byte."""
+    return len(os.path.commonprefix([a, b]))  # noqa: RUF071 - bytes, not paths
+
+
+def prefix_share(previous: bytes, current: bytes) -> tuple[float, float]:
+    """The share of ``current``'s bytes identical to ``previous``'s prefix, and the cache-hit
+    share that implies: whole 64-token blocks of the common prefix over ``current``'s
+    tokens (a block hits only if everything up to its end is unchanged)."""
+    if not current:
+        return 1.0, 1.0
+    common = common_prefix(previous, current)
+    tokens = -(-len(current) // HOST_BYTES_PER_TOKEN)
+    cached = (common // HOST_BYTES_PER_TOKEN) // BLOCK_TOKENS * BLOCK_TOKENS
+    return common / len(current), cached / tokens
+
+
+class PromptRecorder:
+    """A decision source around ``source`` that keeps each step's prompt as the host meters
+    it (:func:`~aira_core.step.log.prompt_text`), so the bench can measure prefix stability
+    without a hook in the host."""
+
+    def __init__(self, source: DecisionSource) -> None:
+        self.source = source
+        self.name = source.name
+        self.prompts: dict[int, str] = {}
+
+    def decide(self, request: StepRequest) -> StepReply:
+        self.prompts[request.step] = prompt_text(request)
+        return self.source.decide(request)
+
+
+def prefix_stability(prompts: Sequence[str], rounds: Sequence[int]) -> dict[str, Any]:
+    """Per round and overall, the mean prefix share and implied cache-hit share of each
+    prompt after the first of its round against the one before it."""
+    if len(prompts) != len(rounds):
+        raise ValueError(f"{len(prompts)} prompts for {len(rounds)} rounds")
+    encoded = [p.encode("utf-8", "replace") for p in prompts]
+    pairs: dict[int, list[tuple[float, float]]] = {r: [] for r in rounds}
+    for i in range(1, len(encoded)):
+        if rounds[i] == rounds[i - 1]:
+            pairs[rounds[i]].append(prefix_share(encoded[i - 1], encoded[i]))
+
+    def means(found: Sequence[tuple[float, float]]) -> dict[str, Any]:
+        if not found:
+            return {"pairs": 0, "prefixShare": None, "cacheHitShare": None}
+        return {
+            "pairs": len(found),
+            "prefixShare": round(statistics.fmean(s for s, _ in found), 4),
+            "cacheHitShare": round(statistics.fmean(h for _, h in found), 4),
+        }
+
+    every = [p for found in pairs.values() for p in found]
+    return {
+        **means(every),
+        "rounds": [{"round": r, **means(found)} for r, found in pairs.items()],
+    }
+
+
+def _history_bytes(record: dict[str, Any]) -> int:
+    """What one step adds to a re-sent history: its decision and its full result."""
+    decision = json.dumps(record["decision"], ensure_ascii=False).encode("utf-8", "replace")
+    return len(decision) + int(record["result"].get("bytes") or 0)
+
+
+def flat_baseline(
+    steps: Sequence[dict[str, Any]],
+    *,
+    tools_bytes: int,
+    document_bytes: Callable[[str], int],
+    initial_head: str,
+) -> list[int]:
+    """The flat client's prompt of each step, in host tokens: the tool definitions
+    (``tools_bytes``), the canonical document of the head the step starts from
+    (``document_bytes(rev)``; ``initial_head`` before the first step) and every earlier
+    decision and full result."""
+    out, history, head = [], 0, initial_head
+    for r in steps:
+        out.append(-(-(tools_bytes + document_bytes(head) + history) // HOST_BYTES_PER_TOKEN))
+        history += _history_bytes(r)
+        head = r.get("head") or head
+    return out
+
+
+def _steps(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     # a recovered step (its record rebuilt on resume) had no prompt the host measured
-    steps = [r for r in records if "step" in r and not r.get("recovered")]
+    return [r for r in records if "step" in r and not r.get("recovered")]
+
+
+def capsule_report(
+    records: Sequence[dict[str, Any]],
+    *,
+    flat: Sequence[int] | None = None,
+    prompts: Sequence[str] | None = None,
+) -> dict[str, Any]:
+    """The report of one task from its trajectory ``records``; with ``flat`` (each step's
+    :func:`flat_baseline` prompt) the flat columns, with ``prompts`` (each step's metered
+    prompt text) the prefix stability."""
+    steps = _steps(records)
     if not steps:
         return {"steps": 0}
-    prompts = [r["promptTokens"] for r in steps]
-    first = prompts[0]
-    transcript = 0
+    prompt_tokens = [r["promptTokens"] for r in steps]
+    first = prompt_tokens[0]
+    transcript: list[int] = []
     history = 0
     for r in steps:
-        transcript += first + history
+        transcript.append(first + history)
         history += host_tokens(json.dumps(r["decision"], ensure_ascii=False))
-        history += -(-int(r["result"].get("bytes", 0)) // 4)
+        history += -(-int(r["result"].get("bytes") or 0) // HOST_BYTES_PER_TOKEN)
     overhead = sorted(r["timings"]["capsuleMs"] + r["timings"]["validateMs"] for r in steps)
-    bounded = sum(prompts)
-    return {
+    bounded = sum(prompt_tokens)
+    report: dict[str, Any] = {
         "steps": len(steps),
         "budgetTokens": steps[0]["budgetTokens"],
-        "maxPromptTokens": max(prompts),
+        "maxPromptTokens": max(prompt_tokens),
         "withinBudget": all(r["promptTokens"] <= r["budgetTokens"] for r in steps),
         "inputTokens": bounded,
-        "transcriptTokens": transcript,
-        "ratio": round(bounded / transcript, 4) if transcript else None,
+        "transcriptTokens": sum(transcript),
+        "ratio": round(bounded / sum(transcript), 4) if sum(transcript) else None,
         "overheadP50Ms": round(statistics.median(overhead), 3),
         "overheadP95Ms": round(overhead[min(len(overhead) - 1, int(0.95 * len(overhead)))], 3),
     }
+    per_step = [
+        {"step": r["step"], "round": r["round"], "promptTokens": p, "transcriptTokens": t}
+        for r, p, t in zip(steps, prompt_tokens, transcript, strict=True)
+    ]
+    if flat is not None:
+        if len(flat) != len(steps):
+            raise ValueError(f"{len(flat)} flat prompts for {len(steps)} steps")
+        report["flatTokens"] = sum(flat)
+        report["flatRatio"] = round(bounded / sum(flat), 4) if sum(flat) else None
+        for row, f in zip(per_step, flat, strict=True):
+            row["flatTokens"] = f
+    cumulative: dict[str, int] = {}
+    for row in per_step:
+        for key in ("promptTokens", "transcriptTokens", "flatTokens"):
+            if key in row:
+                cumulative[key] = cumulative.get(key, 0) + row[key]
+                row["cumulative" + key[0].upper() + key[1:]] = cumulative[key]
+    report["perStep"] = per_step
+    if prompts is not None:
+        report["prefix"] = prefix_stability(prompts, [r["round"] for r in steps])
+    return report
+
+
+def task_report(
+    records: Sequence[dict[str, Any]], store: Path, prompts: Mapping[int, str]
+) -> dict[str, Any]:
+    """:func:`capsule_report` of a run with both baselines and the prefix stability: the flat
+    client's tools from the production catalog (the one a run plans against), its documents
+    from the run's ``store``, and ``prompts`` by step (a :class:`PromptRecorder`'s)."""
+    from aira_core.canonical import canonical_bytes
+    from aira_core.catalog.capabilities import capability_index, flat_tools
+    from aira_core.catalog.catalog import build_catalog
+    from aira_core.model.store import MAIN, ModelStore
+
+    steps = _steps(records)
+    tools = len(canonical_bytes(flat_tools(capability_index(build_catalog()))))
+    opened = ModelStore(store)
+    try:
+        initial = opened.log(MAIN, None)[-1].rev  # the run's init: the first step's head
+        sizes: dict[str, int] = {}
+
+        def document_bytes(rev: str) -> int:
+            if rev not in sizes:
+                sizes[rev] = len(canonical_bytes(opened.read(rev)))
+            return sizes[rev]
+
+        flat = flat_baseline(
+            steps, tools_bytes=tools, document_bytes=document_bytes, initial_head=initial
+        )
+    finally:
+        opened.close()
+    report = capsule_report(records, flat=flat, prompts=[prompts[r["step"]] for r in steps])
+    report["flatToolsTokens"] = -(-tools // HOST_BYTES_PER_TOKEN)
+    return report
