@@ -8,7 +8,7 @@ plugin offers is ever silently dropped.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -195,15 +195,18 @@ def build_catalog(
     trust: TrustPolicy | None = None,
     state: CatalogState | None = None,
     now: datetime | None = None,
+    on_package: Callable[[str, int, int], None] | None = None,
 ) -> Catalog:
-    """Admit every registered capability package that passes, quarantine the rest."""
+    """Admit every registered capability package that passes, quarantine the rest.
+    ``on_package(name, done, total)`` is called before each package's lint and conformance
+    (the slow part of a first build), so a caller can show progress."""
     registry = registry if registry is not None else get_registry()
     trust = trust if trust is not None else TrustPolicy.load()
     own_state = state is None
     state = state if state is not None else CatalogState()
     now = (now if now.tzinfo else now.replace(tzinfo=UTC)) if now else datetime.now(UTC)
     try:
-        return _build(registry, trust, state, now)
+        return _build(registry, trust, state, now, on_package)
     finally:
         if own_state:
             state.close()
@@ -323,7 +326,13 @@ _LINT_CODE = (
 )
 
 
-def _build(registry: Registry, trust: TrustPolicy, state: CatalogState, now: datetime) -> Catalog:
+def _build(
+    registry: Registry,
+    trust: TrustPolicy,
+    state: CatalogState,
+    now: datetime,
+    on_package: Callable[[str, int, int], None] | None = None,
+) -> Catalog:
     shared_index, index_problems = _implementation_index(registry)
     admitted_before = state.admitted_versions()
     candidates: list[_Candidate] = []
@@ -341,7 +350,9 @@ def _build(registry: Registry, trust: TrustPolicy, state: CatalogState, now: dat
     live = [c for c in candidates if not c.reasons]
     known = {d.capability_id for c in live for d in c.manifest.descriptors}
     lint_context = _lint_context(known)
-    for cand in live:
+    for done, cand in enumerate(live):
+        if on_package is not None:
+            on_package(cand.manifest.name, done, len(live))
         try:
             m = cand.manifest
             if not state.lint_passed(m.name, m.version, cand.raw_hash or "", lint_context):

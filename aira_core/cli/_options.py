@@ -71,15 +71,28 @@ def _kernel(name: str | None, needed_for: str) -> Any:
     return kernels[name] if name is not None else next(iter(kernels.values()))
 
 
+def _catalog(*, quiet: bool = False) -> Any:
+    """The production catalog, built with progress on stderr: a first build (or one after a
+    package changed) lints and runs conformance on every package, which takes seconds."""
+    from aira_core.catalog.catalog import build_catalog
+    from aira_core.cli._output import progress
+
+    with progress("Building the catalog", quiet=quiet) as update:
+        return build_catalog(
+            on_package=lambda name, done, total: update(
+                description=f"Checking package {name} ({done + 1}/{total})"
+            )
+        )
+
+
 def _context(repo: Any, catalog: Any = None, grant: Any = None, intent: Any = None) -> Any:
     """What the library checks a write against: the admitted catalog (built here unless
     given), the repository and the grant (default: the local user's)."""
-    from aira_core.catalog.catalog import build_catalog
     from aira_core.catalog.policy import LOCAL_GRANT
     from aira_core.runtime.plan import PlanContext
 
     return PlanContext(
-        catalog=catalog if catalog is not None else build_catalog(),
+        catalog=catalog if catalog is not None else _catalog(),
         repository=repo,
         grant=grant or LOCAL_GRANT,
         intent=intent,

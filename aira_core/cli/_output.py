@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -87,6 +89,64 @@ def _console() -> Any:
     from rich.console import Console
 
     return Console(highlight=False)
+
+
+PROGRESS_ENV = "AIRA_PROGRESS"
+"""``1`` shows progress even when stderr is not a terminal (tests, recorded sessions); ``0``
+never shows it."""
+
+
+def _progress_wanted(quiet: bool) -> bool:
+    if quiet:
+        return False
+    forced = os.environ.get(PROGRESS_ENV)
+    if forced in ("0", "1"):
+        return forced == "1"
+    from rich.console import Console
+
+    return Console(stderr=True).is_terminal
+
+
+@contextmanager
+def progress(
+    description: str, total: int | None = None, *, quiet: bool = False
+) -> Iterator[Callable[..., None]]:
+    """A transient spinner (``total`` None) or bar on stderr while the block runs; yields
+    ``update(advance=0, *, description=None, total=None, completed=None)``. Nothing is shown
+    when ``quiet`` (a command printing --json) or stderr is not a terminal, so stdout and
+    piped output never change; ``AIRA_PROGRESS`` overrides the terminal test."""
+    if not _progress_wanted(quiet):
+        yield lambda *args, **kwargs: None
+        return
+    # Imported here: rich.progress would slow every `aira --help`.
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn
+
+    forced = os.environ.get(PROGRESS_ENV) == "1"
+    console = Console(stderr=True, force_terminal=True if forced else None)
+    # markup=False: descriptions hold package and task names, never rich markup.
+    columns: list[Any] = [SpinnerColumn(), TextColumn("{task.description}", markup=False)]
+    if total is not None:
+        columns += [BarColumn(), MofNCompleteColumn()]
+    with Progress(*columns, console=console, transient=True) as bar:
+        task = bar.add_task(printable(description), total=total)
+
+        def update(
+            advance: int = 0,
+            *,
+            description: str | None = None,
+            total: int | None = None,
+            completed: int | None = None,
+        ) -> None:
+            bar.update(
+                task,
+                advance=advance or None,
+                description=printable(description) if description is not None else None,
+                total=total,
+                completed=completed,
+            )
+
+        yield update
 
 
 def _table(title: str, columns: list[str], rows: list[list[str]]) -> None:

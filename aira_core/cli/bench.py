@@ -8,8 +8,8 @@ from typing import Annotated
 
 import typer
 
-from aira_core.cli._options import JsonFlag, KernelOption, _kernel, command_group
-from aira_core.cli._output import _print_json, _table
+from aira_core.cli._options import JsonFlag, KernelOption, _catalog, _kernel, command_group
+from aira_core.cli._output import _print_json, _table, progress
 from aira_core.cli.run import TierOption, _run_one
 
 bench_app = command_group("Benchmarks anyone can repeat.")
@@ -25,20 +25,20 @@ def bench_discovery(
     """Recall@1/@5, MRR, no-match accuracy and latency of catalog search over the benchmark
     queries: BM25 alone, the default hybrid, and the hybrid with embeddings if installed."""
     from aira_core.catalog import embeddings, evaluation
-    from aira_core.catalog.catalog import build_catalog
     from aira_core.diagnostics import AiraError
 
     name, items = evaluation.load_queries(queries)
-    catalog = build_catalog()
+    catalog = _catalog(quiet=as_json)
     package = catalog.packages.get(name)
     if package is None:
         raise AiraError(
             "BENCH_CATALOG_MISSING",
             f"the benchmark searches package {name!r}, which is not in the production catalog",
         )
-    results = evaluation.run(
-        package.descriptors(), package.manifest.schemas, items, embedder=embeddings.load()
-    )
+    with progress(f"Searching {len(items)} queries", quiet=as_json):
+        results = evaluation.run(
+            package.descriptors(), package.manifest.schemas, items, embedder=embeddings.load()
+        )
     report = {"format": "aira.bench.discovery/1", "catalog": name, "configurations": results}
     if as_json:
         _print_json(report)
@@ -73,14 +73,17 @@ def bench_capsule(
 
     chosen = _kernel(kernel, "the bundled tasks build real geometry")
     reports = {}
-    for name in BUNDLED:
-        script = bundled_script(name)
-        recorder = PromptRecorder(ScriptedSource(script))
-        run = _run_one(script, chosen, tier, None, True, source=recorder)
-        reports[name] = {
-            "terminal": run.outcome.terminal.value if run.outcome.terminal else None,
-            **task_report(run.outcome.records, run.store, recorder.prompts),
-        }
+    with progress("Running the bundled tasks", len(BUNDLED), quiet=as_json) as update:
+        for name in BUNDLED:
+            update(description=f"Running task {name}")
+            script = bundled_script(name)
+            recorder = PromptRecorder(ScriptedSource(script))
+            run = _run_one(script, chosen, tier, None, True, source=recorder)
+            reports[name] = {
+                "terminal": run.outcome.terminal.value if run.outcome.terminal else None,
+                **task_report(run.outcome.records, run.store, recorder.prompts),
+            }
+            update(1)
     if as_json:
         _print_json(
             {
@@ -173,9 +176,16 @@ def bench_providers(
         )
     transports = {name: resolve_transport(name) for name in transport} if transport else None
     chosen = _kernel(kernel, "the bundled tasks build real geometry")
-    report = providers_report(
-        chosen, tasks=tuple(task) if task else BUNDLED, transports=transports, runs=runs
-    )
+    with progress("Running the bundled tasks through the gateway", quiet=as_json) as update:
+        report = providers_report(
+            chosen,
+            tasks=tuple(task) if task else BUNDLED,
+            transports=transports,
+            runs=runs,
+            on_run=lambda name, task, n: update(
+                description=f"{name}: {task} " + ("(warm-up)" if n < 0 else f"(run {n + 1})")
+            ),
+        )
     if as_json:
         _print_json(report)
     else:

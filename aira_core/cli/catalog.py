@@ -9,7 +9,7 @@ from typing import Annotated, Any
 
 import typer
 
-from aira_core.cli._options import JsonFlag, command_group
+from aira_core.cli._options import JsonFlag, _catalog, command_group
 from aira_core.cli._output import _console, _json_text, _print_diagnostics, _print_json, _table
 
 catalog_app = command_group("Signed capability packages and the production catalog.")
@@ -23,9 +23,7 @@ def catalog_list(
     ] = False,
 ) -> None:
     """Show the production catalog (and, with --quarantine, what was kept out and why)."""
-    from aira_core.catalog.catalog import build_catalog
-
-    catalog = build_catalog()
+    catalog = _catalog(quiet=as_json)
     if as_json:
         _print_json(catalog.to_json(quarantine=quarantine))
         return
@@ -299,11 +297,10 @@ def catalog_keygen(
 # -- discovery -------------------------------------------------------------------------------
 
 
-def _disclosure() -> Any:
+def _disclosure(*, quiet: bool = False) -> Any:
     """Disclosure for the local user: the production catalog, the local grant, and the
     runtime snapshot of the installed kernels (without starting any of them), assembled as
     a task assembles its own."""
-    from aira_core.catalog.catalog import build_catalog
     from aira_core.catalog.disclosure import catalog_disclosure, kernels_snapshot
     from aira_core.catalog.policy import LOCAL_GRANT
     from aira_core.plugins import get_registry
@@ -312,7 +309,7 @@ def _disclosure() -> Any:
     snapshot = kernels_snapshot(
         registry.named("kernels").values(), registry.named("validators").values()
     )
-    return catalog_disclosure(build_catalog(), snapshot=snapshot, grant=LOCAL_GRANT)
+    return catalog_disclosure(_catalog(quiet=quiet), snapshot=snapshot, grant=LOCAL_GRANT)
 
 
 @catalog_app.command("search")
@@ -347,7 +344,7 @@ def catalog_search(
         first = exc.errors(include_url=False)[0]
         where = "/".join(str(p) for p in first["loc"])
         raise AiraError("SEARCH_REQUEST_INVALID", f"{first['msg']} at /{where}") from None
-    response = _disclosure().search(request)
+    response = _disclosure(quiet=as_json).search(request)
     if as_json:
         _print_json(response.to_wire())
         return
@@ -379,7 +376,7 @@ def catalog_describe(
     as_json: JsonFlag = False,
 ) -> None:
     """catalog.describe: a capability's contract (L2), guidance (L3) or applicability (L4)."""
-    answer = _disclosure().describe(capability, level.upper())
+    answer = _disclosure(quiet=as_json).describe(capability, level.upper())
     if as_json:
         _print_json(answer)
         return
@@ -399,7 +396,7 @@ def catalog_manifest(as_json: JsonFlag = False) -> None:
     """interface.manifest (L0): versions, taxonomy root, meta-operations, snapshots, limits."""
     from aira_core.runtime.contract import CONTRACT_VERSION, MetaOperation
 
-    manifest = _disclosure().manifest(
+    manifest = _disclosure(quiet=as_json).manifest(
         meta_operations=[o.value for o in MetaOperation], contract_version=CONTRACT_VERSION
     )
     if as_json:
@@ -417,11 +414,10 @@ def catalog_signatures_cmd(
 ) -> None:
     """Compact step signatures of capabilities (what a step capsule shows a model)."""
     from aira_core.catalog.capabilities import capability_index
-    from aira_core.catalog.catalog import build_catalog
     from aira_core.catalog.signatures import LEGEND, catalog_signatures
     from aira_core.diagnostics import AiraError
 
-    index = capability_index(build_catalog())
+    index = capability_index(_catalog())
     unknown = [c for c in capabilities if c not in index]
     if unknown:
         raise AiraError(

@@ -30,6 +30,7 @@ from aira_core.cli._output import (
     _read_json_file,
     _report_envelope,
     _table,
+    progress,
 )
 
 model_app = command_group("The AMIR model: revisions, history, pages.")
@@ -291,14 +292,15 @@ def model_export(
     from aira_core import kernel_guard
 
     # a kernel that raises, answers with something else than bytes or blocks: a stable code
-    data = kernel_guard.export(
-        chosen,
-        document,
-        file_format.lower(),
-        target,
-        tolerance=tolerance,
-        angular_tolerance=angular_tolerance,
-    )
+    with progress(f"Exporting {file_format.lower()}", quiet=as_json):
+        data = kernel_guard.export(
+            chosen,
+            document,
+            file_format.lower(),
+            target,
+            tolerance=tolerance,
+            angular_tolerance=angular_tolerance,
+        )
     if not data:
         reasons = getattr(chosen, "last_export_diagnostics", None) or []
         detail = "; ".join(f"{d.code}: {d.message}" for d in reasons)

@@ -100,12 +100,12 @@ def _integrations(contract: Path | None, where: Path) -> Any:
     """The installed Intent / Continuity / Guard adapters for this run, configured with the
     user's contract (``None``: derived from the Intent Frame) and the run's directory; an
     adapter that fails to configure is left out with a warning (fail-open)."""
-    from aira_core.catalog.catalog import build_catalog
+    from aira_core.cli._options import _catalog
     from aira_core.integrations import IntegrationOptions, Integrations, configured_integrations
 
     validators = sorted(
         name
-        for d in build_catalog().capabilities().values()
+        for d in _catalog().capabilities().values()
         if d.kind == "validator"
         for name in (d.capability_id, d.validator_ref)
         if name
