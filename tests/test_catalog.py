@@ -747,3 +747,11 @@ def test_a_passed_conformance_report_is_reused_for_the_same_implementations(
     aira_plugin_system.unregister("pkgs")
     admit(register_plugin, package_source(manifest(), VENDOR, implementations=impls("build:2")))
     assert len(calls) == 2 * first, "another implementation build is checked again"
+
+
+def test_build_catalog_tells_on_package_before_each_package_check(register_plugin) -> None:  # type: ignore[no-untyped-def]
+    """The per-package callback the CLI's progress uses: every live package, in order."""
+    registry = register_plugin(packages_plugin([good_source("a.pkg"), good_source("b.pkg")]), "p")
+    seen: list[tuple[str, int, int]] = []
+    build_catalog(registry, trust=trust_policy(VENDOR, OTHER), on_package=lambda *a: seen.append(a))
+    assert seen == [("a.pkg", 0, 2), ("b.pkg", 1, 2)]
