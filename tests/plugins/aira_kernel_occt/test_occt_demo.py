@@ -120,7 +120,9 @@ def test_a_killed_run_resumes_without_committing_again(aira_home: Path, tmp_path
         found = list(aira_home.glob("runs/bracket-*/trajectory.jsonl"))
         if found:
             trajectory = found[0]
-            steps = [json.loads(x) for x in trajectory.read_text().splitlines()[1:] if x.strip()]
+            # only whole lines: the record being written now may be read half-way (torn)
+            whole = trajectory.read_text().split("\n")[1:-1]
+            steps = [json.loads(x) for x in whole if x.strip()]
             if any(
                 s.get("decision", {}).get("act") == "plan" and s["result"]["status"] == "ok"
                 for s in steps
