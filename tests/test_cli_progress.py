@@ -69,3 +69,24 @@ def test_help_does_not_import_rich_progress() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split("\n")[-2] == "False"
+
+
+def test_a_run_shows_its_catalog_build_before_its_steps(register_plugin, tmp_path: Path) -> None:
+    import pytest
+
+    pytest.importorskip("cadquery")
+    import cli_runner
+
+    import aira_kernel_occt.plugin
+
+    register_plugin(aira_kernel_occt.plugin, "occt")
+    script = Path(__file__).resolve().parents[1] / "aira_core/step/scripts/parametric_edit.json"
+    shown = cli_runner.in_process(
+        "run", "--script", str(script), home=tmp_path / "a", AIRA_PROGRESS="1"
+    )
+    assert shown.returncode == 0, shown.stderr
+    assert "Building the catalog" in shown.stderr and "Building" not in shown.stdout
+    quiet = cli_runner.in_process(
+        "run", "--script", str(script), "--json", home=tmp_path / "b", AIRA_PROGRESS="1"
+    )
+    assert quiet.returncode == 0 and quiet.stderr == ""  # --json: no progress at all

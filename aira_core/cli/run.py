@@ -77,14 +77,19 @@ def _run_one(
     force: bool = False,
     **source: Any,
 ) -> Any:
+    from aira_core.cli._options import _catalog
     from aira_core.step.runner import run_script
 
     where = _run_dir(script.name)
     store = source.pop("store", None)
+    # built here, with progress on stderr, before the run prints its steps: a first build
+    # lints and runs conformance on every package, which takes seconds
+    catalog = _catalog(quiet=quiet)
     if "integrate" in source:  # its value is the contract file, or None: derive one
-        source["integrations"] = _integrations(source.pop("integrate"), where)
+        source["integrations"] = _integrations(source.pop("integrate"), where, catalog)
     return run_script(
         script,
+        catalog=catalog,
         kernel=kernel,
         store=store or where / "store.sqlite3",
         trajectory=trajectory or where / "trajectory.jsonl",
@@ -96,16 +101,15 @@ def _run_one(
     )
 
 
-def _integrations(contract: Path | None, where: Path) -> Any:
+def _integrations(contract: Path | None, where: Path, catalog: Any) -> Any:
     """The installed Intent / Continuity / Guard adapters for this run, configured with the
     user's contract (``None``: derived from the Intent Frame) and the run's directory; an
     adapter that fails to configure is left out with a warning (fail-open)."""
-    from aira_core.cli._options import _catalog
     from aira_core.integrations import IntegrationOptions, Integrations, configured_integrations
 
     validators = sorted(
         name
-        for d in _catalog().capabilities().values()
+        for d in catalog.capabilities().values()
         if d.kind == "validator"
         for name in (d.capability_id, d.validator_ref)
         if name

@@ -144,6 +144,7 @@ def run_script(
     task: str | None = None,
     existing_store: bool = False,
     integrations: Iterable[Any] | Integrations | None = None,
+    catalog: Any = None,
 ) -> Run:
     """Replay ``script`` on a fresh store at ``store`` (it must not exist yet).
 
@@ -167,6 +168,8 @@ def run_script(
     ``integrations``: the run's Intent / Continuity / Guard adapters (at most one per role;
     :func:`aira_core.integrations.registered_integrations` lists the plugins' ones). The
     guard judges each export; the adapters hear of the task's end after the exports.
+    ``catalog``: the production catalog when the caller built it already (built here
+    otherwise).
     """
     from aira_core.contracts.amir import AmirDocument
 
@@ -190,7 +193,7 @@ def run_script(
     first = {**(header or {}), "script": script.name, "tier": chosen.name, "taskId": task}
     writer = TrajectoryWriter(trajectory, first, force=force, protect=[store])
     try:
-        repository, ctx = _open(store)
+        repository, ctx = _open(store, catalog)
         try:
             # The starting document is written as every document is: checked, its
             # assertions on the kernel (a document the catalog or the kernel refuses starts
@@ -311,16 +314,16 @@ def _finish_source(source: DecisionSource | None) -> None:
         finish()
 
 
-def _open(store: Path) -> tuple[Any, Any]:
-    """The store at ``store`` and a plan context on it: the production catalog, the local
-    user's grant."""
+def _open(store: Path, catalog: Any = None) -> tuple[Any, Any]:
+    """The store at ``store`` and a plan context on it: the production catalog (``catalog``
+    when the caller built it already, with progress say), the local user's grant."""
     from aira_core.catalog.capabilities import capability_index, node_signatures
     from aira_core.catalog.catalog import build_catalog
     from aira_core.catalog.policy import LOCAL_GRANT
     from aira_core.model.repository import ModelRepository
     from aira_core.runtime.plan import PlanContext
 
-    catalog = build_catalog()
+    catalog = catalog if catalog is not None else build_catalog()
     index = capability_index(catalog)
     repository = ModelRepository.open(store, node_signatures(index))
     ctx = PlanContext(catalog=catalog, repository=repository, grant=LOCAL_GRANT, capabilities=index)
