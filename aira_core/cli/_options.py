@@ -85,14 +85,16 @@ def _catalog(*, quiet: bool = False) -> Any:
         )
 
 
-def _context(repo: Any, catalog: Any = None, grant: Any = None, intent: Any = None) -> Any:
+def _context(
+    repo: Any, catalog: Any = None, grant: Any = None, intent: Any = None, *, quiet: bool = False
+) -> Any:
     """What the library checks a write against: the admitted catalog (built here unless
     given), the repository and the grant (default: the local user's)."""
     from aira_core.catalog.policy import LOCAL_GRANT
     from aira_core.runtime.plan import PlanContext
 
     return PlanContext(
-        catalog=catalog if catalog is not None else _catalog(),
+        catalog=catalog if catalog is not None else _catalog(quiet=quiet),
         repository=repo,
         grant=grant or LOCAL_GRANT,
         intent=intent,

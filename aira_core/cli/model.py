@@ -74,7 +74,7 @@ def model_init(
             ) from None
     with ModelRepository.open(store) as repo:
         # An empty document needs no catalog (nothing to check its nodes against).
-        ctx = _context(repo, catalog=None if doc is not None else Catalog())
+        ctx = _context(repo, catalog=None if doc is not None else Catalog(), quiet=as_json)
         envelope = _write(ctx, chosen).init(doc, "init")
         _refused_unless_success(envelope)
     if as_json:
@@ -207,7 +207,7 @@ def model_patch(
     ops = _read_json_file(patch, "patch")
     chosen = _kernel(kernel, "--kernel") if kernel is not None else None
     with _repository(store) as repo:
-        write = _write(_context(repo), chosen)
+        write = _write(_context(repo, quiet=as_json), chosen)
         envelope = write.apply_patch(
             ops,
             "patch",
@@ -349,7 +349,7 @@ def model_import(
     text = read_text(file)  # a FIFO, a device, a huge file: refused before anything is opened
     chosen = _kernel(kernel, "--kernel") if kernel is not None else None
     with _repository(store) as repo:
-        write = _write(_context(repo), chosen)
+        write = _write(_context(repo, quiet=as_json), chosen)
         label_used, envelope = import_file(
             write, file, "import", kind=file_format, label=label, branch=branch, text=text
         )
@@ -372,7 +372,9 @@ def model_revert(
     catalog's operations and, if it has assertions, each one on the kernel."""
     chosen = _kernel(kernel, "--kernel") if kernel is not None else None
     with _repository(store) as repo:
-        envelope = _write(_context(repo), chosen).revert(_rev(repo, rev), "revert", branch=branch)
+        envelope = _write(_context(repo, quiet=as_json), chosen).revert(
+            _rev(repo, rev), "revert", branch=branch
+        )
         _refused_unless_success(envelope)
     head, new = envelope.data["from"], envelope.data["rev"]
     if as_json:

@@ -46,13 +46,15 @@ def _load_model(path: Path, model: Any, what: str) -> Any:
         ) from None
 
 
-def _plan_context(store: Path | None, grant: Path | None, intent: Path | None) -> Any:
+def _plan_context(
+    store: Path | None, grant: Path | None, intent: Path | None, *, quiet: bool = False
+) -> Any:
     from aira_core.contracts.capability import SessionGrant
     from aira_core.contracts.plan import IntentFrame
 
     the_grant = _load_model(grant, SessionGrant, "grant") if grant else None
     the_intent = _load_model(intent, IntentFrame, "intent frame") if intent else None
-    return _context(_repository(store), grant=the_grant, intent=the_intent)
+    return _context(_repository(store), grant=the_grant, intent=the_intent, quiet=quiet)
 
 
 GrantOption = Annotated[
@@ -75,7 +77,7 @@ def plan_check(
     from aira_core.runtime.plan import check_plan
 
     the_plan = _load_model(plan, Plan, "plan")
-    ctx = _plan_context(store, grant, intent)
+    ctx = _plan_context(store, grant, intent, quiet=as_json)
     try:
         report, _ = check_plan(the_plan, ctx, branch=branch)
     finally:
@@ -142,7 +144,7 @@ def plan_apply(
 
     the_plan = _load_model(plan, Plan, "plan")
     chosen = _kernel(kernel, "a plan is previewed and validated on a kernel")
-    ctx = _plan_context(store, grant, intent)
+    ctx = _plan_context(store, grant, intent, quiet=as_json)
     try:
         request_id = f"req:{the_plan.plan_id().split(':')[-1][:16]}"
         envelope = _write(ctx, chosen).apply(

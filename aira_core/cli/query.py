@@ -38,7 +38,9 @@ def query_cmd(
         raise AiraError("ARGS_INVALID", "--args must be a JSON object")
     chosen = _kernel(kernel, f"running {name}")
     with _repository(store) as repo:
-        envelope = read_query(_context(repo), chosen, name, arguments, rev=_rev(repo, rev))
+        envelope = read_query(
+            _context(repo, quiet=as_json), chosen, name, arguments, rev=_rev(repo, rev)
+        )
     if envelope.status == "blocked" or any(
         d.code in {"KERNEL_FAILED", "KERNEL_TIMEOUT"} for d in envelope.diagnostics
     ):
