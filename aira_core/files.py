@@ -138,13 +138,20 @@ def _temporary(directory: int, where: Path, mode: int) -> tuple[str, int]:
     return _beside(where, "file", lambda n: os.open(n, _CREATE | _CLOEXEC, mode, dir_fd=directory))
 
 
-def _refuse_existing(directory: int, where: Path, force: bool, exists: _Exists) -> None:
+def _lstat(directory: int, where: Path) -> os.stat_result | None:
+    """What stands at ``where``'s name (a link as a link), or None when nothing does."""
     try:
-        info = os.stat(where.name, dir_fd=directory, follow_symlinks=False)
+        return os.stat(where.name, dir_fd=directory, follow_symlinks=False)
     except FileNotFoundError:
-        return
+        return None
     except OSError as exc:
         raise _unwritable(where, exc) from None
+
+
+def _refuse_existing(directory: int, where: Path, force: bool, exists: _Exists) -> None:
+    info = _lstat(directory, where)
+    if info is None:
+        return
     if not force:
         raise _exists(where, exists)
     # lstat: a symlink is replaced as a link. A device, FIFO or directory is never replaced
@@ -406,12 +413,9 @@ def write_tree(
 
 
 def _refuse_nonempty(directory: int, where: Path, exists: _Exists) -> None:
-    try:
-        info = os.stat(where.name, dir_fd=directory, follow_symlinks=False)
-    except FileNotFoundError:
+    info = _lstat(directory, where)
+    if info is None:
         return
-    except OSError as exc:
-        raise _unwritable(where, exc) from None
     if not stat.S_ISDIR(info.st_mode):
         raise AiraError(
             exists.code,
