@@ -22,7 +22,8 @@ the Guard's:
 - numbers, booleans, null: the projection holds none (both format numbers by the ES
   algorithm, but nothing needs it and a JSON number read by Python may not be the double
   the Guard read);
-- lone surrogates: ``JSON.stringify`` escapes them as ``\\udXXX``, RFC 8785 has no form;
+- lone surrogates: ``JSON.stringify`` escapes each as a ``\\u`` escape (``\\ud800``);
+  RFC 8785 has no form for them;
 - array-index-like keys (``"2"``, ``"10"``): a JavaScript object emits them first, in
   numeric order, before the sorted rest; RFC 8785 sorts them as strings;
 - a top level that is no object: the Guard hashes a bare string as its raw UTF-8, without
