@@ -24,15 +24,18 @@ MESSAGE_CHARS = 240
 CSS = """
 :root{color-scheme:light;font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif}
 body{margin:0;background:#f6f7f9;color:#1d232b}
-header{background:#1d3557;color:#fff;padding:18px 28px}
+header{background:#263238;color:#fff;padding:18px 28px}
 header h1{margin:0 0 4px;font-size:22px}
 header p{margin:2px 0;opacity:.9}
 main{padding:10px 28px 40px;max-width:1280px}
 section{background:#fff;border:1px solid #dde1e6;border-radius:8px;margin:16px 0;padding:14px 18px}
 h2{font-size:17px;margin:0 0 10px}
-.views{display:grid;grid-template-columns:2fr 1fr 1fr;gap:12px;align-items:start}
+.views{display:grid;grid-template-columns:2fr 1fr 1fr;gap:12px;align-items:end;
+grid-template-areas:"isometric top ." "isometric front right"}
 .views figure{margin:0;border:1px solid #e4e7eb;border-radius:6px;background:#fbfcfd;padding:6px}
-.views figure.iso{grid-row:span 2}
+.views figure.iso{align-self:stretch}
+#view-isometric{grid-area:isometric}#view-top{grid-area:top}#view-front{grid-area:front}
+#view-right{grid-area:right}
 .views svg{width:100%;height:auto;display:block;max-height:420px}
 figcaption{font-size:12px;color:#55606e;text-align:center;margin-top:4px}
 .chart svg{width:100%;height:auto;display:block}

@@ -201,7 +201,7 @@ def _svg(name: str, label: str | None, body: str, size: tuple[float, float]) -> 
     title = escape(label or f"{name} view")
     return (
         f'<svg class="view" viewBox="0 0 {size[0]} {size[1]}"'
-        f' role="img" aria-label="{title}" stroke-width="1" stroke-linejoin="round">'
+        f' role="img" aria-label="{title}" stroke-width="2" stroke-linejoin="round">'
         f"<title>{title}</title>{body}</svg>"
     )
 
