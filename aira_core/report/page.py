@@ -36,7 +36,8 @@ grid-template-areas:"isometric top ." "isometric front right"}
 .views figure.iso{align-self:stretch}
 #view-isometric{grid-area:isometric}#view-top{grid-area:top}#view-front{grid-area:front}
 #view-right{grid-area:right}
-.views svg{width:100%;height:auto;display:block;max-height:420px}
+.views svg{width:100%;height:auto;display:block;max-height:300px}
+.views figure.iso svg{max-height:520px}
 figcaption{font-size:12px;color:#55606e;text-align:center;margin-top:4px}
 .chart svg{width:100%;height:auto;display:block}
 table{border-collapse:collapse;width:100%;font-size:13px}
@@ -126,7 +127,8 @@ def _views(run: RunData) -> str:
     figures = []
     for view in render_views(run.mesh):
         w, h = view.extent
-        caption = f"{view.name} — {w:g} × {h:g} mm" if view.name != "isometric" else "isometric"
+        size = f"{round(w, 1):g} × {round(h, 1):g} mm"  # a tessellation's extent: to 0.1 mm
+        caption = f"{view.name} — {size}" if view.name != "isometric" else "isometric"
         cls = ' class="iso"' if view.name == "isometric" else ""
         figures.append(
             f'<figure{cls} id="view-{view.name}">{view.svg}'
