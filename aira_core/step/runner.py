@@ -381,13 +381,13 @@ def _report(
 
     try:
         run = read_run(outputs, trajectory=trajectory, store=store)
+        outputs.mkdir(parents=True, exist_ok=True)  # a task without bodies exported nothing
         return {"report": write_report(run, outputs / REPORT, protect=(store, trajectory))}
     except AiraError as exc:
-        said.append(
-            Diagnostic(
-                code=exc.code,
-                severity="warning",
-                message=f"the run report was not written: {exc.diagnostic.message}",
-            )
-        )
-        return {}
+        code, why = exc.code, exc.diagnostic.message
+    except OSError as exc:  # its directory could not be made
+        code, why = "OUTPUT_UNWRITABLE", f"{exc.strerror or exc} ({outputs.name})"
+    said.append(
+        Diagnostic(code=code, severity="warning", message=f"the run report was not written: {why}")
+    )
+    return {}
