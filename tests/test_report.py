@@ -151,7 +151,10 @@ def step(n: int, act: str, result: dict, *, round_: int = 0, prompt: int = 100, 
     }
 
 
-HOSTILE = "<script>alert(1)</script> Authorization: Bearer abcdefghijklmnop"
+HOSTILE = (
+    "<script>alert(1)</script> Authorization: Bearer abcdefghijklmnop "
+    f"{Path.home() / 'private' / 'notes.txt'}"
+)
 
 
 def write_run(where: Path, *, end: bool = True, extra: str = "") -> Path:
@@ -209,7 +212,9 @@ def test_the_page_shows_the_steps_plans_and_repair_and_escapes_what_it_was_told(
     # nothing the model wrote is markup; no credential reaches the page
     assert "<script" not in page and "<b>bold" not in page and "<i>x" not in page
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page
-    assert "abcdefghijklmnop" not in page
+    assert "abcdefghijklmnop" not in page and str(Path.home() / "private") not in page
+    # tokens and cost: the steps' usage summed (the end record of a script run has none)
+    assert "$0.0050" in page and "27700" in page
     # self-contained: no URL, no script, nothing loaded
     assert not re.search(r"https?:|src=|href=|url\(|@import|//[a-z]", page, re.IGNORECASE)
 
@@ -292,3 +297,22 @@ def test_aira_report_writes_the_page_and_refuses_to_replace_another_file(
     assert other.read_text() == "keep me"
     out = aira("report", str(where), "--out", str(other), "--force", home=aira_home)
     assert out.returncode == 0 and other.read_text().startswith("<!DOCTYPE html>")
+
+
+def test_a_run_writes_its_report_and_a_run_without_bodies_has_one_too(tmp_path: Path) -> None:
+    from runtime_factory import FakeGeometryKernel
+
+    from aira_core.step.runner import intent_script, run_script
+
+    ran = run_script(
+        intent_script("a 60 x 40 x 5 mm plate"),
+        kernel=FakeGeometryKernel(),
+        store=tmp_path / "store.sqlite3",
+        trajectory=tmp_path / "t.jsonl",
+        outputs=tmp_path / "out",
+    )
+    assert ran.diagnostics == [] and set(ran.files) == {"report"}
+    page = ran.files["report"].read_text()
+    assert ran.files["report"] == tmp_path / "out" / "report.html"
+    assert "a 60 x 40 x 5 mm plate" in page and "The task made no plan." in page
+    assert "the run wrote no display mesh" in page

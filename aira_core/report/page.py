@@ -474,6 +474,8 @@ def render_page(run: RunData) -> str:
     goal = run.header.get("intent")
     if isinstance(goal, Mapping) and isinstance(goal.get("goal"), str):
         lead = f"<p>{_short(goal['goal'], 600)}</p>" + lead
+    elif isinstance(run.header.get("title"), str):
+        lead = f"<p>{_short(run.header['title'], 600)}</p>" + lead
     return (
         "<!DOCTYPE html>\n"
         '<html lang="en"><head><meta charset="utf-8">'

@@ -191,6 +191,8 @@ def run_script(
     )
     task = task or task_id(script)  # a hash of the whole script: computed once
     first = {**(header or {}), "script": script.name, "tier": chosen.name, "taskId": task}
+    if script.title:  # what the run report is headed with
+        first["title"] = script.title
     writer = TrajectoryWriter(trajectory, first, force=force, protect=[store])
     try:
         repository, ctx = _open(store, catalog)

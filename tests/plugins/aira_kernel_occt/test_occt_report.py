@@ -82,6 +82,7 @@ def test_the_run_writes_its_report_and_it_shows_the_run(bracket) -> None:
     assert set(report["files"]) == {"step", "svg", "mesh", "report"}
     assert report["files"]["report"] == f"$AIRA_HOME/runs/{where.name}/report.html"
     page = (where / "report.html").read_text()
+    assert "Mounting bracket with a hole pattern and filleted edges" in page  # the title
     for view in ("isometric", "front", "top", "right"):
         assert f'id="view-{view}"' in page
     assert "front — 80 × 6 mm" in page and "top — 80 × 50 mm" in page  # the plate's sides
