@@ -393,20 +393,27 @@ def _revisions(run: RunData) -> str:
     if run.store_note:
         return _section("revisions", "Revisions", f'<p class="muted">{_t(run.store_note)}</p>')
     cards = []
+    before: set[str] = set()
     for r in run.revisions:
         made = f"committed by step {r.step}" if r.step is not None else "the task's start"
+        names = {
+            **{b: f"b:{label}" for b, label in r.bodies.items()},
+            **{p["id"]: f"p:{p['label']}" for p in r.parameters},
+        }
         params = ", ".join(
             f"{_t(p['label'])} = {_t(p['value'])}{(' ' + _t(p['unit'])) if p.get('unit') else ''}"
             for p in r.parameters
         )
         rows = "".join(
-            f"<tr><td><code>{_short(a.get('id'), 60)}</code></td>"
-            f"<td>{_short(a.get('label'), 120)}</td>"
+            f"<tr><td><code>{_short(a.get('id'), 60)}</code>"
+            + (" <b>new</b>" if r.step is not None and a.get("id") not in before else "")
+            + f"</td><td>{_short(a.get('label'), 120)}</td>"
             f"<td><code>{_short(a.get('validatorRef'), 80)}</code></td>"
-            f"<td>{_short(a.get('target'), 60)}</td>"
-            f"<td><code>{_short(_args(a.get('args')), 200)}</code></td></tr>"
+            f"<td>{_short(names.get(a.get('target'), a.get('target')), 60)}</td>"
+            f"<td><code>{_short(_args(_named(a.get('args'), names)), 200)}</code></td></tr>"
             for a in r.assertions
         )
+        before = {str(a.get("id")) for a in r.assertions}
         table = (
             "<table><thead><tr><th>assertion</th><th>label</th><th>validator</th>"
             "<th>target</th><th>args</th></tr></thead><tbody>" + rows + "</tbody></table>"
@@ -427,6 +434,22 @@ def _revisions(run: RunData) -> str:
         "was committed (the write path validates, then commits).</p>"
     )
     return '<section id="revisions"><h2>Revisions</h2>' + note + "".join(cards) + "</section>"
+
+
+def _named(value: Any, names: Mapping[str, str]) -> Any:
+    """``value`` with references to a parameter (``{"param": id}``) or a body (its id) by
+    their aliases (``p:label``, ``b:label``), as the model wrote them."""
+    if isinstance(value, Mapping):
+        if set(value) == {"param"} and value["param"] in names:
+            return names[value["param"]]
+        if set(value) == {"value"}:
+            return _named(value["value"], names)
+        return {k: _named(v, names) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_named(v, names) for v in value]
+    if isinstance(value, str) and value in names:
+        return names[value]
+    return value
 
 
 def _args(args: Any) -> str:

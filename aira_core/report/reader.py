@@ -125,7 +125,7 @@ def _revisions(store: Path, revs: list[tuple[str, int | None]]) -> list[Revision
                         rev=rev,
                         step=step,
                         parameters=[
-                            {"label": p.label, "value": p.value, "unit": p.unit}
+                            {"id": p.id, "label": p.label, "value": p.value, "unit": p.unit}
                             for p in document.parameters
                         ],
                         bodies={b.id: b.label for b in document.bodies},
