@@ -219,6 +219,24 @@ def test_the_page_shows_the_steps_plans_and_repair_and_escapes_what_it_was_told(
     assert not re.search(r"https?:|src=|href=|url\(|@import|//[a-z]", page, re.IGNORECASE)
 
 
+def test_markup_in_any_field_of_a_record_stays_text(tmp_path: Path) -> None:
+    evil = '<img src=x onerror="alert(1)">'
+    where = tmp_path / "run"
+    where.mkdir()
+    records = [
+        {"format": "aira.trajectory/1", "script": evil, "title": evil, "tier": evil},
+        {
+            **step(0, evil, {"status": evil, "code": evil, "rev": evil, "message": evil}),
+            "decision": {"act": "plan", "summary": evil, "plan": {"steps": [{"id": evil}]}},
+        },
+        step(1, evil, {"status": evil, "terminal": evil}, note=evil, query=evil),
+        {"end": True, "terminal": evil, "reason": evil, "head": evil},
+    ]
+    (where / "trajectory.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    page = build_report(read_run(where)).decode()
+    assert "<img" not in page and "&lt;img src=x onerror=&quot;alert(1)&quot;&gt;" in page
+
+
 def test_a_torn_last_line_is_dropped_as_the_host_drops_it(tmp_path: Path) -> None:
     run = read_run(write_run(tmp_path / "run", end=False, extra='{"step": 5, "round'))
     assert len(run.steps) == 5 and run.end is None
