@@ -147,6 +147,8 @@ def step(n: int, act: str, result: dict, *, round_: int = 0, prompt: int = 100, 
         "decision": {"act": act, **decision},
         "result": result,
         "usage": {"inputTokens": prompt, "outputTokens": 10, "costUsd": 0.001},
+        "provider": "deepseek",
+        "model": "deepseek-flash",
         "head": REV0,
     }
 
@@ -214,7 +216,7 @@ def test_the_page_shows_the_steps_plans_and_repair_and_escapes_what_it_was_told(
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page
     assert "abcdefghijklmnop" not in page and str(Path.home() / "private") not in page
     # tokens and cost: the steps' usage summed (the end record of a script run has none)
-    assert "$0.0050" in page and "27700" in page
+    assert "$0.0050" in page and "27700" in page and "decided by deepseek::deepseek-flash" in page
     # self-contained: no URL, no script, nothing loaded
     assert not re.search(r"https?:|src=|href=|url\(|@import|//[a-z]", page, re.IGNORECASE)
 

@@ -494,6 +494,15 @@ def render_page(run: RunData) -> str:
         f"tier {_t(info['tier'] or '?')}</p>"
         f'<p class="mono">head {_t(info["head"] or "—")}</p>'
     )
+    models = sorted(
+        {
+            f"{s.get('provider')}::{s.get('model')}"
+            for s in run.steps
+            if isinstance(s.get("model"), str) and s.get("provider") not in (None, "script")
+        }
+    )
+    if models:
+        lead += f"<p>decided by {_short(', '.join(models), 300)}</p>"
     goal = run.header.get("intent")
     if isinstance(goal, Mapping) and isinstance(goal.get("goal"), str):
         lead = f"<p>{_short(goal['goal'], 600)}</p>" + lead
