@@ -147,3 +147,24 @@ def test_aira_report_draws_a_run_without_its_mesh_with_the_kernel(bracket, tmp_p
     assert body["views"] is True and body["report"] == "$AIRA_HOME/runs/copy/report.html"
     assert (copy / "report.html").read_text().count('<svg class="view"') == 4
     assert not (copy / "bracket.mesh.json").exists()  # drawn, not written back
+
+
+def test_a_run_that_compacts_has_its_rounds_marked_on_the_chart(tmp_path: Path) -> None:
+    """The bracket with fifteen more lookups before its first plan, at T32: the log fills,
+    the model is told (windowFull), the round ends and the next starts from the ledger."""
+    script = json.loads(SCRIPT.read_text())
+    decisions = script["decisions"]
+    first_plan = next(i for i, d in enumerate(decisions) if d["act"] == "plan")
+    lookups = [{"act": "lookup", "query": f"a plate operation, variant {n}"} for n in range(15)]
+    script["decisions"] = [*decisions[:first_plan], *lookups, *decisions[first_plan:]]
+    path = tmp_path / "long.json"
+    path.write_text(json.dumps(script))
+    home = tmp_path / "home"
+    out = aira(home, "run", "--script", str(path), "--tier", "T32", "--json")
+    assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
+    report = json.loads(out.stdout)
+    assert report["rounds"] >= 2
+    page = (home / report["files"]["report"].removeprefix("$AIRA_HOME/")).read_text()
+    assert page.count('class="round"') == report["rounds"] - 1
+    assert "round 1 · compaction" in page and ">full</text>" in page
+    assert "B = 24000 tokens" in page
