@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import EllipsisType
 from typing import Any
 
 from aira_core.diagnostics import AiraError
@@ -147,11 +148,12 @@ def read_run(
     *,
     trajectory: Path | None = None,
     store: Path | None = None,
-    mesh: Any = None,
+    mesh_file: Path | EllipsisType | None = ...,
 ) -> RunData:
     """The run in ``run_dir`` (its trajectory, store and mesh by their usual names, or the
-    paths given). ``mesh``: the part's bodies when the caller has them (the run that just
-    exported them), else the directory's mesh file is read if there is one."""
+    paths given). ``mesh_file``: the display mesh the run just wrote, ``None`` when it wrote
+    none (a file left there by an earlier run is not drawn); by default the directory's
+    ``NAME.mesh.json`` if there is one."""
     path = trajectory if trajectory is not None else trajectory_of(run_dir)
     header, records = read_trajectory(path)
     steps = [r for r in records if "step" in r]
@@ -174,14 +176,13 @@ def read_run(
         store_note = f"no {STORE} beside the trajectory: the revisions are not shown"
     elif revs:
         revisions = _revisions(store, revs)
-    mesh_note = None
-    if mesh is None:
-        where = mesh_path(run_dir, name)
-        if where is not None and where.is_file():
-            mesh = read_mesh_file(where)
-        else:
-            mesh_note = (
-                "the run wrote no display mesh (no body, the kernel exports none, or the "
-                "guard refused it)"
-            )
+    mesh, mesh_note = None, None
+    where = mesh_path(run_dir, name) if mesh_file is ... else mesh_file
+    if where is not None and where.is_file():
+        mesh = read_mesh_file(where)
+    else:
+        mesh_note = (
+            "the run wrote no display mesh (no body, the kernel exports none, or the "
+            "guard refused it)"
+        )
     return RunData(name, header, steps, end, revisions, store_note, mesh, mesh_note)

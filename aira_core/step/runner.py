@@ -377,12 +377,13 @@ def _report(
     said: list[Diagnostic],
 ) -> dict[str, Path]:
     """The run's report (``report.html`` in ``outputs``), from what the run wrote: its
-    trajectory, its store and its display mesh. A report that cannot be made is a warning
+    trajectory, its store and its display mesh (``files``: drawn only if this run wrote
+    it). A report that cannot be made is a warning
     in ``said``: the run it would describe stands."""
     from aira_core.report import REPORT, read_run, write_report
 
     try:
-        run = read_run(outputs, trajectory=trajectory, store=store)
+        run = read_run(outputs, trajectory=trajectory, store=store, mesh_file=files.get("mesh"))
         outputs.mkdir(parents=True, exist_ok=True)  # a task without bodies exported nothing
         return {"report": write_report(run, outputs / REPORT, protect=(store, trajectory))}
     except AiraError as exc:
