@@ -47,6 +47,8 @@ PHASES: dict[str, str] = {
     "terminal": "why the runtime ends a task, or lets it continue (TerminalDecision.reason)",
     "kernel": "kernel calls made by the core (a kernel's own codes: see its package)",
     "step": "the step host: decisions, ledger, capsule, runs and trajectories (docs/step.md)",
+    "report": "run reports: aira report, and the report.html aira run and aira demo write "
+    "(README, The run report)",
     "provider": "the wire to a model provider: provider settings, the HTTP call, the chat "
     "request and its reply (docs/gateway.md)",
     "gateway": "the provider gateway: tasks, attempts and their facts in the attempt ledger "
@@ -812,6 +814,32 @@ _CODES = (
             "the trajectory does not match the task branch it resumes: a step after the one "
             "that ended the task, a commit it cannot have made, or one its earlier records "
             "(discovery) do not allow",
+        ),
+    ),
+    *_phase(
+        "report",
+        (
+            "REPORT_RUN_MISSING",
+            "aira report was given a path that does not exist or is no directory",
+        ),
+        (
+            "REPORT_NOT_A_RUN",
+            "the directory holds no trajectory.jsonl: it is not the directory of a run",
+        ),
+        (
+            "REPORT_TRAJECTORY_INVALID",
+            "the run's trajectory cannot be read or is not a valid trajectory (a torn last "
+            "line, from a killed run, is dropped, not refused); nothing is written",
+        ),
+        (
+            "REPORT_STORE_INVALID",
+            "the run's store cannot be read, or lacks a revision its trajectory names; "
+            "nothing is written",
+        ),
+        (
+            "REPORT_MESH_INVALID",
+            "the run's display mesh (NAME.mesh.json) is not an aira.mesh/1 document of whole, "
+            "finite triangles; nothing is written",
         ),
     ),
     *_phase(

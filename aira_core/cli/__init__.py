@@ -26,6 +26,7 @@ from aira_core.cli import (
     plan,
     plugins,
     query,
+    report,
     run,
     schema,
     tasks,
@@ -47,6 +48,7 @@ app = typer.Typer(
 app.command("plugins")(plugins.plugins_cmd)
 app.command("run")(run.run_cmd)
 app.command("demo")(run.demo_cmd)
+app.command("report")(report.report_cmd)
 app.command("query")(query.query_cmd)
 app.command("schema")(schema.schema_cmd)
 app.add_typer(catalog.catalog_app, name="catalog")

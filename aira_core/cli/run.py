@@ -181,6 +181,8 @@ def _summary_lines(report: dict[str, Any]) -> list[str]:
         + (f"; {report['channelRepairs']} channel repairs" if report["channelRepairs"] else ""),
     ]
     lines.append("  files: " + " ".join([*report["files"].values(), report["trajectory"]]))
+    if "report" in report["files"]:
+        lines.append(f"  report: {report['files']['report']} (opens offline in any browser)")
     for d in report.get("diagnostics", ()):
         lines.append(printable(f"  {d['severity']}: {d['code']}: {d['message']}"))
     return lines
@@ -280,7 +282,8 @@ def run_cmd(
     """Run a task through the bounded-step host: a task in words decided by a model
     (`aira run "a 60 x 40 x 5 mm plate with four M4 clearance holes" --provider deepseek
     --model deepseek-flash`), or a decision script (--script). Each step is shown as it
-    runs; at the end, the STEP and SVG files, the trajectory and what the run cost. Exit 0
+    runs; at the end, the STEP and SVG files, the trajectory, the run report (report.html,
+    one offline HTML page: `aira report`) and what the run cost. Exit 0
     only when the runtime says completed. --resume continues an interrupted run.
 
     A new run's trajectory is a new file: a --trajectory path that exists is refused
@@ -486,7 +489,8 @@ def demo_cmd(
 ) -> None:
     """The main job, on embedded defaults: replay the bundled design tasks (a mounting
     bracket, a flanged shaft, a parametric edit) step by step on the OCCT kernel, then write
-    each task's STEP file, SVG preview and trajectory. No API key needed."""
+    each task's STEP file, SVG preview, trajectory and run report (report.html: open it in
+    any browser). No API key needed."""
     from aira_core.step.runner import BUNDLED, bundled_script
 
     chosen = _kernel(kernel, "the demo builds real geometry")
@@ -518,6 +522,8 @@ def demo_cmd(
             where = r["trajectory"].rsplit("/", 1)[0]
             names = [p.rsplit("/", 1)[1] for p in r["files"].values()]
             typer.echo(f"{r['script']}: {where}/ {' '.join([*names, 'trajectory.jsonl'])}")
+        if any("report" in r["files"] for r in reports):
+            typer.echo("Open a run's report.html in any browser (it works offline).")
     if any(r["terminal"] != "completed" for r in reports):
         raise typer.Exit(1)
 

@@ -1,6 +1,6 @@
 """Running a decision script end to end: a store, the production catalog, a kernel, the
-step host, a trajectory, and (for the demo) the artefacts: a STEP file and an SVG preview of
-the task's final revision.
+step host, a trajectory, and (for the demo) the artefacts: a STEP file, an SVG preview and a
+display mesh of the task's final revision, and the run report (``report.html``).
 
 The bundled scripts (``aira_core/step/scripts``) are the demo's tasks.
 """
@@ -191,6 +191,8 @@ def run_script(
     )
     task = task or task_id(script)  # a hash of the whole script: computed once
     first = {**(header or {}), "script": script.name, "tier": chosen.name, "taskId": task}
+    if script.title:  # what the run report is headed with
+        first["title"] = script.title
     writer = TrajectoryWriter(trajectory, first, force=force, protect=[store])
     try:
         repository, ctx = _open(store, catalog)
@@ -233,7 +235,10 @@ def run_script(
         host.conclude()
     finally:
         repository.close()
-    return Run(script, outcome, store, trajectory, files, _ran(host))
+    said = _ran(host)
+    if outputs is not None:
+        files.update(_report(outputs, trajectory, store, files, said))
+    return Run(script, outcome, store, trajectory, files, said)
 
 
 def resume_script(
@@ -301,7 +306,10 @@ def resume_script(
             repository.close()
     finally:
         writer.close()
-    return Run(script, outcome, store, trajectory, files, _ran(host))
+    said = _ran(host)
+    if outputs:
+        files.update(_report(outputs, trajectory, store, files, said))
+    return Run(script, outcome, store, trajectory, files, said)
 
 
 def _finish_source(source: DecisionSource | None) -> None:
@@ -333,18 +341,56 @@ def _open(store: Path, catalog: Any = None) -> tuple[Any, Any]:
 def _artefacts(
     kernel: Any, repository: Any, host: StepHost, base: Path, store: Path
 ) -> dict[str, Path]:
-    """A STEP file and an SVG preview of the task's final revision (every body), each
+    """A STEP file, an SVG preview and the display mesh the run report draws
+    (``NAME.mesh.json``, ``aira.mesh/1``) of the task's final revision (every body), each
     written only if the run's guard allows it (:meth:`StepHost.judge_export`). A resumed run
     replaces its own (never writing through a symlink put there)."""
+    from aira_core.report import display_mesh
+    from aira_core.report.reader import MESH_SUFFIX
+
     document = repository.document(host.task.head)
     if not document.bodies:
         return {}
     base.parent.mkdir(parents=True, exist_ok=True)
     out = {}
-    for fmt in ("step", "svg"):
-        data = kernel_guard.export(kernel, document, fmt)
-        path = base.with_suffix(f".{fmt}")
+    for fmt in ("step", "svg", "mesh"):
+        if fmt == "mesh":
+            data = display_mesh(kernel, document)
+        else:
+            data = kernel_guard.export(kernel, document, fmt)
+        path = (
+            base.with_name(base.name + MESH_SUFFIX)
+            if fmt == "mesh"
+            else base.with_suffix(f".{fmt}")
+        )
         if data and host.judge_export(fmt, path.name, data):
             write_file(path, data, force=True, protect=[store])
             out[fmt] = path
     return out
+
+
+def _report(
+    outputs: Path,
+    trajectory: Path,
+    store: Path,
+    files: Mapping[str, Path],
+    said: list[Diagnostic],
+) -> dict[str, Path]:
+    """The run's report (``report.html`` in ``outputs``), from what the run wrote: its
+    trajectory, its store and its display mesh (``files``: drawn only if this run wrote
+    it). A report that cannot be made is a warning
+    in ``said``: the run it would describe stands."""
+    from aira_core.report import REPORT, read_run, write_report
+
+    try:
+        run = read_run(outputs, trajectory=trajectory, store=store, mesh_file=files.get("mesh"))
+        outputs.mkdir(parents=True, exist_ok=True)  # a task without bodies exported nothing
+        return {"report": write_report(run, outputs / REPORT, protect=(store, trajectory))}
+    except AiraError as exc:
+        code, why = exc.code, exc.diagnostic.message
+    except OSError as exc:  # its directory could not be made
+        code, why = "OUTPUT_UNWRITABLE", f"{exc.strerror or exc} ({outputs.name})"
+    said.append(
+        Diagnostic(code=code, severity="warning", message=f"the run report was not written: {why}")
+    )
+    return {}

@@ -130,6 +130,8 @@ class TrajectoryHeader(_Record):
 
     format: Literal["aira.trajectory/1"]
     script: str | None = None
+    title: str | None = None
+    """The script's title (the run report's heading)."""
     tier: str | None = None
     task_id: str | None = None
 

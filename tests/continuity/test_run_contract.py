@@ -99,9 +99,12 @@ def test_a_contract_that_forbids_external_effects_blocks_the_exports_not_the_com
     must = {"must": ["plate 80 x 50 x 6 mm"], "must_not": ["action:external_side_effect"]}
     report, run_dir = _run(tmp_path, "--contract", _contract(tmp_path, must_and_must_not=must))
     assert report["terminal"] == "completed" and report["head"] == plain["head"]
-    assert report["files"] == {}  # the STEP and SVG exports were refused
-    assert _codes(report) == ["GUARD_BLOCKED", "GUARD_BLOCKED"]
-    assert not list(run_dir.glob("*.step")) and not list(run_dir.glob("*.svg"))
+    # the STEP, SVG and display mesh exports were refused; the run report (of the
+    # trajectory and the store, written in any case) is written without the part's views
+    assert set(report["files"]) == {"report"}
+    assert _codes(report) == ["GUARD_BLOCKED"] * 3
+    assert not [*run_dir.glob("*.step"), *run_dir.glob("*.svg"), *run_dir.glob("*.mesh.json")]
+    assert '<svg class="view"' not in (run_dir / "report.html").read_text()
 
     (bundle_file,) = (run_dir / "guard").iterdir()
     bundle = read(ReceiptBundle, json.loads(bundle_file.read_text())).to_wire()
@@ -157,7 +160,7 @@ def test_without_a_contract_file_the_contract_is_derived_from_the_intent_frame(
 ) -> None:
     report, run_dir = _run(tmp_path, "--integrations")
     assert report["terminal"] == "completed" and report["head"] == plain["head"]
-    assert set(report["files"]) == {"step", "svg"} and _codes(report) == []
+    assert set(report["files"]) == {"step", "svg", "mesh", "report"} and _codes(report) == []
     snapshot = json.loads((run_dir / "continuity" / "snapshot-final.json").read_text())
     assert snapshot["contract_ref"].startswith("lite:")
     (bundle_file,) = (run_dir / "guard").iterdir()
@@ -174,7 +177,7 @@ def test_a_contract_file_that_is_none_leaves_the_run_as_without_adapters(
     bad.write_text(content)
     report, run_dir = _run(tmp_path, "--contract", bad)
     assert report["terminal"] == "completed" and report["head"] == plain["head"]
-    assert set(report["files"]) == {"step", "svg"}  # unbound: nothing judged it away
+    assert set(report["files"]) == {"step", "svg", "mesh", "report"}  # nothing judged away
     assert "CONTRACT_INVALID" in _codes(report)
     assert str(tmp_path) not in json.dumps(report)
     assert not (run_dir / "continuity").exists()  # no contract bound, no snapshot

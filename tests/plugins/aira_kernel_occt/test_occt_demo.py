@@ -42,7 +42,9 @@ def test_the_demo_completes_every_task_and_writes_its_files(aira_home: Path) -> 
     assert [t["script"] for t in report["tasks"]] == list(BUNDLED)
     for task in report["tasks"]:
         assert task["terminal"] == "completed"
-        assert set(task["files"]) == {"step", "svg"}
+        assert set(task["files"]) == {"step", "svg", "mesh", "report"}
+        report = aira_home / task["files"]["report"].removeprefix("$AIRA_HOME/")
+        assert report.name == "report.html" and report.read_text().count('class="view"') == 4
         for shown in [*task["files"].values(), task["trajectory"]]:
             path = aira_home / shown.removeprefix("$AIRA_HOME/")
             assert path.is_file() and path.stat().st_size > 0
