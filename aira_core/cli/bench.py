@@ -59,28 +59,46 @@ def bench_discovery(
 
 @bench_app.command("capsule")
 def bench_capsule(
+    task: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--task",
+            help="A bundled task (repeatable; default: all of them, the demo's and the long "
+            "ones).",
+        ),
+    ] = None,
     tier: TierOption = None,
     kernel: KernelOption = None,
     as_json: JsonFlag = False,
 ) -> None:
-    """Per bundled task: the largest capsule + log against B, the input sent against two
-    baselines from the same trajectory (a transcript of decisions and results; a flat tool
-    client re-sending every tool schema, the document and every result), the prefix
-    stability of the prompts within rounds, and the host's overhead per step."""
+    """Per bundled task (the demo's and the long ones): the largest capsule + log against B,
+    the input sent against two baselines from the same trajectory (a transcript of decisions
+    and results; a flat tool client re-sending every tool schema, the document and every
+    result), the prefix stability of the prompts within rounds, and the host's overhead per
+    step."""
     from aira_core.step.bench import OVERHEAD_TARGET_MS, PromptRecorder, task_report
-    from aira_core.step.runner import BUNDLED, bundled_script
+    from aira_core.step.runner import SCRIPTS, bundled_script
     from aira_core.step.trajectory import ScriptedSource
 
+    unknown = sorted(set(task or ()) - set(SCRIPTS))
+    if unknown:
+        raise typer.BadParameter(
+            f"no bundled task {', '.join(unknown)} (bundled: {', '.join(SCRIPTS)})",
+            param_hint="--task",
+        )
+    names = tuple(dict.fromkeys(task)) if task else SCRIPTS
     chosen = _kernel(kernel, "the bundled tasks build real geometry")
     reports = {}
-    with progress("Running the bundled tasks", len(BUNDLED), quiet=as_json) as update:
-        for name in BUNDLED:
+    with progress("Running the bundled tasks", len(names), quiet=as_json) as update:
+        for name in names:
             update(description=f"Running task {name}")
             script = bundled_script(name)
             recorder = PromptRecorder(ScriptedSource(script))
             run = _run_one(script, chosen, tier, None, True, source=recorder)
             reports[name] = {
                 "terminal": run.outcome.terminal.value if run.outcome.terminal else None,
+                "head": run.outcome.head,
+                "rounds": run.outcome.rounds,
                 **task_report(run.outcome.records, run.store, recorder.prompts),
             }
             update(1)
@@ -97,7 +115,7 @@ def bench_capsule(
         "Bounded host per bundled task (input in host tokens, bytes / 4, cumulative)",
         [
             "task",
-            "steps",
+            "steps (rounds)",
             "max prompt / B",
             "Aira input",
             "transcript (ratio)",
@@ -108,7 +126,7 @@ def bench_capsule(
         [
             [
                 name,
-                str(r["steps"]),
+                f"{r['steps']} ({r['rounds']})",
                 f"{r['maxPromptTokens']} / {r['budgetTokens']}",
                 str(r["inputTokens"]),
                 f"{r['transcriptTokens']} ({r['ratio']})",
