@@ -63,8 +63,7 @@ def bench_capsule(
         list[str] | None,
         typer.Option(
             "--task",
-            help="A bundled task (repeatable; default: all of them, the demo's and the long "
-            "ones).",
+            help="A bundled task (repeatable; default: all of them, the demo's and the long ones).",
         ),
     ] = None,
     tier: TierOption = None,
