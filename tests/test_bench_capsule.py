@@ -14,7 +14,7 @@ from aira_core.catalog.capabilities import capability_index, flat_tools
 from aira_core.catalog.catalog import build_catalog
 from aira_core.contracts.amir import host_tokens
 from aira_core.step import bench
-from aira_core.step.runner import BUNDLED, bundled_script, run_script
+from aira_core.step.runner import LONG, SCRIPTS, bundled_script, run_script
 from aira_core.step.trajectory import ScriptedSource
 
 
@@ -104,12 +104,30 @@ def test_bench_capsule_prints_both_baselines_and_the_cache_figures(occt: Any, ai
     out = aira("bench", "capsule", "--tier", "T32", "--json")
     assert out.returncode == 0, out.stderr
     report = json.loads(out.stdout)
-    assert set(report["tasks"]) == set(BUNDLED)
+    assert list(report["tasks"]) == list(SCRIPTS)  # the demo's tasks and the long ones
     for task in report["tasks"].values():
+        assert task["terminal"] == "completed" and task["head"].startswith("rev:sha256:")
         assert task["transcriptTokens"] > 0 and task["flatTokens"] > task["transcriptTokens"]
         assert task["flatRatio"] < task["ratio"]
         assert 0 < task["prefix"]["prefixShare"] < 1 and task["prefix"]["rounds"]
+    for name in LONG:
+        # compacted at T32: more than one round, each with its own prefix figures, and the
+        # bound makes Aira send less than even the transcript
+        task = report["tasks"][name]
+        assert task["rounds"] >= 2 and len(task["prefix"]["rounds"]) == task["rounds"]
+        assert task["withinBudget"] and task["maxPromptTokens"] <= 24_000
+        assert task["ratio"] < 1
     table = aira("bench", "capsule", "--tier", "T32")
     assert table.returncode == 0, table.stderr
     assert "transcript" in table.stdout and "flat client" in table.stdout
     assert "cache-hit share" in table.stdout
+
+
+def test_bench_capsule_runs_the_tasks_it_is_given(occt: Any, aira: Any) -> None:
+    out = aira("bench", "capsule", "--task", "parametric_edit", "--tier", "T128", "--json")
+    assert out.returncode == 0, out.stderr
+    report = json.loads(out.stdout)
+    assert list(report["tasks"]) == ["parametric_edit"]
+    assert report["tasks"]["parametric_edit"]["budgetTokens"] == 96_000
+    unknown = aira("bench", "capsule", "--task", "nonesuch")
+    assert unknown.returncode == 2 and "nonesuch" in unknown.stderr

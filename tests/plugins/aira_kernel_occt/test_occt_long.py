@@ -210,3 +210,16 @@ def test_the_prompts_are_metered_as_sent(runs: dict[tuple[str, str, int], Run]) 
         steps = _steps(runs[name, "T32", 1])
         for r in steps:
             assert r["promptTokens"] == host_tokens(b"x" * (r["capsuleBytes"] + r["logBytes"]))
+
+
+def test_aira_run_takes_a_bundled_script_by_name(
+    runs: dict[tuple[str, str, int], Run], aira: Any
+) -> None:
+    # the module's runs keep the first-party plugin registered
+    out = aira("run", "--script", "pcb_enclosure", "--tier", "T128", "--json")
+    assert out.returncode == 0, out.stderr[-2000:]
+    report = json.loads(out.stdout)
+    assert report["script"] == "pcb_enclosure" and report["terminal"] == "completed"
+    assert report["head"] == runs["pcb_enclosure", "T128", 1].outcome.head
+    unknown = aira("run", "--script", "nonesuch")
+    assert unknown.returncode == 1 and "SCRIPT_INVALID" in unknown.stderr
