@@ -73,8 +73,8 @@ def bench_capsule(
     """Per bundled task (the demo's and the long ones): the largest capsule + log against B,
     the input sent against two baselines from the same trajectory (a transcript of decisions
     and results; a flat tool client re-sending every tool schema, the document and every
-    result), the prefix stability of the prompts within rounds, and the host's overhead per
-    step."""
+    result), the prefix stability of the prompts within rounds, where the input goes (per
+    capsule segment and kind of log entry), and the host's overhead per step."""
     from aira_core.step.bench import OVERHEAD_TARGET_MS, PromptRecorder, task_report
     from aira_core.step.runner import SCRIPTS, bundled_script
     from aira_core.step.trajectory import ScriptedSource
@@ -98,7 +98,7 @@ def bench_capsule(
                 "terminal": run.outcome.terminal.value if run.outcome.terminal else None,
                 "head": run.outcome.head,
                 "rounds": run.outcome.rounds,
-                **task_report(run.outcome.records, run.store, recorder.prompts),
+                **task_report(run.outcome.records, run.store, recorder.prompts, recorder.requests),
             }
             update(1)
     if as_json:
@@ -119,7 +119,8 @@ def bench_capsule(
             "Aira input",
             "transcript (ratio)",
             "flat client (ratio)",
-            "prefix / cache-hit share",
+            "prefix / cache-hit share (mean)",
+            "cache-hit share (weighted; task)",
             "overhead p50/p95 ms",
         ],
         [
@@ -131,6 +132,7 @@ def bench_capsule(
                 f"{r['transcriptTokens']} ({r['ratio']})",
                 f"{r['flatTokens']} ({r['flatRatio']})",
                 f"{r['prefix']['prefixShare']} / {r['prefix']['cacheHitShare']}",
+                f"{r['prefix']['weightedCacheHitShare']}; {r['prefix']['taskCacheHitShare']}",
                 f"{r['overheadP50Ms']} / {r['overheadP95Ms']}",
             ]
             for name, r in reports.items()
@@ -157,6 +159,17 @@ def bench_capsule(
             [
                 [str(x["round"]), str(x["pairs"]), str(x["prefixShare"]), str(x["cacheHitShare"])]
                 for x in r["prefix"]["rounds"]
+            ],
+        )
+        spend = r["spend"]
+        total = r["inputTokens"] or 1
+        _table(
+            f"{name}: where the input goes (tokens summed over every prompt)",
+            ["part", "tokens", "share"],
+            [
+                [f"{where}: {part}", str(tokens), f"{tokens / total:.3f}"]
+                for where, parts in (("capsule", spend["capsule"]), ("log", spend["log"]))
+                for part, tokens in parts.items()
             ],
         )
     typer.echo(f"target: host overhead p50 <= {OVERHEAD_TARGET_MS} ms per step")
