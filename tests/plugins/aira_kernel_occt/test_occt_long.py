@@ -31,13 +31,24 @@ RUNS = (("T32", 1), ("T32", 2), ("T128", 1), ("T200", 1))
 
 
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[tuple[str, str, int], Run]]:
+def kernel() -> Iterator[Any]:
+    """One OCCT kernel (a warm worker process) for the module."""
+    from aira_kernel_occt.kernel import OcctKernel
+
+    k = OcctKernel()
+    yield k
+    k.close()
+
+
+@pytest.fixture(scope="module")
+def runs(
+    tmp_path_factory: pytest.TempPathFactory, kernel: Any
+) -> Iterator[dict[tuple[str, str, int], Run]]:
     """Every long task at T32 (twice: the replay), T128 and T200, on one kernel and one
     catalog, with the first-party plugin registered for the module."""
     from aira_core.catalog.catalog import build_catalog
     from aira_core.plugins import get_plugin_system
     from aira_kernel_occt import plugin
-    from aira_kernel_occt.kernel import OcctKernel
 
     root = tmp_path_factory.mktemp("long")
     system = get_plugin_system()
@@ -45,7 +56,6 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[tuple[str, s
         patch.setenv("AIRA_HOME", str(root / "home"))
         (root / "home").mkdir()
         system.register(plugin, "occt")
-        kernel = OcctKernel()
         try:
             catalog = build_catalog()
             out = {}
@@ -62,7 +72,6 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[tuple[str, s
                     )
             yield out
         finally:
-            kernel.close()
             system.unregister("occt")
 
 
@@ -223,3 +232,52 @@ def test_aira_run_takes_a_bundled_script_by_name(
     assert report["head"] == runs["pcb_enclosure", "T128", 1].outcome.head
     unknown = aira("run", "--script", "nonesuch")
     assert unknown.returncode == 1 and "SCRIPT_INVALID" in unknown.stderr
+
+
+class _Interrupted(Exception):
+    pass
+
+
+class _Until:
+    """The script's decisions until step ``stop``, then the source fails (a lost provider,
+    a killed process): the run stops with its trajectory and store as they were."""
+
+    def __init__(self, script: Any, stop: int) -> None:
+        from aira_core.step.trajectory import ScriptedSource
+
+        self.inner = ScriptedSource(script)
+        self.name = self.inner.name
+        self.stop = stop
+
+    def decide(self, request: Any) -> Any:
+        if request.step == self.stop:
+            raise _Interrupted(f"interrupted at step {request.step}")
+        return self.inner.decide(request)
+
+
+def test_an_interrupted_long_task_resumes_after_a_compaction_to_the_same_head(
+    runs: dict[tuple[str, str, int], Run], kernel: Any, tmp_path: Path
+) -> None:
+    from aira_core.step.runner import resume_script
+
+    name = "storage_rack"
+    full = _steps(runs[name, "T32", 1])
+    # stopped in the second round, after the refused plan and before its repair
+    refused = next(r["step"] for r in full if r["result"].get("status") == "rejected")
+    stop = refused + 1
+    assert full[stop]["round"] >= 1
+    script = bundled_script(name)
+    paths = {"store": tmp_path / "store.sqlite3", "trajectory": tmp_path / "t.jsonl"}
+    with pytest.raises(_Interrupted):
+        run_script(script, kernel=kernel, tier_name="T32", source=_Until(script, stop), **paths)
+    resumed = resume_script(script, kernel=kernel, tier_name="T32", **paths)
+    assert resumed.outcome.terminal is TerminalState.COMPLETED
+    assert resumed.outcome.head == runs[name, "T32", 1].outcome.head
+    # the plans committed before the interruption were adopted, not committed again
+    records = [json.loads(line) for line in paths["trajectory"].read_text().splitlines()]
+    committed = [
+        r["result"]["rev"]
+        for r in records
+        if "step" in r and r["result"].get("act") == "plan" and r["result"].get("rev")
+    ]
+    assert len(committed) == len(set(committed)) == 4
