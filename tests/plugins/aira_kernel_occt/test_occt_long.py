@@ -3,7 +3,8 @@
 B, compacts at least once at T32, lands on the same head at every tier and on a replay, and
 ends with a product at the scale the seed measured (40+ bodies, 30+ assertions, 24+
 parameters that drive geometry) after 30–48 steps of reads, lookups, batches, inspections,
-several plans and a refused plan repaired from the kernel's ``expected.maxRadius``.
+several plans and a refused plan repaired from the kernel's ``expected.maxRadius``; an
+interrupted run resumes after a compaction to the same head.
 
 Every run is made once per module (eight runs, a few seconds each on a warm kernel)."""
 
