@@ -14,7 +14,7 @@ from aira_core.catalog.capabilities import capability_index, flat_tools
 from aira_core.catalog.catalog import build_catalog
 from aira_core.contracts.amir import host_tokens
 from aira_core.step import bench
-from aira_core.step.runner import BUNDLED, bundled_script, run_script
+from aira_core.step.runner import LONG, SCRIPTS, bundled_script, run_script
 from aira_core.step.trajectory import ScriptedSource
 
 
@@ -98,18 +98,63 @@ def test_prefix_shares_of_same_and_changed_prompts() -> None:
     rounds = bench.prefix_stability([prompt, "y" * 2048, "y" * 2048], [0, 1, 1])
     assert rounds["pairs"] == 1 and rounds["prefixShare"] == 1.0
     assert [r["pairs"] for r in rounds["rounds"]] == [0, 1]
+    # weighted by tokens: a long prompt that hits counts for more than a short one that misses
+    grown = bench.prefix_stability(["x" * 256, "x" * 1024, "x" * 1024 + "z" * 1024], [0] * 3)
+    assert grown["cacheHitShare"] == round((64 / 256 + 256 / 512) / 2, 4)
+    assert grown["weightedCacheHitShare"] == round((64 + 256) / (256 + 512), 4)
+    # over the task, the first prompt and each round's first count, as a bill sees them
+    assert rounds["weightedCacheHitShare"] == 1.0
+    assert rounds["taskCacheHitShare"] == round(512 / (3 * 512), 4)
 
 
 def test_bench_capsule_prints_both_baselines_and_the_cache_figures(occt: Any, aira: Any) -> None:
     out = aira("bench", "capsule", "--tier", "T32", "--json")
     assert out.returncode == 0, out.stderr
     report = json.loads(out.stdout)
-    assert set(report["tasks"]) == set(BUNDLED)
+    assert list(report["tasks"]) == list(SCRIPTS)  # the demo's tasks and the long ones
     for task in report["tasks"].values():
+        assert task["terminal"] == "completed" and task["head"].startswith("rev:sha256:")
         assert task["transcriptTokens"] > 0 and task["flatTokens"] > task["transcriptTokens"]
         assert task["flatRatio"] < task["ratio"]
         assert 0 < task["prefix"]["prefixShare"] < 1 and task["prefix"]["rounds"]
+    for name in LONG:
+        # compacted at T32: more than one round, each with its own prefix figures, and the
+        # bound makes Aira send less than even the transcript
+        task = report["tasks"][name]
+        assert task["rounds"] >= 2 and len(task["prefix"]["rounds"]) == task["rounds"]
+        assert task["withinBudget"] and task["maxPromptTokens"] <= 24_000
+        assert task["ratio"] < 1
     table = aira("bench", "capsule", "--tier", "T32")
     assert table.returncode == 0, table.stderr
     assert "transcript" in table.stdout and "flat client" in table.stdout
     assert "cache-hit share" in table.stdout
+
+
+def test_bench_capsule_runs_the_tasks_it_is_given(occt: Any, aira: Any) -> None:
+    out = aira("bench", "capsule", "--task", "parametric_edit", "--tier", "T128", "--json")
+    assert out.returncode == 0, out.stderr
+    report = json.loads(out.stdout)
+    assert list(report["tasks"]) == ["parametric_edit"]
+    assert report["tasks"]["parametric_edit"]["budgetTokens"] == 96_000
+    unknown = aira("bench", "capsule", "--task", "nonesuch")
+    assert unknown.returncode == 2 and "nonesuch" in unknown.stderr
+
+
+def test_the_spend_adds_up_to_the_input_and_names_its_parts(bracket: Any) -> None:
+    run, recorder = bracket
+    report = bench.task_report(run.outcome.records, run.store, recorder.prompts, recorder.requests)
+    spend = report["spend"]
+    assert list(spend["capsule"]) and set(spend["capsule"]) <= set(bench_segments())
+    parts = [*spend["capsule"].values(), *spend["log"].values()]
+    # each part is rounded up to whole tokens; the prompts were metered whole
+    assert report["inputTokens"] <= sum(parts) <= report["inputTokens"] + len(parts)
+    assert "plan decision" in spend["log"] and "lookup (search) result" in spend["log"]
+    assert any(k.startswith("batch of lookup (L2)") for k in spend["log"])
+    # a capsule the host did not build is one lump, not a guess
+    assert bench._capsule_segments("no headers here") == {"capsule": 15}
+
+
+def bench_segments() -> tuple[str, ...]:
+    from aira_core.step.capsule import SEGMENTS
+
+    return SEGMENTS

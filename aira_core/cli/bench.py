@@ -59,29 +59,46 @@ def bench_discovery(
 
 @bench_app.command("capsule")
 def bench_capsule(
+    task: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--task",
+            help="A bundled task (repeatable; default: all of them, the demo's and the long ones).",
+        ),
+    ] = None,
     tier: TierOption = None,
     kernel: KernelOption = None,
     as_json: JsonFlag = False,
 ) -> None:
-    """Per bundled task: the largest capsule + log against B, the input sent against two
-    baselines from the same trajectory (a transcript of decisions and results; a flat tool
-    client re-sending every tool schema, the document and every result), the prefix
-    stability of the prompts within rounds, and the host's overhead per step."""
+    """Per bundled task (the demo's and the long ones): the largest capsule + log against B,
+    the input sent against two baselines from the same trajectory (a transcript of decisions
+    and results; a flat tool client re-sending every tool schema, the document and every
+    result), the prefix stability of the prompts within rounds, where the input goes (per
+    capsule segment and kind of log entry), and the host's overhead per step."""
     from aira_core.step.bench import OVERHEAD_TARGET_MS, PromptRecorder, task_report
-    from aira_core.step.runner import BUNDLED, bundled_script
+    from aira_core.step.runner import SCRIPTS, bundled_script
     from aira_core.step.trajectory import ScriptedSource
 
+    unknown = sorted(set(task or ()) - set(SCRIPTS))
+    if unknown:
+        raise typer.BadParameter(
+            f"no bundled task {', '.join(unknown)} (bundled: {', '.join(SCRIPTS)})",
+            param_hint="--task",
+        )
+    names = tuple(dict.fromkeys(task)) if task else SCRIPTS
     chosen = _kernel(kernel, "the bundled tasks build real geometry")
     reports = {}
-    with progress("Running the bundled tasks", len(BUNDLED), quiet=as_json) as update:
-        for name in BUNDLED:
+    with progress("Running the bundled tasks", len(names), quiet=as_json) as update:
+        for name in names:
             update(description=f"Running task {name}")
             script = bundled_script(name)
             recorder = PromptRecorder(ScriptedSource(script))
             run = _run_one(script, chosen, tier, None, True, source=recorder)
             reports[name] = {
                 "terminal": run.outcome.terminal.value if run.outcome.terminal else None,
-                **task_report(run.outcome.records, run.store, recorder.prompts),
+                "head": run.outcome.head,
+                "rounds": run.outcome.rounds,
+                **task_report(run.outcome.records, run.store, recorder.prompts, recorder.requests),
             }
             update(1)
     if as_json:
@@ -97,23 +114,25 @@ def bench_capsule(
         "Bounded host per bundled task (input in host tokens, bytes / 4, cumulative)",
         [
             "task",
-            "steps",
+            "steps (rounds)",
             "max prompt / B",
             "Aira input",
             "transcript (ratio)",
             "flat client (ratio)",
-            "prefix / cache-hit share",
+            "prefix / cache-hit share (mean)",
+            "cache-hit share (weighted; task)",
             "overhead p50/p95 ms",
         ],
         [
             [
                 name,
-                str(r["steps"]),
+                f"{r['steps']} ({r['rounds']})",
                 f"{r['maxPromptTokens']} / {r['budgetTokens']}",
                 str(r["inputTokens"]),
                 f"{r['transcriptTokens']} ({r['ratio']})",
                 f"{r['flatTokens']} ({r['flatRatio']})",
                 f"{r['prefix']['prefixShare']} / {r['prefix']['cacheHitShare']}",
+                f"{r['prefix']['weightedCacheHitShare']}; {r['prefix']['taskCacheHitShare']}",
                 f"{r['overheadP50Ms']} / {r['overheadP95Ms']}",
             ]
             for name, r in reports.items()
@@ -140,6 +159,17 @@ def bench_capsule(
             [
                 [str(x["round"]), str(x["pairs"]), str(x["prefixShare"]), str(x["cacheHitShare"])]
                 for x in r["prefix"]["rounds"]
+            ],
+        )
+        spend = r["spend"]
+        total = r["inputTokens"] or 1
+        _table(
+            f"{name}: where the input goes (tokens summed over every prompt)",
+            ["part", "tokens", "share"],
+            [
+                [f"{where}: {part}", str(tokens), f"{tokens / total:.3f}"]
+                for where, parts in (("capsule", spend["capsule"]), ("log", spend["log"]))
+                for part, tokens in parts.items()
             ],
         )
     typer.echo(f"target: host overhead p50 <= {OVERHEAD_TARGET_MS} ms per step")

@@ -239,7 +239,8 @@ def run_cmd(
         Path | None,
         typer.Option(
             "--script",
-            help="An aira.decision-script/1 file (replayed, or its task decided by --provider).",
+            help="An aira.decision-script/1 file (replayed, or its task decided by --provider), "
+            "or the name of a bundled one (bracket, storage_rack, …: `aira_core/step/scripts`).",
         ),
     ] = None,
     store: Annotated[
@@ -331,9 +332,7 @@ def run_cmd(
 
         loaded = intent_script(intent, tier)
     else:
-        from aira_core.step.trajectory import load_script
-
-        loaded = load_script(script)
+        loaded = _load(script)
     extra: dict[str, Any] = {"budgets": _budgets(budget_usd, max_steps)}
     if integrations or contract is not None:
         extra["integrate"] = contract
@@ -356,6 +355,17 @@ def run_cmd(
         typer.echo(_title(loaded))
     run = _run_one(loaded, chosen, tier, trajectory, as_json, force, **extra)
     _finish(run, as_json)
+
+
+def _load(script: Path) -> Any:
+    """The script in the file ``script``; a name that is no file but a bundled script's
+    (``aira run --script storage_rack``) is that bundled script."""
+    from aira_core.step.runner import SCRIPTS, bundled_script
+    from aira_core.step.trajectory import load_script
+
+    if str(script) in SCRIPTS and not script.exists():
+        return bundled_script(str(script))
+    return load_script(script)
 
 
 def _title(script: Any) -> str:
@@ -418,7 +428,7 @@ def _resume(
     retry of it) with the source its header names, unless flags name another."""
     from aira_core.diagnostics import AiraError
     from aira_core.step.runner import RUN_TASK_INVALID, intent_of_header, resume_script
-    from aira_core.step.trajectory import load_script, read_trajectory
+    from aira_core.step.trajectory import read_trajectory
 
     provider, model, base_url, transport, fallback = source
     store = where / "store.sqlite3"
@@ -428,7 +438,7 @@ def _resume(
     header, _ = read_trajectory(path)
     task = None
     if script is not None:
-        loaded = load_script(script)
+        loaded = _load(script)
     elif header.get("intent") is not None:
         loaded = intent_of_header(header)
         task = header.get("taskId")  # rebuilt from a redacted copy: the id the run had

@@ -16,7 +16,9 @@ the task's own trajectory.
 - **prefix stability** of the prompts the host metered (:class:`PromptRecorder`): per round,
   each prompt's share of bytes identical to the previous prompt's prefix and the implied
   cache-hit share in 64-token blocks (spec 003 §6.5); a round's first prompt is a new
-  capsule by design and has no predecessor in it;
+  capsule by design and has no predecessor in it. Means per prompt, and weighted by tokens
+  (within rounds, and over the whole task with each round's first prompt counted);
+- **spend**: where the input goes, per capsule segment and per kind of log entry;
 - **host overhead** per step: building the capsule and validating the decision (no kernel
   work, no decision source): p50 and p95 in ms; target p50 ≤ 5 ms.
 """
@@ -57,16 +59,18 @@ def prefix_share(previous: bytes, current: bytes) -> tuple[float, float]:
 
 class PromptRecorder:
     """A decision source around ``source`` that keeps each step's prompt as the host meters
-    it (:func:`~aira_core.step.log.prompt_text`), so the bench can measure prefix stability
-    without a hook in the host."""
+    it (:func:`~aira_core.step.log.prompt_text`) and the request it was made of, so the bench
+    can measure prefix stability and where the input goes without a hook in the host."""
 
     def __init__(self, source: DecisionSource) -> None:
         self.source = source
         self.name = source.name
         self.prompts: dict[int, str] = {}
+        self.requests: dict[int, StepRequest] = {}
 
     def decide(self, request: StepRequest) -> StepReply:
         self.prompts[request.step] = prompt_text(request)
+        self.requests[request.step] = request
         return self.source.decide(request)
 
 
@@ -91,10 +95,84 @@ def prefix_stability(prompts: Sequence[str], rounds: Sequence[int]) -> dict[str,
         }
 
     every = [p for found in pairs.values() for p in found]
+    # Weighted by tokens, as a bill sees it: the cached tokens of every prompt after its
+    # round's first over their tokens, and over the whole task (each prompt against the one
+    # before it, a round's first included: a new capsule keeps what its head has in common).
+    tokens = [-(-len(p) // HOST_BYTES_PER_TOKEN) for p in encoded]
+    cached = [0] + [
+        round(prefix_share(encoded[i - 1], encoded[i])[1] * tokens[i])
+        for i in range(1, len(encoded))
+    ]
+    within = [i for i in range(1, len(encoded)) if rounds[i] == rounds[i - 1]]
+    in_rounds = sum(tokens[i] for i in within)
     return {
         **means(every),
+        "weightedCacheHitShare": round(sum(cached[i] for i in within) / in_rounds, 4)
+        if in_rounds
+        else None,
+        "taskCacheHitShare": round(sum(cached) / sum(tokens), 4) if sum(tokens) else None,
         "rounds": [{"round": r, **means(found)} for r, found in pairs.items()],
     }
+
+
+def _act_label(decision: Mapping[str, Any]) -> str:
+    act = str(decision.get("act", "?"))
+    if act == "lookup":
+        return "lookup (L2)" if decision.get("capability") else "lookup (search)"
+    if act == "batch":
+        inner = sorted({_act_label(a) for a in decision.get("acts", []) if isinstance(a, dict)})
+        return f"batch of {' + '.join(inner)}"
+    return act
+
+
+def _capsule_segments(capsule: str) -> dict[str, int]:
+    """The bytes of each capsule segment, found by its header (``# <n> <name>``) in order."""
+    from aira_core.step.capsule import SEGMENTS
+
+    data = capsule.encode("utf-8", "replace")
+    starts = []
+    at = 0
+    for n, name in enumerate(SEGMENTS, 1):
+        found = data.find(f"# {n} {name}\n".encode(), at)
+        if found < 0:
+            return {"capsule": len(data)}  # not a capsule the host built: one lump
+        starts.append((name, found))
+        at = found + 1
+    bounds = [*(start for _, start in starts[1:]), len(data)]
+    return {name: end - start for (name, start), end in zip(starts, bounds, strict=True)}
+
+
+def input_spend(
+    records: Sequence[dict[str, Any]], requests: Mapping[int, StepRequest]
+) -> dict[str, Any]:
+    """Where the task's input goes, in host tokens summed over every step's prompt: per
+    capsule segment, and per kind of round-log entry (the decision or the result of each
+    kind of act). A round's log holds two entries per earlier step of the round, in order, so
+    entry pair k of a step's log is the k-th step of its round."""
+    from aira_core.step.log import render
+
+    steps = _steps(records)
+    by_step = {r["step"]: r for r in steps}
+    first_of_round: dict[int, int] = {}
+    for r in steps:
+        first_of_round.setdefault(r["round"], r["step"])
+    capsule: dict[str, int] = {}
+    log: dict[str, int] = {}
+    for r in steps:
+        request = requests[r["step"]]
+        for name, size in _capsule_segments(request.capsule).items():
+            capsule[name] = capsule.get(name, 0) + size
+        for k, entry in enumerate(request.log):
+            made = by_step.get(first_of_round[r["round"]] + k // 2)
+            label = _act_label(made["decision"]) if made else "?"
+            key = f"{label} {entry.kind}"
+            log[key] = log.get(key, 0) + len(render(entry).encode("utf-8", "replace"))
+
+    def tokens(sizes: dict[str, int]) -> dict[str, int]:
+        ranked = sorted(sizes.items(), key=lambda kv: (-kv[1], kv[0]))
+        return {k: -(-v // HOST_BYTES_PER_TOKEN) for k, v in ranked}
+
+    return {"capsule": tokens(capsule), "log": tokens(log)}
 
 
 def _history_bytes(record: dict[str, Any]) -> int:
@@ -184,11 +262,15 @@ def capsule_report(
 
 
 def task_report(
-    records: Sequence[dict[str, Any]], store: Path, prompts: Mapping[int, str]
+    records: Sequence[dict[str, Any]],
+    store: Path,
+    prompts: Mapping[int, str],
+    requests: Mapping[int, StepRequest] | None = None,
 ) -> dict[str, Any]:
     """:func:`capsule_report` of a run with both baselines and the prefix stability: the flat
     client's tools from the production catalog (the one a run plans against), its documents
-    from the run's ``store``, and ``prompts`` by step (a :class:`PromptRecorder`'s)."""
+    from the run's ``store``, and ``prompts`` by step (a :class:`PromptRecorder`'s); with
+    its ``requests``, where the input goes (:func:`input_spend`)."""
     from aira_core.canonical import canonical_bytes
     from aira_core.catalog.capabilities import capability_index, flat_tools
     from aira_core.catalog.catalog import build_catalog
@@ -213,4 +295,6 @@ def task_report(
         opened.close()
     report = capsule_report(records, flat=flat, prompts=[prompts[r["step"]] for r in steps])
     report["flatToolsTokens"] = -(-tools // HOST_BYTES_PER_TOKEN)
+    if requests is not None:
+        report["spend"] = input_spend(records, requests)
     return report

@@ -2,7 +2,8 @@
 step host, a trajectory, and (for the demo) the artefacts: a STEP file, an SVG preview and a
 display mesh of the task's final revision, and the run report (``report.html``).
 
-The bundled scripts (``aira_core/step/scripts``) are the demo's tasks.
+The bundled scripts (``aira_core/step/scripts``): :data:`BUNDLED` are the demo's tasks,
+:data:`LONG` the long tasks on big products that ``aira bench capsule`` measures too.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from aira_core.runtime.write import WritePath
 from aira_core.step.loop import Outcome, StepHost
 from aira_core.step.tiers import TaskBudgets, tier
 from aira_core.step.trajectory import (
+    SCRIPT_INVALID,
     DecisionScript,
     ScriptedSource,
     TrajectoryWriter,
@@ -32,6 +34,13 @@ from aira_core.step.trajectory import (
 )
 
 BUNDLED = ("bracket", "flanged_shaft", "parametric_edit")
+"""The demo's tasks: short, one small body each (``aira demo`` runs them; CI's quickstart)."""
+LONG = ("storage_rack", "pcb_enclosure")
+"""Long tasks on big products (issue 20): 40+ bodies, 30+ assertions, 24+ parameters, 30-48
+steps with at least one compaction at T32. Not in ``aira demo`` (it stays quick);
+``aira bench capsule`` runs them with the demo's, ``aira run --script NAME`` runs one."""
+SCRIPTS = BUNDLED + LONG
+"""Every bundled script, by name."""
 RUN_SCRIPT_MISMATCH = "RUN_SCRIPT_MISMATCH"
 RUN_STORE_EXISTS = "RUN_STORE_EXISTS"
 RUN_TASK_INVALID = "RUN_TASK_INVALID"
@@ -43,6 +52,12 @@ _UNSHOWN = frozenset({"Cc", "Cf", "Co", "Cs", "Cn", "Zl", "Zp"})
 
 
 def bundled_script(name: str) -> DecisionScript:
+    """The bundled script called ``name`` (one of :data:`SCRIPTS`; ``SCRIPT_INVALID`` for any
+    other name)."""
+    if name not in SCRIPTS:
+        raise AiraError(
+            SCRIPT_INVALID, f"no bundled script {name[:80]!r} (bundled: {', '.join(SCRIPTS)})"
+        )
     path = resources.files("aira_core.step").joinpath("scripts").joinpath(f"{name}.json")
     with resources.as_file(path) as file:
         return load_script(Path(file))

@@ -15,7 +15,7 @@ pytest.importorskip("cadquery")
 from test_occt_cli import aira
 
 from aira_core.runtime.contract import TerminalState
-from aira_core.step.runner import BUNDLED, bundled_script, run_script
+from aira_core.step.runner import BUNDLED, SCRIPTS, bundled_script, run_script
 
 
 @pytest.fixture(scope="module")
@@ -176,7 +176,7 @@ def test_bench_capsule_reports_every_bundled_task(aira_home: Path) -> None:
     out = aira(aira_home, "bench", "capsule", "--tier", "T32", "--json")
     assert out.returncode == 0, out.stderr[-2000:]
     report = json.loads(out.stdout)
-    assert set(report["tasks"]) == set(BUNDLED)
+    assert set(report["tasks"]) == set(SCRIPTS)
     for task in report["tasks"].values():
         assert task["terminal"] == "completed" and task["withinBudget"] is True
         assert task["maxPromptTokens"] <= task["budgetTokens"] == 24_000
