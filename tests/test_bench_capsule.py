@@ -12,6 +12,7 @@ import pytest
 from aira_core.canonical import canonical_bytes
 from aira_core.catalog.capabilities import capability_index, flat_tools
 from aira_core.catalog.catalog import build_catalog
+from aira_core.catalog.disclosure import Disclosure
 from aira_core.contracts.amir import host_tokens
 from aira_core.step import bench
 from aira_core.step.runner import LONG, SCRIPTS, bundled_script, run_script
@@ -52,11 +53,34 @@ def test_the_recorded_prompts_are_the_ones_the_host_metered(bracket: Any) -> Non
     ]
 
 
+def test_the_flat_client_lists_every_capability_with_its_full_l2_contract(occt: Any) -> None:
+    catalog = build_catalog()
+    capabilities = capability_index(catalog)
+    disclosure = Disclosure(catalog)
+    tools = bench.flat_contract_tools(catalog)
+    plain = flat_tools(capabilities)
+    assert len(tools) == len(capabilities) > 40
+    assert [t["name"] for t in tools] == [t["name"] for t in plain]
+    for (cid, _), tool in zip(capabilities.items(), tools, strict=True):
+        contract = disclosure.contract(cid)
+        carried = {
+            **tool["_meta"]["aira.dev/contract"],
+            "summary": tool["description"],
+            "inputSchema": tool["inputSchema"],
+        }
+        if "outputSchema" in tool:
+            carried["outputSchema"] = tool["outputSchema"]
+        # nothing of the contract is left out (its hash, its diagnostics, its schemas)
+        assert carried == contract
+    # the full contracts are more than the MCP projection's name, summary and input schema
+    assert len(canonical_bytes(tools)) > 1.3 * len(canonical_bytes(plain))
+
+
 def test_the_flat_baseline_is_its_parts_and_grows_with_the_tools(bracket: Any) -> None:
     run, recorder = bracket
     steps = [r for r in run.outcome.records if "step" in r]
     report = bench.task_report(run.outcome.records, run.store, recorder.prompts)
-    tools = len(canonical_bytes(flat_tools(capability_index(build_catalog()))))
+    tools = len(canonical_bytes(bench.flat_contract_tools(build_catalog())))
     assert report["flatToolsTokens"] == -(-tools // 4) > 0
     results = sum(int(r["result"].get("bytes") or 0) for r in steps[:-1])
     rows = report["perStep"]

@@ -79,10 +79,19 @@ def flat_tool_name(capability_id: str) -> str:
     return _UNSAFE.sub("_", capability_id.removeprefix("cap:")).strip("_")[:NAME_MAX]
 
 
-def flat_tools(capabilities: Mapping[str, CapabilityEntry]) -> list[dict[str, Any]]:
+def flat_tools(
+    capabilities: Mapping[str, CapabilityEntry],
+    contracts: Mapping[str, Mapping[str, Any]] | None = None,
+) -> list[dict[str, Any]]:
     """One tool definition per capability (``name``, ``description``, the full
     ``inputSchema``), as a flat MCP server lists them: the projection Aira's bounded
-    disclosure is measured against (benchmarks/bench_mcp.py, ``aira bench capsule``)."""
+    disclosure is measured against (benchmarks/bench_mcp.py).
+
+    With ``contracts`` (each capability's L2 contract,
+    :meth:`~aira_core.catalog.disclosure.Disclosure.contract`), each tool carries its whole
+    contract, as a flat client that must write legal steps without a describe has to list
+    them (``aira bench capsule``, issue 20): ``outputSchema`` in its MCP field and the rest
+    (preconditions, effects, diagnostics, risk, ...) in ``_meta``."""
     tools, names = [], set()
     for capability_id, entry in capabilities.items():
         name = flat_tool_name(capability_id)
@@ -93,5 +102,20 @@ def flat_tools(capabilities: Mapping[str, CapabilityEntry]) -> list[dict[str, An
             name = flat_tool_name(capability_id)[: NAME_MAX - len(suffix)] + suffix
         names.add(name)
         summary = entry.descriptor.summary
-        tools.append({"name": name, "description": summary, "inputSchema": entry.input_schema})
+        tool: dict[str, Any] = {
+            "name": name,
+            "description": summary,
+            "inputSchema": entry.input_schema,
+        }
+        contract = (contracts or {}).get(capability_id)
+        if contract is not None:
+            rest = {
+                k: v
+                for k, v in contract.items()
+                if k not in {"summary", "inputSchema", "outputSchema"}
+            }
+            if "outputSchema" in contract:
+                tool["outputSchema"] = contract["outputSchema"]
+            tool["_meta"] = {"aira.dev/contract": rest}
+        tools.append(tool)
     return tools

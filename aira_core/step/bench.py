@@ -9,10 +9,12 @@ the task's own trajectory.
     each step, as a conversation that is its own memory would (a lower bound: it already
     keeps Aira's capsule in place of tool schemas and document);
   - **flat**: the client spec 003 §1–§2 replaces, re-sending every step (a) every
-    capability's tool definition as a flat MCP server lists them (name, description, full
-    input JSON Schema), (b) the canonical document of the head revision at that step and
-    (c) every earlier decision and full result (the trajectory keeps ``result.bytes``). It
-    leaves out any system prompt and the intent, so it is a lower bound too;
+    capability's full L2 contract as a tool definition (name, description, input and
+    output JSON Schemas, preconditions, effects, diagnostics, risk: what a client that never
+    describes needs to write a legal step), (b) the canonical document of the head revision
+    at that step and (c) every earlier decision and full result (the trajectory keeps
+    ``result.bytes``). It leaves out any system prompt and the intent, so it is a lower
+    bound too;
 - **prefix stability** of the prompts the host metered (:class:`PromptRecorder`): per round,
   each prompt's share of bytes identical to the previous prompt's prefix and the implied
   cache-hit share in 64-token blocks (spec 003 §6.5); a round's first prompt is a new
@@ -261,6 +263,17 @@ def capsule_report(
     return report
 
 
+def flat_contract_tools(catalog: Any) -> list[dict[str, Any]]:
+    """The flat client's tool list: every capability of ``catalog`` with its full L2
+    contract (:func:`~aira_core.catalog.capabilities.flat_tools` with ``contracts``)."""
+    from aira_core.catalog.capabilities import capability_index, flat_tools
+    from aira_core.catalog.disclosure import Disclosure
+
+    capabilities = capability_index(catalog)
+    disclosure = Disclosure(catalog)
+    return flat_tools(capabilities, {cid: disclosure.contract(cid) for cid in capabilities})
+
+
 def task_report(
     records: Sequence[dict[str, Any]],
     store: Path,
@@ -272,12 +285,11 @@ def task_report(
     from the run's ``store``, and ``prompts`` by step (a :class:`PromptRecorder`'s); with
     its ``requests``, where the input goes (:func:`input_spend`)."""
     from aira_core.canonical import canonical_bytes
-    from aira_core.catalog.capabilities import capability_index, flat_tools
     from aira_core.catalog.catalog import build_catalog
     from aira_core.model.store import MAIN, ModelStore
 
     steps = _steps(records)
-    tools = len(canonical_bytes(flat_tools(capability_index(build_catalog()))))
+    tools = len(canonical_bytes(flat_contract_tools(build_catalog())))
     opened = ModelStore(store)
     try:
         initial = opened.log(MAIN, None)[-1].rev  # the run's init: the first step's head
