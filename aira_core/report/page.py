@@ -210,7 +210,8 @@ def chart(steps: Sequence[Mapping[str, Any]]) -> str:
         parts.append(
             f'<line class="budget" x1="{left}" x2="{left + plot_w}" y1="{y(budget):.1f}" '
             f'y2="{y(budget):.1f}" stroke="{BUDGET}" stroke-width="2.5" stroke-dasharray="10 5"/>'
-            f'<text x="{left + plot_w - 4}" y="{y(budget) - 6:.1f}" text-anchor="end" '
+            # on the left: a round's mark is never at the first step, so the two never meet
+            f'<text x="{left + 6}" y="{y(budget) - 6:.1f}" text-anchor="start" '
             f'fill="{BUDGET}">B = {budget} tokens</text>'
         )
     parts.append(
