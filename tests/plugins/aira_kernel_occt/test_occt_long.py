@@ -306,3 +306,8 @@ def test_an_interrupted_long_task_resumes_after_a_compaction_to_the_same_head(
         if "step" in r and r["result"].get("act") == "plan" and r["result"].get("rev")
     ]
     assert len(committed) == len(set(committed)) == 4
+    # the refused plan was not run again after the interruption, so the repair act finds no
+    # refusal to repair (docs/step.md, Repairs): a coded result; the script's next plan, which
+    # holds the candidate, commits all the same
+    repaired = [r["result"] for r in records if "step" in r and r["decision"]["act"] == "repair"]
+    assert [r.get("code") for r in repaired] == ["REPAIR_NO_REFUSED_PLAN"]
