@@ -183,6 +183,48 @@ def catalog(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
             system.unregister("occt")
 
 
+def test_a_kernel_refusal_where_no_radius_fits_gets_no_candidate(write: WritePath) -> None:
+    """The vertical edges of a box rounded once are seams between round and flat faces: no
+    second fillet fits there, so the kernel's refusal has no ``expected``; the repair is
+    still listed for the code, but makes no candidate, and nothing is written."""
+    store = write.repository.store
+    base = write.repository.head(MAIN)
+    edges = {"body": "cube", "select": "|Z", "entity": "Edge"}
+    plan = Plan.model_validate(
+        {
+            "baseRevision": base,
+            "steps": [
+                {
+                    "id": "cube",
+                    "capability": "cap:exact.box@1",
+                    "label": "seamCube",
+                    "args": {"length": 20, "width": 20, "height": 20},
+                },
+                {
+                    "id": "round",
+                    "capability": "cap:exact.fillet@1",
+                    "args": {"target": "cube", "edges": edges, "radius": 7.5},
+                },
+                {
+                    "id": "again",
+                    "capability": "cap:exact.fillet@1",
+                    "args": {"target": "cube", "edges": edges, "radius": 8},
+                },
+            ],
+        }
+    )
+    refused = write.apply(plan, "nothing-fits")
+    assert refused.status == "failed" and refused.data["stage"] == "preview"
+    (found,) = [d for d in refused.diagnostics if d.code == "FILLET_RADIUS_TOO_LARGE"]
+    assert found.subject == "again" and found.expected is None
+    assert found.actual == {"radius": 8.0} and found.repairs == [FILLET]
+    with pytest.raises(AiraError) as caught:
+        candidate(write.ctx.capabilities, FILLET, plan, found)
+    assert caught.value.code == REPAIR_NOT_APPLICABLE
+    assert "does not hold" in caught.value.diagnostic.message
+    assert store.branches() == {MAIN: base}
+
+
 class _Candidate(ScriptedSource):
     """The script, except that ``{"act": "plan", "candidate": true}`` becomes a plan act of
     the candidate the last ``repair`` result held, as a model would send it."""
