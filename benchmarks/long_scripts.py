@@ -148,6 +148,9 @@ RACK_POSTS = {
 RACK_LEVELS = (200, 550, 900, 1250, 1600)
 CAP_RADIUS_TRIED = 12
 CAP_RADIUS = 8.94
+"""The candidate of the first-party repair ``cap:exact.reduceFilletRadius@1`` for the refused
+R12 (measured: the kernel's ``expected.maxRadius`` is 9.9375 mm, round(9.9375 * 0.9, 2))."""
+REPAIR_FILLET = "cap:exact.reduceFilletRadius@1"
 
 
 def rack_frame() -> list[Step]:
@@ -219,7 +222,10 @@ RACK_SHELF_VOLUME = 900 * 400 * 18
 RACK_BRACKETS = {"FL": (-440, -180), "FR": (440, -180), "BL": (-440, 180), "BR": (440, 180)}
 
 
-def rack_brackets(cap_radius: float) -> list[Step]:
+def rack_brackets(cap_radius: float, repaired: float | None = None) -> list[Step]:
+    """The brackets and the caps' fillets at ``p:capRadius`` = ``cap_radius``; with
+    ``repaired``, the first cap's fillet has that literal radius instead (where the repair's
+    candidate put it)."""
     steps = [
         param("bracketWidth", 20, 10, 40),
         param("bracketDepth", 40, 20, 80),
@@ -241,7 +247,11 @@ def rack_brackets(cap_radius: float) -> list[Step]:
                 "args": {
                     "target": f"b:cap{corner}",
                     "edges": {"body": f"b:cap{corner}", "select": ">Z", "entity": "Edge"},
-                    "radius": {"param": "capRadius"},
+                    "radius": (
+                        repaired
+                        if repaired is not None and corner == "FL"
+                        else {"param": "capRadius"}
+                    ),
                 },
             }
         )
@@ -360,17 +370,21 @@ def storage_rack() -> dict[str, Any]:
             rack_brackets(CAP_RADIUS_TRIED),
         ),
         {
-            "act": "note",
+            "act": "repair",
+            "capability": REPAIR_FILLET,
+            "diagnostic": {"code": "FILLET_RADIUS_TOO_LARGE", "step": "capFLRound"},
             "note": (
                 "plan refused at step capFLRound: FILLET_RADIUS_TOO_LARGE; the largest radius "
                 f"that fits the 10 mm cap's top edges is 9.9375 mm (expected.maxRadius), so "
-                f"R{CAP_RADIUS_TRIED} cannot be. Resend the same plan with p:capRadius "
-                f"{CAP_RADIUS} (90% of what fits, the intent's margin) on all four caps."
+                f"R{CAP_RADIUS_TRIED} cannot be. Ask the package's repair for a candidate (90% "
+                "of what fits, the intent's margin); it repairs capFLRound only, and the other "
+                "three caps take p:capRadius, so set that to the candidate's radius too."
             ),
         },
         plan(
-            f"the same brackets with the caps' radius repaired to R{CAP_RADIUS}",
-            rack_brackets(CAP_RADIUS),
+            f"the repair's candidate (capFLRound R{CAP_RADIUS}) with p:capRadius set to its "
+            f"radius, {CAP_RADIUS}, so the other three caps fit too",
+            rack_brackets(CAP_RADIUS, repaired=CAP_RADIUS),
         ),
         {"act": "read", "select": [["assertions"]], "limit": 40},
         inspect("massProperties", target="b:bracket3BR"),
@@ -446,6 +460,8 @@ ENC_STANDOFFS = {"FL": (-60, -35), "FR": (60, -35), "BL": (-60, 35), "BR": (60, 
 ENC_LID_SCREWS = {"FL": (-84, -54), "FR": (84, -54), "BL": (-84, 54), "BR": (84, 54)}
 LID_RADIUS_TRIED = 5
 LID_RADIUS = 2.69
+"""The candidate of ``cap:exact.reduceFilletRadius@1`` for the refused R5 (measured: the
+kernel's ``expected.maxRadius`` is 2.98828 mm, round(2.98828 * 0.9, 2))."""
 PCB_TOP = 12.6
 
 
@@ -649,8 +665,9 @@ def enclosure_components() -> list[Step]:
 
 
 def enclosure_lid(radius: float) -> list[Step]:
+    """The lid; its fillet's radius is a literal (no parameter), so that the repair's
+    candidate, which sets that step's radius, is a plan to apply as it came."""
     steps = [
-        param("lidRadius", radius, 0.5, 10),
         param("lidScrewRadius", 2, 1, 4),
         param("lidScrewHeight", 3, 1, 6),
     ]
@@ -663,7 +680,7 @@ def enclosure_lid(radius: float) -> list[Step]:
             "args": {
                 "target": "lid",
                 "edges": {"body": "lid", "select": ">Z", "entity": "Edge"},
-                "radius": {"param": "lidRadius"},
+                "radius": radius,
             },
         }
     )
@@ -769,15 +786,21 @@ def pcb_enclosure() -> dict[str, Any]:
             enclosure_lid(LID_RADIUS_TRIED),
         ),
         {
-            "act": "note",
+            "act": "repair",
+            "capability": REPAIR_FILLET,
+            "diagnostic": {"code": "FILLET_RADIUS_TOO_LARGE", "step": "lidEdges"},
             "note": (
                 "plan refused at step lidEdges: FILLET_RADIUS_TOO_LARGE; the largest radius that "
-                "fits the 3 mm lid's top edges is 2.98828 mm (expected.maxRadius). Resend the plan "
-                f"with lidRadius {LID_RADIUS} (90% of what fits, the intent's margin)."
+                "fits the 3 mm lid's top edges is 2.98828 mm (expected.maxRadius). Ask the "
+                "package's repair for a candidate (90% of what fits, the intent's margin) and "
+                "send it as it comes."
             ),
         },
         inspect("selectEntities", target="b:wallFront", select=">Z", entity="Face"),
-        plan(f"the same lid with lidRadius repaired to {LID_RADIUS}", enclosure_lid(LID_RADIUS)),
+        plan(
+            f"the repair's candidate: the same lid with its top edges at R{LID_RADIUS}",
+            enclosure_lid(LID_RADIUS),
+        ),
         {
             "act": "batch",
             "acts": [
@@ -800,7 +823,7 @@ def pcb_enclosure() -> dict[str, Any]:
                 "electronics enclosure of 44 bodies: base, four walls and feet, a PCB with four "
                 "3.2 mm holes on standoffs with screws, CPU under a finned heat sink, chips, "
                 "capacitors, connectors, and a lid with its top edges rounded to 90% of what "
-                "fits and four screws; 31 parameters drive the sizes; holes, validity, "
+                "fits and four screws; 30 parameters drive the sizes; holes, validity, "
                 "envelopes, wall thickness, volumes and no-overlap kept as assertions."
             ),
         },
@@ -825,7 +848,7 @@ def pcb_enclosure() -> dict[str, Any]:
         ],
     }
     return script(
-        "pcb_enclosure", "Electronics enclosure: 44 bodies, 31 parameters", intent, decisions
+        "pcb_enclosure", "Electronics enclosure: 44 bodies, 30 parameters", intent, decisions
     )
 
 

@@ -337,7 +337,7 @@ def occt_entries() -> dict[str, CapabilityEntry]:
 
 def test_every_occt_capability_renders_with_its_required_inputs() -> None:
     entries = occt_entries()
-    assert len(entries) == 51
+    assert len(entries) == 53  # 51 operations, queries, validators, io; 2 repairs
     for cid, entry in entries.items():
         d = entry.descriptor
         text = signature(cid, entry.input_schema, kind=d.kind, defaults=d.defaults)

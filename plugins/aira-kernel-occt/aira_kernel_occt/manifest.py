@@ -1,4 +1,5 @@
-"""The capability package manifest, generated from ``operations.py`` (one source).
+"""The capability package manifest, generated from ``operations.py`` (one source: its
+``OPERATIONS`` and its ``REPAIRS``).
 
 Regenerate and re-sign after changing an operation (and bump ``VERSION``: the catalog
 refuses a known version with other content)::
@@ -15,10 +16,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from aira_kernel_occt.operations import OPERATIONS, Operation
+from aira_kernel_occt.operations import OPERATIONS, REPAIRS, Operation, Repair
 
 NAME = "aira.kernel.occt"
-VERSION = "0.6.1"
+VERSION = "0.7.0"
 PUBLISHER = "aira-first-party"
 PACKAGE_DIR = Path(__file__).parent / "package"
 
@@ -126,17 +127,54 @@ def descriptor(op: Operation) -> dict[str, Any]:
     return out
 
 
+def repair_schema_ref(repair: Repair) -> str:
+    version = repair.ref.split("@")[1]
+    return f"amir://repairs/{repair.name}/{version}/input"
+
+
+def repair_descriptor(repair: Repair) -> dict[str, Any]:
+    """A repair's descriptor: no inputs of its own (the core gives its template the refused
+    step's args and the diagnostic's expected and actual), read-only, instant."""
+    return {
+        "capabilityId": repair.capability,
+        "kind": "repair",
+        "patchTemplateRef": repair.ref,
+        "profileVersion": "1.0.0",
+        "title": repair.title,
+        "summary": repair.summary,
+        "aliases": list(repair.aliases),
+        "taxonomy": {"primary": "authoring.exact.finishing", "facets": ["repair"]},
+        "intentExamples": list(repair.intents),
+        "counterExamples": list(repair.counter),
+        "inputs": {"schemaRef": repair_schema_ref(repair)},
+        "purity": "pure",
+        "effects": ["readOnly"],
+        "risk": {"level": "low", "destructive": False},
+        "execution": {"quality": ["preview"], "costClass": "instant", "cancellable": False},
+        "relations": {"repairsDiagnostic": [repair.code]},
+        "patchTemplate": {
+            "appliesTo": list(repair.applies_to),
+            "when": repair.when,
+            "set": dict(repair.set),
+        },
+        "guidance": {"compositionHints": list(repair.hints)},
+    }
+
+
 def build_manifest() -> dict[str, Any]:
     schemas: dict[str, Any] = {}
     for op in OPERATIONS:
         schemas[schema_ref(op, "input")] = op.input_schema()
         schemas[schema_ref(op, "output")] = {"type": "object", "title": f"{op.ref} output"}
+    for repair in REPAIRS:
+        schemas[repair_schema_ref(repair)] = {"type": "object"}
     return {
         "format": "aira.capability-package/1",
         "name": NAME,
         "version": VERSION,
         "publisher": PUBLISHER,
-        "descriptors": [descriptor(op) for op in OPERATIONS],
+        "descriptors": [descriptor(op) for op in OPERATIONS]
+        + [repair_descriptor(r) for r in REPAIRS],
         "schemas": schemas,
     }
 
@@ -148,7 +186,8 @@ def render() -> str:
 def main() -> int:
     PACKAGE_DIR.mkdir(exist_ok=True)
     (PACKAGE_DIR / "manifest.json").write_text(render(), encoding="utf-8")
-    print(f"wrote {NAME} {VERSION}: {len(OPERATIONS)} capabilities; now re-sign it")
+    count = len(OPERATIONS) + len(REPAIRS)
+    print(f"wrote {NAME} {VERSION}: {count} capabilities; now re-sign it")
     return 0
 
 

@@ -3630,3 +3630,119 @@ def is_profile(op: Operation) -> bool:
 
 
 BY_CAPABILITY: dict[str, Operation] = {op.capability: op for op in OPERATIONS}
+
+
+# -- repairs ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Repair:
+    """A repair of one of the kernel's own refusals: a declarative patch template the core
+    evaluates over the refused step's ``args`` and the diagnostic's typed ``expected`` and
+    ``actual`` (aira_core.runtime.repairs). It makes a candidate plan and never writes: no
+    kernel code runs behind it, so it is not an :class:`Operation` (nor in ``OPERATIONS``)."""
+
+    capability: str
+    ref: str
+    title: str
+    summary: str
+    aliases: tuple[str, ...]
+    intents: tuple[str, ...]
+    """Intent examples, English and Chinese."""
+    counter: tuple[str, ...]
+    code: str
+    """The diagnostic code it repairs."""
+    applies_to: tuple[str, ...]
+    when: str
+    set: Mapping[str, str]
+    hints: tuple[str, ...] = ()
+
+    @property
+    def name(self) -> str:
+        return self.ref.split("@")[0]
+
+
+REPAIR_MARGIN = 0.9
+"""A size repair's candidate is this fraction of the largest size the kernel found to fit:
+the kernel finds that size to within 1 % (or 0.01 mm), so the candidate keeps a margin."""
+REPAIR_MIN_SIZE = 0.05
+"""The least largest-fitting size (mm) a size repair works from: its candidate is rounded to
+0.01 mm, and below 0.05 mm that rounding could eat the margin (or give 0)."""
+
+
+def _size_repair(
+    capability: str, code: str, operation: str, arg: str, limit: str, **kw: Any
+) -> Repair:
+    return Repair(
+        capability=capability,
+        ref=capability.removeprefix("cap:").replace("@1", "@1.0.0"),
+        code=code,
+        applies_to=(operation,),
+        when=f"expected is not None and expected.{limit} >= {REPAIR_MIN_SIZE}",
+        set={arg: f"round(expected.{limit} * {REPAIR_MARGIN}, 2)"},
+        hints=(
+            f"Only for {code} with expected.{limit} (the largest {arg} the kernel found to "
+            f"fit the same edges): the candidate is the refused plan with the failing step's "
+            f"{arg} at {round(REPAIR_MARGIN * 100)}% of it, rounded to 0.01 mm; no candidate "
+            f"when the refusal has no expected value (no {arg} fits) or it is below "
+            f"{REPAIR_MIN_SIZE} mm.",
+            "Never applied by itself: send the candidate's plan as a plan to apply it.",
+        ),
+        **kw,
+    )
+
+
+REPAIRS: tuple[Repair, ...] = (
+    _size_repair(
+        "cap:exact.reduceFilletRadius@1",
+        "FILLET_RADIUS_TOO_LARGE",
+        "cap:exact.fillet@1",
+        "radius",
+        "maxRadius",
+        title="Reduce a fillet's radius to one that fits",
+        summary="For a fillet the kernel refused with FILLET_RADIUS_TOO_LARGE: a candidate "
+        "plan, the same plan with the fillet's radius at 90% of the largest radius the kernel "
+        "found to fit (expected.maxRadius); never applied by itself.",
+        aliases=(
+            "fillet too large",
+            "smaller fillet radius",
+            "fit the fillet",
+            "圆角过大",
+            "减小圆角半径",
+        ),
+        intents=(
+            "the fillet radius is too large for these edges",
+            "shrink the rounded edge so the fillet fits",
+            "FILLET_RADIUS_TOO_LARGE: make the radius fit",
+            "圆角半径太大，减小到能倒出来",
+        ),
+        counter=("round the edges by 2 mm", "the chamfer is too large"),
+    ),
+    _size_repair(
+        "cap:exact.reduceChamferLength@1",
+        "CHAMFER_TOO_LARGE",
+        "cap:exact.chamfer@1",
+        "length",
+        "maxLength",
+        title="Reduce a chamfer's length to one that fits",
+        summary="For a chamfer the kernel refused with CHAMFER_TOO_LARGE: a candidate plan, "
+        "the same plan with the chamfer's length at 90% of the largest length the kernel "
+        "found to fit (expected.maxLength); never applied by itself.",
+        aliases=(
+            "chamfer too large",
+            "smaller chamfer",
+            "fit the chamfer",
+            "倒角过大",
+            "减小倒角",
+        ),
+        intents=(
+            "the chamfer is too large for these edges",
+            "shrink the bevel so the chamfer fits",
+            "CHAMFER_TOO_LARGE: make the chamfer length fit",
+            "倒角太大了，减小到能倒出来",
+        ),
+        counter=("chamfer the top edges by 1 mm", "the fillet radius is too large"),
+    ),
+)
+
+REPAIR_BY_CAPABILITY: dict[str, Repair] = {r.capability: r for r in REPAIRS}

@@ -15,7 +15,7 @@ pytest.importorskip("cadquery")
 
 from cli_runner import new_process
 
-from aira_kernel_occt.operations import OPERATIONS
+from aira_kernel_occt.operations import OPERATIONS, REPAIRS
 
 
 def aira(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -32,7 +32,8 @@ def test_the_first_party_package_is_in_production(aira_home: Path) -> None:
     (package,) = body["packages"]
     assert package["name"] == "aira.kernel.occt" and package["publisher"] == "aira-first-party"
     assert package["conformance"]["passed"] is True
-    assert sorted(package["capabilities"]) == sorted(op.capability for op in OPERATIONS)
+    ours = (*OPERATIONS, *REPAIRS)
+    assert sorted(package["capabilities"]) == sorted(op.capability for op in ours)
 
 
 def test_plan_apply_builds_a_filleted_plate_on_the_real_kernel(aira_home: Path, tmp_path) -> None:

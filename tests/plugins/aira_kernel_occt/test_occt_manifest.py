@@ -12,7 +12,7 @@ from aira_core.catalog.package import parse_package
 from aira_core.catalog.trust import TrustPolicy
 from aira_core.extensions import CapabilityPackageSource
 from aira_kernel_occt import manifest as generated
-from aira_kernel_occt.operations import OPERATIONS
+from aira_kernel_occt.operations import OPERATIONS, REPAIRS
 
 
 def source() -> CapabilityPackageSource:
@@ -40,6 +40,9 @@ def test_every_capability_has_bilingual_profiles_and_copyable_examples() -> None
         assert any(ch >= "\u4e00" for text in op.intents for ch in text), op.capability
         assert any(all(ch < "\u3400" for ch in text) for text in op.intents), op.capability
         assert op.examples, op.capability
+    for repair in REPAIRS:  # a repair has no inputs of its own, so no input examples
+        assert any(ch >= "\u4e00" for text in repair.intents for ch in text), repair.capability
+        assert any(all(ch < "\u3400" for ch in text) for text in repair.intents), repair
 
 
 def test_the_entry_point_module_is_cheap_to_import() -> None:
@@ -56,5 +59,7 @@ def test_the_entry_point_module_is_cheap_to_import() -> None:
 
 def test_the_plugin_readme_lists_every_capability() -> None:
     readme = (Path(__file__).parents[3] / "plugins" / "aira-kernel-occt" / "README.md").read_text()
-    missing = [op.capability for op in OPERATIONS if f"`{op.capability}`" not in readme]
+    missing = [
+        op.capability for op in (*OPERATIONS, *REPAIRS) if f"`{op.capability}`" not in readme
+    ]
     assert missing == []

@@ -1,6 +1,8 @@
 """A third-party repair for the OCCT kernel's FILLET_RADIUS_TOO_LARGE: its throwaway package
-(own publisher) admitted beside the first-party one; the refused fillet plan lists it, its
-candidate halves the radius without writing, and the candidate commits on the real kernel."""
+(own publisher) admitted beside the first-party one; the refused fillet plan lists it beside
+the first-party package's own repair of the code (every admitted repair of a code is offered,
+sorted), its candidate halves the radius without writing, and the candidate commits on the
+real kernel."""
 
 from __future__ import annotations
 
@@ -24,6 +26,7 @@ from aira_core.testing.signing import ThrowawaySigner, trust_policy_for
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
 CAP = "cap:vendor.fillet.reduceRadius@1"
+FIRST_PARTY = "cap:exact.reduceFilletRadius@1"
 REF = "vendor.fillet.reduceRadius@1.0.0"
 SCHEMA = "amir://repairs/vendor.fillet.reduceRadius/1.0.0/input"
 PUBLISHER = "vendor-repairs"
@@ -131,10 +134,14 @@ def test_the_repair_turns_a_refused_fillet_plan_into_a_committed_one(write: Writ
     refused = write.apply(fillet_plan(base, 15.0), "too-big")
     assert refused.status == "failed" and refused.data["stage"] == "preview"
     (fillet,) = [d for d in refused.diagnostics if d.code == "FILLET_RADIUS_TOO_LARGE"]
-    assert fillet.subject == "round" and fillet.repairs == [CAP]
+    # both repairs of the code are offered, the first-party one first (sorted by id): the
+    # caller chooses; neither is applied
+    assert fillet.subject == "round" and fillet.repairs == [FIRST_PARTY, CAP]
     offered = [a for a in refused.next_actions if a.operation == "model.read" and a.capability]
+    on = {"code": "FILLET_RADIUS_TOO_LARGE", "step": "round"}
     assert [a.args for a in offered] == [
-        {"repair": CAP, "diagnostic": {"code": "FILLET_RADIUS_TOO_LARGE", "step": "round"}}
+        {"repair": FIRST_PARTY, "diagnostic": on},
+        {"repair": CAP, "diagnostic": on},
     ]
     assert store.branches() == {MAIN: base} and write.repository.head(MAIN) == base
 

@@ -4,5 +4,5 @@
   "context": "aira.capability-package.v1",
   "publisher": "aira-first-party",
   "keyId": "e81c20c98175665f",
-  "signature": "AL+RN7HM8zHDrQu2bfBqUYXwVwExkrScfKWgp4QAu7PWdQTHkv7fGDAa3K73G5Jx6SR4necdPLkFhkLfRQ4sBQ=="
+  "signature": "H2UMEW7qRtr9ZF3Qm4OsLIXeT+Jouya6brwptTR4ZYPBJ9DJSBzfEZgmGvUXhnUNC+bAICzvO/SCB5hkdxawAQ=="
 }
