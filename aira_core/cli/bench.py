@@ -72,8 +72,8 @@ def bench_capsule(
 ) -> None:
     """Per bundled task (the demo's and the long ones): the largest capsule + log against B,
     the input sent against two baselines from the same trajectory (a transcript of decisions
-    and results; a flat tool client re-sending every tool schema, the document and every
-    result), the prefix stability of the prompts within rounds, where the input goes (per
+    and results; a flat tool client re-sending every capability's full L2 contract, the document
+    and every result), the prefix stability of the prompts within rounds, where the input goes (per
     capsule segment and kind of log entry), and the host's overhead per step."""
     from aira_core.step.bench import OVERHEAD_TARGET_MS, PromptRecorder, task_report
     from aira_core.step.runner import SCRIPTS, bundled_script
