@@ -18,17 +18,15 @@ import pytest
 
 pytest.importorskip("cadquery")
 
-from aira_core.catalog.capabilities import capability_index, node_signatures
+from occt_write import occt_write_path
+
 from aira_core.catalog.catalog import build_catalog
-from aira_core.catalog.policy import LOCAL_GRANT
 from aira_core.contracts.plan import Plan
 from aira_core.contracts.script import DecisionScript
 from aira_core.diagnostics import AiraError, Diagnostic
 from aira_core.extensions import ResultEntry, StepReply, StepRequest
-from aira_core.model.repository import ModelRepository
 from aira_core.model.store import MAIN, ModelStore
 from aira_core.runtime.contract import TerminalState
-from aira_core.runtime.plan import PlanContext
 from aira_core.runtime.repairs import REPAIR_NOT_APPLICABLE, candidate
 from aira_core.runtime.write import WritePath
 from aira_core.step.runner import run_script
@@ -57,34 +55,9 @@ def kernel() -> Iterator[Any]:
 @pytest.fixture(scope="module")
 def write(tmp_path_factory: pytest.TempPathFactory, kernel: Any) -> Iterator[WritePath]:
     """The first-party package alone (signed with the first-party key, default trust)."""
-    import aira_kernel_occt.plugin
-    from aira_core.catalog.state import CatalogState
-    from aira_core.extensions import CapabilityPackageSource
-    from aira_core.plugins import Registered, Registry
-    from aira_kernel_occt.manifest import NAME
-
-    registry = Registry()
-    source = CapabilityPackageSource.from_directory(aira_kernel_occt.plugin.PACKAGE_DIR)
-    registry.by_type["capability_packages"][NAME] = Registered(source, "occt", "occt")
-    registry.by_type["kernels"][kernel.name] = Registered(kernel, "occt", "occt")
-    tmp = tmp_path_factory.mktemp("first-party-repairs")
-    state = CatalogState(tmp / "catalog.sqlite3")
-    repository = None
-    try:
-        catalog = build_catalog(registry, state=state)
-        assert catalog.quarantine == [], catalog.quarantine
-        index = capability_index(catalog)
-        assert {FILLET, CHAMFER} <= set(index)
-        repository = ModelRepository.open(tmp / "store.sqlite3", node_signatures(index))
-        repository.init()
-        ctx = PlanContext(
-            catalog=catalog, repository=repository, grant=LOCAL_GRANT, capabilities=index
-        )
-        yield WritePath(ctx, kernel)
-    finally:
-        if repository is not None:
-            repository.close()
-        state.close()
+    with occt_write_path(tmp_path_factory.mktemp("first-party-repairs"), kernel) as write:
+        assert {FILLET, CHAMFER} <= set(write.ctx.capabilities)
+        yield write
 
 
 def sized_steps(capability: str, name: str, size: float, label: str) -> list[dict[str, Any]]:

@@ -10,14 +10,10 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from occt_write import occt_write_path
 
-from aira_core.catalog.capabilities import capability_index, node_signatures
-from aira_core.catalog.catalog import build_catalog
-from aira_core.catalog.policy import LOCAL_GRANT
 from aira_core.contracts.plan import Plan
-from aira_core.model.repository import ModelRepository
 from aira_core.model.store import MAIN
-from aira_core.runtime.plan import PlanContext
 from aira_core.runtime.repairs import candidate
 from aira_core.runtime.write import WritePath
 from aira_core.testing.package import package_source
@@ -65,41 +61,19 @@ def repair_manifest() -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def write(tmp_path_factory: pytest.TempPathFactory) -> Iterator[WritePath]:
-    import aira_kernel_occt.plugin
-    from aira_core.catalog.state import CatalogState
-    from aira_core.extensions import CapabilityPackageSource
-    from aira_core.plugins import Registered, Registry
     from aira_kernel_occt.kernel import OcctKernel
-    from aira_kernel_occt.manifest import NAME
 
     kernel = OcctKernel()
     signer = ThrowawaySigner(PUBLISHER)
-    registry = Registry()
-    source = CapabilityPackageSource.from_directory(aira_kernel_occt.plugin.PACKAGE_DIR)
-    registry.by_type["capability_packages"][NAME] = Registered(source, "occt", "occt")
     m = repair_manifest()
     # no implementations: a declarative template is the core's to evaluate
-    registry.by_type["capability_packages"][m["name"]] = Registered(
-        package_source(m, signer, []), "vendor", "vendor"
-    )
-    registry.by_type["kernels"][kernel.name] = Registered(kernel, "occt", "occt")
-    tmp = tmp_path_factory.mktemp("repairs")
-    state = CatalogState(tmp / "catalog.sqlite3")
-    repository = None
+    vendor = {m["name"]: package_source(m, signer, [])}
     try:
-        catalog = build_catalog(registry, trust=trust_policy_for(signer), state=state)
-        assert catalog.quarantine == [], catalog.quarantine
-        index = capability_index(catalog)
-        repository = ModelRepository.open(tmp / "store.sqlite3", node_signatures(index))
-        repository.init()
-        ctx = PlanContext(
-            catalog=catalog, repository=repository, grant=LOCAL_GRANT, capabilities=index
-        )
-        yield WritePath(ctx, kernel)
+        with occt_write_path(
+            tmp_path_factory.mktemp("repairs"), kernel, vendor, trust_policy_for(signer)
+        ) as write:
+            yield write
     finally:
-        if repository is not None:
-            repository.close()
-        state.close()
         kernel.close()
 
 
