@@ -368,16 +368,13 @@ def _artefacts(
         return {}
     base.parent.mkdir(parents=True, exist_ok=True)
     out = {}
-    for fmt in ("step", "svg", "mesh"):
-        if fmt == "mesh":
-            data = display_mesh(kernel, document)
-        else:
-            data = kernel_guard.export(kernel, document, fmt)
-        path = (
-            base.with_name(base.name + MESH_SUFFIX)
-            if fmt == "mesh"
-            else base.with_suffix(f".{fmt}")
-        )
+    exports: dict[str, tuple[Path, Callable[[], bytes]]] = {
+        "step": (base.with_suffix(".step"), lambda: kernel_guard.export(kernel, document, "step")),
+        "svg": (base.with_suffix(".svg"), lambda: kernel_guard.export(kernel, document, "svg")),
+        "mesh": (base.with_name(base.name + MESH_SUFFIX), lambda: display_mesh(kernel, document)),
+    }
+    for fmt, (path, export) in exports.items():
+        data = export()
         if data and host.judge_export(fmt, path.name, data):
             write_file(path, data, force=True, protect=[store])
             out[fmt] = path
