@@ -167,7 +167,13 @@ def host_tokens(data: str | bytes) -> int:
     """
     if isinstance(data, str):
         data = data.encode("utf-8", "replace")
-    return -(-len(data) // HOST_BYTES_PER_TOKEN)
+    return tokens_of_bytes(len(data))
+
+
+def tokens_of_bytes(n_bytes: int) -> int:
+    """Host-metered tokens of ``n_bytes`` bytes: / 4, rounded up (what :func:`host_tokens`
+    counts, for a size already known)."""
+    return -(-n_bytes // HOST_BYTES_PER_TOKEN)
 
 
 def value_tokens(value: Any) -> int:

@@ -36,7 +36,7 @@ from typing import Any
 
 from aira_core.extensions import DecisionSource, StepReply, StepRequest
 from aira_core.step.log import prompt_text
-from aira_core.step.tiers import HOST_BYTES_PER_TOKEN, host_tokens
+from aira_core.step.tiers import HOST_BYTES_PER_TOKEN, host_tokens, tokens_of_bytes
 
 OVERHEAD_TARGET_MS = 5.0
 BLOCK_TOKENS = 64  # spec 003 §6.5: a prefix cache keeps whole blocks of 64 tokens
@@ -54,7 +54,7 @@ def prefix_share(previous: bytes, current: bytes) -> tuple[float, float]:
     if not current:
         return 1.0, 1.0
     common = common_prefix(previous, current)
-    tokens = -(-len(current) // HOST_BYTES_PER_TOKEN)
+    tokens = tokens_of_bytes(len(current))
     cached = (common // HOST_BYTES_PER_TOKEN) // BLOCK_TOKENS * BLOCK_TOKENS
     return common / len(current), cached / tokens
 
@@ -100,7 +100,7 @@ def prefix_stability(prompts: Sequence[str], rounds: Sequence[int]) -> dict[str,
     # Weighted by tokens, as a bill sees it: the cached tokens of every prompt after its
     # round's first over their tokens, and over the whole task (each prompt against the one
     # before it, a round's first included: a new capsule keeps what its head has in common).
-    tokens = [-(-len(p) // HOST_BYTES_PER_TOKEN) for p in encoded]
+    tokens = [tokens_of_bytes(len(p)) for p in encoded]
     cached = [0] + [
         round(prefix_share(encoded[i - 1], encoded[i])[1] * tokens[i])
         for i in range(1, len(encoded))
@@ -172,7 +172,7 @@ def input_spend(
 
     def tokens(sizes: dict[str, int]) -> dict[str, int]:
         ranked = sorted(sizes.items(), key=lambda kv: (-kv[1], kv[0]))
-        return {k: -(-v // HOST_BYTES_PER_TOKEN) for k, v in ranked}
+        return {k: tokens_of_bytes(v) for k, v in ranked}
 
     return {"capsule": tokens(capsule), "log": tokens(log)}
 
@@ -196,7 +196,7 @@ def flat_baseline(
     decision and full result."""
     out, history, head = [], 0, initial_head
     for r in steps:
-        out.append(-(-(tools_bytes + document_bytes(head) + history) // HOST_BYTES_PER_TOKEN))
+        out.append(tokens_of_bytes(tools_bytes + document_bytes(head) + history))
         history += _history_bytes(r)
         head = r.get("head") or head
     return out
@@ -226,7 +226,7 @@ def capsule_report(
     for r in steps:
         transcript.append(first + history)
         history += host_tokens(json.dumps(r["decision"], ensure_ascii=False))
-        history += -(-int(r["result"].get("bytes") or 0) // HOST_BYTES_PER_TOKEN)
+        history += tokens_of_bytes(int(r["result"].get("bytes") or 0))
     overhead = sorted(r["timings"]["capsuleMs"] + r["timings"]["validateMs"] for r in steps)
     bounded = sum(prompt_tokens)
     report: dict[str, Any] = {
@@ -306,7 +306,7 @@ def task_report(
     finally:
         opened.close()
     report = capsule_report(records, flat=flat, prompts=[prompts[r["step"]] for r in steps])
-    report["flatToolsTokens"] = -(-tools // HOST_BYTES_PER_TOKEN)
+    report["flatToolsTokens"] = tokens_of_bytes(tools)
     if requests is not None:
         report["spend"] = input_spend(records, requests)
     return report

@@ -42,7 +42,7 @@ from aira_core.step.ledger import (
     truncate_utf8,
     utf8_size,
 )
-from aira_core.step.tiers import HOST_BYTES_PER_TOKEN, Tier, host_tokens
+from aira_core.step.tiers import HOST_BYTES_PER_TOKEN, Tier, host_tokens, tokens_of_bytes
 
 __all__ = [
     "CAPSULE_FORMAT",
@@ -77,10 +77,6 @@ CARRY_MAX_TOKENS = 500
 SUMMARY_MAX_TOKENS = 2_000
 LAST_RESULT_MAX_TOKENS = 8_000
 STEP_CAPSULE_OVER_BUDGET = "STEP_CAPSULE_OVER_BUDGET"
-
-
-def _tokens_of(n_bytes: int) -> int:
-    return -(-n_bytes // HOST_BYTES_PER_TOKEN)
 
 
 class CapsuleOverBudget(AiraError):
@@ -127,7 +123,7 @@ class Capsule:
     @property
     def metered(self) -> tuple[tuple[str, int, int], ...]:
         """``(name, bytes, host tokens)`` per segment."""
-        return tuple((name, size, _tokens_of(size)) for name, size in self.segments)
+        return tuple((name, size, tokens_of_bytes(size)) for name, size in self.segments)
 
 
 def build_capsule(
@@ -154,7 +150,7 @@ def build_capsule(
     holds that text (a capsule rebuilt within a round); a new round after compaction starts
     from nothing, so by default every page is shown in full.
     """
-    log_tokens = _tokens_of(log_bytes)
+    log_tokens = tokens_of_bytes(log_bytes)
     schemas = dict(schema_pages)
     releasable = [k for k in schemas if k != SHARED_DEFS] + [k for k in schemas if k == SHARED_DEFS]
     fixed = {
@@ -171,7 +167,7 @@ def build_capsule(
         # The ledger segment shows the prompt's own size. Numbers are padded to B's width,
         # so the segment's length (hence the total) does not depend on the value shown.
         probe = _segments(bodies | {"ledger": _ledger_body(ledger, tier, step, 0, log_tokens)})
-        used = _tokens_of(sum(utf8_size(s) for s in probe)) + log_tokens
+        used = tokens_of_bytes(sum(utf8_size(s) for s in probe)) + log_tokens
         bodies["ledger"] = _ledger_body(ledger, tier, step, used, log_tokens)
         texts = _segments(bodies)
         if used <= tier.budget:

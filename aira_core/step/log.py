@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from aira_core.extensions import DecisionEntry, ResultEntry, RoundEntry, StepRequest
 from aira_core.step.ledger import to_text, utf8_size
-from aira_core.step.tiers import HOST_BYTES_PER_TOKEN, Tier
+from aira_core.step.tiers import Tier, tokens_of_bytes
 
 if TYPE_CHECKING:
     from aira_core.step.capsule import Capsule
@@ -93,14 +93,14 @@ class RoundLog:
 
     @property
     def tokens(self) -> int:
-        return _tokens_of(self._bytes)
+        return tokens_of_bytes(self._bytes)
 
     def would_fit(
         self, capsule: Capsule, extra_bytes: int, tier: Tier, margin_tokens: int = 0
     ) -> bool:
         """Whether the capsule, this log and ``extra_bytes`` more (see :meth:`entry_bytes`)
         stay within B less ``margin_tokens``."""
-        used = capsule.tokens + _tokens_of(self._bytes + extra_bytes)
+        used = capsule.tokens + tokens_of_bytes(self._bytes + extra_bytes)
         return used + margin_tokens <= tier.budget
 
     def window_full(self, capsule: Capsule, tier: Tier, margin_tokens: int) -> bool:
@@ -110,7 +110,3 @@ class RoundLog:
 
     def __len__(self) -> int:
         return len(self._entries)
-
-
-def _tokens_of(n_bytes: int) -> int:
-    return -(-n_bytes // HOST_BYTES_PER_TOKEN)

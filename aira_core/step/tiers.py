@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from aira_core.contracts.amir import HOST_BYTES_PER_TOKEN, host_tokens
+from aira_core.contracts.amir import HOST_BYTES_PER_TOKEN, host_tokens, tokens_of_bytes
 from aira_core.diagnostics import AiraError
 
 __all__ = [
@@ -25,6 +25,7 @@ __all__ = [
     "Tier",
     "host_tokens",
     "tier",
+    "tokens_of_bytes",
 ]
 
 STEP_TIER_UNKNOWN = "STEP_TIER_UNKNOWN"
