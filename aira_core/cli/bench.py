@@ -87,18 +87,25 @@ def bench_capsule(
         )
     names = tuple(dict.fromkeys(task)) if task else SCRIPTS
     chosen = _kernel(kernel, "the bundled tasks build real geometry")
+    catalog = _catalog(quiet=as_json)  # once: every task plans against it, the flat client lists it
     reports = {}
     with progress("Running the bundled tasks", len(names), quiet=as_json) as update:
         for name in names:
             update(description=f"Running task {name}")
             script = bundled_script(name)
             recorder = PromptRecorder(ScriptedSource(script))
-            run = _run_one(script, chosen, tier, None, True, source=recorder)
+            run = _run_one(script, chosen, tier, None, True, source=recorder, catalog=catalog)
             reports[name] = {
                 "terminal": run.outcome.terminal.value if run.outcome.terminal else None,
                 "head": run.outcome.head,
                 "rounds": run.outcome.rounds,
-                **task_report(run.outcome.records, run.store, recorder.prompts, recorder.requests),
+                **task_report(
+                    run.outcome.records,
+                    run.store,
+                    recorder.prompts,
+                    recorder.requests,
+                    catalog=catalog,
+                ),
             }
             update(1)
     if as_json:

@@ -82,9 +82,11 @@ def _run_one(
 
     where = _run_dir(script.name)
     store = source.pop("store", None)
-    # built here, with progress on stderr, before the run prints its steps: a first build
-    # lints and runs conformance on every package, which takes seconds
-    catalog = _catalog(quiet=quiet)
+    # built here (unless the caller has it), with progress on stderr, before the run prints
+    # its steps: a first build lints and runs conformance on every package, taking seconds
+    catalog = source.pop("catalog", None)
+    if catalog is None:
+        catalog = _catalog(quiet=quiet)
     if "integrate" in source:  # its value is the contract file, or None: derive one
         source["integrations"] = _integrations(source.pop("integrate"), where, catalog)
     return run_script(

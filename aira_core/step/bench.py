@@ -279,17 +279,21 @@ def task_report(
     store: Path,
     prompts: Mapping[int, str],
     requests: Mapping[int, StepRequest] | None = None,
+    *,
+    catalog: Any = None,
 ) -> dict[str, Any]:
     """:func:`capsule_report` of a run with both baselines and the prefix stability: the flat
-    client's tools from the production catalog (the one a run plans against), its documents
-    from the run's ``store``, and ``prompts`` by step (a :class:`PromptRecorder`'s); with
-    its ``requests``, where the input goes (:func:`input_spend`)."""
+    client's tools from the production catalog (the one a run plans against: ``catalog``
+    when the caller has it, built here otherwise), its documents from the run's ``store``,
+    and ``prompts`` by step (a :class:`PromptRecorder`'s); with its ``requests``, where the
+    input goes (:func:`input_spend`)."""
     from aira_core.canonical import canonical_bytes
     from aira_core.catalog.catalog import build_catalog
     from aira_core.model.store import MAIN, ModelStore
 
     steps = _steps(records)
-    tools = len(canonical_bytes(flat_contract_tools(build_catalog())))
+    catalog = catalog if catalog is not None else build_catalog()
+    tools = len(canonical_bytes(flat_contract_tools(catalog)))
     opened = ModelStore(store)
     try:
         initial = opened.log(MAIN, None)[-1].rev  # the run's init: the first step's head
