@@ -337,6 +337,13 @@ class Usage:
             wire["pricing"] = self.pricing
         return wire
 
+    def summary(self) -> dict[str, Any]:
+        """The wire form and ``cacheHitShare``: the share of the input the provider reported
+        its cache for that hit it (None when it reported none), as run reports show it."""
+        cached = self.cache_hit_tokens + self.cache_miss_tokens
+        share = round(self.cache_hit_tokens / cached, 4) if cached else None
+        return {**self.to_wire(), "cacheHitShare": share}
+
     @classmethod
     def from_wire(cls, value: Mapping[str, Any]) -> Usage:
         """The usage in a trajectory or ledger record (unknown keys ignored; the older

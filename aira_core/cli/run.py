@@ -146,7 +146,9 @@ def _run_report(run: Any) -> dict[str, Any]:
         _, records = read_trajectory(run.trajectory)
         usage = next((r.get("usage") for r in reversed(records) if "end" in r), None)
         end = next((r for r in reversed(records) if "end" in r), {})
-    report["usage"] = usage_summary(usage or {})
+    from aira_core.extensions import Usage
+
+    report["usage"] = Usage.from_wire(usage or {}).summary()
     report["channelRepairs"] = end.get("channelRepairs", 0)
     said = _integration_diagnostics(run)
     if said:
@@ -158,19 +160,6 @@ def _integration_diagnostics(run: Any) -> list[dict[str, Any]]:
     """What the run's integrations said (refused exports, failed adapters, what an adapter
     recorded itself: a refused contract binding, say), as wire diagnostics."""
     return [d.model_dump(mode="json", exclude_none=True) for d in run.diagnostics]
-
-
-def usage_summary(usage: dict[str, Any]) -> dict[str, Any]:
-    """A run's usage as ``aira run`` reports it: the token counts, the cache-hit share of the
-    input the provider reported its cache for, and the cost."""
-    from aira_core.extensions import Usage
-
-    u = Usage.from_wire(usage)
-    cached = u.cache_hit_tokens + u.cache_miss_tokens
-    return {
-        **u.to_wire(),
-        "cacheHitShare": round(u.cache_hit_tokens / cached, 4) if cached else None,
-    }
 
 
 def _summary_lines(report: dict[str, Any]) -> list[str]:
@@ -586,8 +575,7 @@ def trace_show(
     if end:
         typer.echo(f"end: {end['terminal']} ({end['reason']}), head {end['head']}")
     total = sum(usages, Usage())
-    summary = usage_summary(total.to_wire())
-    share = summary["cacheHitShare"]
+    share = total.summary()["cacheHitShare"]
     typer.echo(
         f"usage: in {total.input_tokens} tok"
         + (f" ({share:.0%} cache hits)" if share is not None else "")

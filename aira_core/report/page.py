@@ -80,11 +80,7 @@ def _usage(run: RunData) -> dict[str, Any]:
         total = Usage.from_wire(end["usage"])
     else:
         total = sum((Usage.from_wire(s.get("usage") or {}) for s in run.steps), Usage())
-    cached = total.cache_hit_tokens + total.cache_miss_tokens
-    return {
-        **total.to_wire(),
-        "cacheHitShare": round(total.cache_hit_tokens / cached, 4) if cached else None,
-    }
+    return total.summary()
 
 
 def summary(run: RunData) -> dict[str, Any]:
