@@ -3,8 +3,6 @@ AIRA_PROGRESS=1), and never changes stdout: piped and --json output stay byte-id
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 from cli_runner import RunAira
@@ -54,21 +52,6 @@ def test_forced_progress_renders_descriptions_as_plain_text(monkeypatch, capsys)
     captured = capsys.readouterr()
     assert captured.out == ""
     assert "task [bold]x[/bold]" in captured.err
-
-
-def test_help_does_not_import_rich_progress() -> None:
-    code = (
-        "import sys\n"
-        "from aira_core import cli\n"
-        "try:\n"
-        "    cli.app(['--help'])\n"
-        "except SystemExit:\n"
-        "    pass\n"
-        "print('rich.progress' in sys.modules)\n"
-    )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
-    assert out.returncode == 0, out.stderr
-    assert out.stdout.split("\n")[-2] == "False"
 
 
 def test_a_run_shows_its_catalog_build_before_its_steps(register_plugin, tmp_path: Path) -> None:

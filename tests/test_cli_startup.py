@@ -1,5 +1,6 @@
 """`aira --help` stays fast because it imports nothing heavy: no pydantic, no plugin, no
-cadquery, httpx or mcp. (Its wall time is measured by benchmarks/bench_cli_help.py.)"""
+cadquery, httpx or mcp, nor rich's progress display. (Its wall time is measured by
+benchmarks/bench_cli_help.py.)"""
 
 from __future__ import annotations
 
@@ -7,21 +8,26 @@ import subprocess
 import sys
 
 HEAVY = ("pydantic", "jsonschema", "cryptography", "cadquery", "OCP", "httpx", "mcp")
+HELP = "try:\n    cli.app(['--help'])\nexcept SystemExit:\n    pass\n"
+ENTRY_POINT = "sys.argv = ['aira', '--help']\nassert cli.execute() == 0\n"
 
 
-def test_help_imports_nothing_heavy() -> None:
+def modules_after(run: str) -> set[str]:
+    """Every module a fresh interpreter has loaded after importing the CLI and ``run``."""
     code = (
-        "import sys\n"
-        "from aira_core import cli\n"
-        "try:\n"
-        "    cli.app(['--help'])\n"
-        "except SystemExit:\n"
-        "    pass\n"
-        "print(' '.join(sorted(m.split('.')[0] for m in sys.modules)))\n"
+        "import sys\nfrom aira_core import cli\n" + run + "print(' '.join(sorted(sys.modules)))\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
-    loaded = set(out.stdout.split("\n")[-2].split())
+    return set(out.stdout.split("\n")[-2].split())
+
+
+def packages(modules: set[str]) -> set[str]:
+    return {m.split(".")[0] for m in modules}
+
+
+def test_help_imports_nothing_heavy() -> None:
+    loaded = packages(modules_after(HELP))
     assert "typer" in loaded
     assert not loaded & set(HEAVY), sorted(loaded & set(HEAVY))
 
@@ -29,14 +35,10 @@ def test_help_imports_nothing_heavy() -> None:
 def test_help_through_the_entry_point_imports_nothing_heavy() -> None:
     """execute() (what `aira`'s main() runs) handles errors itself: --help still loads
     nothing heavy."""
-    code = (
-        "import sys\n"
-        "sys.argv = ['aira', '--help']\n"
-        "from aira_core import cli\n"
-        "assert cli.execute() == 0\n"
-        "print(' '.join(sorted(m.split('.')[0] for m in sys.modules)))\n"
-    )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
-    assert out.returncode == 0, out.stderr
-    loaded = set(out.stdout.split("\n")[-2].split())
+    loaded = packages(modules_after(ENTRY_POINT))
     assert not loaded & set(HEAVY), sorted(loaded & set(HEAVY))
+
+
+def test_help_does_not_import_rich_progress() -> None:
+    """The progress display (cli._output.progress) is imported by the commands that show it."""
+    assert "rich.progress" not in modules_after(HELP)
