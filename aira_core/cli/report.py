@@ -50,6 +50,8 @@ def report_cmd(
         bodies = _drawn(run, run_dir, kernel)
         if bodies is not None:
             run.mesh, run.mesh_note = bodies, None
+    from aira_core.cli.run import _shown
+
     written = write_report(run, target, force=force or out is None, protect=protect)
     shown = _shown(written)
     if as_json:
@@ -65,8 +67,7 @@ def _drawn(run: Any, run_dir: Path, kernel: str | None) -> Any:
     no head, no kernel installed, or it exports no display mesh): the page then says why
     the part is not drawn."""
     from aira_core.diagnostics import AiraError
-    from aira_core.report.reader import STORE
-    from aira_core.report.views import read_mesh
+    from aira_core.report.reader import STORE, parse_mesh
 
     head = (run.end or {}).get("head") or (run.revisions[-1].rev if run.revisions else None)
     if not head or not (run_dir / STORE).is_file():
@@ -84,15 +85,7 @@ def _drawn(run: Any, run_dir: Path, kernel: str | None) -> Any:
         data = display_mesh(chosen, document)
         if not data:
             return None
-        from aira_core.canonical import loads_strict
-
-        return read_mesh(loads_strict(data, "the kernel's mesh")[0])
+        return parse_mesh(data, "the kernel's mesh")
     except (AiraError, ValueError) as exc:
         run.mesh_note = f"the part is not drawn: {exc}"
         return None
-
-
-def _shown(path: Path) -> str:
-    from aira_core.cli.run import _shown as shown
-
-    return shown(path)

@@ -98,13 +98,21 @@ def mesh_path(directory: Path, name: str) -> Path | None:
 def read_mesh_file(path: Path) -> Any:
     """The bodies of the display mesh file at ``path`` (``REPORT_MESH_INVALID`` for one that
     is not an ``aira.mesh/1`` file)."""
-    from aira_core.canonical import StrictJSONError, loads_strict
     from aira_core.inputs import read_input
-    from aira_core.report.views import REPORT_MESH_INVALID, read_mesh
+    from aira_core.report.views import REPORT_MESH_INVALID
 
     data = read_input(path, "json", what="mesh", unreadable=REPORT_MESH_INVALID)
+    return parse_mesh(data, f"mesh {path.name!r}")
+
+
+def parse_mesh(data: bytes, what: str) -> Any:
+    """The bodies of the ``aira.mesh/1`` JSON ``data`` (a file's or a kernel's export, named
+    ``what`` in messages): ``REPORT_MESH_INVALID`` for anything else."""
+    from aira_core.canonical import StrictJSONError, loads_strict
+    from aira_core.report.views import REPORT_MESH_INVALID, read_mesh
+
     try:
-        value = loads_strict(data, f"mesh {path.name!r}")[0]
+        value = loads_strict(data, what)[0]
     except StrictJSONError as exc:
         raise AiraError(REPORT_MESH_INVALID, str(exc)) from None
     return read_mesh(value)
