@@ -185,6 +185,21 @@ class Task:
             self._visible.add(cap)
             self._locked[cap] = current
 
+    def shown(self, capabilities: Iterable[str]) -> list[str]:
+        """Count capabilities whose contract or signature the agent was shown outside this
+        task, under the catalog snapshot in force now, as discovered here (§7.1: what the
+        caller has seen, not what it searched for in this task, is what discovery is for).
+        They become describable and usable in a plan; ids the catalog does not hold are
+        skipped, and a Task Protocol that names a discovery sequence takes none. Returns
+        the ids taken, in order."""
+        if self._strict or self.terminal is not None:
+            return []
+        taken = [c for c in dict.fromkeys(capabilities) if c in self.ctx.capabilities]
+        if taken:
+            self._lock(taken)
+            self.state = mc.contract_locked(self.state)
+        return taken
+
     def _envelope(
         self,
         request_id: str,
