@@ -992,7 +992,18 @@ _CODES = (
             "MCP_TASK_LIMIT",
             "task_open on a server whose open tasks are all live and recently used",
         ),
-        ("MCP_TOOL_UNKNOWN", "a tool name that is none of the ten, nor a binding ever made"),
+        ("MCP_TOOL_UNKNOWN", "a tool name that is none of the eleven, nor a binding ever made"),
+        (
+            "MCP_CAPABILITY_UNKNOWN",
+            "a warning on task_open: a capability id in `capabilities` that the catalog does "
+            "not hold (the others are shown and count as discovered); closest ids named",
+        ),
+        (
+            "MCP_RESOURCE_TOO_LARGE",
+            "an exported part larger than one resource read carries within the MCP SDK "
+            "client's default limits: read it in pieces (?chunk=N) or with a coarser "
+            "tolerance",
+        ),
         (
             "MCP_RESOURCE_UNKNOWN",
             "a resource URI that names nothing readable: no such resource, a revision the "

@@ -30,7 +30,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from aira_core.canonical import CanonicalJSONError, canonical_bytes
+from aira_core.canonical import CanonicalJSONError, canonical_bytes, sha256_hex
 from aira_core.contracts.base import MAX_VALUE_DEPTH
 from aira_core.contracts.capability import WRITING_KINDS
 from aira_core.contracts.plan import NextAction, ObservationEnvelope
@@ -45,7 +45,9 @@ from aira_core.mcp.binding import (
     bound_input_schema,
     bound_tool_name,
 )
+from aira_core.mcp.observation import compact
 from aira_core.mcp.tools import (
+    MODEL_APPLY,
     OPERATIONS,
     TASK_OPEN,
     input_schemas,
@@ -61,6 +63,9 @@ MCP_TASK_UNKNOWN = "MCP_TASK_UNKNOWN"
 MCP_TASK_LIMIT = "MCP_TASK_LIMIT"
 MCP_TOOL_UNKNOWN = "MCP_TOOL_UNKNOWN"
 MCP_RESOURCE_UNKNOWN = "MCP_RESOURCE_UNKNOWN"
+MCP_CAPABILITY_UNKNOWN = "MCP_CAPABILITY_UNKNOWN"
+MCP_RESOURCE_TOO_LARGE = "MCP_RESOURCE_TOO_LARGE"
+DUPLICATE_REQUEST_ID = "DUPLICATE_REQUEST_ID"
 ARGS_INVALID = "ARGS_INVALID"
 MAX_TASKS = 64
 MAX_CALLS = 4096
@@ -82,6 +87,8 @@ RESOURCE_PREFIX = "aira://"
 ARGUMENT_BYTES = 1024 * 1024
 """The most a call's arguments may hold (canonical JSON): a plan of hundreds of steps fits;
 what a result echoes of them stays bounded."""
+REPLIES_KEPT = 256
+"""Answers a task keeps for calls sent again with the same request id."""
 ARGUMENT_DEPTH = MAX_VALUE_DEPTH + 8
 """How deeply a call's arguments may nest: a step's free JSON value (MAX_VALUE_DEPTH) inside
 a plan inside the arguments."""
@@ -104,12 +111,14 @@ def default_grant() -> Any:
 
 @dataclass
 class Answer:
-    """One tool result: the envelope (structured content), whether it is an error result,
-    and the text a model reads."""
+    """One tool result: the envelope (the full wire form, which the runtime traced), whether
+    it is an error result, the text a model reads (its compact form, sent once), and any
+    images (PNG bytes) shown beside it."""
 
     envelope: dict[str, Any]
     is_error: bool
     text: str
+    images: list[bytes] = dataclasses.field(default_factory=list)
 
 
 @dataclass
@@ -120,6 +129,11 @@ class OpenTask:
     budgets: TaskBudgets
     used: float
     calls: int = 0
+    # The answers to this task's calls by the client's request id (and what was asked):
+    # a call sent again with the same id and arguments gets the same answer, run once.
+    replies: OrderedDict[str, tuple[str, Answer]] = dataclasses.field(
+        default_factory=OrderedDict
+    )
 
     def request_id_of(self, arguments: Mapping[str, Any], problem: str | None) -> str:
         """The client's request id, or one of the server's: for a call without one, and for
@@ -139,19 +153,8 @@ def _answer(envelope: ObservationEnvelope | dict[str, Any]) -> Answer:
         message = d.get("message")
         if isinstance(message, str) and len(message) > MESSAGE_CHARS:
             d["message"] = message[:MESSAGE_CHARS] + f"… ({len(message)} characters)"
-    status = wire.get("status")
-    body = json.dumps(wire, ensure_ascii=False, separators=(",", ":"))
-    if status not in _ERROR_STATUSES:
-        return Answer(wire, False, body)
-    lines = [
-        f"{d.get('code')}: {d.get('message')}"
-        for d in wire.get("diagnostics", [])
-        if d.get("severity", "error") == "error"
-    ] or [f"{status}"]
-    data = wire.get("data") or {}
-    if data.get("nextOperation"):
-        lines.append(f"next: {tool_name(data['nextOperation'])}")
-    return Answer(wire, True, "\n".join(lines) + "\n\n" + body)
+    text = json.dumps(compact(wire), ensure_ascii=False, separators=(",", ":"))
+    return Answer(wire, wire.get("status") in _ERROR_STATUSES, text)
 
 
 def _refusal(request_id: str, code: str, message: str, subject: str | None = None) -> Answer:
@@ -232,6 +235,10 @@ class Engine:
         self._repository: Any = None
         self._disclosure: Any = None
         self._tools_cache: tuple[Any, list[dict[str, Any]]] | None = None
+        # Discovery that carries over (docs/mcp.md): capability → the discovery catalog hash
+        # under which this server showed the agent its contract or signature.
+        self._shown: dict[str, str] = {}
+        self._grammars_sent: set[str] = set()
 
     # -- the store, the catalog ----------------------------------------------------------------
 
@@ -363,25 +370,56 @@ class Engine:
             )
         except AiraError as exc:
             return _refusal("open", exc.code, exc.diagnostic.message, TASK_OPEN)
-        self._tasks[handle] = OpenTask(handle, task, chosen, budgets, self._clock())
+        open_task = OpenTask(handle, task, chosen, budgets, self._clock())
+        self._tasks[handle] = open_task
+        data: dict[str, Any] = {"task": handle, "tier": chosen.name}
+        diagnostics = []
+        wanted = list(dict.fromkeys(arguments.get("capabilities", [])))
+        if wanted:
+            from aira_core.catalog.signatures import catalog_signatures
+
+            known = [c for c in wanted if c in self._ctx.capabilities]
+            unknown = [c for c in wanted if c not in self._ctx.capabilities]
+            if known:
+                data["signatures"] = catalog_signatures(self._ctx.capabilities, known)
+                self._show(known)
+            if unknown:
+                diagnostics.append(_unknown_capabilities(unknown, self._ctx.capabilities))
+        self._carry(open_task)
+        data["state"] = task.state.value
         return _answer(
             ObservationEnvelope(
                 request_id="open",
                 observed_revision=task.head,
-                status="success",
-                data={
-                    "task": handle,
-                    "branch": task.branch,
-                    "tier": chosen.name,
-                    "state": task.state.value,
-                    "terminal": None,
-                    **({"intent": frame.to_wire()} if frame is not None else {}),
-                },
+                status="partial" if diagnostics else "success",
+                data=data,
+                diagnostics=diagnostics,
                 next_actions=[
                     NextAction(operation=op.value) for op in mc.legal_operations(task.state)
                 ],
             )
         )
+
+    # -- discovery that carries over -----------------------------------------------------------
+
+    def _show(self, capabilities: Any) -> None:
+        """The agent was shown these capabilities' contracts or signatures under the catalog
+        snapshot in force now: every task of this server may use them until it changes."""
+        current = self._ctx.catalog.discovery_catalog_hash()
+        for cap in capabilities:
+            if cap in self._ctx.capabilities:
+                self._shown[cap] = current
+
+    def _carry(self, open_task: OpenTask) -> None:
+        """What this server has shown the agent, under the current catalog snapshot, counts
+        as discovered in ``open_task`` (a changed snapshot shows nothing: each id was shown
+        under the hash it is kept with)."""
+        if not self._shown or open_task.task.terminal is not None:
+            return
+        current = self._ctx.catalog.discovery_catalog_hash()
+        fresh = [cap for cap, shown_under in self._shown.items() if shown_under == current]
+        if fresh:
+            open_task.task.shown(fresh)
 
     def _task(self, handle: Any) -> OpenTask | None:
         found = self._tasks.get(handle) if isinstance(handle, str) else None
@@ -466,17 +504,51 @@ class Engine:
         try:
             if name == TASK_OPEN:
                 return self._open(arguments)
+            if name == MODEL_APPLY:
+                return self._replayed(name, arguments, self._apply)
             operation = OPERATIONS.get(name)
             if operation is not None:
-                return self._operation(name, operation, arguments)
+                return self._replayed(
+                    name, arguments, lambda a: self._operation(name, operation, a)
+                )
             if name in self._bindings or name in self._stale:
                 return self._bound(name, arguments)
         except AiraError as exc:  # a store or kernel refusal the runtime did not wrap
             return _refusal("-", exc.code, exc.diagnostic.message, name)
-        known = ", ".join([TASK_OPEN, *OPERATIONS])
+        known = ", ".join([TASK_OPEN, *OPERATIONS, MODEL_APPLY])
         return _refusal(
             "-", MCP_TOOL_UNKNOWN, f"no tool {redact(name[:64])!r}; the tools are {known}"
         )
+
+    def _replayed(
+        self, name: str, arguments: Mapping[str, Any], run: Callable[[Mapping[str, Any]], Answer]
+    ) -> Answer:
+        """``run(arguments)``, or, for a call sent again with the same request id and the
+        same arguments, the answer it had (nothing runs twice: a retry after a lost answer is
+        safe for every tool). The same id with other arguments is refused."""
+        rid, handle = arguments.get("requestId"), arguments.get("task")
+        open_task = self._tasks.get(handle) if isinstance(handle, str) else None
+        if not isinstance(rid, str) or open_task is None:
+            return run(arguments)
+        asked = sha256_hex({"tool": name, "arguments": dict(arguments)})
+        kept = open_task.replies.get(rid)
+        if kept is not None:
+            if kept[0] == asked:
+                return kept[1]
+            return _refusal(
+                rid,
+                DUPLICATE_REQUEST_ID,
+                f"request id {rid} was used before for another call; a retry sends the same "
+                "arguments, a new call a new id",
+                name,
+            )
+        answer = run(arguments)
+        first = (answer.envelope.get("diagnostics") or [{}])[0].get("code")
+        if first != ARGS_INVALID:  # refused for its arguments: the id was not used up
+            open_task.replies[rid] = (asked, answer)
+            while len(open_task.replies) > REPLIES_KEPT:
+                open_task.replies.popitem(last=False)
+        return answer
 
     def _operation(
         self, name: str, operation: MetaOperation, arguments: Mapping[str, Any]
@@ -495,6 +567,11 @@ class Engine:
             return _answer(task.refuse(rid, operation.value, ARGS_INVALID, problem))
         if open_task.calls > MAX_CALLS and task.terminal is None:
             task.exhaust(rid, f"the task took {MAX_CALLS} calls")
+        self._carry(open_task)
+        if operation is MetaOperation.CATALOG_DESCRIBE:
+            return self._describe(open_task, rid, arguments)
+        if operation is MetaOperation.MODEL_READ and "view" in arguments:
+            return self._picture(open_task, rid, arguments)
         args = {
             k: v
             for k, v in arguments.items()
@@ -513,8 +590,139 @@ class Engine:
         if operation is MetaOperation.MODEL_COMMIT and envelope.status in ("success", "partial"):
             envelope = envelope.model_copy(update={"artifacts": self._artifacts(open_task)})
         answer = _answer(envelope)
-        if operation is MetaOperation.CATALOG_DESCRIBE and arguments.get("bind"):
-            answer = self._bind(open_task, arguments["capabilityId"], answer)
+        self._expire()
+        return answer
+
+    # -- the part as a picture -------------------------------------------------------------------
+
+    def _picture(self, open_task: OpenTask, rid: str, arguments: Mapping[str, Any]) -> Answer:
+        raise NotImplementedError  # wired to aira_core.report.picture below
+
+    # -- describe, one or several ----------------------------------------------------------------
+
+    def _describe(self, open_task: OpenTask, rid: str, arguments: Mapping[str, Any]) -> Answer:
+        task = open_task.task
+        op = MetaOperation.CATALOG_DESCRIBE.value
+        one, several = arguments.get("capabilityId"), arguments.get("capabilityIds")
+        if (one is None) == (several is None):
+            return _answer(
+                task.refuse(rid, op, ARGS_INVALID, "catalog_describe takes capabilityId or "
+                            "capabilityIds (one of them)")
+            )
+        if several is not None and arguments.get("bind"):
+            return _answer(
+                task.refuse(rid, op, ARGS_INVALID, "bind takes one capabilityId")
+            )
+        base = {k: arguments[k] for k in ("level", "selectionRefs") if k in arguments}
+        ids = [one] if several is None else list(dict.fromkeys(several))
+        described: dict[str, Any] = {}
+        diagnostics: list[Diagnostic] = []
+        last: ObservationEnvelope | None = None
+        for i, cap in enumerate(ids):
+            call_id = rid if several is None else f"{rid}#{i + 1}"
+            last = task.call(op, call_id, {"capabilityId": cap, **base})
+            if last.status == "success":
+                described[cap] = {
+                    k: v for k, v in last.data.items() if k not in ("state", "terminal")
+                }
+                if base.get("level", "L2") == "L2":
+                    self._show([cap])
+            else:
+                diagnostics += [d.model_copy(update={"subject": cap}) for d in last.diagnostics]
+        assert last is not None
+        if several is None:
+            answer = _answer(self._compact_contracts(last, described))
+            if arguments.get("bind"):
+                answer = self._bind(open_task, one, answer)
+            return answer
+        status = "success" if not diagnostics else "partial" if described else "blocked"
+        merged = last.model_copy(
+            update={
+                "request_id": rid,
+                "status": status,
+                "data": {"state": task.state.value, "contracts": described},
+                "diagnostics": diagnostics,
+            }
+        )
+        return _answer(self._compact_contracts(merged, described))
+
+    def _compact_contracts(
+        self, envelope: ObservationEnvelope, described: Mapping[str, Any]
+    ) -> ObservationEnvelope:
+        """Contracts with the shared grammars referenced, each grammar stated in full once
+        per server (and always readable as a resource)."""
+        return envelope
+
+    # -- one call for a plan that is right -------------------------------------------------------
+
+    def _apply(self, arguments: Mapping[str, Any]) -> Answer:
+        """check → propose → preview → validate → commit, each the meta-operation it is on
+        the task runtime (its admission, grant, trace), stopping at the first refusal."""
+        from aira_core.step.decision import plan_draft_wire
+
+        open_task = self._task(arguments.get("task"))
+        problem = _argument_problem(MODEL_APPLY, arguments)
+        if open_task is None:
+            if problem is not None and "task" not in arguments:
+                return _refusal("-", ARGS_INVALID, problem, MODEL_APPLY)
+            return self._unknown_task(arguments.get("task"), MODEL_APPLY)
+        task = open_task.task
+        rid = open_task.request_id_of(arguments, problem)
+        propose = MetaOperation.MODEL_PROPOSE_PATCH.value
+        if problem is not None:
+            return _answer(task.refuse(rid, propose, ARGS_INVALID, problem))
+        if open_task.calls > MAX_CALLS and task.terminal is None:
+            task.exhaust(rid, f"the task took {MAX_CALLS} calls")
+        self._carry(open_task)
+        try:
+            draft = plan_draft_wire(arguments["plan"])
+        except ValueError as exc:
+            return _answer(task.refuse(rid, propose, ARGS_INVALID, f"the plan: {exc}"))
+        base = arguments.get("baseRevision") or task.head
+        stages = [
+            ("proposed", MetaOperation.MODEL_PROPOSE_PATCH, {"plan": {**draft, "baseRevision": base}}),
+            ("previewed", MetaOperation.MODEL_PREVIEW, {}),
+            ("validated", MetaOperation.MODEL_VALIDATE, {}),
+            ("committed", MetaOperation.MODEL_COMMIT, {"publish": bool(arguments.get("publish"))}),
+        ]
+        done: dict[str, Any] = {}
+        warnings: list[Diagnostic] = []
+        envelope: ObservationEnvelope | None = None
+        for stage, operation, args in stages:
+            envelope = task.call(operation.value, f"{rid}#{operation.value}", args)
+            if envelope.status not in ("success", "partial"):
+                data = {**envelope.data, "stage": operation.value, **done}
+                return _answer(envelope.model_copy(update={"request_id": rid, "data": data}))
+            warnings += [d for d in envelope.diagnostics if d.severity != "error"]
+            if operation is MetaOperation.MODEL_PROPOSE_PATCH:
+                done["planId"] = envelope.data.get("planId")
+            elif operation is MetaOperation.MODEL_PREVIEW:
+                done["bodies"] = _bodies(envelope.data.get("bodies", {}))
+            elif operation is MetaOperation.MODEL_VALIDATE:
+                if envelope.data.get("assertions"):
+                    done["assertions"] = envelope.data["assertions"]
+        assert envelope is not None
+        rev = envelope.data.get("rev")
+        if isinstance(rev, str):  # the handles the plan named (b:plate), not entity ids
+            table = self._ctx.repository.aliases(rev)
+            for key in ("bodies", "assertions"):
+                if isinstance(done.get(key), dict):
+                    done[key] = {_alias(table, k): v for k, v in done[key].items()}
+        data = {
+            "state": task.state.value,
+            "rev": envelope.data.get("rev"),
+            **({"published": envelope.data["published"]} if envelope.data.get("published") else {}),
+            **done,
+        }
+        committed = envelope.model_copy(
+            update={
+                "request_id": rid,
+                "data": data,
+                "diagnostics": [*warnings, *[d for d in envelope.diagnostics if d not in warnings]],
+                "artifacts": self._artifacts(open_task),
+            }
+        )
+        answer = _answer(committed)
         self._expire()
         return answer
 
@@ -774,6 +982,46 @@ class Engine:
                 self._exports.popitem(last=False)
         self._exports.move_to_end(key)
         return data if fmt == "stl" else data.decode("utf-8", "replace")
+
+
+def _alias(table: Any, entity_id: str) -> str:
+    try:
+        return str(table.alias_of(entity_id))
+    except Exception:  # an id the table does not hold stays as it is
+        return entity_id
+
+
+def _bodies(bodies: Mapping[str, Any]) -> dict[str, Any]:
+    """A preview's bodies as a model needs them after a commit: volume and box, rounded."""
+    out = {}
+    for handle, body in bodies.items():
+        if not isinstance(body, Mapping):
+            continue
+        item: dict[str, Any] = {}
+        if body.get("valid") is False:
+            item["valid"] = False
+        if isinstance(body.get("volume"), (int, float)):
+            item["volume"] = round(body["volume"], 3)
+        if body.get("boundingBox"):
+            item["box"] = [round(v, 3) for v in body["boundingBox"]]
+        out[handle] = item
+    return out
+
+
+def _unknown_capabilities(unknown: list[str], capabilities: Mapping[str, Any]) -> Diagnostic:
+    import difflib
+
+    near = sorted(
+        {m for c in unknown for m in difflib.get_close_matches(c, list(capabilities), 2, 0.6)}
+    )
+    return Diagnostic(
+        code=MCP_CAPABILITY_UNKNOWN,
+        severity="warning",
+        message="not in the catalog: "
+        + ", ".join(redact(c[:80]) for c in unknown[:8])
+        + (f"; did you mean {', '.join(near)}" if near else "; catalog_search finds ids"),
+        subject=TASK_OPEN,
+    )
 
 
 def _json(value: Any) -> str:

@@ -33,12 +33,15 @@ NAME = "aira"
 MCP_CALL_FAILED = "MCP_CALL_FAILED"
 INSTRUCTIONS = (
     "Aira designs CAD parts through nine meta-operations. Call task_open first and pass the "
-    "handle it returns as `task` to every other tool. Find capabilities with catalog_search, "
-    "read a contract with catalog_describe, submit a composite plan with model_proposePatch, "
-    "then model_preview, model_validate and model_commit; model_read reads the result back. "
-    "nextActions name meta-operations: model.commit is the tool model_commit. A refused call "
-    "is an error result whose text starts with its code. Exported files of a task are "
-    "resources (aira://tasks/<task>/part.step, .stl, .svg)."
+    "handle it returns as `task` to every other tool; name the capabilities you mean to use "
+    "in task_open's `capabilities` (their signatures come back; the resource "
+    "aira://catalog/signatures lists all). catalog_search finds capabilities for a part or "
+    "a feature, catalog_describe gives full contracts. A plan you know is right goes in one "
+    "call to model_apply (check, preview, validate, commit); or step by step with "
+    "model_proposePatch, model_preview, model_validate, model_commit. model_read reads the "
+    "head back (view=picture: a PNG). Every result is one JSON object; nextActions name the "
+    "tools to call next, a refusal's first. Exported files are resources "
+    "(aira://tasks/<task>/part.step, .stl, .3mf, .svg, .png)."
 )
 _log = logging.getLogger("aira.mcp")
 T = TypeVar("T")
@@ -91,11 +94,18 @@ def _failed(exc: Exception) -> Answer:
 
 
 def _result(answer: Answer) -> types.CallToolResult:
-    return types.CallToolResult(
-        content=[types.TextContent(type="text", text=answer.text)],
-        structured_content=answer.envelope,
-        is_error=answer.is_error,
-    )
+    """The answer's one JSON text (no structured copy of it: docs/mcp.md says why), and
+    the images it shows."""
+    import base64
+
+    content: list[Any] = [types.TextContent(type="text", text=answer.text)]
+    for png in answer.images:
+        content.append(
+            types.ImageContent(
+                type="image", data=base64.b64encode(png).decode(), mime_type="image/png"
+            )
+        )
+    return types.CallToolResult(content=content, is_error=answer.is_error)
 
 
 def build_server(engine: Engine, *, version: str = "", worker: Worker | None = None) -> Server[Any]:

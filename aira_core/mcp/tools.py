@@ -27,6 +27,13 @@ from aira_core.runtime.contract import EffectClass, MetaOperation, operation_con
 from aira_core.step.tiers import DEFAULT_BUDGETS, TIERS, TaskBudgets
 
 TASK_OPEN = "task_open"
+MODEL_APPLY = "model_apply"
+"""Not a meta-operation: check → propose → preview → validate → commit of one plan, each
+run by the task runtime as the meta-operation it is, in one call."""
+DESCRIBE_BATCH = 16
+"""The most capabilities one ``catalog_describe`` takes."""
+OPEN_CAPABILITIES = 64
+"""The most capabilities ``task_open`` shows (as signatures) and counts as discovered."""
 REQUEST_ID_PATTERN = r"^[A-Za-z0-9._:-]{1,128}$"
 TASK_HANDLE_PATTERN = r"^mcp-[0-9a-f]{16}$"
 INTENT_CHARS = 4000
@@ -51,12 +58,14 @@ _DESCRIPTIONS: dict[MetaOperation, str] = {
         "never tools: describe one, then name it in a plan."
     ),
     MetaOperation.CATALOG_DESCRIBE: (
-        "A capability's full contract (L2), guidance (L3) or applicability (L4). A plan may "
-        "only use capabilities described in this task. bind=true also lists it as a typed "
-        "tool bound to this task and revision."
+        "Full contracts (L2), guidance (L3) or applicability (L4) of one capability or of "
+        "several (capabilityIds). A plan may only use capabilities this server has shown "
+        "you (described, or as signatures). bind=true also lists one as a typed tool bound "
+        "to this task and revision."
     ),
     MetaOperation.MODEL_READ: (
-        "Read the task's head: its summary (no arguments), pages (select), or a query "
+        "Read the task's head: its summary (no arguments), a picture of it (view=picture: "
+        "a PNG with an isometric and three orthographic views), pages (select), or a query "
         "capability run on the kernel (query + args, e.g. massProperties)."
     ),
     MetaOperation.MODEL_PROPOSE_PATCH: (
@@ -78,13 +87,16 @@ _DESCRIPTIONS: dict[MetaOperation, str] = {
 }
 
 _ENVELOPE_FLOW = (
-    " Every result is an observation envelope: status, data, diagnostics, nextActions; a "
-    "refusal is an error result whose text starts with its code."
+    " The result is one JSON object: status, data, diagnostics, nextActions (tools to call "
+    "next); a refusal is an error result."
 )
 
 
-def annotations(operation: MetaOperation | None) -> dict[str, Any]:
-    """MCP tool annotations (wire names) from the effectClass; ``None``: ``task_open``."""
+def annotations(operation: MetaOperation | str | None) -> dict[str, Any]:
+    """MCP tool annotations (wire names) from the effectClass; ``None``: ``task_open``;
+    :data:`MODEL_APPLY`: a commit's (what its last stage is)."""
+    if operation == MODEL_APPLY:
+        return {**annotations(MetaOperation.MODEL_COMMIT), "title": "model.apply"}
     if operation is None:
         return {
             "title": "Open a task",
@@ -115,7 +127,14 @@ def annotations(operation: MetaOperation | None) -> dict[str, Any]:
     }
 
 
-def description(operation: MetaOperation | None) -> str:
+def description(operation: MetaOperation | str | None) -> str:
+    if operation == MODEL_APPLY:
+        return (
+            "A plan you know is right, in one call: check, propose, preview, validate and "
+            "commit, stopping at the first stage that refuses it (its diagnostics and the "
+            "repair in nextActions; nothing is written). Same rules as the single steps."
+            + _ENVELOPE_FLOW
+        )
     if operation is None:
         return (
             "Open a task: a handle, a branch of its own from main's head, and the runtime "
@@ -158,32 +177,6 @@ def _search_schema() -> dict[str, Any]:
     from aira_core.contracts.search import SearchRequest
 
     return _generated(SearchRequest)
-
-
-@cache
-def envelope_schema() -> dict[str, Any]:
-    """The output schema of every tool: the observation envelope, as it goes over the wire
-    (``to_wire`` drops ``None``, so an optional field is its type, never ``null``)."""
-    from aira_core.contracts.plan import ObservationEnvelope
-
-    schema = _generated(ObservationEnvelope)
-    _without_nulls(schema)
-    return schema
-
-
-def _without_nulls(node: Any) -> None:
-    if isinstance(node, dict):
-        branches = node.get("anyOf")
-        if isinstance(branches, list) and len(branches) == 2 and {"type": "null"} in branches:
-            node.pop("anyOf")
-            if "default" in node and node["default"] is None:
-                node.pop("default")
-            node.update(next(b for b in branches if b != {"type": "null"}))
-        for value in node.values():
-            _without_nulls(value)
-    elif isinstance(node, list):
-        for item in node:
-            _without_nulls(item)
 
 
 def _grammar_defs(aliases: Mapping[str, Sequence[str]] | None, budgets: TaskBudgets) -> Any:
@@ -262,6 +255,13 @@ def input_schemas(
                     "enum": list(TIERS),
                     "description": "the step tier the task runs at (default: the server's)",
                 },
+                "capabilities": {
+                    "type": "array",
+                    "items": {"type": "string", "maxLength": 200},
+                    "maxItems": OPEN_CAPABILITIES,
+                    "description": "capability ids you mean to use: their compact signatures "
+                    "come back and count as discovered (no search or describe needed)",
+                },
             },
             [],
         ),
@@ -275,7 +275,14 @@ def input_schemas(
                 "capabilityId": {
                     "type": "string",
                     "maxLength": 200,
-                    "description": "a capability id a search showed",
+                    "description": "a capability id a search or the signatures showed",
+                },
+                "capabilityIds": {
+                    "type": "array",
+                    "items": {"type": "string", "maxLength": 200},
+                    "minItems": 1,
+                    "maxItems": DESCRIBE_BATCH,
+                    "description": "several at once, instead of capabilityId",
                 },
                 "level": {"enum": ["L2", "L3", "L4"], "description": "default L2"},
                 "selectionRefs": {
@@ -290,7 +297,7 @@ def input_schemas(
                 },
                 "requestId": rid,
             },
-            ["task", "capabilityId"],
+            ["task"],
         ),
         tool_name(MetaOperation.MODEL_READ): _object(
             {
@@ -301,6 +308,11 @@ def input_schemas(
                     "maxItems": 8,
                     "description": "pages: [block] or [block, handle]; blocks are "
                     "parameters, nodes, bodies, assertions",
+                },
+                "view": {
+                    "enum": ["picture"],
+                    "description": "picture: the head as a PNG image (isometric, front, top, "
+                    "right, with sizes)",
                 },
                 "limit": {"type": "integer", "minimum": 1, "maximum": 200},
                 "offset": {"type": "integer", "minimum": 0},
@@ -368,6 +380,13 @@ def input_schemas(
         ),
         tool_name(MetaOperation.MODEL_REVERT): _object({"task": task, "requestId": rid}, ["task"]),
     }
+    apply = copy.deepcopy(schemas[tool_name(MetaOperation.MODEL_PROPOSE_PATCH)])
+    apply["properties"] = {
+        **{k: v for k, v in apply["properties"].items() if k != "requestId"},
+        "publish": schemas[tool_name(MetaOperation.MODEL_COMMIT)]["properties"]["publish"],
+        "requestId": rid,
+    }
+    schemas[MODEL_APPLY] = apply
     return schemas
 
 
@@ -376,17 +395,18 @@ def tool_definitions(
     *,
     budgets: TaskBudgets = DEFAULT_BUDGETS,
 ) -> list[dict[str, Any]]:
-    """The ten tools as ``tools/list`` carries them (wire names), ``task_open`` first."""
+    """The tools as ``tools/list`` carries them (wire names), ``task_open`` first and
+    ``model_apply`` last. No output schema: a result's one content block is its JSON
+    (docs/mcp.md says why there is no second, structured copy)."""
     schemas = input_schemas(aliases, budgets=budgets)
     out = []
-    for name, operation in [(TASK_OPEN, None), *OPERATIONS.items()]:
+    for name, operation in [(TASK_OPEN, None), *OPERATIONS.items(), (MODEL_APPLY, MODEL_APPLY)]:
         out.append(
             {
                 "name": name,
                 "title": annotations(operation)["title"],
                 "description": description(operation),
                 "inputSchema": schemas[name],
-                "outputSchema": envelope_schema(),
                 "annotations": annotations(operation),
             }
         )

@@ -59,22 +59,34 @@ async def client(engine: Engine) -> AsyncIterator[Any]:
         yield c
 
 
+def envelope(result: Any) -> dict[str, Any]:
+    """A tool result's one JSON object (its compact envelope): the first content block,
+    and no structured copy beside it."""
+    import json
+
+    assert result.structured_content is None, "a result carries its JSON once"
+    assert result.content and result.content[0].type == "text", result.content
+    value = json.loads(result.content[0].text)
+    assert isinstance(value, dict)
+    return value
+
+
 async def call(client: Any, name: str, **arguments: Any) -> Any:
-    """A tool call's result, its structured envelope checked to be there."""
+    """A tool call's result, its one JSON object checked to be there."""
     result = await client.call_tool(name, arguments)
-    assert isinstance(result.structured_content, dict), result.content
+    envelope(result)
     return result
 
 
 def codes(result: Any) -> list[str]:
-    return [d["code"] for d in result.structured_content.get("diagnostics", [])]
+    return [d["code"] for d in envelope(result).get("diagnostics", [])]
 
 
 def state(result: Any) -> str:
-    return result.structured_content["data"]["state"]
+    return envelope(result)["data"]["state"]
 
 
 async def open_task(client: Any, **arguments: Any) -> str:
     result = await call(client, "task_open", **arguments)
     assert not result.is_error, result.content[0].text
-    return result.structured_content["data"]["task"]
+    return envelope(result)["data"]["task"]

@@ -11,7 +11,7 @@ import pytest
 from test_repairs import REDUCE_CAP
 from test_repairs import runtime as repair_runtime
 
-from .conftest import call, codes, open_task
+from .conftest import call, codes, envelope, open_task
 from .test_mcp_server import plan_draft
 
 pytestmark = pytest.mark.anyio
@@ -40,13 +40,13 @@ async def test_a_repair_over_mcp_makes_a_candidate_that_commits(client: Any, run
     assert codes(preview)[0] == "FILLET_RADIUS_TOO_LARGE"
     (action,) = [
         a
-        for a in preview.structured_content["nextActions"]
-        if a["operation"] == "model.read" and a.get("capability") == REDUCE_CAP
+        for a in envelope(preview)["nextActions"]
+        if isinstance(a, dict) and a["tool"] == "model_read" and a.get("capability") == REDUCE_CAP
     ]
     heads = repository.store.branches()
     made = await call(client, "model_read", task=task, **action["args"])
     assert not made.is_error, made.content[0].text
-    found = made.structured_content["data"]["candidate"]
+    found = envelope(made)["data"]["candidate"]
     assert found["changes"] == {"radius": {"from": 16.0, "to": 8.0}}
     assert repository.store.branches() == heads, "a repair writes nothing"
     fixed = {
@@ -59,7 +59,7 @@ async def test_a_repair_over_mcp_makes_a_candidate_that_commits(client: Any, run
         ("model_commit", {}),
     ]:
         out = await call(client, name, task=task, **args)
-        assert not out.is_error and out.structured_content["status"] == "success", (
+        assert not out.is_error and envelope(out)["status"] == "success", (
             name,
             out.content[0].text,
         )

@@ -31,7 +31,7 @@ def _synthetic() -> Any:
     return sys.modules["synthetic"]
 
 
-def test_ten_thousand_capabilities_list_the_same_ten_tools(
+def test_ten_thousand_capabilities_list_the_same_eleven_tools(
     engine: Engine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("AIRA_EMBEDDER", "hashing")
@@ -56,6 +56,6 @@ def test_ten_thousand_capabilities_list_the_same_ten_tools(
         task = big.call("task_open", {}).envelope["data"]["task"]
         found = big.call("catalog_search", {"task": task, "intent": "fillet edges", "topK": 5})
         assert not found.is_error and len(found.envelope["data"]["hits"]) == 5
-        assert len(big.list_tools()) == 10
+        assert len(big.list_tools()) == 11
     finally:
         repository.close()

@@ -20,11 +20,12 @@ from runtime_factory import (
 )
 
 from aira_core.mcp.engine import Engine
-from aira_core.mcp.tools import OPERATIONS, TASK_OPEN
+from aira_core.mcp.observation import compact
+from aira_core.mcp.tools import MODEL_APPLY, OPERATIONS, TASK_OPEN
 from aira_core.runtime.contract import load_corpus
 from aira_core.runtime.session import Task
 
-from .conftest import call, codes, open_task, state
+from .conftest import call, codes, envelope, open_task, state
 
 pytestmark = pytest.mark.anyio
 
@@ -66,24 +67,23 @@ async def commit_composite(client: Any, task: str) -> dict[str, Any]:
     ]:
         result = await call(client, name, task=task, **args)
         assert not result.is_error, (name, result.content[0].text)
-    return result.structured_content
+    return envelope(result)
 
 
 # -- the tool list ----------------------------------------------------------------------------
 
 
-async def test_ten_tools_with_api_safe_names_schemas_and_annotations(client: Any) -> None:
+async def test_eleven_tools_with_api_safe_names_schemas_and_annotations(client: Any) -> None:
     import jsonschema
 
     tools = (await client.list_tools()).tools
     names = [t.name for t in tools]
-    assert names == [TASK_OPEN, *OPERATIONS]
+    assert names == [TASK_OPEN, *OPERATIONS, MODEL_APPLY]
     assert all(API_NAME.match(n) for n in names)
     by = {t.name: t for t in tools}
     for tool in tools:
         jsonschema.Draft202012Validator.check_schema(tool.input_schema)
-        jsonschema.Draft202012Validator.check_schema(tool.output_schema)
-        assert tool.output_schema["required"] == ["requestId", "status"]
+        assert tool.output_schema is None  # the result is one JSON text, never two copies
     # effectClass → annotations (§12.1): reads are read-only, bufferable ones idempotent
     for name in ("interface_manifest", "catalog_search", "catalog_describe", "model_read"):
         assert by[name].annotations.read_only_hint is True
@@ -98,6 +98,7 @@ async def test_ten_tools_with_api_safe_names_schemas_and_annotations(client: Any
     )
     revert = by["model_revert"].annotations
     assert (revert.destructive_hint, revert.open_world_hint) == (False, False)
+    assert by[MODEL_APPLY].annotations == commit.model_copy(update={"title": "model.apply"})
 
 
 async def test_one_open_task_puts_its_legal_handles_into_the_schemas(
@@ -133,17 +134,16 @@ async def test_a_whole_task_ends_in_a_committed_revision_and_is_read_back(
     await discover(client, task)
     committed = await commit_composite(client, task)
     rev = committed["data"]["rev"]
-    assert committed["status"] == "success" and committed["observedRevision"] == rev
+    assert committed["status"] == "success" and "observedRevision" not in committed  # = rev
     assert repository.head(f"task/{task}") == rev and repository.head("main") == main_before
-    formats = {a["format"]: a["uri"] for a in committed["artifacts"]}
-    assert formats["step"] == f"aira://tasks/{task}/part.step"
+    assert f"aira://tasks/{task}/part.step" in committed["artifacts"]
 
     read = await call(
         client, "model_read", task=task, query="massProperties", args={"target": "b:plate"}
     )
-    assert not read.is_error and read.structured_content["data"]["result"]["volume"] > 0
+    assert not read.is_error and envelope(read)["data"]["result"]["volume"] > 0
     # as in the step host, a read-back does not end a task the agent is still working on
-    assert read.structured_content["data"]["terminal"] is None
+    assert "terminal" not in envelope(read)["data"]
 
     summary = await client.read_resource(f"aira://tasks/{task}/model")
     assert json.loads(summary.contents[0].text)["rev"] == rev
@@ -159,22 +159,29 @@ async def test_a_whole_task_ends_in_a_committed_revision_and_is_read_back(
     ]:
         step = await call(client, name, task=task, **args)
         assert not step.is_error, (name, step.content[0].text)
-    second = step.structured_content["data"]["rev"]
+    second = envelope(step)["data"]["rev"]
     assert second != rev and repository.head(f"task/{task}") == second
     # another task from this one's head (not main's)
     follow = await open_task(client, **{"from": task})
     assert repository.head(f"task/{follow}") == second
 
 
-async def test_the_text_of_every_refusal_starts_with_its_code(
+async def test_a_refusal_is_one_json_text_that_starts_with_its_status_and_code(
     client: Any, no_small_catalog: None
 ) -> None:
     task = await open_task(client)
     refused = await call(client, "model_proposePatch", task=task, plan=plan_draft())
     assert refused.is_error and codes(refused) == ["DISCOVERY_REQUIRED"]
+    assert len(refused.content) == 1
     text = refused.content[0].text
-    assert text.startswith("DISCOVERY_REQUIRED: ") and "\nnext: catalog_search" in text
-    assert json.loads(text.split("\n\n", 1)[1]) == refused.structured_content
+    assert text.startswith('{"status":"blocked","diagnostics":[{"code":"DISCOVERY_REQUIRED"')
+    shown = envelope(refused)
+    assert "requestId" not in shown and "budgets" not in shown  # for programs, not the model
+    first = shown["nextActions"][0]
+    assert (first if isinstance(first, str) else first["tool"]) in (
+        "catalog_search",
+        "catalog_describe",
+    )
 
 
 # -- the shared corpus, through MCP and through the runtime -------------------------------------
@@ -235,7 +242,8 @@ def _runtime_outcomes(runtime: Any, steps: list[dict[str, Any]]) -> list[tuple[A
                 e.status,
                 [d.code for d in e.diagnostics],
                 e.data.get("state"),
-                e.data.get("nextOperation"),
+                # what the compact form a client shows makes of the runtime's next actions
+                compact(e.to_wire()).get("nextActions"),
             )
         )
     return out
@@ -250,9 +258,9 @@ async def _mcp_outcomes(client: Any, steps: list[dict[str, Any]]) -> list[tuple[
                 await call(client, "catalog_describe", task=task, capabilityId=cap)
         name = s["operation"].replace(".", "_")
         r = await call(client, name, task=task, **_arguments(steps, k))
-        e = r.structured_content
+        e = envelope(r)
         assert r.is_error == (e["status"] in ("blocked", "failed", "stale"))
-        out.append((e["status"], codes(r), e["data"].get("state"), e["data"].get("nextOperation")))
+        out.append((e["status"], codes(r), e["data"].get("state"), e.get("nextActions")))
     return out
 
 
@@ -285,7 +293,11 @@ async def test_the_shared_corpus_has_the_runtimes_outcomes_through_mcp(
     else:
         expected = case["expected"]
         refused = via[expected["refusedAt"]]
-        assert refused[1] == [expected["code"]] and refused[3] == expected["nextOperation"]
+        # the operation the corpus names comes first among the tools a client is shown
+        first = refused[3][0] if refused[3] else None
+        first = first["tool"] if isinstance(first, dict) else first
+        assert refused[1] == [expected["code"]]
+        assert first == (expected["nextOperation"] or "").replace(".", "_") or None
         for outcome, s in zip(via[: expected["refusedAt"]], steps, strict=False):
             assert outcome[0] == ("failed" if s.get("diagnostic") else "success")
 
@@ -353,7 +365,7 @@ async def test_bad_input_of_every_tool_is_an_error_result_with_a_code(
         assert "Traceback" not in text and "INTERNAL" not in text
         found = codes(result)
         assert found and (code is None or found[0] == code), (name, arguments, found, text)
-        assert text.startswith(f"{found[0]}: ")
+        assert text.startswith('{"status":"') and f'"code":"{found[0]}"' in text[:80]
     # nothing was written, and no bad call reached the kernel
     assert (repository.store.branches(), repository.head(f"task/{task}")) == before
     assert kernel.total_calls == calls
@@ -390,9 +402,16 @@ async def test_a_refused_request_id_is_never_used_up(client: Any) -> None:
         assert codes(refused) == ["ARGS_INVALID"]
     for _ in range(3):
         assert not (await call(client, "model_read", task=task)).is_error
-    assert not (await call(client, "model_read", task=task, requestId="mine-1")).is_error
+    first = await call(client, "model_read", task=task, requestId="mine-1")
+    assert not first.is_error
+    # sent again as it was (a retry after a lost answer): the same answer, not run again
+    trace = (await client.read_resource(f"aira://tasks/{task}/trace")).contents[0].text
     again = await call(client, "model_read", task=task, requestId="mine-1")
-    assert codes(again) == ["DUPLICATE_REQUEST_ID"]
+    assert again.content == first.content
+    assert (await client.read_resource(f"aira://tasks/{task}/trace")).contents[0].text == trace
+    # the same id for another call is refused
+    other = await call(client, "model_read", task=task, requestId="mine-1", limit=3, select=[])
+    assert codes(other) == ["DUPLICATE_REQUEST_ID"]
 
 
 async def test_publishing_to_main_needs_a_grant_that_allows_it(
@@ -448,7 +467,7 @@ async def test_a_secret_in_an_argument_is_never_echoed(client: Any) -> None:
         result = await client.call_tool(name, arguments)
         assert result.is_error
         assert secret not in result.content[0].text
-        assert secret not in json.dumps(result.structured_content)
+        assert secret not in json.dumps(envelope(result))
     # a request id that holds it is used, and redacted wherever it is shown
     assert not (await call(client, "model_read", task=task, requestId=secret)).is_error
     trace = (await client.read_resource(f"aira://tasks/{task}/trace")).contents[0].text
@@ -491,9 +510,9 @@ async def test_a_bound_capability_runs_through_the_pipeline_and_goes_stale(
     task = await open_task(client)
     await discover(client, task)
     described = await call(client, "catalog_describe", task=task, capabilityId=BOX_CAP, bind=True)
-    tool = described.structured_content["data"]["binding"]["tool"]
+    tool = envelope(described)["data"]["binding"]["tool"]
     listed = {t.name: t for t in (await client.list_tools()).tools}
-    assert tool in listed and len(listed) == 11
+    assert tool in listed and len(listed) == 12
     assert listed[tool].input_schema["properties"]["args"]["properties"]["length"]
     # a query capability is no writing capability: described, but not bound
     query = await call(
@@ -546,7 +565,7 @@ async def test_a_binding_expires_and_clients_are_told_the_list_changed(
             bound = await call(
                 client, "catalog_describe", task=task, capabilityId=BOX_CAP, bind=True
             )
-            tool = bound.structured_content["data"]["binding"]["tool"]
+            tool = envelope(bound)["data"]["binding"]["tool"]
             with anyio.fail_after(5):
                 await events.__anext__()  # the binding joined the list
         now[0] = 61.0
@@ -625,6 +644,6 @@ async def test_a_kernel_crash_or_timeout_leaves_the_task_usable_and_its_revision
     timed_out = await call(client, "model_validate", task=follow)
     assert timed_out.is_error and codes(timed_out) == ["KERNEL_TIMEOUT"]
     read = await call(client, "model_read", task=follow)
-    assert not read.is_error and read.structured_content["observedRevision"] == rev
+    assert not read.is_error and envelope(read)["observedRevision"] == rev
     release.set()
     assert repository.head(f"task/{task}") == rev and repository.head(f"task/{follow}") == rev

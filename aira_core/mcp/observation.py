@@ -1,0 +1,108 @@
+"""What a tool result shows the model: the observation envelope in its compact form.
+
+A client hands a tool result's content to its model, so the content is sized for a model:
+one JSON object, sent once. The envelope's fields that only a program needs, or that repeat
+another field, are left out:
+
+- ``requestId`` (the caller sent it) and ``budgets.consumed`` (the trace resource has it);
+- ``null``, empty lists and empty objects (``effectsObserved: []``, ``terminal: null``);
+- a refusal's ``data.rejection`` (the first diagnostic's code) and ``completedPrefix`` (the
+  trace resource), and ``data.nextOperation``, which becomes the first of ``nextActions``;
+- a model summary's block digests (for programs that cache pages) and its zero
+  ``…Omitted`` counts;
+- ``observedRevision`` when ``data.rev`` already says it, a diagnostic's ``severity`` when
+  it is ``error``;
+- ``artifacts`` are their URIs (the format is the URI's suffix);
+- ``nextActions`` name tools, not meta-operations (``model_commit``, not ``model.commit``):
+  a plain action is the tool's name, an action with arguments or a reason is an object
+  ``{"tool", "capability"?, "args"?, "reason"?}``, and actions specific to the refusal come
+  before the operations the state merely allows. The four tools legal in every state of a
+  live task (interface_manifest, catalog_search, catalog_describe, model_read) are not
+  listed unless an action names them specifically.
+
+The full envelope stays what the runtime traces and what :mod:`aira_core.mcp.engine` works
+with; nothing in the compact form is new information.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from aira_core.mcp.tools import tool_name
+
+_DROPPED_DATA = frozenset({"completedPrefix", "nextOperation"})
+_ALWAYS = frozenset({"interface_manifest", "catalog_search", "catalog_describe", "model_read"})
+"""Tools legal in every state of a live task: not repeated as next actions."""
+
+
+def _present(value: Any) -> bool:
+    return value is not None and value != [] and value != {}
+
+
+def _diagnostic(d: Mapping[str, Any]) -> dict[str, Any]:
+    out = {k: v for k, v in d.items() if _present(v)}
+    if out.get("severity") == "error":
+        out.pop("severity")
+    return out
+
+
+def _actions(wire: Mapping[str, Any]) -> list[Any]:
+    """Specific actions first (with their arguments), then the tools the state allows."""
+    specific: list[dict[str, Any]] = []
+    plain: list[str] = []
+    first = (wire.get("data") or {}).get("nextOperation")
+    for action in wire.get("nextActions") or []:
+        tool = tool_name(str(action.get("operation", "")))
+        detail = {
+            k: action[k] for k in ("capability", "args", "reason") if _present(action.get(k))
+        }
+        if detail:
+            item = {"tool": tool, **detail}
+            if item not in specific:
+                specific.append(item)
+        elif tool not in plain and tool not in _ALWAYS:
+            plain.append(tool)
+    if isinstance(first, str):
+        tool = tool_name(first)
+        if not any(s["tool"] == tool for s in specific):
+            plain = [tool, *(p for p in plain if p != tool)]
+    return [*specific, *plain]
+
+
+def compact(wire: Mapping[str, Any]) -> dict[str, Any]:
+    """The compact form of an envelope's wire form (see the module's docstring)."""
+    out: dict[str, Any] = {"status": wire.get("status")}
+    diagnostics = [_diagnostic(d) for d in wire.get("diagnostics") or []]
+    if diagnostics:
+        out["diagnostics"] = diagnostics
+    data = {
+        k: v for k, v in (wire.get("data") or {}).items() if k not in _DROPPED_DATA and _present(v)
+    }
+    if diagnostics and data.get("rejection") == diagnostics[0].get("code"):
+        data.pop("rejection")
+    summary = data.get("summary")
+    if isinstance(summary, Mapping):
+        data["summary"] = {
+            k: v
+            for k, v in summary.items()
+            if k != "blocks" and not (k.endswith("Omitted") and v == 0)
+        }
+    if data:
+        out["data"] = data
+    observed = wire.get("observedRevision")
+    if observed and data.get("rev") != observed:
+        out["observedRevision"] = observed
+    for key in ("effectsObserved", "certificateSummary"):
+        if _present(wire.get(key)):
+            out[key] = wire[key]
+    artifacts = [a.get("uri", a) for a in wire.get("artifacts") or [] if isinstance(a, Mapping)]
+    if artifacts:
+        out["artifacts"] = artifacts
+    remaining = (wire.get("budgets") or {}).get("remaining")
+    if _present(remaining):
+        out["budgets"] = {"remaining": remaining}
+    actions = _actions(wire)
+    if actions:
+        out["nextActions"] = actions
+    return out
