@@ -83,7 +83,7 @@ async def test_the_bracket_over_stdio_ends_in_its_revision_and_a_step_file(
         assert all(not err for act, err, _ in outcomes if act != "plan")
         final = envelope(r)
         assert final["data"]["state"] == "committed" and "terminal" not in final["data"]
-        assert final["observedRevision"] == BRACKET_HEAD
+        assert final["data"]["rev"] == BRACKET_HEAD  # observedRevision: the same, not repeated
         assert final["data"]["result"]["volume"] > 0
         step = await client.read_resource(f"aira://tasks/{task}/part.step")
         text = step.contents[0].text
