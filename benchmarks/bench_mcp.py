@@ -202,12 +202,12 @@ async def _stdio(calls: int, home: Path, kernel: str | None) -> dict[str, Any]:
             await client.call_tool("task_open", {"intent": "a mounting plate with four holes"}),
             "task_open",
         )
-        task = opened.structured_content["data"]["task"]
+        task = json.loads(opened.content[0].text)["data"]["task"]
         with_task = (await client.list_tools()).tools
         manifest = _check(
             await client.call_tool("interface_manifest", {"task": task}), "interface_manifest"
         )
-        snapshots = manifest.structured_content["data"]["snapshots"]
+        snapshots = json.loads(manifest.content[0].text)["data"]["snapshots"]
         argument_sets = {
             "catalog_search": [{"task": task, "intent": i} for i in INTENTS],
             "model_read": [{"task": task}],

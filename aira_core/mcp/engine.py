@@ -81,7 +81,20 @@ REV_PATTERN = re.compile(r"^rev:sha256:[0-9a-f]{64}$")
 """Open tasks one server holds; past it the oldest ended or idle one is let go."""
 IDLE_S = 3600.0
 """A task untouched this long may be let go when the server needs room."""
-EXPORT_FORMATS = {"step": "model/step", "stl": "model/stl", "svg": "image/svg+xml"}
+EXPORT_FORMATS = {
+    "step": "model/step",
+    "stl": "model/stl",
+    "3mf": "model/3mf",
+    "svg": "image/svg+xml",
+    "png": "image/png",
+}
+_BINARY = frozenset({"stl", "3mf", "png"})
+EXPORTED_TYPES = {"StepFile": "step", "StlFile": "stl", "ThreeMfFile": "3mf", "SvgFile": "svg"}
+"""An exporter capability's output type → the export resource that runs it."""
+_MESHES = frozenset({"stl", "3mf"})
+CHUNK_BYTES = 512 * 1024
+"""The most one resource read carries of an export: base64 (binary) and the JSON-RPC frame
+keep it under the 1 MiB a message the SDK's clients take by default."""
 _ERROR_STATUSES = frozenset({"blocked", "failed", "stale"})
 RESOURCE_PREFIX = "aira://"
 ARGUMENT_BYTES = 1024 * 1024
@@ -230,7 +243,7 @@ class Engine:
         self._tasks: OrderedDict[str, OpenTask] = OrderedDict()
         self._bindings: dict[str, Binding] = {}
         self._stale: dict[str, str] = {}  # tool name of a binding gone stale → why
-        self._exports: OrderedDict[tuple[str, str], bytes] = OrderedDict()
+        self._exports: OrderedDict[tuple[Any, ...], bytes] = OrderedDict()
         self._ctx: Any = None
         self._repository: Any = None
         self._disclosure: Any = None
@@ -625,6 +638,9 @@ class Engine:
                 described[cap] = {
                     k: v for k, v in last.data.items() if k not in ("state", "terminal")
                 }
+                run = self._run_hint(open_task, described[cap])
+                if run is not None:
+                    described[cap]["run"] = run
                 if base.get("level", "L2") == "L2":
                     self._show([cap])
             else:
@@ -645,6 +661,24 @@ class Engine:
             }
         )
         return _answer(self._compact_contracts(merged, described))
+
+    def _run_hint(self, open_task: OpenTask, described: Mapping[str, Any]) -> dict[str, Any] | None:
+        """How to run an exporter over MCP: it is no plan step, its file is a resource."""
+        contract = described.get("contract")
+        if not isinstance(contract, Mapping) or contract.get("kind") != "exporter":
+            return None
+        fmt = next(
+            (EXPORTED_TYPES[t] for t in contract.get("outputTypes", []) if t in EXPORTED_TYPES),
+            None,
+        )
+        if fmt is None:
+            return None
+        query = "{?tolerance,angularTolerance}" if fmt in _MESHES else ""
+        return {
+            "resource": f"{RESOURCE_PREFIX}tasks/{open_task.handle}/part.{fmt}{query}",
+            "how": "read this resource (every body of the task's head); an exporter is no "
+            "plan step",
+        }
 
     def _compact_contracts(
         self, envelope: ObservationEnvelope, described: Mapping[str, Any]
@@ -876,9 +910,14 @@ class Engine:
                 "mimeType": "application/json",
             },
             {
-                "uriTemplate": f"{RESOURCE_PREFIX}tasks/{{task}}/part.{{format}}",
+                "uriTemplate": (
+                    f"{RESOURCE_PREFIX}tasks/{{task}}/part.{{format}}"
+                    "{?tolerance,angularTolerance,chunk}"
+                ),
                 "name": "part",
-                "title": "The task's head exported (format: step, stl or svg)",
+                "title": "The task's head exported (format: step, stl, 3mf, svg or png); "
+                "tolerance (mm) and angularTolerance (degrees) for a mesh, chunk for a "
+                "large one",
             },
             {
                 "uriTemplate": f"{RESOURCE_PREFIX}tasks/{{task}}/trace",
@@ -902,6 +941,7 @@ class Engine:
         if path == "catalog/signatures":
             from aira_core.catalog.signatures import catalog_signatures
 
+            self._show(self._ctx.capabilities)  # read: every signature has been shown
             return catalog_signatures(self._ctx.capabilities), "text/plain"
         parts = path.split("/")
         if len(parts) >= 3 and parts[0] == "tasks":
@@ -925,14 +965,17 @@ class Engine:
                     )
                 return _json(self._ctx.repository.summary(rev).to_wire()), "application/json"
             if len(rest) == 1 and rest[0].startswith("part."):
-                fmt = rest[0].removeprefix("part.")
+                fmt, _, query = rest[0].removeprefix("part.").partition("?")
                 if fmt not in EXPORT_FORMATS:
                     raise AiraError(
                         MCP_RESOURCE_UNKNOWN,
                         f"formats are {', '.join(EXPORT_FORMATS)}, not {redact(fmt[:16])!r}",
                     )
+                options = _export_options(fmt, query)
                 self._may_export()
-                return self._export(task.head, fmt), EXPORT_FORMATS[fmt]
+                chunk = options.pop("chunk", None)
+                data = self._export(task.head, fmt, **options)
+                return _chunk(uri, fmt, data, chunk), EXPORT_FORMATS[fmt]
         raise AiraError(MCP_RESOURCE_UNKNOWN, f"no resource {redact(uri[:120])!r}")
 
     def _artifacts(self, open_task: OpenTask) -> list[dict[str, Any]]:
@@ -965,10 +1008,19 @@ class Engine:
                 "`aira model export` instead",
             )
 
-    def _export(self, rev: str, fmt: str) -> str | bytes:
+    def _export(
+        self,
+        rev: str,
+        fmt: str,
+        *,
+        tolerance: float | None = None,
+        angular_tolerance: float | None = None,
+    ) -> bytes:
+        """The head exported (kept in memory, within a bound, per revision, format and
+        tolerances); ``png``: the picture :func:`aira_core.report.picture` draws."""
         from aira_core import kernel_guard
 
-        key = (rev, fmt)
+        key = (rev, fmt, tolerance, angular_tolerance)
         data = self._exports.get(key)
         if data is None:
             document = self._ctx.repository.document(rev)
@@ -976,12 +1028,98 @@ class Engine:
                 raise AiraError(
                     MCP_RESOURCE_UNKNOWN, "the task's head has no body yet: nothing to export"
                 )
-            data = kernel_guard.export(self._kernel, document, fmt)
+            if fmt == "png":
+                data = self._png(document)
+            else:
+                data = kernel_guard.export(
+                    self._kernel,
+                    document,
+                    fmt,
+                    tolerance=tolerance,
+                    angular_tolerance=angular_tolerance,
+                )
             self._exports[key] = data
             while sum(map(len, self._exports.values())) > EXPORT_BYTES and len(self._exports) > 1:
                 self._exports.popitem(last=False)
         self._exports.move_to_end(key)
-        return data if fmt == "stl" else data.decode("utf-8", "replace")
+        return data
+
+    def _png(self, document: Any) -> bytes:
+        raise NotImplementedError
+
+
+def _export_options(fmt: str, query: str) -> dict[str, Any]:
+    """``?tolerance=…&angularTolerance=…&chunk=N`` of an export's URI, checked as ``aira
+    model export`` checks its options."""
+    from urllib.parse import parse_qs
+
+    from aira_core.kernel_guard import check_export_tolerances
+
+    names = {"tolerance": "tolerance", "angularTolerance": "angular_tolerance", "chunk": "chunk"}
+    try:
+        given = parse_qs(query, keep_blank_values=True, strict_parsing=bool(query), max_num_fields=8)
+    except ValueError:
+        given = {"?": [query]}
+    out: dict[str, Any] = {}
+    for key, values in given.items():
+        if key not in names or len(values) != 1:
+            raise AiraError(
+                MCP_RESOURCE_UNKNOWN,
+                f"an export takes ?tolerance=MM&angularTolerance=DEG (stl, 3mf) and ?chunk=N, "
+                f"once each, not {redact(key[:24])!r}",
+            )
+        if key == "chunk":
+            if not values[0].isdigit() or len(values[0]) > 6:
+                raise AiraError(MCP_RESOURCE_UNKNOWN, "chunk is a whole number from 0")
+            out["chunk"] = int(values[0])
+            continue
+        try:
+            number = float(values[0])
+        except ValueError:
+            number = values[0]  # type: ignore[assignment]  # refused below with its value
+        out[names[key]] = number
+    if (out.keys() - {"chunk"}) and fmt not in _MESHES:
+        raise AiraError(
+            "EXPORT_TOLERANCE_INVALID", f"{fmt} takes no mesh tolerance (stl and 3mf do)"
+        )
+    check_export_tolerances(fmt, out.get("tolerance"), out.get("angular_tolerance"))
+    return out
+
+
+def _chunk(uri: str, fmt: str, data: bytes, chunk: int | None) -> str | bytes:
+    """The export, or piece ``chunk`` of it: one read stays within the SDK clients' default
+    message size, and a larger export says how to get it in pieces."""
+    pieces = _pieces(data, fmt)
+    if chunk is None and len(pieces) > 1:
+        base = uri.split("?", 1)[0]
+        raise AiraError(
+            MCP_RESOURCE_TOO_LARGE,
+            f"part.{fmt} is {len(data)} bytes, more than one read carries ({CHUNK_BYTES}): read "
+            f"{base}?chunk=0 … ?chunk={len(pieces) - 1} in order and join them"
+            + (", or ask for a coarser mesh (?tolerance=0.2)" if fmt in _MESHES else "")
+            + ", or export with `aira model export`",
+        )
+    index = 0 if chunk is None else chunk
+    if index >= len(pieces):
+        raise AiraError(
+            MCP_RESOURCE_UNKNOWN, f"part.{fmt} has {len(pieces)} chunks (0 … {len(pieces) - 1})"
+        )
+    piece = pieces[index]
+    return piece if fmt in _BINARY else piece.decode("utf-8", "replace")
+
+
+def _pieces(data: bytes, fmt: str) -> list[bytes]:
+    if len(data) <= CHUNK_BYTES:
+        return [data]
+    out, start = [], 0
+    while start < len(data):
+        end = min(start + CHUNK_BYTES, len(data))
+        if fmt not in _BINARY:  # text: never cut inside a UTF-8 character
+            while end < len(data) and (data[end] & 0xC0) == 0x80:
+                end -= 1
+        out.append(data[start:end])
+        start = end
+    return out
 
 
 def _alias(table: Any, entity_id: str) -> str:
