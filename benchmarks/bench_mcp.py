@@ -438,7 +438,7 @@ def print_report(r: dict[str, Any]) -> None:
     print(
         "  Aira's bytes by field: "
         + ", ".join(f"{key} {split[key]:,}" for key in split)
-        + " (the envelope output schema is repeated in all ten tools)"
+        + " (no output schema: a result is one JSON text)"
     )
     print(
         f"  with a task open (its head's handles as enums): {p['tools_list_bytes_task_open']:,} B"

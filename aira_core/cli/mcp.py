@@ -46,7 +46,7 @@ def serve_cmd(
         typer.Option("--bind-ttl", min=1.0, max=86400.0, help="Seconds a scoped binding lives."),
     ] = 900.0,
 ) -> None:
-    """Serve the nine meta-operations and task_open over MCP: stdio by default (what Claude
+    """Serve task_open, the nine meta-operations and model_apply over MCP: stdio by default (what Claude
     Desktop, Claude Code and Cursor start), streamable HTTP with --http."""
     from aira_core.diagnostics import AiraError
     from aira_core.mcp.engine import Engine

@@ -183,7 +183,7 @@ def _refusal(request_id: str, code: str, message: str, subject: str | None = Non
 
 @cache
 def _validators() -> dict[str, Any]:
-    """The argument checks of the ten tools: their schemas without the enums (the runtime
+    """The argument checks of the eleven tools: their schemas without the enums (the runtime
     names an unknown handle better than a schema can) and with a plan checked as a
     PlanDraft afterwards, where its problem is located precisely."""
     import jsonschema_rs
@@ -454,7 +454,7 @@ class Engine:
     # -- tools -----------------------------------------------------------------------------------
 
     def list_tools(self) -> list[dict[str, Any]]:
-        """The ten tools, then the live bindings. With exactly one task open and not ended,
+        """The eleven tools, then the live bindings. With exactly one task open and not ended,
         the schemas list its head's legal handles as enums; with several (a shared HTTP
         server) no one task's handles can stand for all, and they are patterns."""
         key = self._enum_source()

@@ -1,4 +1,5 @@
-"""The tools ``aira mcp serve`` lists: the nine Core meta-operations and ``task_open``.
+"""The tools ``aira mcp serve`` lists: ``task_open``, the nine Core meta-operations and
+``model_apply`` (the write path's four steps for one plan, in one call).
 
 Their number never grows with the catalog: capabilities are data that ``catalog_search`` and
 ``catalog_describe`` return, and a plan names them. Names are the meta-operation's with the
@@ -7,7 +8,8 @@ model API accepts.
 
 Schemas come from the contracts: ``catalog_search`` takes the :class:`SearchRequest`, a plan
 is the step grammar's ``PlanDraft``, a read takes its select paths, and every result is the
-:class:`ObservationEnvelope`. The body, node and parameter handles a plan or a read may name
+observation envelope in its compact form (:mod:`aira_core.mcp.observation`) as one JSON
+text, with no output schema. The body, node and parameter handles a plan or a read may name
 are the step grammar's ``$defs`` (RFC-0002 §13.2.1): the legal ones of a revision as enums,
 up to the host's limit, or a prefixed pattern; the server checks every call all the same.
 

@@ -1,5 +1,5 @@
 """The tool list does not grow with the catalog (RFC-0002 §13.1): at 10,000 synthetic
-capabilities the server lists the same ten tools, byte for byte, as over the test package's
+capabilities the server lists the same eleven tools, byte for byte, as over the test package's
 handful; capabilities stay data that search finds."""
 
 from __future__ import annotations
