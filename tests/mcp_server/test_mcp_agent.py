@@ -210,3 +210,87 @@ async def test_validator_capability_ids_are_shown_at_task_open(
 ) -> None:
     opened = await call(client, "task_open", capabilities=[VOLUME_RANGE_CAP])
     assert ":validator" in envelope(opened)["data"]["signatures"]
+
+
+# -- annotations that hold ------------------------------------------------------------------------
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Two answers alike but for what names the call itself."""
+    return envelope(a) == envelope(b) and a.is_error == b.is_error
+
+
+async def test_every_tools_annotations_hold(
+    client: Any, runtime: Any, no_small_catalog: None
+) -> None:
+    _, _, repository = runtime
+    hints = {t.name: t.annotations for t in (await client.list_tools()).tools}
+    task = await open_task(client, capabilities=list(CAPS))
+    before = heads(repository)
+    # read-only: nothing in the store moves
+    for name, args in [
+        ("interface_manifest", {}),
+        ("catalog_search", {"intent": "box"}),
+        ("catalog_describe", {"capabilityId": BOX_CAP}),
+        ("model_read", {}),
+    ]:
+        assert hints[name].read_only_hint is True, name
+        result = await call(client, name, task=task, **args)
+        assert not result.is_error and heads(repository) == before, name
+    # idempotent and not destructive: the same call again answers the same, changes nothing more
+    for name, args in [
+        ("model_proposePatch", {"plan": plan_draft()}),
+        ("model_preview", {}),
+        ("model_validate", {}),
+    ]:
+        hint = hints[name]
+        assert (hint.read_only_hint, hint.destructive_hint, hint.idempotent_hint) == (
+            False,
+            False,
+            True,
+        ), name
+        first = await call(client, name, task=task, **args)
+        second = await call(client, name, task=task, **args)
+        assert not first.is_error and _same(first, second), (name, first.content[0].text, second.content[0].text)
+        assert heads(repository) == before
+    # not idempotent: a commit twice is one commit and a refusal; it destroys nothing
+    assert hints["model_commit"].idempotent_hint is False
+    committed = await call(client, "model_commit", task=task)
+    rev = envelope(committed)["data"]["rev"]
+    again = await call(client, "model_commit", task=task)
+    assert again.is_error and repository.head(f"task/{task}") == rev
+    assert all(repository.store.read(r) for r in before.values())
+    # a revert makes a new revision: the commit it undoes stays readable
+    assert hints["model_revert"].destructive_hint is False
+    reverted = await call(client, "model_revert", task=task)
+    assert not reverted.is_error and repository.store.read(rev)
+    # task_open is not idempotent (a new handle each time) and touches only its own branch
+    assert hints["task_open"].idempotent_hint is False
+    assert await open_task(client) != await open_task(client)
+    # open world: publishing reaches beyond the task, to main; refused without the grant
+    assert hints["model_commit"].open_world_hint is True
+    assert hints[MODEL_APPLY].open_world_hint is True
+    main = repository.head("main")
+    published = await call(
+        client, MODEL_APPLY, task=task, plan=plan_draft(radius=2.0), publish=True
+    )
+    assert published.is_error and codes(published) == ["PLAN_APPROVAL_REQUIRED"]
+    assert repository.head("main") == main
+
+
+async def test_a_failed_preview_sent_again_answers_the_same(
+    repairs: tuple[Any, Any, Any],
+) -> None:
+    from mcp import Client
+
+    from aira_core.mcp.engine import Engine
+    from aira_core.mcp.server import build_server
+
+    ctx, kernel, _ = repairs
+    async with Client(build_server(Engine(None, kernel=kernel, context=ctx))) as client:
+        task = await open_task(client, capabilities=list(CAPS))
+        await call(client, "model_proposePatch", task=task, plan=plan_draft(radius=16.0))
+        first = await call(client, "model_preview", task=task)
+        second = await call(client, "model_preview", task=task)
+        assert codes(first)[0] == "FILLET_RADIUS_TOO_LARGE"
+        assert _same(first, second), second.content[0].text
