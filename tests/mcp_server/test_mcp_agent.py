@@ -294,3 +294,50 @@ async def test_a_failed_preview_sent_again_answers_the_same(
         second = await call(client, "model_preview", task=task)
         assert codes(first)[0] == "FILLET_RADIUS_TOO_LARGE"
         assert _same(first, second), second.content[0].text
+
+
+# -- exports -------------------------------------------------------------------------------------
+
+
+async def test_exports_take_tolerances_and_come_in_pieces_past_one_read(
+    client: Any, runtime: Any, no_small_catalog: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from mcp.shared.exceptions import MCPError
+
+    from aira_core.mcp import engine as engine_module
+
+    _, kernel, _ = runtime
+    task = await open_task(client, capabilities=list(CAPS))
+    assert not (await call(client, MODEL_APPLY, task=task, plan=plan_draft())).is_error
+    base = f"aira://tasks/{task}/part"
+    await client.read_resource(f"{base}.stl?tolerance=0.05&angularTolerance=10")
+    assert kernel.export_tolerances[-1] == (0.05, 10.0)
+    for uri, code in [
+        (f"{base}.stl?tolerance=99", "EXPORT_TOLERANCE_INVALID"),
+        (f"{base}.step?tolerance=0.1", "EXPORT_TOLERANCE_INVALID"),
+        (f"{base}.stl?colour=red", "MCP_RESOURCE_UNKNOWN"),
+        (f"{base}.stl?tolerance=0.1&tolerance=0.2", "MCP_RESOURCE_UNKNOWN"),
+        (f"{base}.stl?chunk=-1", "MCP_RESOURCE_UNKNOWN"),
+    ]:
+        with pytest.raises(MCPError) as exc:
+            await client.read_resource(uri)
+        assert exc.value.error.message.startswith(code), (uri, exc.value.error.message)
+    # a mesh larger than one read: refused with the pieces to read, which join to it
+    data = bytes(range(256)) * 5000  # 1.28 MB
+    monkeypatch.setattr(kernel, "export", lambda *a, **k: data)
+    with pytest.raises(MCPError) as exc:
+        await client.read_resource(f"{base}.3mf")
+    message = exc.value.error.message
+    assert message.startswith("MCP_RESOURCE_TOO_LARGE") and "?chunk=2" in message
+    import base64
+
+    pieces = []
+    for n in range(3):
+        read = await client.read_resource(f"{base}.3mf?chunk={n}")
+        pieces.append(base64.b64decode(read.contents[0].blob))
+    assert b"".join(pieces) == data
+    assert all(len(p) <= engine_module.CHUNK_BYTES for p in pieces)
+    with pytest.raises(MCPError) as exc:
+        await client.read_resource(f"{base}.3mf?chunk=3")
+    assert exc.value.error.message.startswith("MCP_RESOURCE_UNKNOWN")
+

@@ -485,7 +485,7 @@ async def test_resources_answer_with_a_code_for_what_they_do_not_hold(client: An
     templates = [
         t.uri_template for t in (await client.list_resource_templates()).resource_templates
     ]
-    assert "aira://tasks/{task}/part.{format}" in templates
+    assert "aira://tasks/{task}/part.{format}{?tolerance,angularTolerance,chunk}" in templates
     task = await open_task(client)
     for uri, code in [
         ("aira://nothing", "MCP_RESOURCE_UNKNOWN"),
