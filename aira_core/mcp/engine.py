@@ -647,6 +647,8 @@ class Engine:
                 diagnostics += [d.model_copy(update={"subject": cap}) for d in last.diagnostics]
         assert last is not None
         if several is None:
+            if one in described:
+                last = last.model_copy(update={"data": {**last.data, **described[one]}})
             answer = _answer(self._compact_contracts(last, described))
             if arguments.get("bind"):
                 answer = self._bind(open_task, one, answer)

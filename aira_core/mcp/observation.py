@@ -10,9 +10,10 @@ another field, are left out:
   trace resource), and ``data.nextOperation``, which becomes the first of ``nextActions``;
 - a model summary's block digests (for programs that cache pages) and its zero
   ``…Omitted`` counts;
-- ``observedRevision`` when ``data.rev`` already says it, a diagnostic's ``severity`` when
+- ``observedRevision`` when ``data.rev`` (or the summary's ``rev``) already says it, a diagnostic's ``severity`` when
   it is ``error``;
-- ``artifacts`` are their URIs (the format is the URI's suffix);
+- ``artifacts``: the exports of one part are one URI template and its formats
+  (``{"uriTemplate": "aira://tasks/…/part.{format}", "formats": ["step", …]}``);
 - ``nextActions`` name tools, not meta-operations (``model_commit``, not ``model.commit``):
   a plain action is the tool's name, an action with arguments or a reason is an object
   ``{"tool", "capability"?, "args"?, "reason"?}``, and actions specific to the refusal come
@@ -70,6 +71,19 @@ def _actions(wire: Mapping[str, Any]) -> list[Any]:
     return [*specific, *plain]
 
 
+def _artifacts(artifacts: list[Any]) -> Any:
+    """One URI template for the exports of one part (``…/part.{format}`` and the formats),
+    else the URIs."""
+    uris = [a["uri"] for a in artifacts if isinstance(a, Mapping) and isinstance(a.get("uri"), str)]
+    bases = {u.rsplit(".", 1)[0] for u in uris}
+    if len(uris) > 1 and len(bases) == 1 and all("." in u for u in uris):
+        return {
+            "uriTemplate": bases.pop() + ".{format}",
+            "formats": [u.rsplit(".", 1)[1] for u in uris],
+        }
+    return uris
+
+
 def compact(wire: Mapping[str, Any]) -> dict[str, Any]:
     """The compact form of an envelope's wire form (see the module's docstring)."""
     out: dict[str, Any] = {"status": wire.get("status")}
@@ -91,12 +105,13 @@ def compact(wire: Mapping[str, Any]) -> dict[str, Any]:
     if data:
         out["data"] = data
     observed = wire.get("observedRevision")
-    if observed and data.get("rev") != observed:
+    summary_rev = data["summary"].get("rev") if isinstance(data.get("summary"), Mapping) else None
+    if observed and observed not in (data.get("rev"), summary_rev):
         out["observedRevision"] = observed
     for key in ("effectsObserved", "certificateSummary"):
         if _present(wire.get(key)):
             out[key] = wire[key]
-    artifacts = [a.get("uri", a) for a in wire.get("artifacts") or [] if isinstance(a, Mapping)]
+    artifacts = _artifacts(wire.get("artifacts") or [])
     if artifacts:
         out["artifacts"] = artifacts
     remaining = (wire.get("budgets") or {}).get("remaining")

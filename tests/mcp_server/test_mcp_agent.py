@@ -46,7 +46,7 @@ async def test_a_known_plan_commits_in_three_calls(
     assert done["status"] == "success" and done["data"]["state"] == "committed"
     assert repository.head(f"task/{task}") == rev
     assert set(done["data"]["bodies"]) == {"b:plate"}  # handles, not entity ids
-    assert f"aira://tasks/{task}/part.step" in done["artifacts"]
+    assert done["artifacts"]["uriTemplate"] == f"aira://tasks/{task}/part.{{format}}"
     read = await call(client, "model_read", task=task)
     assert not read.is_error and envelope(read)["data"]["summary"]["rev"] == rev
     # the same check → propose → preview → validate → commit, each traced as itself

@@ -326,3 +326,66 @@ async def test_the_shared_corpus_over_stdio_has_the_runtimes_outcomes(tmp_path: 
                 assert refused[2] == expected["state"], (name, outcomes)
             replayed += 1
     assert replayed >= 13
+
+
+PLATE_PLAN = {
+    "steps": [
+        {
+            "id": "plate",
+            "capability": "cap:exact.box@1",
+            "label": "plate",
+            "args": {"length": 60, "width": 40, "height": 5},
+        },
+        {
+            "id": "holes",
+            "capability": "cap:exact.hole@1",
+            "args": {
+                "target": "b:plate",
+                "face": {"body": "b:plate", "select": ">Z", "entity": "Face"},
+                "diameter": 4.5,
+                "points": [[25, 15], [-25, 15], [25, -15], [-25, -15]],
+            },
+        },
+    ],
+    "acceptanceAssertions": [
+        {
+            "validatorRef": "validate.volumeRange@1.0.0",
+            "target": "b:plate",
+            "args": {"min": 11000, "max": 12000},
+        }
+    ],
+}
+
+
+async def test_a_known_plan_reaches_its_revision_in_three_calls_over_stdio(
+    tmp_path: Path,
+) -> None:
+    """The agent's shortest path on a fresh server, as a user's client runs it: task_open
+    naming the capabilities, model_apply, and a read-back of the committed head."""
+    from mcp import Client, StdioServerParameters
+
+    params = StdioServerParameters(
+        command=sys.executable, args=serve_args(tmp_path / "store.sqlite3"), env=server_env()
+    )
+    caps = ["cap:exact.box@1", "cap:exact.hole@1", "cap:validate.volumeRange@1"]
+    async with Client(params) as client:
+        opened = await call(client, "task_open", intent="a plate with four holes", capabilities=caps)
+        task = envelope(opened)["data"]["task"]
+        applied = await call(client, "model_apply", task=task, plan=PLATE_PLAN)
+        assert not applied.is_error, applied.content[0].text
+        done = envelope(applied)["data"]
+        assert done["bodies"]["b:plate"]["volume"] == pytest.approx(11681.9, abs=0.1)
+        assert done["assertions"] and all(done["assertions"].values())
+        read = await call(client, "model_read", task=task)
+        assert envelope(read)["data"]["summary"]["rev"] == done["rev"]
+        # what the model read in all: a small multiple of the plan it wrote
+        shown = sum(len(r.content[0].text.encode()) for r in (opened, applied, read))
+        assert shown < 4 * len(json.dumps(PLATE_PLAN, separators=(",", ":")))
+        # an exporter is no plan step: described, it names the resource that runs it
+        await call(client, "catalog_search", task=task, intent="export the part as STL")
+        described = await call(client, "catalog_describe", task=task, capabilityId="cap:io.exportStl@1")
+        assert not described.is_error, described.content[0].text
+        run = envelope(described)["data"]["run"]["resource"]
+        assert run == f"aira://tasks/{task}/part.stl{{?tolerance,angularTolerance}}"
+        stl = await client.read_resource(f"aira://tasks/{task}/part.stl?tolerance=0.05")
+        assert stl.contents[0].mime_type == "model/stl"

@@ -136,7 +136,10 @@ async def test_a_whole_task_ends_in_a_committed_revision_and_is_read_back(
     rev = committed["data"]["rev"]
     assert committed["status"] == "success" and "observedRevision" not in committed  # = rev
     assert repository.head(f"task/{task}") == rev and repository.head("main") == main_before
-    assert f"aira://tasks/{task}/part.step" in committed["artifacts"]
+    assert committed["artifacts"] == {
+        "uriTemplate": f"aira://tasks/{task}/part.{{format}}",
+        "formats": ["step", "stl", "3mf", "svg", "png"],
+    }
 
     read = await call(
         client, "model_read", task=task, query="massProperties", args={"target": "b:plate"}
