@@ -647,6 +647,6 @@ async def test_a_kernel_crash_or_timeout_leaves_the_task_usable_and_its_revision
     timed_out = await call(client, "model_validate", task=follow)
     assert timed_out.is_error and codes(timed_out) == ["KERNEL_TIMEOUT"]
     read = await call(client, "model_read", task=follow)
-    assert not read.is_error and envelope(read)["observedRevision"] == rev
+    assert not read.is_error and envelope(read)["data"]["summary"]["rev"] == rev
     release.set()
     assert repository.head(f"task/{task}") == rev and repository.head(f"task/{follow}") == rev
