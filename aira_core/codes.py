@@ -103,7 +103,11 @@ _CODES = (
             "arguments are not a JSON object: `aira query --args`, a task "
             "runtime call or batch, or a task id that is not a string",
         ),
-        ("GRANT_INVALID", "the `--grant` file is not a valid Session Grant"),
+        (
+            "GRANT_INVALID",
+            "the `--grant` file is not a valid Session Grant, or `aira mcp serve` is given "
+            "both --grant and --allow-publish",
+        ),
         ("INTENT_FRAME_INVALID", "the `--intent` file is not a valid Intent Frame"),
         ("PLAN_INVALID", "the plan file is not a valid plan document"),
         (

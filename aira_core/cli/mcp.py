@@ -45,6 +45,14 @@ def serve_cmd(
         float,
         typer.Option("--bind-ttl", min=1.0, max=86400.0, help="Seconds a scoped binding lives."),
     ] = 900.0,
+    allow_publish: Annotated[
+        bool,
+        typer.Option(
+            "--allow-publish",
+            help="Let the agent publish a task's commit to main (the default grant asks the "
+            "user first, which an agent cannot do without elicitation).",
+        ),
+    ] = False,
 ) -> None:
     """Serve task_open, the nine meta-operations and model_apply over MCP: stdio by default (what Claude
     Desktop, Claude Code and Cursor start), streamable HTTP with --http."""
@@ -59,6 +67,16 @@ def serve_cmd(
     elif host != "127.0.0.1" or port != DEFAULT_PORT:
         raise AiraError(MCP_HOST_INVALID, "--host and --port are for --http")
     the_grant = None
+    if allow_publish and grant is not None:
+        raise AiraError(
+            "GRANT_INVALID",
+            "--allow-publish is for the default grant; a --grant file says itself whether "
+            "publishing needs the user's confirmation (confirmationRequired)",
+        )
+    if allow_publish:
+        from aira_core.mcp.engine import default_grant
+
+        the_grant = default_grant(allow_publish=True)
     if grant is not None:
         from aira_core.cli.plan import _load_model
         from aira_core.contracts.capability import SessionGrant

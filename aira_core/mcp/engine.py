@@ -112,14 +112,25 @@ PROTOCOL = TaskProtocol(completion_authority=CompletionAuthority.MODEL)
 still working on; the runtime still decides every terminal state from the trace."""
 
 
-def default_grant() -> Any:
-    """The local user's grant, except that publishing to main needs the user's confirmation,
-    which an agent over MCP cannot give: a model never moves the user's head by itself."""
+def default_grant(*, allow_publish: bool = False) -> Any:
+    """The local user's grant, except that publishing to main needs the user's confirmation
+    (a model never moves the user's head by itself), unless the user started the server with
+    ``--allow-publish``."""
     from aira_core.catalog.policy import LOCAL_GRANT
 
+    if allow_publish:
+        return LOCAL_GRANT.model_copy(update={"grant_id": "grant:local-mcp-publish"})
     return LOCAL_GRANT.model_copy(
         update={"grant_id": "grant:local-mcp", "confirmation_required": ["publish"]}
     )
+
+
+PUBLISH_HOW = (
+    "publishing to main needs the user's approval, which this client cannot give here: "
+    "commit to the task branch (publish false) and ask the user to publish it, or to "
+    "restart the server with `aira mcp serve --allow-publish` (or --grant FILE, a Session "
+    "Grant without publish in confirmationRequired)"
+)
 
 
 @dataclass
@@ -602,6 +613,8 @@ class Engine:
         envelope = task.call(operation.value, rid, args)
         if operation is MetaOperation.MODEL_COMMIT and envelope.status in ("success", "partial"):
             envelope = envelope.model_copy(update={"artifacts": self._artifacts(open_task)})
+        if operation is MetaOperation.MODEL_COMMIT and args.get("publish"):
+            envelope = _publish_help(envelope)
         answer = _answer(envelope)
         self._expire()
         return answer
@@ -726,6 +739,8 @@ class Engine:
         envelope: ObservationEnvelope | None = None
         for stage, operation, args in stages:
             envelope = task.call(operation.value, f"{rid}#{operation.value}", args)
+            if operation is MetaOperation.MODEL_COMMIT and args.get("publish"):
+                envelope = _publish_help(envelope)
             if envelope.status not in ("success", "partial"):
                 data = {**envelope.data, "stage": operation.value, **done}
                 return _answer(envelope.model_copy(update={"request_id": rid, "data": data}))
@@ -1122,6 +1137,16 @@ def _pieces(data: bytes, fmt: str) -> list[bytes]:
         out.append(data[start:end])
         start = end
     return out
+
+
+def _publish_help(envelope: ObservationEnvelope) -> ObservationEnvelope:
+    """A publish refused for the user's approval names exactly how it can be given."""
+    if not any(d.code == "PLAN_APPROVAL_REQUIRED" for d in envelope.diagnostics):
+        return envelope
+    action = NextAction(
+        operation=MetaOperation.MODEL_COMMIT.value, args={"publish": False}, reason=PUBLISH_HOW
+    )
+    return envelope.model_copy(update={"next_actions": [action, *envelope.next_actions]})
 
 
 def _alias(table: Any, entity_id: str) -> str:

@@ -102,6 +102,7 @@ def test_bad_options_are_codes_before_anything_starts(tmp_path: Path, aira: Any)
         (["--http", "--host", "no-such-host.invalid"], "MCP_HOST_INVALID"),
         (["--grant", str(tmp_path / "missing.json")], "INPUT_UNREADABLE"),
         (["--kernel", "nope"], "KERNEL_UNAVAILABLE"),
+        (["--allow-publish", "--grant", str(tmp_path / "g.json")], "GRANT_INVALID"),
     ]:
         result = aira("mcp", "serve", "--store", str(store), *args)
         assert result.returncode != 0, args

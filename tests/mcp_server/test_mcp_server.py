@@ -430,7 +430,28 @@ async def test_publishing_to_main_needs_a_grant_that_allows_it(
     refused = await call(client, "model_commit", task=task, publish=True)
     assert refused.is_error and codes(refused) == ["PLAN_APPROVAL_REQUIRED"]
     assert repository.head("main") == main
+    # the refusal says exactly how the user can allow it, and what the agent can do now
+    how = envelope(refused)["nextActions"][0]
+    assert how["tool"] == "model_commit" and how["args"] == {"publish": False}
+    assert "aira mcp serve --allow-publish" in how["reason"]
     assert not (await call(client, "model_commit", task=task)).is_error  # the task branch
+
+
+async def test_a_server_the_user_allowed_to_publish_publishes(
+    runtime: Any, no_small_catalog: None
+) -> None:
+    from mcp import Client
+
+    from aira_core.mcp.engine import default_grant
+    from aira_core.mcp.server import build_server
+
+    ctx, kernel, repository = runtime
+    engine = Engine(None, kernel=kernel, context=ctx, grant=default_grant(allow_publish=True))
+    async with Client(build_server(engine), raise_exceptions=True) as client:
+        task = await open_task(client, capabilities=list(CAPS))
+        published = await call(client, MODEL_APPLY, task=task, plan=plan_draft(), publish=True)
+        assert not published.is_error, published.content[0].text
+        assert repository.head("main") == envelope(published)["data"]["rev"]
 
 
 async def test_exports_are_checked_against_the_grant(runtime: Any, no_small_catalog: None) -> None:
