@@ -115,9 +115,10 @@ def tools_split(tools: list[Any]) -> dict[str, int]:
     """Where a list's bytes go: each field's values over all tools, and the rest (names,
     titles, keys and punctuation)."""
     wire = tools_wire(tools)
+    # no tool declares an output schema: a result is one JSON text (docs/mcp.md)
     split = {
         key: sum(json_bytes(t[key]) for t in wire if key in t)
-        for key in ("inputSchema", "outputSchema", "description", "annotations")
+        for key in ("inputSchema", "description", "annotations")
     }
     split["rest"] = json_bytes(wire) - sum(split.values())
     return split

@@ -17,7 +17,7 @@ import pytest
 
 from aira_core import plugins
 from aira_core.catalog.capabilities import capability_index
-from aira_core.mcp.tools import OPERATIONS, TASK_OPEN
+from aira_core.mcp.tools import MODEL_APPLY, OPERATIONS, TASK_OPEN
 
 SCRIPT = Path(__file__).parents[1] / "benchmarks" / "bench_mcp.py"
 CALLS = 5
@@ -47,11 +47,11 @@ def report() -> Iterator[dict[str, Any]]:
         yield bench.run(CALLS, SYNTHETIC)
 
 
-def test_the_same_ten_tools_at_both_catalog_sizes(report: dict[str, Any]) -> None:
+def test_the_same_eleven_tools_at_both_catalog_sizes(report: dict[str, Any]) -> None:
     production, synthetic = report["production"], report["synthetic"]
     assert synthetic["capabilities"] == SYNTHETIC
     assert production["capabilities"] > 10  # the first-party kernel's catalog
-    expected = [TASK_OPEN, *OPERATIONS]
+    expected = [TASK_OPEN, *OPERATIONS, MODEL_APPLY]
     assert production["tools"] == synthetic["tools"] == 11
     assert production["tool_names"] == synthetic["tool_names"] == expected
 

@@ -158,6 +158,10 @@ class OpenTask:
     replies: OrderedDict[str, tuple[str, Answer]] = dataclasses.field(
         default_factory=OrderedDict
     )
+    # The last preview or validate: (what was asked, the task's checkpoint after it, the
+    # answer). The same check again while the task has not moved answers the same: a
+    # preview or validate is idempotent, also after it failed and left the task repairing.
+    last_check: tuple[str, tuple[Any, ...], Answer] | None = None
 
     def request_id_of(self, arguments: Mapping[str, Any], problem: str | None) -> str:
         """The client's request id, or one of the server's: for a call without one, and for
@@ -610,12 +614,19 @@ class Engine:
                 return _answer(task.refuse(rid, operation.value, ARGS_INVALID, f"the plan: {exc}"))
             base = arguments.get("baseRevision") or task.head
             args = {"plan": {**draft, "baseRevision": base}}
+        checks = operation in (MetaOperation.MODEL_PREVIEW, MetaOperation.MODEL_VALIDATE)
+        asked = sha256_hex({"tool": name, "arguments": args})
+        kept = open_task.last_check
+        if checks and kept is not None and kept[0] == asked and kept[1] == task.checkpoint:
+            return kept[2]
         envelope = task.call(operation.value, rid, args)
         if operation is MetaOperation.MODEL_COMMIT and envelope.status in ("success", "partial"):
             envelope = envelope.model_copy(update={"artifacts": self._artifacts(open_task)})
         if operation is MetaOperation.MODEL_COMMIT and args.get("publish"):
             envelope = _publish_help(envelope)
         answer = _answer(envelope)
+        if checks:
+            open_task.last_check = (asked, task.checkpoint, answer)
         self._expire()
         return answer
 

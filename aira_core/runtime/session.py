@@ -138,6 +138,7 @@ class Task:
         self.repair_cap = repair_cap
         self.state = S.READY
         self.terminal: TerminalState | None = None
+        self._proposals = 0  # candidates proposed so far: which one is open (checkpoint)
         self.terminal_reason: str | None = None
         self.trace: list[TraceRecord] = []
         self._ran: list[MetaOperation] = []
@@ -178,6 +179,13 @@ class Task:
     @property
     def head(self) -> str:
         return self.ctx.repository.head(self.branch)
+
+    @property
+    def checkpoint(self) -> tuple[Any, ...]:
+        """What a write operation's answer depends on: the state, the candidate, the head and
+        the terminal. Equal before and after a call: the call moved nothing (a host that
+        answers a repeated preview or validate from its record compares these)."""
+        return (self.state, self._proposals, self.head, self.terminal)
 
     def _lock(self, capabilities: Iterable[str]) -> None:
         current = self.ctx.catalog.discovery_catalog_hash()
@@ -938,6 +946,7 @@ class Task:
         if self.state is S.REPAIRING:
             self.repair_rounds += 1
         self._candidate = candidate
+        self._proposals += 1
         self._advance(op)
         return self._envelope(
             rid,

