@@ -845,6 +845,11 @@ _CODES = (
             "the run's display mesh (NAME.mesh.json) is not an aira.mesh/1 document of whole, "
             "finite triangles; nothing is written",
         ),
+        (
+            "REPORT_PICTURE_EMPTY",
+            "the part's picture has nothing to draw: the revision has no body yet, or the "
+            "kernel exports no display mesh, or its mesh holds no triangle with an area",
+        ),
     ),
     *_phase(
         "provider",

@@ -52,7 +52,6 @@ from aira_core.mcp.tools import (
     TASK_OPEN,
     input_schemas,
     tool_definitions,
-    tool_name,
 )
 from aira_core.runtime import contract as mc
 from aira_core.runtime.contract import CompletionAuthority, MetaOperation
@@ -155,9 +154,7 @@ class OpenTask:
     calls: int = 0
     # The answers to this task's calls by the client's request id (and what was asked):
     # a call sent again with the same id and arguments gets the same answer, run once.
-    replies: OrderedDict[str, tuple[str, Answer]] = dataclasses.field(
-        default_factory=OrderedDict
-    )
+    replies: OrderedDict[str, tuple[str, Answer]] = dataclasses.field(default_factory=OrderedDict)
     # The last preview or validate: (what was asked, the task's checkpoint after it, the
     # answer). The same check again while the task has not moved answers the same: a
     # preview or validate is idempotent, also after it failed and left the task repairing.
@@ -633,7 +630,45 @@ class Engine:
     # -- the part as a picture -------------------------------------------------------------------
 
     def _picture(self, open_task: OpenTask, rid: str, arguments: Mapping[str, Any]) -> Answer:
-        raise NotImplementedError  # wired to aira_core.report.picture below
+        """``model_read view=picture``: the head's summary (a read, traced as one) with the
+        head drawn as one PNG image beside it; the picture is the ``part.png`` resource.
+        A head with nothing to draw: the summary, ``partial``, with the picture's code."""
+        task = open_task.task
+        op = MetaOperation.MODEL_READ.value
+        others = sorted(k for k in arguments if k not in ("task", "requestId", "view"))
+        if others:
+            return _answer(
+                task.refuse(
+                    rid,
+                    op,
+                    ARGS_INVALID,
+                    f"view=picture takes no {', '.join(others)}: "
+                    "it draws the head (read pages or a query in another call)",
+                )
+            )
+        envelope = task.call(op, rid, {})
+        if envelope.status != "success":
+            return _answer(envelope)
+        head = task.head
+        uri = f"{RESOURCE_PREFIX}tasks/{open_task.handle}/part.png"
+        try:
+            if not self._ctx.repository.document(head).bodies:
+                from aira_core.report.picture import REPORT_PICTURE_EMPTY
+
+                raise AiraError(REPORT_PICTURE_EMPTY, "the head has no body yet: nothing to draw")
+            png = self._export(head, "png")
+        except AiraError as exc:
+            problem = exc.diagnostic.model_copy(update={"subject": "view"})
+            return _answer(
+                envelope.model_copy(
+                    update={"status": "partial", "diagnostics": [*envelope.diagnostics, problem]}
+                )
+            )
+        picture = {"uri": uri, "mimeType": "image/png", "bytes": len(png)}
+        answer = _answer(
+            envelope.model_copy(update={"data": {**envelope.data, "picture": picture}})
+        )
+        return dataclasses.replace(answer, images=[png])
 
     # -- describe, one or several ----------------------------------------------------------------
 
@@ -643,13 +678,15 @@ class Engine:
         one, several = arguments.get("capabilityId"), arguments.get("capabilityIds")
         if (one is None) == (several is None):
             return _answer(
-                task.refuse(rid, op, ARGS_INVALID, "catalog_describe takes capabilityId or "
-                            "capabilityIds (one of them)")
+                task.refuse(
+                    rid,
+                    op,
+                    ARGS_INVALID,
+                    "catalog_describe takes capabilityId or capabilityIds (one of them)",
+                )
             )
         if several is not None and arguments.get("bind"):
-            return _answer(
-                task.refuse(rid, op, ARGS_INVALID, "bind takes one capabilityId")
-            )
+            return _answer(task.refuse(rid, op, ARGS_INVALID, "bind takes one capabilityId"))
         base = {k: arguments[k] for k in ("level", "selectionRefs") if k in arguments}
         ids = [one] if several is None else list(dict.fromkeys(several))
         described: dict[str, Any] = {}
@@ -740,7 +777,11 @@ class Engine:
             return _answer(task.refuse(rid, propose, ARGS_INVALID, f"the plan: {exc}"))
         base = arguments.get("baseRevision") or task.head
         stages = [
-            ("proposed", MetaOperation.MODEL_PROPOSE_PATCH, {"plan": {**draft, "baseRevision": base}}),
+            (
+                "proposed",
+                MetaOperation.MODEL_PROPOSE_PATCH,
+                {"plan": {**draft, "baseRevision": base}},
+            ),
             ("previewed", MetaOperation.MODEL_PREVIEW, {}),
             ("validated", MetaOperation.MODEL_VALIDATE, {}),
             ("committed", MetaOperation.MODEL_COMMIT, {"publish": bool(arguments.get("publish"))}),
@@ -748,7 +789,7 @@ class Engine:
         done: dict[str, Any] = {}
         warnings: list[Diagnostic] = []
         envelope: ObservationEnvelope | None = None
-        for stage, operation, args in stages:
+        for _stage, operation, args in stages:
             envelope = task.call(operation.value, f"{rid}#{operation.value}", args)
             if operation is MetaOperation.MODEL_COMMIT and args.get("publish"):
                 envelope = _publish_help(envelope)
@@ -1073,7 +1114,11 @@ class Engine:
         return data
 
     def _png(self, document: Any) -> bytes:
-        raise NotImplementedError
+        """The picture of ``document``: its display mesh drawn in four views, sized by the
+        kernel's exact bounding box (:func:`aira_core.report.picture.revision_png`)."""
+        from aira_core.report.picture import revision_png
+
+        return revision_png(self._kernel, document)
 
 
 def _export_options(fmt: str, query: str) -> dict[str, Any]:
@@ -1085,7 +1130,9 @@ def _export_options(fmt: str, query: str) -> dict[str, Any]:
 
     names = {"tolerance": "tolerance", "angularTolerance": "angular_tolerance", "chunk": "chunk"}
     try:
-        given = parse_qs(query, keep_blank_values=True, strict_parsing=bool(query), max_num_fields=8)
+        given = parse_qs(
+            query, keep_blank_values=True, strict_parsing=bool(query), max_num_fields=8
+        )
     except ValueError:
         given = {"?": [query]}
     out: dict[str, Any] = {}

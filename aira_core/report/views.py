@@ -125,18 +125,34 @@ def _colour(rgb: tuple[int, int, int], shade: float) -> str:
     return "#" + "".join(f"{min(255, round(c * shade)):02x}" for c in rgb)
 
 
+def project(vertices: Any, name: str) -> Any:
+    """``vertices`` (n, 3) in model mm as the view ``name`` sees them: (right, up, toward the
+    viewer) in mm, the third the depth (larger is nearer). The run report's views and the
+    picture (:mod:`~aira_core.report.picture`) both project with it."""
+    import numpy as np
+
+    return vertices @ np.asarray(VIEWS[name], dtype=float).T
+
+
+def shade(unit_normals: Any) -> Any:
+    """The brightness (0.38–1, in steps of 1/:data:`SHADES`) of faces whose unit normals
+    (m, 3) are in the viewer's frame, lit from :data:`LIGHT`."""
+    import numpy as np
+
+    light = np.asarray(LIGHT) / np.linalg.norm(LIGHT)
+    lit = np.clip(unit_normals @ light, 0.0, 1.0)
+    return np.round((0.38 + 0.62 * lit) * SHADES) / SHADES
+
+
 def render(bodies: Sequence[Body], name: str, *, label: str | None = None) -> View:
     """The view ``name`` (one of :data:`VIEWS`) of ``bodies`` as an ``<svg>`` element."""
     import numpy as np
 
-    right, up, toward = (np.asarray(a) for a in VIEWS[name])
-    light = np.asarray(LIGHT) / np.linalg.norm(LIGHT)
-    frame = np.stack([right, up, toward])  # model -> (x, y, depth)
     points, tris, colours = [], [], []
     for n, body in enumerate(bodies):
         if not len(body.triangles):
             continue
-        p = body.vertices @ frame.T
+        p = project(body.vertices, name)  # model -> (x, y, depth)
         t = p[body.triangles]  # (m, 3 corners, 3)
         normal = np.cross(t[:, 1] - t[:, 0], t[:, 2] - t[:, 0])
         length = np.linalg.norm(normal, axis=1)
@@ -144,16 +160,14 @@ def render(bodies: Sequence[Body], name: str, *, label: str | None = None) -> Vi
         if not keep.any():
             continue
         t, normal, length = t[keep], normal[keep], length[keep]
-        lit = np.clip((normal / length[:, None]) @ light, 0.0, 1.0)
-        shade = np.round((0.38 + 0.62 * lit) * SHADES) / SHADES
         points.append(t)
         tris.append(np.full(len(t), n))
-        colours.append(shade)
+        colours.append(shade(normal / length[:, None]))
     if not points:
         return View(name, _svg(name, label, "", (1.0, 1.0)), (0.0, 0.0), 0)
     t = np.concatenate(points)
     body_of = np.concatenate(tris)
-    shade = np.concatenate(colours)
+    shades = np.concatenate(colours)
     low = t[:, :, :2].reshape(-1, 2).min(axis=0)
     high = t[:, :, :2].reshape(-1, 2).max(axis=0)
     extent = high - low
@@ -173,7 +187,7 @@ def render(bodies: Sequence[Body], name: str, *, label: str | None = None) -> Vi
     paths: list[str] = []
     fill, run = None, []
     for i in order:
-        colour = _colour(PALETTE[body_of[i] % len(PALETTE)], float(shade[i]))
+        colour = _colour(PALETTE[body_of[i] % len(PALETTE)], float(shades[i]))
         (ax, ay), (bx, by), (cx, cy) = xy[i]
         if colour != fill and run:
             paths.append(_path(fill, run))

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from runtime_factory import BOX_CAP, DEFINE_CAP, FILLET_CAP, VOLUME_RANGE_CAP
+from runtime_factory import BOX_CAP, VOLUME_RANGE_CAP
 from test_repairs import REDUCE_CAP
 from test_repairs import runtime as repair_runtime
 

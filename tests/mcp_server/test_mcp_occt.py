@@ -285,7 +285,9 @@ async def test_the_shared_corpus_over_stdio_has_the_runtimes_outcomes(tmp_path: 
         # a server of its own per case: what one server has shown an agent carries over to
         # its later tasks, and each case starts from a task that has discovered nothing
         params = StdioServerParameters(
-            command=sys.executable, args=serve_args(tmp_path / f"store{n}.sqlite3"), env=server_env()
+            command=sys.executable,
+            args=serve_args(tmp_path / f"store{n}.sqlite3"),
+            env=server_env(),
         )
         async with Client(params) as client:
             steps = case["steps"]
@@ -381,7 +383,9 @@ async def test_a_known_plan_reaches_its_revision_in_three_calls_over_stdio(
     )
     caps = ["cap:exact.box@1", "cap:exact.hole@1", "cap:validate.volumeRange@1"]
     async with Client(params) as client:
-        opened = await call(client, "task_open", intent="a plate with four holes", capabilities=caps)
+        opened = await call(
+            client, "task_open", intent="a plate with four holes", capabilities=caps
+        )
         task = envelope(opened)["data"]["task"]
         applied = await call(client, "model_apply", task=task, plan=PLATE_PLAN)
         assert not applied.is_error, applied.content[0].text
@@ -395,9 +399,72 @@ async def test_a_known_plan_reaches_its_revision_in_three_calls_over_stdio(
         assert shown < 4 * len(json.dumps(PLATE_PLAN, separators=(",", ":")))
         # an exporter is no plan step: described, it names the resource that runs it
         await call(client, "catalog_search", task=task, intent="export the part as STL")
-        described = await call(client, "catalog_describe", task=task, capabilityId="cap:io.exportStl@1")
+        described = await call(
+            client, "catalog_describe", task=task, capabilityId="cap:io.exportStl@1"
+        )
         assert not described.is_error, described.content[0].text
         run = envelope(described)["data"]["run"]["resource"]
         assert run == f"aira://tasks/{task}/part.stl{{?tolerance,angularTolerance}}"
         stl = await client.read_resource(f"aira://tasks/{task}/part.stl?tolerance=0.05")
         assert stl.contents[0].mime_type == "model/stl"
+
+
+async def test_the_part_as_a_picture_over_stdio(tmp_path: Path) -> None:
+    """model_read view=picture: the head's summary and one PNG beside it, the part drawn in
+    each of its four views, within the picture's byte bound, the part.png resource's bytes;
+    before a body there is nothing to draw, said with a code, and the task goes on."""
+    import base64
+    import io
+
+    import numpy as np
+    from mcp import Client, StdioServerParameters
+    from PIL import Image
+
+    from aira_core.report.picture import BAR, CELL, LAYOUT, MAX_BYTES, PAD
+
+    params = StdioServerParameters(
+        command=sys.executable, args=serve_args(tmp_path / "store.sqlite3"), env=server_env()
+    )
+    caps = ["cap:exact.box@1", "cap:exact.hole@1", "cap:validate.volumeRange@1"]
+    async with Client(params) as client:
+        task = envelope(await call(client, "task_open", capabilities=caps))["data"]["task"]
+        empty = await call(client, "model_read", task=task, view="picture")
+        assert not empty.is_error and codes(empty) == ["REPORT_PICTURE_EMPTY"]
+        assert envelope(empty)["status"] == "partial" and len(empty.content) == 1
+        refused = await call(client, "model_read", task=task, view="picture", query="boundingBox")
+        assert refused.is_error and codes(refused) == ["ARGS_INVALID"]
+        applied = await call(client, "model_apply", task=task, plan=PLATE_PLAN)
+        assert not applied.is_error, applied.content[0].text
+        read = await call(client, "model_read", task=task, view="picture")
+        assert not read.is_error, read.content[0].text
+        data = envelope(read)["data"]
+        assert data["summary"]["rev"] == envelope(applied)["data"]["rev"]
+        assert [c.type for c in read.content] == ["text", "image"]
+        image = read.content[1]
+        assert image.mime_type == "image/png"
+        png = base64.b64decode(image.data)
+        assert data["picture"] == {
+            "uri": f"aira://tasks/{task}/part.png",
+            "mimeType": "image/png",
+            "bytes": len(png),
+        }
+        assert len(png) <= MAX_BYTES
+        picture = Image.open(io.BytesIO(png)).convert("RGB")
+        # the part's shaded pixels (neither white background, grey panel nor dark ink) in
+        # each view: the orthographic views at one scale, the plate's largest side filling
+        # the room, so each view's box is its sides in mm at that scale
+        left, top_pad, right, bottom = PAD
+        scale = min(CELL - left - right, CELL - top_pad - bottom) / 60
+        sides = {"top": (60, 40), "front": (60, 5), "right": (40, 5)}
+        for name, column, row in LAYOUT:
+            top = row * (CELL + BAR) + BAR
+            cell = np.asarray(picture.crop((column * CELL, top, (column + 1) * CELL, top + CELL)))
+            shaded = (cell.max(axis=-1).astype(int) - cell.min(axis=-1)) > 24
+            ys, xs = np.nonzero(shaded)
+            assert shaded.sum() > 0.01 * CELL * CELL, name
+            if name in sides:
+                drawn = (xs.max() - xs.min() + 1, ys.max() - ys.min() + 1)
+                expected = tuple(mm * scale for mm in sides[name])
+                assert drawn == pytest.approx(expected, abs=4), (name, drawn, expected)
+        resource = await client.read_resource(f"aira://tasks/{task}/part.png")
+        assert base64.b64decode(resource.contents[0].blob) == png
