@@ -14,6 +14,15 @@ extra when it is installed) every query is searched once, after a warm-up, and s
 
 Queries carry a numeric id; odd ids are the half the ranking weights were fitted on
 (``dev``), even ids the held-out half (``test``). Both halves are reported.
+
+The part-level set (``benchmarks/discovery/parts.json``, :data:`PARTS_FORMAT`) holds whole-part
+descriptions, each with the capabilities a working plan needs (and, where another plan works
+as well, its capabilities as an alternative). Each is searched with ``topK`` 10 and scored:
+
+- **part recall@10**: per query, the share of a plan's capabilities among the ten hits (the
+  best of its plans), averaged;
+- **complete@10**: the share of queries with every capability of one plan among the hits;
+- **no match**: the share answered "no match" (each describes a part the catalog can build).
 """
 
 from __future__ import annotations
@@ -30,6 +39,10 @@ from aira_core.diagnostics import AiraError
 from aira_core.inputs import read_input
 
 BENCHMARK_FORMAT = "aira.discovery-benchmark/1"
+PARTS_FORMAT = "aira.discovery-parts/1"
+PART_TOP_K = 10
+PART_RECALL_TARGET = 0.9
+"""Issue 31: part-level recall@10 of the hybrid search."""
 WARMUP = 5
 
 
@@ -40,6 +53,8 @@ class Query:
     expected: tuple[str, ...]
     category: str
     lang: str
+    plans: tuple[tuple[str, ...], ...] = ()
+    """Part queries: the capability sets of the plans that work (``expected`` first)."""
 
     @property
     def half(self) -> str:
@@ -47,14 +62,14 @@ class Query:
         return "dev" if digits and int(digits) % 2 == 1 else "test"
 
 
-def load_queries(path: Path) -> tuple[str, list[Query]]:
-    """The catalog name and queries of a benchmark file; ``BENCH_QUERIES_INVALID`` if it is
-    not one."""
+def load_queries(path: Path, format: str = BENCHMARK_FORMAT) -> tuple[str, list[Query]]:
+    """The catalog name and queries of a benchmark file of ``format`` (the single-capability
+    set, or :data:`PARTS_FORMAT`); ``BENCH_QUERIES_INVALID`` if it is not one."""
     try:
         data = read_input(path, "json", what="query set", unreadable="BENCH_QUERIES_INVALID")
         doc = loads_strict(data, f"query set {path.name!r}")[0]
-        if doc.get("format") != BENCHMARK_FORMAT:
-            raise ValueError(f"format is not {BENCHMARK_FORMAT}")
+        if doc.get("format") != format:
+            raise ValueError(f"format is not {format}")
         queries = [
             Query(
                 str(q["id"]),
@@ -62,9 +77,17 @@ def load_queries(path: Path) -> tuple[str, list[Query]]:
                 tuple(q.get("expected", [])),
                 str(q.get("category", "")),
                 str(q.get("lang", "")),
+                tuple(
+                    tuple(str(c) for c in plan)
+                    for plan in [q.get("expected", []), *q.get("alternatives", [])]
+                )
+                if format == PARTS_FORMAT
+                else (),
             )
             for q in doc["queries"]
         ]
+        if format == PARTS_FORMAT and not all(all(q.plans) and q.expected for q in queries):
+            raise ValueError("every part query needs the capabilities of a plan")
         return str(doc.get("catalog", "")), queries
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
         raise AiraError(
@@ -132,14 +155,62 @@ def evaluate(index: SearchIndex, queries: Iterable[Query]) -> dict[str, Any]:
     return {key: scores.summary() for key, scores in groups.items()}
 
 
+@dataclass
+class PartScores:
+    recall: list[float] = field(default_factory=list)
+    complete: int = 0
+    no_match: int = 0
+    latencies: list[float] = field(default_factory=list)
+
+    def add(self, query: Query, hits: Sequence[str], no_match: bool, seconds: float) -> None:
+        self.latencies.append(seconds)
+        shown = set(hits[:PART_TOP_K])
+        shares = [sum(c in shown for c in plan) / len(plan) for plan in query.plans]
+        self.recall.append(max(shares))
+        self.complete += max(shares) == 1.0
+        self.no_match += no_match
+
+    def summary(self) -> dict[str, Any]:
+        n = len(self.recall) or 1
+        lat = sorted(self.latencies)
+        p50 = round(lat[len(lat) // 2] * 1000, 3) if lat else 0.0
+        return {
+            "queries": len(self.recall),
+            "recallAt10": round(sum(self.recall) / n, 4),
+            "completeAt10": round(self.complete / n, 4),
+            "noMatch": round(self.no_match / n, 4),
+            "p50Ms": p50,
+        }
+
+
+def evaluate_parts(index: SearchIndex, queries: Iterable[Query]) -> dict[str, Any]:
+    """Part-level scores of one index: all, per half and per language (see the module)."""
+    from aira_core.contracts.search import SearchRequest
+
+    queries = list(queries)
+    for q in queries[:WARMUP]:
+        index.search(SearchRequest(intent=q.text, top_k=PART_TOP_K))
+    groups: dict[str, PartScores] = {"all": PartScores()}
+    for q in queries:
+        start = time.perf_counter()
+        response = index.search(SearchRequest(intent=q.text, top_k=PART_TOP_K))
+        seconds = time.perf_counter() - start
+        hits = [h.capability_id for h in response.hits]
+        for key in ("all", q.half, f"lang:{q.lang}"):
+            groups.setdefault(key, PartScores()).add(q, hits, response.no_match, seconds)
+    return {key: scores.summary() for key, scores in groups.items()}
+
+
 def run(
     descriptors: Sequence[Any],
     schemas: Mapping[str, Mapping[str, Any]],
     queries: Sequence[Query],
     *,
     embedder: Any = None,
+    parts: Sequence[Query] = (),
 ) -> dict[str, Any]:
-    """The three configurations side by side (the third only with an embedder)."""
+    """The three configurations side by side (the third only with an embedder); with
+    ``parts``, each configuration's part-level scores under ``"parts"``."""
     out: dict[str, Any] = {}
     for name, config, model in (
         ("bm25", BM25_ONLY, None),
@@ -153,4 +224,6 @@ def run(
         index = SearchIndex(descriptors, schemas, config=config, embedder=model)
         build = time.perf_counter() - start
         out[name] = {"indexBuildS": round(build, 3), **evaluate(index, queries)}
+        if parts:
+            out[name]["parts"] = evaluate_parts(index, parts)
     return out

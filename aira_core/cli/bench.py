@@ -20,14 +20,33 @@ def bench_discovery(
     queries: Annotated[
         Path, typer.Option("--queries", help="The query set (aira.discovery-benchmark/1).")
     ] = Path("benchmarks/discovery/queries.json"),
+    parts: Annotated[
+        Path | None,
+        typer.Option(
+            "--parts",
+            help="The part-level query set (aira.discovery-parts/1; default: parts.json "
+            "beside --queries, when it is there).",
+        ),
+    ] = None,
     as_json: JsonFlag = False,
 ) -> None:
     """Recall@1/@5, MRR, no-match accuracy and latency of catalog search over the benchmark
-    queries: BM25 alone, the default hybrid, and the hybrid with embeddings if installed."""
+    queries: BM25 alone, the default hybrid, and the hybrid with embeddings if installed; and
+    the part-level recall@10 over whole-part descriptions."""
     from aira_core.catalog import embeddings, evaluation
     from aira_core.diagnostics import AiraError
 
     name, items = evaluation.load_queries(queries)
+    if parts is None and (queries.parent / "parts.json").is_file():
+        parts = queries.parent / "parts.json"
+    part_items: list[evaluation.Query] = []
+    if parts is not None:
+        part_name, part_items = evaluation.load_queries(parts, evaluation.PARTS_FORMAT)
+        if part_name != name:
+            raise AiraError(
+                "BENCH_QUERIES_INVALID",
+                f"{parts.name} searches {part_name!r}, {queries.name} searches {name!r}",
+            )
     catalog = _catalog(quiet=as_json)
     package = catalog.packages.get(name)
     if package is None:
@@ -35,9 +54,13 @@ def bench_discovery(
             "BENCH_CATALOG_MISSING",
             f"the benchmark searches package {name!r}, which is not in the production catalog",
         )
-    with progress(f"Searching {len(items)} queries", quiet=as_json):
+    with progress(f"Searching {len(items) + len(part_items)} queries", quiet=as_json):
         results = evaluation.run(
-            package.descriptors(), package.manifest.schemas, items, embedder=embeddings.load()
+            package.descriptors(),
+            package.manifest.schemas,
+            items,
+            embedder=embeddings.load(),
+            parts=part_items,
         )
     report = {"format": "aira.bench.discovery/1", "catalog": name, "configurations": results}
     if as_json:
@@ -55,6 +78,34 @@ def bench_discovery(
     _table(
         f"Discovery benchmark: {len(items)} queries over {name}", ["configuration", *columns], rows
     )
+    if part_items:
+        part_columns = ["recallAt10", "completeAt10", "noMatch", "p50Ms"]
+        part_rows = [
+            [f"{config} ({half})", *[str(result["parts"][half][c]) for c in part_columns]]
+            for config, result in results.items()
+            if "parts" in result
+            for half in ("all", "dev", "test")
+            if half in result["parts"]
+        ]
+        _table(
+            f"Whole parts: {len(part_items)} descriptions over {name} (topK 10)",
+            ["configuration", *part_columns],
+            part_rows,
+        )
+        typer.echo(
+            f"target: part-level recall@10 >= {evaluation.PART_RECALL_TARGET} (hybrid"
+            + (" and hybrid+embeddings" if "parts" in results.get("hybrid+embeddings", {}) else "")
+            + "): "
+            + (
+                "target met"
+                if all(
+                    r["parts"]["all"]["recallAt10"] >= evaluation.PART_RECALL_TARGET
+                    for r in results.values()
+                    if "parts" in r and r is not results.get("bm25")
+                )
+                else "TARGET MISSED"
+            )
+        )
 
 
 @bench_app.command("capsule")

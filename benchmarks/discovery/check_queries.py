@@ -1,10 +1,11 @@
-"""Check benchmarks/discovery/queries.json against the OCCT capability manifest.
+"""Check benchmarks/discovery/queries.json and parts.json against the OCCT capability manifest.
 
 Standard library only. Run from anywhere:
 
     python3 benchmarks/discovery/check_queries.py
 
-Prints a summary and exits 1 when a rule is broken (the violations are listed on stderr).
+Prints a summary of each set and exits 1 when a rule is broken (the violations are listed on
+stderr).
 """
 
 from __future__ import annotations
@@ -19,9 +20,15 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
 QUERIES = HERE / "queries.json"
+PARTS = HERE / "parts.json"
 MANIFEST = ROOT / "plugins/aira-kernel-occt/aira_kernel_occt/package/manifest.json"
 
 FORMAT = "aira.discovery-benchmark/1"
+PARTS_FORMAT = "aira.discovery-parts/1"
+MIN_PARTS = 30
+MIN_PARTS_ZH = 5
+PLAN_KINDS = {"authoring.operation"}
+"""What a plan's steps are: operations that build the part (no query, validator or exporter)."""
 CATALOG = "aira.kernel.occt"
 MIN_QUERIES = 110
 LANGS = {"en", "zh"}
@@ -55,11 +62,113 @@ def norm(text: str) -> str:
 
 
 def main() -> int:
+    manifest = json.loads(MANIFEST.read_text(encoding="utf-8"))
+    single = check_queries(manifest)
+    print()
+    parts = check_parts(manifest, json.loads(QUERIES.read_text(encoding="utf-8")))
+    return max(single, parts)
+
+
+def _examples(descriptors: list[dict]) -> list[tuple[str, str]]:
+    out: list[tuple[str, str]] = []
+    for d in descriptors:
+        out += [(norm(t), d["capabilityId"]) for t in d.get("intentExamples", [])]
+        counter = f"counterExample of {d['capabilityId']}"
+        out += [(norm(t), counter) for t in d.get("counterExamples", [])]
+    return out
+
+
+def check_parts(manifest: dict, single: dict) -> int:
+    """parts.json: whole-part descriptions, each with the capabilities of the plans that work."""
+    errors: list[str] = []
+    warnings: list[str] = []
+    doc = json.loads(PARTS.read_text(encoding="utf-8"))
+    kinds = {d["capabilityId"]: d["kind"] for d in manifest["descriptors"]}
+    if doc.get("format") != PARTS_FORMAT:
+        errors.append(f"parts: format is {doc.get('format')!r}, expected {PARTS_FORMAT!r}")
+    if doc.get("catalog") != CATALOG:
+        errors.append(f"parts: catalog {doc.get('catalog')!r}, expected {CATALOG!r}")
+    queries = doc.get("queries", [])
+    if len(queries) < MIN_PARTS:
+        errors.append(f"parts: {len(queries)} queries, at least {MIN_PARTS} required")
+    for qid, n in Counter(q.get("id") for q in queries).items():
+        if n > 1:
+            errors.append(f"parts: duplicate id {qid!r} ({n}x)")
+    for t, n in Counter(norm(q.get("query", "")) for q in queries).items():
+        if n > 1:
+            errors.append(f"parts: duplicate query text {t!r} ({n}x)")
+    # none copied from the single-capability set or from an example of the package
+    others = [(norm(q["query"]), f"query {q['id']}") for q in single.get("queries", [])]
+    others += _examples(manifest["descriptors"])
+    langs: Counter[str] = Counter()
+    used: Counter[str] = Counter()
+    required = {"id", "query", "lang", "category", "expected", "note"}
+    for q in queries:
+        qid = q.get("id", "?")
+        missing = required - q.keys()
+        if missing:
+            errors.append(f"{qid}: missing keys {sorted(missing)}")
+            continue
+        if not re.fullmatch(r"p\d{3}", qid):
+            errors.append(f"{qid}: id must look like p001")
+        if q["category"] != "part":
+            errors.append(f"{qid}: category must be 'part'")
+        lang, text = q["lang"], q["query"]
+        langs[lang] += 1
+        if lang not in LANGS:
+            errors.append(f"{qid}: unknown lang {lang!r}")
+        if (lang == "zh") != bool(CJK.search(text)):
+            errors.append(f"{qid}: lang {lang} does not match its script")
+        if not q["note"].strip():
+            errors.append(f"{qid}: empty note")
+        plans = [q["expected"], *q.get("alternatives", [])]
+        if not isinstance(q.get("alternatives", []), list):
+            errors.append(f"{qid}: alternatives must be a list of plans")
+            continue
+        for plan in plans:
+            if not isinstance(plan, list) or not plan or len(set(plan)) != len(plan):
+                errors.append(f"{qid}: a plan must be a non-empty list of distinct ids")
+                continue
+            for cid in plan:
+                if cid not in kinds:
+                    errors.append(f"{qid}: {cid!r} is not in the manifest")
+                elif kinds[cid] not in PLAN_KINDS:
+                    errors.append(f"{qid}: {cid} is a {kinds[cid]}, not a step building the part")
+        if len({frozenset(p) for p in plans if isinstance(p, list)}) != len(plans):
+            errors.append(f"{qid}: two plans list the same capabilities")
+        used.update(q["expected"])
+        n = norm(text)
+        for other, src in others:
+            r = difflib.SequenceMatcher(None, n, other).ratio()
+            if r >= COPY_RATIO:
+                errors.append(f"{qid}: near-copy ({r:.2f}) of {src}: {other!r}")
+            elif r >= WARN_RATIO:
+                warnings.append(f"{qid}: similar ({r:.2f}) to {src}: {other!r}")
+    if langs["zh"] < MIN_PARTS_ZH:
+        errors.append(f"parts: {langs['zh']} Chinese queries, at least {MIN_PARTS_ZH} required")
+    print(
+        f"parts: {len(queries)} whole-part queries (en {langs['en']}, zh {langs['zh']}), "
+        f"{sum(1 for q in queries if q.get('alternatives'))} with an alternative plan"
+    )
+    counts = ", ".join(f"{c[4:-2]} {n}" for c, n in used.most_common())
+    print(f"capabilities in the first plans: {counts}")
+    for w in warnings:
+        print(f"warning: {w}")
+    if errors:
+        for e in errors:
+            print(f"error: {e}", file=sys.stderr)
+        print(f"FAILED: {len(errors)} violation(s) in parts.json", file=sys.stderr)
+        return 1
+    print("OK")
+    return 0
+
+
+def check_queries(manifest: dict) -> int:
+    """queries.json: single-capability and no-match queries."""
     errors: list[str] = []
     warnings: list[str] = []
 
     doc = json.loads(QUERIES.read_text(encoding="utf-8"))
-    manifest = json.loads(MANIFEST.read_text(encoding="utf-8"))
     descriptors = manifest["descriptors"]
     cap_ids = [d["capabilityId"] for d in descriptors]
     cap_set = set(cap_ids)
