@@ -39,9 +39,11 @@ from typing import Any, Protocol
 from aira_core.canonical import canonical_bytes, sha256_bytes_hex, sha256_hex
 from aira_core.catalog.policy import RISK_RANK, authorize
 from aira_core.contracts.capability import (
+    WRITING_KINDS,
     Applicability,
     Authorization,
     CapabilityDescriptor,
+    CapabilityKind,
     ComponentStatus,
     CostClass,
     ExecutionQuality,
@@ -227,6 +229,16 @@ _CUE_TEXT = {
     "io.import": "import|load|read in|open the file|导入|读取|加载|读入",
 }
 _CUES = {branch: tuple(text.split("|")) for branch, text in _CUE_TEXT.items()}
+# An English cue is a word (or phrase) with its inflections, never part of a longer word:
+# "count" is no cue in "counterbored", "load" none in "download", "import" none in
+# "important". Chinese cues are substrings (no spaces to bound them).
+_CUE_PATTERNS = {
+    branch: tuple(
+        re.compile(rf"\b{re.escape(cue)}(?:s|es|ed|d|ing|ment|ments)?\b" if cue.isascii() else cue)
+        for cue in cues
+    )
+    for branch, cues in _CUES.items()
+}
 
 
 @functools.lru_cache(maxsize=1)
@@ -379,7 +391,10 @@ def _negations(text: str) -> tuple[list[str], str]:
 
 def _cued_branches(text: str) -> list[str]:
     lowered = text.lower()
-    scores = {branch: sum(1 for cue in cues if cue in lowered) for branch, cues in _CUES.items()}
+    scores = {
+        branch: sum(1 for cue in cues if cue.search(lowered))
+        for branch, cues in _CUE_PATTERNS.items()
+    }
     return [b for b, s in sorted(scores.items(), key=lambda kv: -kv[1]) if s > 0]
 
 
@@ -407,6 +422,39 @@ def normalize(intent: str) -> Normalized:
     for q in quantities:
         terms.extend(_ROLE_TERMS.get(q.role or "", ()))
     return Normalized(raw, text, tuple(terms), tuple(negated), tuple(quantities), tuple(cues))
+
+
+# -- whole parts: the intent's clauses ----------------------------------------------------------
+
+# Where one feature of a described part ends and the next begins: clause punctuation (a full
+# stop only before a space or the end, not in 6.5) and the words that join the features of
+# a part ("a plate with two holes and rounded corners", "底板，四角打孔，竖边倒圆角"); not
+# "but" or "rather than", which correct the clause they are in.
+_CLAUSE = re.compile(
+    r"[,;:!?()\[\]\n，。；：！？、（）]|\.(?=\s|$)"
+    r"|\b(?:with|and|plus|then|having|featuring|including|also)\b"
+    r"|并且|然后|以及|同时|另外|其中",
+    re.IGNORECASE,
+)
+MAX_CLAUSES = 12
+FEATURE_TIE = 0.85
+"""Candidates of a clause ranked this close to its best are near-ties: the one with the
+strongest evidence is the clause's feature."""
+FEATURE_AFTER = 0.5
+"""A clause's further features ("a hollow box": the shell, then the box) are ranked at
+least this share of its best and named by an alias of their own."""
+FEATURE_ALIAS_EVIDENCE = 0.5
+"""The share of the no-match threshold a feature needs when the clause names it by an alias
+("each leg has a 4.2 mm hole in its middle"): the clause's other words (where, how many)
+only dilute the evidence of what it names."""
+"""Clauses of one intent searched as features (the rest stay part of the whole intent)."""
+
+
+def clauses(intent: str) -> list[str]:
+    """The clauses of an intent (see :data:`_CLAUSE`) that hold a word or a Chinese
+    character: each is searched on its own as one feature of a described part."""
+    parts = (" ".join(p.split()) for p in _CLAUSE.split(intent))
+    return [p for p in parts if re.search(rf"[a-zA-Z]{{2}}|[{_CJK}]", p)][:MAX_CLAUSES]
 
 
 # -- the dense retriever ------------------------------------------------------------------------
@@ -726,6 +774,8 @@ class _Capability:
     """Terms of the title, aliases and id: what a negation rules out."""
     accepts: frozenset[str]
     produces: frozenset[str]
+    composes: frozenset[str]
+    """Capability ids it ``composesWith`` (a box with a fillet, a cylinder with a cut)."""
     ref: str
     leaf: str
     top: str
@@ -760,6 +810,25 @@ def _top(path: str) -> str:
         if path.startswith("io.import")
         else ("io.export" if path.startswith("io.export") else path.split(".")[0])
     )
+
+
+_SHAPES = frozenset({"ExactSolid", "Profile"})
+"""What operations that make shapes produce."""
+
+
+@dataclass
+class _Part:
+    """An intent read as a whole part (:meth:`SearchIndex._part`)."""
+
+    features: list[tuple[str, _Candidate]]
+    """(clause, candidate), the strongest evidence first."""
+    rest: dict[int, tuple[float, _Candidate]]
+    """Every other candidate: the best share of the top rank it reached in a clause or in
+    the whole intent, with its scores there."""
+    unknown: list[str]
+    """Clauses that named no capability and hold a word the catalog does not know."""
+    lead: _Candidate | None
+    """The whole intent's best candidate when its evidence reaches the threshold."""
 
 
 class SearchIndex:
@@ -810,6 +879,7 @@ class SearchIndex:
                         relations.get("produces", [])
                         or (d.outputs.semantic_types if d.outputs else [])
                     ),
+                    composes=frozenset(relations.get("composesWith", [])),
                     ref=d.target[1],
                     leaf=d.taxonomy.primary.value,
                     top=_top(d.taxonomy.primary.value),
@@ -850,6 +920,14 @@ class SearchIndex:
                     if key:
                         self._aliases.setdefault(key, set()).add(i)
         self._size = len(self.caps)
+        # Words that size or place a feature rather than name one (the catalog's input names:
+        # radius, depth, diameter, edges …): a clause naming only these names no feature.
+        self._parameter_terms = frozenset(
+            t
+            for cap in self.caps
+            for n in cap.input_names
+            for t in tokens(re.sub(r"([a-z])([A-Z])", r"\1 \2", n))
+        )
         # The operations nothing here performs, with the phrases that ask for them: Chinese
         # ones as substrings, English ones as term sets (stemmed once, not per search).
         self._unperformed_asks = [
@@ -1379,6 +1457,10 @@ class SearchIndex:
             branches=branches,
         )
         unperformed = self._unperformed(norm)
+        if not unperformed:
+            part = self._part(request, norm, out)
+            if part is not None:
+                return self._part_response(request, context, intent, filtered, part)
         if unperformed:
             wanted = "; ".join(f"{op.name} ({op.what})" for op in unperformed)
             return self._no_match(
@@ -1423,6 +1505,265 @@ class SearchIndex:
             truncated=truncated,
         )
         return _fit(response, request.max_bytes)
+
+    # -- whole parts ----------------------------------------------------------------------------
+
+    def _clause_ranking(
+        self, request: SearchRequest, clause: str
+    ) -> tuple[Normalized, list[_Candidate]]:
+        """One clause searched as an intent of its own: its candidates best first."""
+        norm = normalize(clause)
+        out = self._candidates(norm)
+        for c in out.values():
+            self._score(norm, c)
+        self._route(norm, out)
+        self._filter(request, out, {})
+        return norm, self._rerank(request, out)
+
+    def _named(self, norm: Normalized, c: _Candidate) -> frozenset[str]:
+        """The words by which a clause names the capability: a matched alias (or title), else
+        terms of its title, aliases or id that are no parameter words (radius, depth …); in
+        Chinese, two-character terms only (a single character is too loose: 角 of 倒角 is
+        also the corner of 四个角). Empty when the clause does not name it."""
+        if c.alias_terms:  # named by a whole alias: by those words, not by parts of others
+            return c.alias_terms
+        named = set(norm.terms) & self.caps[c.index].identity
+        return frozenset(
+            t for t in named if (len(t) > 1 if t[0] >= "\u3400" else t not in self._parameter_terms)
+        )
+
+    def _part(
+        self, request: SearchRequest, norm: Normalized, out: dict[int, _Candidate]
+    ) -> _Part | None:
+        """A whole part: the intent's clauses searched one by one (:func:`clauses`). A
+        clause's **features** are its candidates ranked within :data:`FEATURE_TIE` of its
+        best that it names (:meth:`_named`) with evidence at the no-match threshold, the
+        strongest evidence first, each named by words no stronger one took ("a hollow box":
+        the shell and the box). Two features that build (authoring operations or imports),
+        one of them a solid, make the intent a part; None when it is none."""
+        if self.config.name == BM25_ONLY.name:
+            return None
+        found = clauses(norm.raw)
+        if len(found) < 2:
+            return None
+        threshold = self.weights.no_match_below
+        features: dict[int, tuple[str, _Candidate]] = {}
+        merged: dict[int, tuple[float, _Candidate]] = {}
+        unknown: list[str] = []
+        negated = set(norm.negated)
+
+        def merge(ranked: Iterable[_Candidate], top: float) -> None:
+            for c in ranked:
+                share = c.rank / top
+                if share > merged.get(c.index, (0.0, c))[0]:
+                    merged[c.index] = (share, c)
+
+        for clause in found:
+            clause_norm, ranked = self._clause_ranking(request, clause)
+            if not ranked or ranked[0].rank <= 0:
+                continue
+            merge(ranked, ranked[0].rank)
+            asked = set(clause_norm.cues) | set(norm.cues)
+            near = [
+                (c, words)
+                for c in ranked
+                if c.rank >= FEATURE_AFTER * ranked[0].rank
+                and self._feature_kind(c.index, asked)
+                and c.relevance >= (FEATURE_ALIAS_EVIDENCE if c.alias_terms else 1.0) * threshold
+                if (words := self._named(clause_norm, c))
+                and not negated & self.caps[c.index].identity
+            ]
+            taken: set[str] = set()
+            first = [cw for cw in near if cw[0].rank >= FEATURE_TIE * ranked[0].rank]
+            for c, words in [
+                *sorted(first, key=lambda cw: -cw[0].relevance)[:1],
+                *sorted(near, key=lambda cw: -cw[0].rank),
+            ]:
+                if words & taken or (taken and not c.alias_terms):
+                    continue
+                taken |= words
+                known = features.get(c.index)
+                if known is None or c.relevance > known[1].relevance:
+                    features[c.index] = (clause, c)
+            if not near and any(
+                t not in self._idf and t not in self._parameter_terms
+                for t in clause_norm.terms
+                if t[0] < "\u3400"
+            ):
+                unknown.append(clause)
+        building = [i for i in features if self.caps[i].descriptor.kind in WRITING_KINDS]
+        if len(building) < 2 or not any("ExactSolid" in self.caps[i].produces for i in building):
+            return None  # a part is a solid: profiles alone are a sketch
+        top = max((c.rank for c in out.values()), default=0.0)
+        if top > 0:
+            merge(out.values(), top)
+        ordered = sorted(
+            features.values(),
+            key=lambda fc: (-fc[1].relevance, self.caps[fc[1].index].descriptor.capability_id),
+        )
+        # the whole intent's best answer stays first when it is a confident one: a
+        # single-capability request with a side clause ("extrude it 3 mm, both ways") is
+        # still that capability
+        lead = None
+        if out:
+            best = max(out.values(), key=lambda c: (c.rank, -c.index))
+            if best.relevance >= threshold:
+                lead = best
+        rest = {i: sc for i, sc in merged.items() if i not in features}
+        return _Part(ordered, rest, unknown, lead)
+
+    def _feature_kind(self, i: int, asked: set[str]) -> bool:
+        """Whether a capability can be a feature of a part: an operation that builds (or an
+        import), or a query, check or export the intent asks for by its cue words."""
+        return self.caps[i].descriptor.kind in WRITING_KINDS or self.caps[i].top in asked
+
+    def _tier(self, i: int, feature: bool, cued: set[str]) -> int:
+        """Where a part's hit goes: the features that build it first, then the checks and
+        measurements it asks for, its exporters (a part is built before it is saved); then
+        the other candidates: operations that make shapes (and queries and validators when
+        the intent asks to measure or check), the rest, exporters last."""
+        cap = self.caps[i]
+        kind = cap.descriptor.kind
+        if feature:
+            return 0 if kind in WRITING_KINDS else 2 if kind is CapabilityKind.EXPORTER else 1
+        if kind is CapabilityKind.EXPORTER:
+            return 5
+        if kind in WRITING_KINDS:
+            return 3 if cap.produces & _SHAPES else 4
+        return 3 if cap.top in cued else 4
+
+    def _part_response(
+        self,
+        request: SearchRequest,
+        context: SearchContext | None,
+        intent: NormalizedIntent,
+        filtered: dict[str, int],
+        part: _Part,
+    ) -> SearchResponse:
+        """The hits of a whole part (see :meth:`_tier`), each with the evidence of the
+        clause (or the whole intent) it answers best, and what the plan still needs
+        (:meth:`_part_sufficiency`) right after the features."""
+        cued = set(intent.branches) & {"query", "validation"}
+        features: list[_Candidate] = []
+        for clause, c in part.features:
+            label = clause if len(clause) <= 40 else clause[:39] + "…"
+            c.why.insert(0, f"part:{label}")
+            features.append(c)
+        features.sort(key=lambda c: self._tier(c.index, True, cued))
+        rest = sorted(
+            part.rest.values(),
+            key=lambda sc: (
+                self._tier(sc[1].index, False, cued),
+                -sc[0],
+                self.caps[sc[1].index].descriptor.capability_id,
+            ),
+        )
+        behind = [c for _, c in rest]
+        sufficiency, needed = self._part_sufficiency(request, features, behind, part.unknown)
+        ranked = [*features, *needed, *(c for c in behind if c not in needed)]
+        if part.lead is not None and part.lead.index in {c.index for c in ranked}:
+            lead = next(c for c in ranked if c.index == part.lead.index)
+            ranked = [lead, *(c for c in ranked if c is not lead)]
+        top_k = min(request.top_k, MAX_TOP_K)
+        chosen = ranked[:top_k]
+        hits = [self._hit(c, context, request) for c in chosen]
+        response = SearchResponse(
+            intent=intent,
+            hits=hits,
+            no_match=False,
+            embedder=self.embedder.name,
+            filtered=filtered,
+            sufficiency=sufficiency,
+            truncated=len(ranked) > len(chosen),
+        )
+        return _fit(response, request.max_bytes)
+
+    def _makes_body(self, i: int) -> bool:
+        """A capability that makes a solid from nothing (a primitive, an import) or from a
+        profile (an extrusion): the base a part's features work on."""
+        cap = self.caps[i]
+        return "ExactSolid" in cap.produces and not (cap.accepts - {"EntitySet", "Profile"})
+
+    def _joins(self, i: int) -> bool:
+        """An operation that takes two bodies (a target and a tool: union, cut …)."""
+        return {"target", "tool"} <= self.caps[i].input_names
+
+    def _part_sufficiency(
+        self,
+        request: SearchRequest,
+        features: list[_Candidate],
+        behind: list[_Candidate],
+        unknown: list[str],
+    ) -> tuple[Sufficiency, list[_Candidate]]:
+        """What a part's features still need, by the catalog's relations: a body to work
+        on when no feature makes one (the candidate that ``composesWith`` a feature, else the
+        best-ranked primitive); a solid from a profile when a feature only draws one (the
+        best-ranked operation that accepts a ``Profile`` and produces a solid); the known
+        inputs' path to the desired outputs (as for any search). Added capabilities are in
+        ``expandedWith``; the clauses nothing answered that hold words the catalog does not
+        know are ``missingInformation``."""
+        typed, extra = self._sufficiency(request, [c.index for c in features])
+        needed = list(extra)
+        missing_types = list(typed.missing_types)
+        have = {c.index for c in features}
+        known = {k.type for k in request.known_inputs}
+
+        def add(c: _Candidate | None, why: str) -> bool:
+            if c is None:
+                return False
+            c.why.append(why)
+            needed.append(c)
+            have.add(c.index)
+            return True
+
+        def related(pool: list[_Candidate], fits: Any) -> _Candidate | None:
+            """The first capability that ``fits`` and that a feature ``composesWith`` (in the
+            order the relation lists them, features by rank), else the best-ranked of the
+            candidates ``pool``."""
+            order = [r for c in [*features, *needed] for r in self.caps[c.index].composes]
+            by_id = {self.caps[c.index].descriptor.capability_id: c for c in pool}
+            for ref in order:
+                i = self._by_id.get(ref)
+                if i is not None and i not in have and fits(i):
+                    return by_id.get(ref) or _Candidate(i)
+            return pool[0] if pool else None
+
+        profiles = any(self.caps[i].produces == {"Profile"} for i in have)
+        if profiles and not any("Profile" in self.caps[i].accepts for i in have):
+
+            def solid(i: int) -> bool:
+                cap = self.caps[i]
+                return {"Profile"} == cap.accepts - {"ExactSolid"} and "ExactSolid" in cap.produces
+
+            pool = [c for c in behind if solid(c.index)]
+            if not add(related(pool, solid), "relation:accepts:Profile"):
+                missing_types.append("ExactSolid")
+        if "ExactSolid" not in known and not any(self._makes_body(i) for i in have):
+            # the part names no base shape ("a washer: 2 cm outside, 1 cm hole"): the two
+            # likeliest bodies, the one a feature composes with first
+            ids = {self.caps[i].descriptor.capability_id for i in have}
+            bodies = [c for c in behind if self._makes_body(c.index)]
+            composed = [c for c in bodies if self.caps[c.index].composes & ids]
+            first = (composed or bodies or [None])[0]
+            if not add(first, "relation:produces:ExactSolid"):
+                missing_types.append("ExactSolid")
+            add(next((c for c in bodies if c is not first), None), "relation:produces:ExactSolid")
+        if sum(self._makes_body(i) for i in have) >= 2 and not any(self._joins(i) for i in have):
+            # two bodies make one part only when one is fused into (or cut from) the other
+            add(next((c for c in behind if self._joins(c.index)), None), "relation:accepts:tool")
+        missing = [*typed.missing_information]
+        missing += [f"a way to obtain {t}" for t in missing_types if t not in typed.missing_types]
+        missing += [f"a capability for: {clause}" for clause in unknown]
+        return (
+            Sufficiency(
+                evaluated=True,
+                complete=not missing,
+                missing_types=sorted(set(missing_types)),
+                expanded_with=[self.caps[c.index].descriptor.capability_id for c in needed],
+                missing_information=missing,
+            ),
+            needed,
+        )
 
     def _no_match(
         self,
