@@ -829,6 +829,8 @@ class _Part:
     """Clauses that named no capability and hold a word the catalog does not know."""
     lead: _Candidate | None
     """The whole intent's best candidate when its evidence reaches the threshold."""
+    cues: tuple[str, ...]
+    """The whole intent's cued branches."""
 
 
 class SearchIndex:
@@ -1539,8 +1541,9 @@ class SearchIndex:
         clause's **features** are its candidates ranked within :data:`FEATURE_TIE` of its
         best that it names (:meth:`_named`) with evidence at the no-match threshold, the
         strongest evidence first, each named by words no stronger one took ("a hollow box":
-        the shell and the box). Two features that build (authoring operations or imports),
-        one of them a solid, make the intent a part; None when it is none."""
+        the shell and the box). Two features, one of them an operation that builds a solid,
+        make the intent a part (a solid with a fillet, a solid to export); None when it is
+        none."""
         if self.config.name == BM25_ONLY.name:
             return None
         found = clauses(norm.raw)
@@ -1563,7 +1566,7 @@ class SearchIndex:
             if not ranked or ranked[0].rank <= 0:
                 continue
             merge(ranked, ranked[0].rank)
-            asked = set(clause_norm.cues) | set(norm.cues)
+            asked = set(clause_norm.cues)
             near = [
                 (c, words)
                 for c in ranked
@@ -1592,8 +1595,8 @@ class SearchIndex:
             ):
                 unknown.append(clause)
         building = [i for i in features if self.caps[i].descriptor.kind in WRITING_KINDS]
-        if len(building) < 2 or not any("ExactSolid" in self.caps[i].produces for i in building):
-            return None  # a part is a solid: profiles alone are a sketch
+        if len(features) < 2 or not any("ExactSolid" in self.caps[i].produces for i in building):
+            return None  # a part is a solid: profiles alone are a sketch, checks a check
         top = max((c.rank for c in out.values()), default=0.0)
         if top > 0:
             merge(out.values(), top)
@@ -1609,13 +1612,20 @@ class SearchIndex:
             best = max(out.values(), key=lambda c: (c.rank, -c.index))
             if best.relevance >= threshold:
                 lead = best
+            if lead is not None and self.caps[lead.index].top in {*norm.cues} - {"io.export"}:
+                return None  # a question or a check about a part ("is there 0.5 mm between
+                # the lid and the boss?"), answered as a whole
         rest = {i: sc for i, sc in merged.items() if i not in features}
-        return _Part(ordered, rest, unknown, lead)
+        return _Part(ordered, rest, unknown, lead, norm.cues)
 
     def _feature_kind(self, i: int, asked: set[str]) -> bool:
-        """Whether a capability can be a feature of a part: an operation that builds (or an
-        import), or a query, check or export the intent asks for by its cue words."""
-        return self.caps[i].descriptor.kind in WRITING_KINDS or self.caps[i].top in asked
+        """Whether a capability can be the feature of a clause: of the branch the clause's
+        cue words ask for (a measurement, a check, an export: "is there 0.5 mm between the
+        lid and the boss?" asks no boss to be built), else an operation that builds (or an
+        import)."""
+        if asked:
+            return self.caps[i].top in asked
+        return self.caps[i].descriptor.kind in WRITING_KINDS
 
     def _tier(self, i: int, feature: bool, cued: set[str]) -> int:
         """Where a part's hit goes: the features that build it first, then the checks and
@@ -1643,7 +1653,7 @@ class SearchIndex:
         """The hits of a whole part (see :meth:`_tier`), each with the evidence of the
         clause (or the whole intent) it answers best, and what the plan still needs
         (:meth:`_part_sufficiency`) right after the features."""
-        cued = set(intent.branches) & {"query", "validation"}
+        cued = set(part.cues) & {"query", "validation"}
         features: list[_Candidate] = []
         for clause, c in part.features:
             label = clause if len(clause) <= 40 else clause[:39] + "…"
