@@ -1671,7 +1671,12 @@ class SearchIndex:
         behind = [c for _, c in rest]
         sufficiency, needed = self._part_sufficiency(request, features, behind, part.unknown)
         ranked = [*features, *needed, *(c for c in behind if c not in needed)]
-        if part.lead is not None and part.lead.index in {c.index for c in ranked}:
+        lead_kind = self.caps[part.lead.index].descriptor.kind if part.lead else None
+        if (
+            part.lead is not None
+            and lead_kind is not CapabilityKind.EXPORTER  # a part is built before it is saved
+            and part.lead.index in {c.index for c in ranked}
+        ):
             lead = next(c for c in ranked if c.index == part.lead.index)
             ranked = [lead, *(c for c in ranked if c is not lead)]
         top_k = min(request.top_k, MAX_TOP_K)
@@ -1761,6 +1766,14 @@ class SearchIndex:
         if sum(self._makes_body(i) for i in have) >= 2 and not any(self._joins(i) for i in have):
             # two bodies make one part only when one is fused into (or cut from) the other
             add(next((c for c in behind if self._joins(c.index)), None), "relation:accepts:tool")
+        for i in [i for i in have if self._joins(i)]:
+            # a body fused into (or cut from) another is placed there first: what the join
+            # composesWith (a translate), unless the part has it
+            by_id = {self.caps[c.index].descriptor.capability_id: c for c in behind}
+            for ref in self.caps[i].composes:
+                j = self._by_id.get(ref)
+                if j is not None and j not in have:
+                    add(by_id.get(ref) or _Candidate(j), "relation:composesWith")
         missing = [*typed.missing_information]
         missing += [f"a way to obtain {t}" for t in missing_types if t not in typed.missing_types]
         missing += [f"a capability for: {clause}" for clause in unknown]

@@ -19,7 +19,7 @@ from typing import Any
 from aira_kernel_occt.operations import OPERATIONS, REPAIRS, Operation, Repair
 
 NAME = "aira.kernel.occt"
-VERSION = "0.7.0"
+VERSION = "0.8.0"
 PUBLISHER = "aira-first-party"
 PACKAGE_DIR = Path(__file__).parent / "package"
 
@@ -58,6 +58,9 @@ _COMPOSES = {
         for shape in ("rectangle", "circle", "polygon", "slot", "polyline")
     },
     "cap:io.importStep@1": ["cap:query.massProperties@1"],
+    # a body fused into or cut from another is first placed there
+    "cap:exact.union@1": ["cap:exact.translate@1"],
+    "cap:exact.cut@1": ["cap:exact.translate@1"],
 }
 
 

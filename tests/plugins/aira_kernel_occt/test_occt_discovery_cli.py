@@ -72,3 +72,34 @@ def test_bench_discovery_reports_three_configurations(aira_home: Path) -> None:
             )
             assert 0 <= scores["recallAt5"] <= 1
         assert configs[name]["all"]["queries"] >= 80
+
+
+def _hits(home: Path, intent: str) -> tuple[list[str], dict]:
+    found = run_json(home, "catalog", "search", intent, "--top-k", "10")
+    assert found["noMatch"] is False, (intent, found)
+    return [h["capabilityId"] for h in found["hits"]], found
+
+
+def test_a_whole_part_finds_what_building_it_needs_builders_first(aira_home: Path) -> None:
+    # the agent's whole-part description: its features, the shape first
+    ids, _ = _hits(aira_home, "a 3mm thick rectangular plate 18 x 32 mm with two holes")
+    assert {"cap:exact.box@1", "cap:exact.hole@1"} <= set(ids[:3])
+    # the operations that build the part come before queries about it
+    ids, found = _hits(aira_home, "a plate with four counterbored holes")
+    kinds = [h["kind"] for h in found["hits"]]
+    assert ids[0] == "cap:exact.hole@1" and "cap:exact.box@1" in ids[:3]
+    assert "model.query" not in kinds[:5]
+    # a part to save: built before it is exported
+    ids, _ = _hits(aira_home, "a 60 mm cylinder with a 2 mm fillet, and export it as STL")
+    assert ids.index("cap:io.exportStl@1") > max(
+        ids.index("cap:exact.cylinder@1"), ids.index("cap:exact.fillet@1")
+    )
+    # two bodies make one part when one is placed on the other and fused
+    ids, found = _hits(aira_home, "spherical handle: a 25 mm ball on top of an 8 mm stem 20 mm long")
+    assert {"cap:exact.sphere@1", "cap:exact.cylinder@1", "cap:exact.union@1"} <= set(ids)
+    assert "cap:exact.translate@1" in ids
+    # a single capability asked for is still that capability, and nothing is still nothing
+    ids, _ = _hits(aira_home, "fillet the top edges 2 mm")
+    assert ids[0] == "cap:exact.fillet@1"
+    none = run_json(aira_home, "catalog", "search", "book a meeting room and send the invites")
+    assert none["noMatch"] is True

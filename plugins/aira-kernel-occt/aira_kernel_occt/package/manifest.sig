@@ -4,5 +4,5 @@
   "context": "aira.capability-package.v1",
   "publisher": "aira-first-party",
   "keyId": "e81c20c98175665f",
-  "signature": "H2UMEW7qRtr9ZF3Qm4OsLIXeT+Jouya6brwptTR4ZYPBJ9DJSBzfEZgmGvUXhnUNC+bAICzvO/SCB5hkdxawAQ=="
+  "signature": "5DuYKfIeWBjCxU8fganu4bQ1YM/F2b8HWmBmJ41rAnmyU4Tr1qNql3NtZnyFCzSEtrlyU3ooGbX4Hter+wICDA=="
 }
