@@ -751,6 +751,40 @@ def test_acceptance_assertion_on_a_parameter_is_refused(tmp_path: Path) -> None:
     assert kernel.total_calls == 0
 
 
+@pytest.mark.parametrize(
+    "named", [VOLUME_RANGE, VOLUME_RANGE_CAP, VOLUME_RANGE_CAP.removeprefix("cap:")]
+)
+def test_an_assertions_validator_is_named_as_the_catalog_shows_it_or_by_its_operation(
+    tmp_path: Path, named: str
+) -> None:
+    ctx, _, repository = make_runtime(tmp_path)
+    p = plan(
+        repository.head(),
+        *composite_steps()[:2],
+        acceptance_assertions=[
+            {"validatorRef": named, "target": "b:plate", "args": {"min": 1, "max": 1e6}}
+        ],
+    )
+    report, lowered = check_plan(p, ctx)
+    assert report.ok, report.diagnostics
+    assert lowered is not None
+    assertion = next(op.assertion for op in lowered.ops if isinstance(op, AssertionAdd))
+    assert assertion.validator_ref == VOLUME_RANGE  # what validators implement, however named
+
+
+def test_an_unknown_validator_is_refused_with_the_ones_it_is_close_to(tmp_path: Path) -> None:
+    ctx, _, repository = make_runtime(tmp_path)
+    typo = VOLUME_RANGE_CAP.replace("volumeRange", "volumRange")
+    p = plan(
+        repository.head(),
+        *composite_steps()[:2],
+        acceptance_assertions=[{"validatorRef": typo, "target": "b:plate"}],
+    )
+    report, _ = check_plan(p, ctx)
+    found = [d for d in report.diagnostics if d.code == "PLAN_ASSERTION_UNSUPPORTED"]
+    assert found and f"did you mean {VOLUME_RANGE_CAP}" in found[0].message
+
+
 def test_parameter_defined_with_a_wrong_unit_is_refused_at_check(tmp_path: Path) -> None:
     ctx, kernel, repository = make_runtime(tmp_path)
     steps = composite_steps()[:2]

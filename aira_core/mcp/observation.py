@@ -10,8 +10,10 @@ another field, are left out:
   trace resource), and ``data.nextOperation``, which becomes the first of ``nextActions``;
 - a model summary's block digests (for programs that cache pages) and its zero
   ``…Omitted`` counts;
-- ``observedRevision`` when ``data.rev`` (or the summary's ``rev``) already says it, a diagnostic's ``severity`` when
-  it is ``error``;
+- a failed step's ``data.stepSchema`` (its input schema) beside its ``stepSignature``, the
+  same inputs in one line (``catalog_describe`` gives the schema);
+- ``observedRevision`` when ``data.rev`` (or the summary's ``rev``) already says it, a
+  diagnostic's ``severity`` when it is ``error``;
 - ``artifacts``: the exports of one part are one URI template and its formats
   (``{"uriTemplate": "aira://tasks/…/part.{format}", "formats": ["step", …]}``);
 - ``nextActions`` name tools, not meta-operations (``model_commit``, not ``model.commit``):
@@ -95,6 +97,8 @@ def compact(wire: Mapping[str, Any]) -> dict[str, Any]:
     }
     if diagnostics and data.get("rejection") == diagnostics[0].get("code"):
         data.pop("rejection")
+    if "stepSignature" in data:
+        data.pop("stepSchema", None)  # the failed step's one-line signature says it
     summary = data.get("summary")
     if isinstance(summary, Mapping):
         data["summary"] = {

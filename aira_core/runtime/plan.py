@@ -39,6 +39,7 @@ A plan bound to a revision other than the branch head is refused first, with
 
 from __future__ import annotations
 
+import difflib
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -230,6 +231,16 @@ class _Findings:
 _BINARY_SELECTOR_OPS = frozenset({"and", "or", "exc", "except"})
 # A direction vector `>(1, 0, 0)` is one operand, not a group.
 _SELECTOR_TOKEN = re.compile(r"[<>|#+\-]\s*\([^()]*\)|[()]|[^\s()]+")
+
+
+def validator_ref(ctx: Any, ref: str) -> str:
+    """The ``validatorRef`` an assertion names, as the operation ref validators implement:
+    also given as the catalog shows the validator (``cap:validate.volumeRange@1``), or that
+    without its ``cap:`` prefix. Unknown: as given (plan.check refuses it)."""
+    entry = ctx.capabilities.get(ref) or ctx.capabilities.get(f"cap:{ref}")
+    if entry is not None and entry.descriptor.kind is CapabilityKind.VALIDATOR:
+        return entry.ref
+    return ref
 
 
 def ambiguous_not(selector: str) -> str | None:
@@ -1323,15 +1334,38 @@ def check_plan(
         e.ref: e for e in ctx.capabilities.values() if e.descriptor.kind is CapabilityKind.VALIDATOR
     }
     for k, assertion in enumerate(plan.acceptance_assertions):
-        if assertion.validator_ref not in validators:
+        ref = validator_ref(ctx, assertion.validator_ref)
+        if ref not in validators:
+            known = sorted(
+                cap
+                for cap, e in ctx.capabilities.items()
+                if e.descriptor.kind is CapabilityKind.VALIDATOR
+            )
+            near = difflib.get_close_matches(
+                assertion.validator_ref.removeprefix("cap:"),
+                [c.removeprefix("cap:") for c in known],
+                n=3,
+                cutoff=0.5,
+            )
+            hint = (
+                f"; did you mean {', '.join('cap:' + c for c in near)}?"
+                if near
+                else f"; the validators: {', '.join(known[:12])}"
+                if known
+                else "; no validator is admitted"
+            )
             found.add(
                 "PLAN_ASSERTION_UNSUPPORTED",
-                f"no admitted validator implements {assertion.validator_ref}",
+                f"no admitted validator implements {assertion.validator_ref!r} (name one as the "
+                f"catalog shows it, cap:validate.volumeRange@1, or by its operation, "
+                f"validate.volumeRange@1.0.0){hint}",
                 "acceptanceAssertions",
                 k,
                 "validatorRef",
             )
             continue
+        if ref != assertion.validator_ref:
+            assertion = assertion.model_copy(update={"validator_ref": ref})
         body = scope.resolve(assertion.target)
         if body is None or body not in scope.tips:
             found.add(

@@ -193,6 +193,9 @@ async def test_a_refused_apply_names_the_repair_and_its_candidate_commits(
         shown = envelope(refused)
         assert refused.is_error and codes(refused)[0] == "FILLET_RADIUS_TOO_LARGE"
         assert shown["data"]["stage"] == "model.preview" and heads(repository) == before
+        # the failed step in one line, not its input schema (catalog_describe has that)
+        assert shown["data"]["stepSignature"].startswith("exact.fillet@1(")
+        assert "stepSchema" not in shown["data"]
         # the next actions name the repair, with the arguments to send as they are
         fix = next(a for a in shown["nextActions"] if isinstance(a, dict) and "args" in a)
         assert fix["tool"] == "model_read" and fix["capability"] == REDUCE_CAP
@@ -203,6 +206,20 @@ async def test_a_refused_apply_names_the_repair_and_its_candidate_commits(
         applied = await call(client, MODEL_APPLY, task=task, plan=fixed)
         assert not applied.is_error, applied.content[0].text
         assert repository.head(f"task/{task}") == envelope(applied)["data"]["rev"]
+
+
+async def test_an_assertion_names_its_validator_as_task_open_showed_it(
+    client: Any, no_small_catalog: None
+) -> None:
+    opened = await call(client, "task_open", capabilities=[*CAPS, VOLUME_RANGE_CAP])
+    task = envelope(opened)["data"]["task"]
+    plan = plan_draft()
+    plan["acceptanceAssertions"] = [
+        {"validatorRef": VOLUME_RANGE_CAP, "target": "b:plate", "args": {"min": 1, "max": 1e7}}
+    ]
+    applied = await call(client, MODEL_APPLY, task=task, plan=plan)
+    assert not applied.is_error, applied.content[0].text
+    assert list(envelope(applied)["data"]["assertions"].values()) == [True, True]  # the step's, ours
 
 
 async def test_validator_capability_ids_are_shown_at_task_open(
