@@ -9,7 +9,9 @@ another field, are left out:
 - a refusal's ``data.rejection`` (the first diagnostic's code) and ``completedPrefix`` (the
   trace resource), and ``data.nextOperation``, which becomes the first of ``nextActions``;
 - a model summary's block digests (for programs that cache pages) and its zero
-  ``…Omitted`` counts;
+  ``…Omitted`` counts; its ``aliases`` table becomes ``handles``, the handles alone (a
+  model writes handles; the entity ids they stand for are for programs, in the resource);
+- ``data.planId`` (a model never sends it back: nothing takes a plan id);
 - a failed step's ``data.stepSchema`` (its input schema) beside its ``stepSignature``, the
   same inputs in one line (``catalog_describe`` gives the schema);
 - ``observedRevision`` when ``data.rev`` (or the summary's ``rev``) already says it, a
@@ -34,7 +36,7 @@ from typing import Any
 
 from aira_core.mcp.tools import tool_name
 
-_DROPPED_DATA = frozenset({"completedPrefix", "nextOperation"})
+_DROPPED_DATA = frozenset({"completedPrefix", "nextOperation", "planId"})
 _ALWAYS = frozenset({"interface_manifest", "catalog_search", "catalog_describe", "model_read"})
 """Tools legal in every state of a live task: not repeated as next actions."""
 
@@ -104,8 +106,10 @@ def compact(wire: Mapping[str, Any]) -> dict[str, Any]:
         data["summary"] = {
             k: v
             for k, v in summary.items()
-            if k != "blocks" and not (k.endswith("Omitted") and v == 0)
+            if k not in ("blocks", "aliases") and not (k.endswith("Omitted") and v == 0)
         }
+        if isinstance(summary.get("aliases"), Mapping):
+            data["summary"]["handles"] = list(summary["aliases"])
     if data:
         out["data"] = data
     observed = wire.get("observedRevision")
