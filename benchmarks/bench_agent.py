@@ -56,7 +56,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_mcp import (  # noqa: E402  (a sibling script, not a package)
+from bench_mcp import (  # a sibling script, not a package
     BenchmarkError,
     _benchmark_error,
     _first_leaf,
@@ -158,9 +158,11 @@ def _descriptions(envelope: dict[str, Any]) -> list[str]:
 
 def _repair(envelope: dict[str, Any]) -> dict[str, Any] | None:
     for action in envelope.get("nextActions") or []:
-        if isinstance(action, dict) and action.get("tool") == "model_read":
-            if "repair" in (action.get("args") or {}):
-                return action["args"]
+        if not isinstance(action, dict) or action.get("tool") != "model_read":
+            continue
+        args = action.get("args")
+        if isinstance(args, dict) and "repair" in args:
+            return args
     return None
 
 
