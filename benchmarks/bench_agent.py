@@ -26,7 +26,8 @@ lower bound of what the same route cost before them.
 
 Per task and route: calls by tool, the bytes of the text results a client shows its model
 (UTF-8, every content block of every call, refusals included), the plan's own bytes
-(compact JSON of every plan the agent wrote), their ratio, whether the task reached a
+(compact JSON of the task's plans, what the agent knew; a repair's candidate it sends back
+is the server's), their ratio, whether the task reached a
 committed head, and its revision (both routes must reach the same one: the same plans make
 the same part). The summary gives medians over tasks. Target (issue 31): the known route's
 median ≤ 6 calls and ≤ 3× the plan's bytes.
@@ -182,10 +183,13 @@ async def known_route(session: Session, task: dict[str, Any]) -> dict[str, Any]:
                 break
             code = (envelope.get("diagnostics") or [{}])[0].get("code")
             wanted, repair = _descriptions(envelope), _repair(envelope)
-            if wanted:
-                await session.call("catalog_describe", task=handle, capabilityIds=wanted)
-            elif repair is not None:
+            if repair is not None:  # the refusal's own fix first
                 made, candidate = await session.call("model_read", task=handle, **repair)
+                if made.is_error and _descriptions(candidate):
+                    await session.call(
+                        "catalog_describe", task=handle, capabilityIds=_descriptions(candidate)
+                    )
+                    made, candidate = await session.call("model_read", task=handle, **repair)
                 if made.is_error:
                     outcomes.append(f"refused:{code}")
                     break
@@ -195,6 +199,8 @@ async def known_route(session: Session, task: dict[str, Any]) -> dict[str, Any]:
                     "steps": [{k: v for k, v in s.items() if k != "dependsOn"} for s in steps],
                 }
                 sent.append(current)
+            elif wanted:
+                await session.call("catalog_describe", task=handle, capabilityIds=wanted)
             else:
                 outcomes.append(f"refused:{code}")
                 break
@@ -206,7 +212,8 @@ async def known_route(session: Session, task: dict[str, Any]) -> dict[str, Any]:
     return {
         "outcomes": outcomes,
         "rev": read["data"]["summary"]["rev"],
-        "planBytes": sum(compact_bytes(p) for p in sent),
+        "planBytes": sum(compact_bytes(p) for p in task["plans"]),
+        "plansSent": len(sent),
         "pictureBytes": len(base64.b64decode(images[0].data)) if images else 0,
     }
 
@@ -228,11 +235,27 @@ async def stepwise_route(session: Session, task: dict[str, Any]) -> dict[str, An
                 raise BenchmarkError(f"{task['id']}: {cap} cannot be described: {envelope}")
     outcomes = []
     for plan in task["plans"]:
-        result, envelope = await session.call("model_proposePatch", task=handle, plan=plan)
-        for tool in ("model_preview", "model_validate", "model_commit"):
-            if result.is_error:
+        current = plan
+        for _ in range(MAX_FOLLOW + 1):
+            result, envelope = await session.call("model_proposePatch", task=handle, plan=current)
+            for tool in ("model_preview", "model_validate", "model_commit"):
+                if result.is_error:
+                    break
+                result, envelope = await session.call(tool, task=handle)
+            repair = _repair(envelope) if result.is_error else None
+            if repair is None:
                 break
-            result, envelope = await session.call(tool, task=handle)
+            # as the refusal's next actions say: describe the repair, then read its candidate
+            for cap in _descriptions(envelope):
+                await session.call("catalog_describe", task=handle, capabilityId=cap)
+            made, candidate = await session.call("model_read", task=handle, **repair)
+            if made.is_error:
+                break
+            steps = candidate["data"]["candidate"]["plan"]["steps"]
+            current = {
+                **current,
+                "steps": [{k: v for k, v in s.items() if k != "dependsOn"} for s in steps],
+            }
         code = (envelope.get("diagnostics") or [{}])[0].get("code")
         outcomes.append("committed" if not result.is_error else f"refused:{code}")
     _, read = await session.call("model_read", task=handle)
@@ -322,19 +345,21 @@ def run(only: list[str] | None = None) -> dict[str, Any]:
 
 
 def print_report(r: dict[str, Any]) -> None:
-    print(f"{'task':<18} {'route':<9} {'calls':>5} {'result B':>9} {'plan B':>7} {'ratio':>6}"
-          f" {'picture B':>9}  calls by tool")
+    print(
+        f"{'task':<24} {'route':<9} {'calls':>5} {'result B':>9} {'plan B':>7} {'ratio':>6}"
+        f" {'picture B':>9}  calls by tool"
+    )
     for row in r["tasks"]:
         for route in ("known", "stepwise"):
             x = row[route]
             tools = ", ".join(f"{t} {n}" for t, n in x["callsByTool"].items())
             picture = f"{x['pictureBytes']:>9,}" if route == "known" else " " * 9
             print(
-                f"{row['id']:<18} {route:<9} {x['calls']:>5} {x['resultBytes']:>9,} "
+                f"{row['id']:<24} {route:<9} {x['calls']:>5} {x['resultBytes']:>9,} "
                 f"{x['planBytes']:>7,} {x['ratio']:>6} {picture}  {tools}"
             )
     for s in r["skipped"]:
-        print(f"{s['id']:<18} skipped: {s['why']}")
+        print(f"{s['id']:<24} skipped: {s['why']}")
     k, w = r["summary"]["known"], r["summary"]["stepwise"]
     print()
     print(

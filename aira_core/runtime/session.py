@@ -222,6 +222,9 @@ class Task:
         # registered repair capabilities for the codes seen, and their actions (§11.3)
         diagnostics, repairs = annotate(self.ctx.capabilities, diagnostics)
         actions += repairs
+        # a repair a refusal names was shown to the caller: it may describe it (not use it
+        # in a plan before it did: discovery still locks what a plan uses)
+        self._visible.update(cap for d in diagnostics for cap in d.repairs or ())
         return ObservationEnvelope(
             request_id=request_id,
             observed_revision=self.head if self._branch_exists() else None,
@@ -775,7 +778,8 @@ class Task:
                 rid,
                 op.value,
                 DESCRIBE_NOT_VISIBLE,
-                f"{cap!r} was not shown by a search, the capsule or the manifest of this task",
+                f"{cap!r} was not shown by a search, the capsule, the manifest or a refusal "
+                "of this task",
                 O.CATALOG_SEARCH,
             )
         level = args.get("level", "L2")

@@ -196,6 +196,12 @@ async def test_a_refused_apply_names_the_repair_and_its_candidate_commits(
         # the failed step in one line, not its input schema (catalog_describe has that)
         assert shown["data"]["stepSignature"].startswith("exact.fillet@1(")
         assert "stepSchema" not in shown["data"]
+        # the describe a refusal names for its repair is one the agent may make
+        wanted = next(a for a in shown["nextActions"] if isinstance(a, dict)
+                      and a["tool"] == "catalog_describe")
+        described = await call(client, "catalog_describe", task=task,
+                               capabilityId=wanted["capability"])
+        assert not described.is_error, described.content[0].text
         # the next actions name the repair, with the arguments to send as they are
         fix = next(a for a in shown["nextActions"] if isinstance(a, dict) and "args" in a)
         assert fix["tool"] == "model_read" and fix["capability"] == REDUCE_CAP
