@@ -12,6 +12,8 @@ another field, are left out:
   ``…Omitted`` counts; its ``aliases`` table becomes ``handles``, the handles alone (a
   model writes handles; the entity ids they stand for are for programs, in the resource);
 - ``data.planId`` (a model never sends it back: nothing takes a plan id);
+- a search's hits in their compact form (:mod:`aira_core.catalog.shown`, which the step
+  host shows too);
 - a failed step's ``data.stepSchema`` (its input schema) beside its ``stepSignature``, the
   same inputs in one line (``catalog_describe`` gives the schema);
 - ``observedRevision`` when ``data.rev`` (or the summary's ``rev``) already says it, a
@@ -34,6 +36,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from aira_core.catalog.shown import compact_search
 from aira_core.mcp.tools import tool_name
 
 _DROPPED_DATA = frozenset({"completedPrefix", "nextOperation", "planId"})
@@ -97,6 +100,8 @@ def compact(wire: Mapping[str, Any]) -> dict[str, Any]:
     data = {
         k: v for k, v in (wire.get("data") or {}).items() if k not in _DROPPED_DATA and _present(v)
     }
+    if isinstance(data.get("hits"), list):  # a search: the model's form of it
+        data = compact_search(data)
     if diagnostics and data.get("rejection") == diagnostics[0].get("code"):
         data.pop("rejection")
     if "stepSignature" in data:

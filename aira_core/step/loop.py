@@ -42,6 +42,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from aira_core.catalog.shown import compact_search
 from aira_core.catalog.signatures import LEGEND, catalog_signatures
 from aira_core.contracts.amir import BODIES, NODES, PARAMETERS
 from aira_core.contracts.plan import IntentFrame
@@ -77,7 +78,7 @@ from aira_core.step.capsule import (
 )
 from aira_core.step.ledger import Ledger, to_text, utf8_size
 from aira_core.step.log import RoundLog
-from aira_core.step.tiers import TaskBudgets, Tier, host_tokens
+from aira_core.step.tiers import TaskBudgets, Tier, host_tokens, tokens_of_bytes
 from aira_core.step.trajectory import TrajectoryWriter
 
 WINDOW_MARGIN = 2_000
@@ -169,6 +170,7 @@ class StepHost:
         """Capabilities of the last rejected plan (their contracts survive compaction)."""
         self.last_result: dict[str, Any] | None = None
         self.window_full_told = False
+        self.largest_step = 0  # host tokens of the task's largest decision and result
         self.exhausted: str | None = None
         """Which budget the host found spent (kept in the end record)."""
         self.step = 0
@@ -562,7 +564,14 @@ class StepHost:
             return self.log.would_fit(capsule, extra, self.tier, margin)
 
         rendered = _text(result)
-        if not fits(rendered, WINDOW_MARGIN):
+        # warned when less is left than the task's largest step so far and a quarter more:
+        # the next may be as large (a plan and its result), and a step that does not fit
+        # ends the round before the model was told
+        step_tokens = tokens_of_bytes(
+            decision_bytes + RoundLog.entry_bytes(RoundLog.result(reply.call_id, rendered))
+        )
+        self.largest_step = max(self.largest_step, step_tokens)
+        if not fits(rendered, max(WINDOW_MARGIN, self.largest_step * 5 // 4)):
             told = {**result, "host": {**result.get("host", {}), "windowFull": True}}
             rendered = _text(told)
             if not fits(rendered):
@@ -828,10 +837,12 @@ class StepHost:
         envelope = self.task.call(
             "catalog.search", self._request("search"), {"intent": d.query, "topK": 8}
         )
+        result = self._envelope_result("lookup", envelope)
         if envelope.status == "success":
             for hit in envelope.data.get("hits", []):
                 self.ledger.discovered("hit", hit["capabilityId"], hit.get("handle", ""))
-        return self._envelope_result("lookup", envelope)
+            result["data"] = compact_search(result["data"])  # as MCP shows a search
+        return result
 
     def _act_inspect(self, d: Any) -> dict[str, Any]:
         # The one read path: the task admits the query, checks the grant and traces it.
