@@ -33,12 +33,14 @@ SMALL = {
     "bench_catalog_search.py": ["--runs", "1", "--embedder", "hashing"],
     "bench_gateway_overhead.py": ["--steps", "5", "--capsule-kb", "2"],
     "bench_mcp.py": ["--calls", "2", "--synthetic", "50"],
+    "bench_agent.py": ["--only", "washer"],
 }
 
 
 # aira mcp serve needs the installed kernel; bench_occt runs the bundled scripts, whose
 # catalog needs it too (the test session's AIRA_PLUGINS is empty)
-ENV = {"bench_mcp.py": {"AIRA_PLUGINS": "occt"}, "bench_occt.py": {"AIRA_PLUGINS": "occt"}}
+OCCT = {"AIRA_PLUGINS": "occt"}
+ENV = {"bench_mcp.py": OCCT, "bench_occt.py": OCCT, "bench_agent.py": OCCT}
 
 
 def test_every_benchmark_is_covered() -> None:

@@ -11,12 +11,23 @@ applicability other than applicable (with their reasons). It leaves out what rep
 cost and quality classes, and the match evidence (``whyMatched``, for people tuning search).
 The response leaves out the echo of the normalized intent, the catalog snapshot and the
 embedder's name (programs pin those), empty and zero fields.
+
+A contract's inputs share grammars: every selection input spells out the selection grammar
+(filters, CadQuery selectors, examples), 3 KB each. :func:`shared_grammars` finds them in
+a catalog (a typed property's structure that several inputs have, with the sentences their
+descriptions end with), and :func:`referenced` replaces one in a property by
+``{"$ref": "grammar:<name>"}`` and the property's own sentences; the host states each
+grammar in full once (MCP: in the first describe that uses it, and as a resource).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import os
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
+
+from aira_core.canonical import sha256_hex
 
 _PART = "part:"
 
@@ -68,3 +79,72 @@ def compact_search(data: Mapping[str, Any]) -> dict[str, Any]:
         elif value not in (None, [], {}) and not (key == "truncated" and value is False):
             out[key] = value
     return out
+
+
+# -- contracts: shared grammars stated once ---------------------------------------------------
+
+MIN_SHARED_CHARS = 200
+"""The least text of a grammar that properties share for it to be stated once."""
+
+
+@dataclass(frozen=True)
+class Grammar:
+    """A schema that several capabilities' inputs share (a selection): its structure and the
+    text all their descriptions end with. ``name``: ``<type>-<12 hex of its content>``."""
+
+    name: str
+    schema: dict[str, Any]
+
+    @property
+    def text(self) -> str:
+        return str(self.schema.get("description", ""))
+
+
+def _structure(prop: Mapping[str, Any]) -> str:
+    return sha256_hex({k: v for k, v in prop.items() if k != "description"})
+
+
+def shared_grammars(input_schemas: Iterable[Mapping[str, Any]]) -> dict[str, Grammar]:
+    """The grammars of a catalog's input schemas, by the hash of their structure: a typed
+    property (``x-amir-type``) whose structure two or more properties have and whose
+    descriptions end with the same sentences (at least :data:`MIN_SHARED_CHARS`), such as
+    the selection grammar every Selection input spells out."""
+    groups: dict[str, list[Mapping[str, Any]]] = {}
+    for schema in input_schemas:
+        for prop in (schema.get("properties") or {}).values():
+            if (
+                isinstance(prop, Mapping)
+                and isinstance(prop.get("x-amir-type"), str)
+                and isinstance(prop.get("description"), str)
+            ):
+                groups.setdefault(_structure(prop), []).append(prop)
+    out: dict[str, Grammar] = {}
+    for key, props in groups.items():
+        if len(props) < 2:
+            continue
+        texts = [str(p["description"]) for p in props]
+        shared = os.path.commonprefix([t[::-1] for t in texts])[::-1]
+        start = shared.find(". ")  # from a sentence's beginning
+        shared = shared[start + 2 :] if start >= 0 else shared
+        if len(shared) < MIN_SHARED_CHARS:
+            continue
+        schema = {**{k: v for k, v in props[0].items() if k != "description"}, "description": shared}
+        name = f"{str(props[0]['x-amir-type']).lower()}-{sha256_hex(schema)[:12]}"
+        out[key] = Grammar(name, schema)
+    return out
+
+
+def referenced(prop: Any, grammars: Mapping[str, Grammar]) -> tuple[Any, Grammar | None]:
+    """A property schema with a shared grammar replaced by a reference to it
+    (``{"$ref": "grammar:<name>", "description": <its own sentences>}``), and the grammar;
+    ``(prop, None)`` for one that has none."""
+    if not isinstance(prop, Mapping) or not isinstance(prop.get("description"), str):
+        return prop, None
+    grammar = grammars.get(_structure(prop)) if "x-amir-type" in prop else None
+    if grammar is None or not prop["description"].endswith(grammar.text):
+        return prop, None
+    own = prop["description"][: -len(grammar.text)].strip()
+    out: dict[str, Any] = {"$ref": f"grammar:{grammar.name}"}
+    if own:
+        out["description"] = own
+    return out, grammar

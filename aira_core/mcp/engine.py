@@ -256,6 +256,9 @@ class Engine:
         self._bindings: dict[str, Binding] = {}
         self._stale: dict[str, str] = {}  # tool name of a binding gone stale → why
         self._exports: OrderedDict[tuple[Any, ...], bytes] = OrderedDict()
+        # the catalog's shared grammars (snapshot, by structure) and those stated in full
+        self._grammars: tuple[str, dict[str, Any]] | None = None
+        self._stated: set[str] = set()
         self._ctx: Any = None
         self._repository: Any = None
         self._disclosure: Any = None
@@ -746,9 +749,50 @@ class Engine:
     def _compact_contracts(
         self, envelope: ObservationEnvelope, described: Mapping[str, Any]
     ) -> ObservationEnvelope:
-        """Contracts with the shared grammars referenced, each grammar stated in full once
-        per server (and always readable as a resource)."""
-        return envelope
+        """Contracts with the shared grammars referenced (:mod:`aira_core.catalog.shown`),
+        each grammar stated in full once per server, in ``data.grammars`` of the first
+        describe that references it (and always readable as ``aira://grammars/<name>``)."""
+        from aira_core.catalog.shown import referenced
+
+        if not described:
+            return envelope
+        grammars = self._shared_grammars()
+        stated: dict[str, Any] = {}
+
+        def compact(entry: Any) -> Any:
+            contract = entry.get("contract") if isinstance(entry, Mapping) else None
+            schema = contract.get("inputSchema") if isinstance(contract, Mapping) else None
+            props = schema.get("properties") if isinstance(schema, Mapping) else None
+            if not isinstance(props, Mapping):
+                return entry
+            out = {}
+            for name, prop in props.items():
+                out[name], grammar = referenced(prop, grammars)
+                if grammar is not None and grammar.name not in self._stated:
+                    self._stated.add(grammar.name)
+                    stated[grammar.name] = grammar.schema
+            schema = {**schema, "properties": out}
+            return {**entry, "contract": {**contract, "inputSchema": schema}}
+
+        data = dict(envelope.data)
+        if isinstance(data.get("contracts"), Mapping):
+            data["contracts"] = {cap: compact(e) for cap, e in data["contracts"].items()}
+        else:
+            data = compact(data)
+        if stated:
+            data["grammars"] = stated
+        return envelope.model_copy(update={"data": data})
+
+    def _shared_grammars(self) -> dict[str, Any]:
+        """The catalog's shared grammars, found once per catalog snapshot."""
+        from aira_core.catalog.shown import shared_grammars
+
+        snapshot = self._ctx.catalog.discovery_catalog_hash()
+        if self._grammars is None or self._grammars[0] != snapshot:
+            found = shared_grammars(e.input_schema for e in self._ctx.capabilities.values())
+            self._grammars = (snapshot, found)
+            self._stated = set()
+        return self._grammars[1]
 
     # -- one call for a plan that is right -------------------------------------------------------
 
@@ -989,6 +1033,12 @@ class Engine:
                 "large one",
             },
             {
+                "uriTemplate": f"{RESOURCE_PREFIX}grammars/{{name}}",
+                "name": "grammar",
+                "title": "A grammar contracts share (a $ref grammar:<name> in a contract)",
+                "mimeType": "application/json",
+            },
+            {
                 "uriTemplate": f"{RESOURCE_PREFIX}tasks/{{task}}/trace",
                 "name": "trace",
                 "title": "The task's runtime trace: every call, its states and codes",
@@ -1012,6 +1062,11 @@ class Engine:
 
             self._show(self._ctx.capabilities)  # read: every signature has been shown
             return catalog_signatures(self._ctx.capabilities), "text/plain"
+        if path.startswith("grammars/"):
+            named = {g.name: g.schema for g in self._shared_grammars().values()}
+            if path.removeprefix("grammars/") not in named:
+                raise AiraError(MCP_RESOURCE_UNKNOWN, "no grammar of that name in this catalog")
+            return _json(named[path.removeprefix("grammars/")]), "application/json"
         parts = path.split("/")
         if len(parts) >= 3 and parts[0] == "tasks":
             open_task = self._task(parts[1])

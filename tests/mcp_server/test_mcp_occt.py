@@ -468,3 +468,32 @@ async def test_the_part_as_a_picture_over_stdio(tmp_path: Path) -> None:
                 assert drawn == pytest.approx(expected, abs=4), (name, drawn, expected)
         resource = await client.read_resource(f"aira://tasks/{task}/part.png")
         assert base64.b64decode(resource.contents[0].blob) == png
+
+
+async def test_the_selection_grammar_is_stated_once_and_referenced(tmp_path: Path) -> None:
+    """A contract's selection inputs reference the grammar they share; the first describe
+    that uses it states it in full, later ones only name it, and it is a resource."""
+    from mcp import Client, StdioServerParameters
+
+    params = StdioServerParameters(
+        command=sys.executable, args=serve_args(tmp_path / "store.sqlite3"), env=server_env()
+    )
+    async with Client(params) as client:
+        caps = ["cap:exact.hole@1", "cap:exact.fillet@1"]
+        task = envelope(await call(client, "task_open", capabilities=caps))["data"]["task"]
+        first = envelope(await call(client, "catalog_describe", task=task, capabilityId=caps[0]))
+        props = first["data"]["contract"]["inputSchema"]["properties"]
+        ref = props["face"]["$ref"]
+        assert ref.startswith("grammar:selection-") and props["at"]["$ref"] == ref
+        assert props["face"]["description"].startswith("The one planar face")
+        name = ref.removeprefix("grammar:")
+        grammar = first["data"]["grammars"][name]
+        assert grammar["x-amir-type"] == "Selection" and "CadQuery" in grammar["description"]
+        again = await call(client, "catalog_describe", task=task, capabilityId=caps[1])
+        shown = envelope(again)["data"]
+        assert "grammars" not in shown
+        assert shown["contract"]["inputSchema"]["properties"]["edges"]["$ref"] == ref
+        read = await client.read_resource(f"aira://grammars/{name}")
+        assert json.loads(read.contents[0].text) == grammar
+        # the hole's contract, grammar included, is about half what it was spelled out twice
+        assert len(first_text := json.dumps(first)) < 12_000, len(first_text)
