@@ -123,12 +123,16 @@ def shared_grammars(input_schemas: Iterable[Mapping[str, Any]]) -> dict[str, Gra
         if len(props) < 2:
             continue
         texts = [str(p["description"]) for p in props]
-        shared = os.path.commonprefix([t[::-1] for t in texts])[::-1]
+        # the texts' common ending, character by character (what commonprefix does)
+        shared = os.path.commonprefix([t[::-1] for t in texts])[::-1]  # noqa: RUF071
         start = shared.find(". ")  # from a sentence's beginning
         shared = shared[start + 2 :] if start >= 0 else shared
         if len(shared) < MIN_SHARED_CHARS:
             continue
-        schema = {**{k: v for k, v in props[0].items() if k != "description"}, "description": shared}
+        schema = {
+            **{k: v for k, v in props[0].items() if k != "description"},
+            "description": shared,
+        }
         name = f"{str(props[0]['x-amir-type']).lower()}-{sha256_hex(schema)[:12]}"
         out[key] = Grammar(name, schema)
     return out

@@ -54,8 +54,8 @@ def serve_cmd(
         ),
     ] = False,
 ) -> None:
-    """Serve task_open, the nine meta-operations and model_apply over MCP: stdio by default (what Claude
-    Desktop, Claude Code and Cursor start), streamable HTTP with --http."""
+    """Serve task_open, the nine meta-operations and model_apply over MCP: stdio by default
+    (what Claude Desktop, Claude Code and Cursor start), streamable HTTP with --http."""
     from aira_core.diagnostics import AiraError
     from aira_core.mcp.engine import Engine
     from aira_core.mcp.server import Worker, build_server, serve_http, serve_stdio

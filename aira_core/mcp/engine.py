@@ -845,9 +845,8 @@ class Engine:
                 done["planId"] = envelope.data.get("planId")
             elif operation is MetaOperation.MODEL_PREVIEW:
                 done["bodies"] = _bodies(envelope.data.get("bodies", {}))
-            elif operation is MetaOperation.MODEL_VALIDATE:
-                if envelope.data.get("assertions"):
-                    done["assertions"] = envelope.data["assertions"]
+            elif operation is MetaOperation.MODEL_VALIDATE and envelope.data.get("assertions"):
+                done["assertions"] = envelope.data["assertions"]
         assert envelope is not None
         rev = envelope.data.get("rev")
         if isinstance(rev, str):  # the handles the plan named (b:plate), not entity ids

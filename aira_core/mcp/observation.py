@@ -62,9 +62,7 @@ def _actions(wire: Mapping[str, Any]) -> list[Any]:
     first = (wire.get("data") or {}).get("nextOperation")
     for action in wire.get("nextActions") or []:
         tool = tool_name(str(action.get("operation", "")))
-        detail = {
-            k: action[k] for k in ("capability", "args", "reason") if _present(action.get(k))
-        }
+        detail = {k: action[k] for k in ("capability", "args", "reason") if _present(action.get(k))}
         if detail:
             item = {"tool": tool, **detail}
             if item not in specific:

@@ -317,7 +317,9 @@ class Task:
         by_ref = {e.ref: cap for cap, e in self.ctx.capabilities.items()}
         used = [s.capability for s in plan.steps] + [
             by_ref.get(ref, ref)
-            for ref in (validator_ref(self.ctx, a.validator_ref) for a in plan.acceptance_assertions)
+            for ref in (
+                validator_ref(self.ctx, a.validator_ref) for a in plan.acceptance_assertions
+            )
         ]
         return [cap for cap in used if self._locked.get(cap) != current]
 

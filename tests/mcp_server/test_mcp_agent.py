@@ -141,7 +141,9 @@ async def test_a_batch_describe_reports_each_refusal_beside_the_contracts(
     assert not mixed.is_error and shown["status"] == "partial"
     assert list(shown["data"]["contracts"]) == [BOX_CAP]
     assert shown["diagnostics"][0]["subject"] == "cap:nothing.here@1"
-    both = await call(client, "catalog_describe", task=task, capabilityId=BOX_CAP, capabilityIds=[BOX_CAP])
+    both = await call(
+        client, "catalog_describe", task=task, capabilityId=BOX_CAP, capabilityIds=[BOX_CAP]
+    )
     assert both.is_error and codes(both) == ["ARGS_INVALID"]
 
 
@@ -197,10 +199,14 @@ async def test_a_refused_apply_names_the_repair_and_its_candidate_commits(
         assert shown["data"]["stepSignature"].startswith("exact.fillet@1(")
         assert "stepSchema" not in shown["data"]
         # the describe a refusal names for its repair is one the agent may make
-        wanted = next(a for a in shown["nextActions"] if isinstance(a, dict)
-                      and a["tool"] == "catalog_describe")
-        described = await call(client, "catalog_describe", task=task,
-                               capabilityId=wanted["capability"])
+        wanted = next(
+            a
+            for a in shown["nextActions"]
+            if isinstance(a, dict) and a["tool"] == "catalog_describe"
+        )
+        described = await call(
+            client, "catalog_describe", task=task, capabilityId=wanted["capability"]
+        )
         assert not described.is_error, described.content[0].text
         # the next actions name the repair, with the arguments to send as they are
         fix = next(a for a in shown["nextActions"] if isinstance(a, dict) and "args" in a)
@@ -208,7 +214,9 @@ async def test_a_refused_apply_names_the_repair_and_its_candidate_commits(
         made = await call(client, fix["tool"], task=task, **fix["args"])
         assert not made.is_error, made.content[0].text
         candidate = envelope(made)["data"]["candidate"]["plan"]
-        fixed = {"steps": [{k: v for k, v in s.items() if k != "dependsOn"} for s in candidate["steps"]]}
+        fixed = {
+            "steps": [{k: v for k, v in s.items() if k != "dependsOn"} for s in candidate["steps"]]
+        }
         applied = await call(client, MODEL_APPLY, task=task, plan=fixed)
         assert not applied.is_error, applied.content[0].text
         assert repository.head(f"task/{task}") == envelope(applied)["data"]["rev"]
@@ -225,7 +233,10 @@ async def test_an_assertion_names_its_validator_as_task_open_showed_it(
     ]
     applied = await call(client, MODEL_APPLY, task=task, plan=plan)
     assert not applied.is_error, applied.content[0].text
-    assert list(envelope(applied)["data"]["assertions"].values()) == [True, True]  # the step's, ours
+    assert list(envelope(applied)["data"]["assertions"].values()) == [
+        True,
+        True,
+    ]  # the step's, ours
 
 
 async def test_validator_capability_ids_are_shown_at_task_open(
@@ -274,7 +285,11 @@ async def test_every_tools_annotations_hold(
         ), name
         first = await call(client, name, task=task, **args)
         second = await call(client, name, task=task, **args)
-        assert not first.is_error and _same(first, second), (name, first.content[0].text, second.content[0].text)
+        assert not first.is_error and _same(first, second), (
+            name,
+            first.content[0].text,
+            second.content[0].text,
+        )
         assert heads(repository) == before
     # not idempotent: a commit twice is one commit and a refusal; it destroys nothing
     assert hints["model_commit"].idempotent_hint is False
@@ -363,4 +378,3 @@ async def test_exports_take_tolerances_and_come_in_pieces_past_one_read(
     with pytest.raises(MCPError) as exc:
         await client.read_resource(f"{base}.3mf?chunk=3")
     assert exc.value.error.message.startswith("MCP_RESOURCE_UNKNOWN")
-

@@ -95,7 +95,9 @@ def test_a_whole_part_finds_what_building_it_needs_builders_first(aira_home: Pat
         ids.index("cap:exact.cylinder@1"), ids.index("cap:exact.fillet@1")
     )
     # two bodies make one part when one is placed on the other and fused
-    ids, found = _hits(aira_home, "spherical handle: a 25 mm ball on top of an 8 mm stem 20 mm long")
+    ids, found = _hits(
+        aira_home, "spherical handle: a 25 mm ball on top of an 8 mm stem 20 mm long"
+    )
     assert {"cap:exact.sphere@1", "cap:exact.cylinder@1", "cap:exact.union@1"} <= set(ids)
     assert "cap:exact.translate@1" in ids
     # a single capability asked for is still that capability, and nothing is still nothing
