@@ -26,8 +26,8 @@ Two measurements, with the official MCP SDK's client (``mcp.Client``) as any MCP
    a **flat projection** of the same catalog: one tool per capability, as a server that
    lists capabilities as tools would — name from the capability id (API-safe), description
    the descriptor's summary, input schema the capability's input schema. The flat tools
-   carry no output schema and no annotations (Aira's ten carry both), so the flat numbers
-   are a lower bound. The production catalog is built again in this process for its flat
+   carry no annotations (Aira's eleven do) and, like Aira's, no output schema, so the flat
+   numbers are a lower bound. The production catalog is built again in this process for its flat
    projection; its discovery and authoring-lock hashes must be the ones the server's
    ``interface_manifest`` reports, or the benchmark stops (a projection of another catalog
    would mislead).

@@ -17,7 +17,8 @@ A contract's inputs share grammars: every selection input spells out the selecti
 a catalog (a typed property's structure that several inputs have, with the sentences their
 descriptions end with), and :func:`referenced` replaces one in a property by
 ``{"$ref": "grammar:<name>"}`` and the property's own sentences; the host states each
-grammar in full once (MCP: in the first describe that uses it, and as a resource).
+grammar in full once (:func:`compact_contracts`; MCP: once per server, in the first describe
+that uses it, and as a resource; the step host: once per round, in its log).
 """
 
 from __future__ import annotations
@@ -141,14 +142,54 @@ def shared_grammars(input_schemas: Iterable[Mapping[str, Any]]) -> dict[str, Gra
 def referenced(prop: Any, grammars: Mapping[str, Grammar]) -> tuple[Any, Grammar | None]:
     """A property schema with a shared grammar replaced by a reference to it
     (``{"$ref": "grammar:<name>", "description": <its own sentences>}``), and the grammar;
-    ``(prop, None)`` for one that has none."""
+    a property of another structure whose description ends with a grammar's text (a
+    query's selector input quoting the selection grammar) keeps its schema and refers to
+    the text instead. ``(prop, None)`` for one that has none."""
     if not isinstance(prop, Mapping) or not isinstance(prop.get("description"), str):
         return prop, None
+    text = prop["description"]
     grammar = grammars.get(_structure(prop)) if "x-amir-type" in prop else None
-    if grammar is None or not prop["description"].endswith(grammar.text):
-        return prop, None
-    own = prop["description"][: -len(grammar.text)].strip()
-    out: dict[str, Any] = {"$ref": f"grammar:{grammar.name}"}
-    if own:
-        out["description"] = own
-    return out, grammar
+    if grammar is not None and text.endswith(grammar.text):
+        own = text[: -len(grammar.text)].strip()
+        out: dict[str, Any] = {"$ref": f"grammar:{grammar.name}"}
+        if own:
+            out["description"] = own
+        return out, grammar
+    for grammar in grammars.values():
+        if text.endswith(grammar.text):
+            own = text[: -len(grammar.text)].strip()
+            return {**prop, "description": f"{own} (the rest: grammar:{grammar.name})"}, grammar
+    return prop, None
+
+
+def compact_contracts(
+    data: Mapping[str, Any], grammars: Mapping[str, Grammar], stated: set[str]
+) -> dict[str, Any]:
+    """A describe's data (``contract``, or ``contracts``: id → entry holding ``contract``)
+    with every shared grammar its input properties use referenced (:func:`referenced`).
+    A grammar not in ``stated`` yet is stated in full in ``grammars`` of this data and added
+    to ``stated`` (the caller keeps that set for as long as the model keeps what it read)."""
+    new: dict[str, Any] = {}
+
+    def compact(entry: Any) -> Any:
+        contract = entry.get("contract") if isinstance(entry, Mapping) else None
+        schema = contract.get("inputSchema") if isinstance(contract, Mapping) else None
+        props = schema.get("properties") if isinstance(schema, Mapping) else None
+        if not isinstance(props, Mapping):
+            return entry
+        out = {}
+        for name, prop in props.items():
+            out[name], grammar = referenced(prop, grammars)
+            if grammar is not None and grammar.name not in stated:
+                stated.add(grammar.name)
+                new[grammar.name] = grammar.schema
+        schema = {**schema, "properties": out}
+        return {**entry, "contract": {**contract, "inputSchema": schema}}
+
+    if isinstance(data.get("contracts"), Mapping):
+        result = {**data, "contracts": {cap: compact(e) for cap, e in data["contracts"].items()}}
+    else:
+        result = compact(dict(data))
+    if new:
+        result["grammars"] = new
+    return result

@@ -749,38 +749,14 @@ class Engine:
     def _compact_contracts(
         self, envelope: ObservationEnvelope, described: Mapping[str, Any]
     ) -> ObservationEnvelope:
-        """Contracts with the shared grammars referenced (:mod:`aira_core.catalog.shown`),
-        each grammar stated in full once per server, in ``data.grammars`` of the first
-        describe that references it (and always readable as ``aira://grammars/<name>``)."""
-        from aira_core.catalog.shown import referenced
+        """Contracts with the shared grammars referenced, each grammar stated in full once
+        per server, in ``data.grammars`` of the first describe that references it (and
+        always readable as ``aira://grammars/<name>``)."""
+        from aira_core.catalog.shown import compact_contracts
 
         if not described:
             return envelope
-        grammars = self._shared_grammars()
-        stated: dict[str, Any] = {}
-
-        def compact(entry: Any) -> Any:
-            contract = entry.get("contract") if isinstance(entry, Mapping) else None
-            schema = contract.get("inputSchema") if isinstance(contract, Mapping) else None
-            props = schema.get("properties") if isinstance(schema, Mapping) else None
-            if not isinstance(props, Mapping):
-                return entry
-            out = {}
-            for name, prop in props.items():
-                out[name], grammar = referenced(prop, grammars)
-                if grammar is not None and grammar.name not in self._stated:
-                    self._stated.add(grammar.name)
-                    stated[grammar.name] = grammar.schema
-            schema = {**schema, "properties": out}
-            return {**entry, "contract": {**contract, "inputSchema": schema}}
-
-        data = dict(envelope.data)
-        if isinstance(data.get("contracts"), Mapping):
-            data["contracts"] = {cap: compact(e) for cap, e in data["contracts"].items()}
-        else:
-            data = compact(data)
-        if stated:
-            data["grammars"] = stated
+        data = compact_contracts(envelope.data, self._shared_grammars(), self._stated)
         return envelope.model_copy(update={"data": data})
 
     def _shared_grammars(self) -> dict[str, Any]:

@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from aira_core.catalog.shown import compact_search
+from aira_core.catalog.shown import compact_contracts, compact_search, shared_grammars
 from aira_core.catalog.signatures import LEGEND, catalog_signatures
 from aira_core.contracts.amir import BODIES, NODES, PARAMETERS
 from aira_core.contracts.plan import IntentFrame
@@ -164,6 +164,9 @@ class StepHost:
         self.round_schema: dict[str, Any] | None = None
         """The decision schema the round's requests carry (see :meth:`_schema`)."""
         self.schema_pages: dict[str, str] = {}  # capability → its L2 contract, while in use
+        self.grammars: dict[str, Any] | None = None  # the catalog's shared grammars, once
+        self.grammars_stated: set[str] = set()
+        """Shared grammars this round's log states in full (a describe references them)."""
         self.described: list[str] = []
         self.staged: dict[str, str] = {}
         self.pending: set[str] = set()
@@ -600,6 +603,7 @@ class StepHost:
         self.round += 1
         self.round_schema = None
         self.log = RoundLog()
+        self.grammars_stated = set()  # the new round's log holds none of them
         self.window_full_told = False
         self.capsule = None
         # Only the contracts a pending repair needs ride into the new round; the rest stay
@@ -833,7 +837,17 @@ class StepHost:
                 if d.capability not in self.described:
                     self.described.append(d.capability)
                 self.ledger.discovered("contract", d.capability, contract.get("contractHash", ""))
-            return self._envelope_result("lookup", envelope)
+            result = self._envelope_result("lookup", envelope)
+            if envelope.status == "success":
+                # as MCP shows a contract: shared grammars stated once (per round here)
+                if self.grammars is None:
+                    self.grammars = shared_grammars(
+                        e.input_schema for e in self.ctx.capabilities.values()
+                    )
+                result["data"] = compact_contracts(
+                    result["data"], self.grammars, self.grammars_stated
+                )
+            return result
         envelope = self.task.call(
             "catalog.search", self._request("search"), {"intent": d.query, "topK": 8}
         )

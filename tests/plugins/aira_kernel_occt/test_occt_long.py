@@ -311,3 +311,45 @@ def test_an_interrupted_long_task_resumes_after_a_compaction_to_the_same_head(
     # holds the candidate, commits all the same
     repaired = [r["result"] for r in records if "step" in r and r["decision"]["act"] == "repair"]
     assert [r.get("code") for r in repaired] == ["REPAIR_NO_REFUSED_PLAN"]
+
+
+def test_a_round_states_each_shared_grammar_once_in_its_log(
+    tmp_path: Path, kernel: Any, runs: dict[tuple[str, str, int], Run]
+) -> None:
+    """The contracts a round's lookups describe reference the selection grammar; its full
+    text is in the round's log once (the model does not see earlier rounds: each round
+    states it again), where it took 3 KB in every selection input of every contract."""
+    from aira_core.catalog.catalog import build_catalog
+    from aira_core.catalog.shown import shared_grammars
+    from aira_core.step.bench import PromptRecorder
+    from aira_core.step.log import render
+    from aira_core.step.trajectory import ScriptedSource
+
+    catalog = build_catalog()  # the module's fixture registered the plugin for it
+    script = bundled_script("storage_rack")
+    recorder = PromptRecorder(ScriptedSource(script))
+    run = run_script(
+        script,
+        kernel=kernel,
+        store=tmp_path / "store.sqlite3",
+        trajectory=tmp_path / "trajectory.jsonl",
+        tier_name="T32",
+        catalog=catalog,
+        source=recorder,
+    )
+    assert run.outcome.head == runs["storage_rack", "T32", 1].outcome.head
+    schemas = [s for p in catalog.packages.values() for s in p.manifest.schemas.values()]
+    texts = [g.text for g in shared_grammars(schemas).values()]
+    assert texts, "the catalog's selection inputs share their grammar"
+    last_of_round: dict[int, Any] = {}
+    for record in _steps(run):
+        last_of_round[record["round"]] = recorder.requests[record["step"]]
+    assert len(last_of_round) >= 2
+    referenced = 0
+    for request in last_of_round.values():
+        log = "".join(render(entry) for entry in request.log)
+        referenced += log.count("grammar:")
+        for text in texts:
+            inlined = json.dumps(text, ensure_ascii=False)[1:-1]
+            assert log.count(inlined) <= 1
+    assert referenced > 0
