@@ -49,8 +49,8 @@ def serve_cmd(
         bool,
         typer.Option(
             "--allow-publish",
-            help="Let the agent publish a task's commit to main (the default grant asks the "
-            "user first, which an agent cannot do without elicitation).",
+            help="Let the agent publish a task's commit to main without asking (the default "
+            "grant asks the user first, through the client when it can ask, else refuses).",
         ),
     ] = False,
 ) -> None:

@@ -52,6 +52,7 @@ from aira_core.mcp.tools import (
     TASK_OPEN,
     input_schemas,
     tool_definitions,
+    tool_name,
 )
 from aira_core.runtime import contract as mc
 from aira_core.runtime.contract import CompletionAuthority, MetaOperation
@@ -129,6 +130,10 @@ PUBLISH_HOW = (
     "commit to the task branch (publish false) and ask the user to publish it, or to "
     "restart the server with `aira mcp serve --allow-publish` (or --grant FILE, a Session "
     "Grant without publish in confirmationRequired)"
+)
+PUBLISH_DECLINED = (
+    "the user declined to publish to main: commit to the task branch (publish false); the "
+    "user may publish it later"
 )
 
 
@@ -258,6 +263,7 @@ class Engine:
         self._exports: OrderedDict[tuple[Any, ...], bytes] = OrderedDict()
         # the catalog's shared grammars (snapshot, by structure) and those stated in full
         self._grammars: tuple[str, dict[str, Any]] | None = None
+        self._declined = False  # the user declined to publish in the call being made
         self._stated: set[str] = set()
         self._ctx: Any = None
         self._repository: Any = None
@@ -510,8 +516,52 @@ class Engine:
                 return tool["inputSchema"]
         return None
 
-    def call(self, name: Any, arguments: Any) -> Answer:
-        """One tool call; an answer whatever the input."""
+    def publish_question(self, name: Any, arguments: Any) -> str | None:
+        """What to ask the user before this call, if it asks to publish a live task's work
+        to main and the grant wants the user's approval for that; None: nothing to ask (the
+        call is refused or allowed by the usual rules)."""
+        from aira_core.runtime.write import PUBLISH_ACTION
+
+        if name not in (MODEL_APPLY, tool_name(MetaOperation.MODEL_COMMIT)):
+            return None
+        if not isinstance(arguments, Mapping) or arguments.get("publish") is not True:
+            return None
+        handle = arguments.get("task")
+        open_task = self._tasks.get(handle) if isinstance(handle, str) else None
+        if open_task is None or open_task.task.terminal is not None:
+            return None
+        if PUBLISH_ACTION not in self._ctx.grant.confirmation_required:
+            return None
+        what = (
+            "the plan it is applying, once the plan passes its check, preview and validation"
+            if name == MODEL_APPLY
+            else "the task's validated change"
+        )
+        return (
+            f"An agent asks to publish {what} to main (task {handle}, branch task/{handle}). "
+            "Publishing cannot be undone: main keeps it in its history. Publish it?"
+        )
+
+    def call(self, name: Any, arguments: Any, *, publish: bool | None = None) -> Answer:
+        """One tool call; an answer whatever the input. ``publish``: the user's answer to
+        :meth:`publish_question` (True approves publishing for this one call; False: the
+        user declined, and a refusal says so); None when nobody was asked."""
+        handle = arguments.get("task") if isinstance(arguments, Mapping) else None
+        open_task = self._tasks.get(handle) if isinstance(handle, str) else None
+        if publish is None or open_task is None:
+            return self._call(name, arguments)
+        from aira_core.runtime.write import PUBLISH_ACTION
+
+        self._declined = publish is False
+        if publish:
+            open_task.task.approve(PUBLISH_ACTION)
+        try:
+            return self._call(name, arguments)
+        finally:
+            self._declined = False
+            open_task.task.withdraw(PUBLISH_ACTION)  # an approval is for this one call
+
+    def _call(self, name: Any, arguments: Any) -> Answer:
         if not isinstance(name, str):
             return _refusal("-", MCP_TOOL_UNKNOWN, "a tool name is a string")
         if arguments is None:
@@ -623,7 +673,7 @@ class Engine:
         if operation is MetaOperation.MODEL_COMMIT and envelope.status in ("success", "partial"):
             envelope = envelope.model_copy(update={"artifacts": self._artifacts(open_task)})
         if operation is MetaOperation.MODEL_COMMIT and args.get("publish"):
-            envelope = _publish_help(envelope)
+            envelope = _publish_help(envelope, declined=self._declined)
         answer = _answer(envelope)
         if checks:
             open_task.last_check = (asked, task.checkpoint, answer)
@@ -812,7 +862,7 @@ class Engine:
         for _stage, operation, args in stages:
             envelope = task.call(operation.value, f"{rid}#{operation.value}", args)
             if operation is MetaOperation.MODEL_COMMIT and args.get("publish"):
-                envelope = _publish_help(envelope)
+                envelope = _publish_help(envelope, declined=self._declined)
             if envelope.status not in ("success", "partial"):
                 data = {**envelope.data, "stage": operation.value, **done}
                 return _answer(envelope.model_copy(update={"request_id": rid, "data": data}))
@@ -1227,12 +1277,15 @@ def _pieces(data: bytes, fmt: str) -> list[bytes]:
     return out
 
 
-def _publish_help(envelope: ObservationEnvelope) -> ObservationEnvelope:
-    """A publish refused for the user's approval names exactly how it can be given."""
+def _publish_help(envelope: ObservationEnvelope, *, declined: bool) -> ObservationEnvelope:
+    """A publish refused for the user's approval names exactly how it can be given (or
+    that the user, asked, declined)."""
     if not any(d.code == "PLAN_APPROVAL_REQUIRED" for d in envelope.diagnostics):
         return envelope
     action = NextAction(
-        operation=MetaOperation.MODEL_COMMIT.value, args={"publish": False}, reason=PUBLISH_HOW
+        operation=MetaOperation.MODEL_COMMIT.value,
+        args={"publish": False},
+        reason=PUBLISH_DECLINED if declined else PUBLISH_HOW,
     )
     return envelope.model_copy(update={"next_actions": [action, *envelope.next_actions]})
 

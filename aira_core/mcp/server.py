@@ -23,6 +23,7 @@ from typing import Any, TypeVar
 import anyio.to_thread
 import mcp_types as types
 from mcp.server.lowlevel import NotificationOptions, Server
+from mcp.server.request_state import RequestStateBoundary, RequestStateSecurity
 from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ToolsListChanged
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
@@ -131,11 +132,21 @@ def build_server(engine: Engine, *, version: str = "", worker: Worker | None = N
         tools = await worker.run(engine.list_tools)
         return types.ListToolsResult(tools=[types.Tool.model_validate(t) for t in tools])
 
-    async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+    async def call_tool(
+        ctx: Any, params: types.CallToolRequestParams
+    ) -> types.CallToolResult | types.InputRequiredResult:
+        question = await worker.run(lambda: engine.publish_question(params.name, params.arguments))
+        publish: bool | None = None
+        if question is not None and _can_elicit(ctx):
+            asked = await _ask(ctx, params, question)
+            if isinstance(asked, types.InputRequiredResult):
+                return asked  # 2026-07-28: the client asks its user and calls again
+            publish = asked
+
         def run() -> tuple[Answer, bool]:
             before = engine.tools_key()
             try:
-                answer = engine.call(params.name, params.arguments)
+                answer = engine.call(params.name, params.arguments, publish=publish)
             except Exception as exc:  # a bug of ours: a coded error result, never a crash
                 _log.exception("a tool call failed")
                 answer = _failed(exc)
@@ -189,7 +200,7 @@ def build_server(engine: Engine, *, version: str = "", worker: Worker | None = N
             item = types.TextResourceContents(uri=uri, text=content, mime_type=mime)
         return types.ReadResourceResult(contents=[item])
 
-    return _Server(
+    server = _Server(
         NAME,
         version=version,
         title="Aira",
@@ -202,6 +213,84 @@ def build_server(engine: Engine, *, version: str = "", worker: Worker | None = N
         on_list_resource_templates=list_templates,
         on_read_resource=read_resource,
         on_subscriptions_listen=ListenHandler(bus),
+    )
+    # The question a 2026-07-28 client answers comes back with the call, sealed: bound to
+    # the tool and its arguments, and only for ten minutes (RequestStateSecurity's TTL).
+    server.middleware.append(
+        RequestStateBoundary(RequestStateSecurity.ephemeral(), default_audience=NAME)
+    )
+    return server
+
+
+# -- asking the user (MCP elicitation) --------------------------------------------------------
+
+PUBLISH_KEY = "publish"
+"""The key of the publish question in an input-required result and its answer."""
+PUBLISH_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "publish": {
+            "type": "boolean",
+            "title": "Publish to main",
+            "description": "Yes: publish it to main. No: it stays on the task's branch.",
+        }
+    },
+    "required": ["publish"],
+}
+ASK_SECONDS = 600.0
+"""How long a handshake-era client's user has to answer (the request itself has no limit)."""
+
+
+def _can_elicit(ctx: Any) -> bool:
+    """Whether the client can ask its user (form mode): from the handshake, or from a
+    2026-07-28 request's own capabilities. An empty ``elicitation`` is form mode."""
+    caps = getattr(ctx.session, "client_capabilities", None)
+    found = getattr(caps, "elicitation", None)
+    return found is not None and (found.form is not None or found.url is None)
+
+
+async def _ask(
+    ctx: Any, params: types.CallToolRequestParams, question: str
+) -> bool | types.InputRequiredResult:
+    """The user's answer to ``question``: True only for an accepted yes. A 2026-07-28
+    client is sent the question as an input-required result first and answers it with
+    the call sent again; a handshake-era client is asked with ``elicitation/create`` while
+    the call waits. A client that fails to answer, or an answer past :data:`ASK_SECONDS`,
+    is no."""
+    import json
+
+    import anyio
+
+    if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
+        if params.request_state is None:
+            ask = types.ElicitRequest(
+                params=types.ElicitRequestFormParams(
+                    message=question, requested_schema=PUBLISH_SCHEMA
+                )
+            )
+            return types.InputRequiredResult(
+                input_requests={PUBLISH_KEY: ask}, request_state=json.dumps({"ask": PUBLISH_KEY})
+            )
+        with contextlib.suppress(ValueError):
+            if json.loads(params.request_state) != {"ask": PUBLISH_KEY}:
+                return False
+        answer = (params.input_responses or {}).get(PUBLISH_KEY)
+    else:
+        try:
+            with anyio.fail_after(ASK_SECONDS):
+                answer = await ctx.session.elicit_form(
+                    message=question,
+                    requested_schema=PUBLISH_SCHEMA,
+                    related_request_id=ctx.request_id,
+                )
+        except Exception:  # no answer (a timeout, a client error): not approved
+            _log.info("the publish question got no answer", exc_info=True)
+            return False
+    content = getattr(answer, "content", None)
+    return (
+        getattr(answer, "action", None) == "accept"
+        and isinstance(content, dict)
+        and content.get(PUBLISH_KEY) is True
     )
 
 

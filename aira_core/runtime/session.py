@@ -328,6 +328,11 @@ class Task:
         ``"publish"``, or ``"risk"`` for capabilities above the grant's auto-commit risk."""
         self._approved.add(action)
 
+    def withdraw(self, action: str) -> None:
+        """The approval of ``action`` given with :meth:`approve` no longer holds (a host
+        that asked the user for one call withdraws it after that call)."""
+        self._approved.discard(action)
+
     def approve_call(self, request_id: str) -> bool:
         """The user (through the host, never the model) approves the one call the guard
         asked about: sent again with the same request id, operation and arguments, it runs

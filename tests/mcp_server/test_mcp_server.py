@@ -464,6 +464,70 @@ async def test_a_server_the_user_allowed_to_publish_publishes(
         assert repository.head("main") == envelope(published)["data"]["rev"]
 
 
+@pytest.mark.parametrize("mode", ["2026-07-28", "legacy"])
+@pytest.mark.parametrize("answer", ["yes", "no", "cancel"])
+async def test_publishing_asks_the_user_through_elicitation(
+    runtime: Any, no_small_catalog: None, mode: str, answer: str
+) -> None:
+    """A client that can ask its user (form elicitation) is asked before a publish the grant
+    wants approved: a 2026-07-28 client with an input-required result it answers by calling
+    again, a handshake-era one with elicitation/create. Yes publishes that one call; no or
+    a cancel leaves main as it was and says the user declined; the approval does not hold
+    for a later publish."""
+    import mcp_types as types
+    from mcp import Client
+
+    from aira_core.mcp.server import build_server
+
+    ctx, kernel, repository = runtime
+    main = repository.head("main")
+    asked: list[str] = []
+
+    async def ask_user(context: Any, params: Any) -> Any:
+        asked.append(params.message)
+        if answer == "cancel":
+            return types.ElicitResult(action="cancel")
+        return types.ElicitResult(action="accept", content={"publish": answer == "yes"})
+
+    engine = Engine(None, kernel=kernel, context=ctx)  # the default grant: publish asks
+    server = build_server(engine)
+    async with Client(server, mode=mode, elicitation_callback=ask_user) as client:
+        task = await open_task(client, capabilities=list(CAPS))
+        applied = await call(client, MODEL_APPLY, task=task, plan=plan_draft(), publish=True)
+        assert len(asked) == 1 and task in asked[0] and "cannot be undone" in asked[0]
+        if answer == "yes":
+            assert not applied.is_error, applied.content[0].text
+            assert repository.head("main") == envelope(applied)["data"]["rev"]
+            # the approval was for that call: the next publish asks again
+            more = await call(client, MODEL_APPLY, task=task, plan=second_box(), publish=True)
+            assert len(asked) == 2 and not more.is_error
+        else:
+            assert applied.is_error and codes(applied) == ["PLAN_APPROVAL_REQUIRED"]
+            assert repository.head("main") == main
+            how = envelope(applied)["nextActions"][0]
+            assert how["args"] == {"publish": False} and "declined" in how["reason"]
+            # the plan passed its checks: the agent may keep it on the task branch
+            kept = await call(client, "model_commit", task=task)
+            assert not kept.is_error and len(asked) == 1  # no publish, no question
+
+
+async def test_a_client_that_cannot_ask_its_user_is_told_how_to_grant(
+    runtime: Any, no_small_catalog: None
+) -> None:
+    from mcp import Client
+
+    from aira_core.mcp.server import build_server
+
+    ctx, kernel, repository = runtime
+    main = repository.head("main")
+    async with Client(build_server(Engine(None, kernel=kernel, context=ctx))) as client:
+        task = await open_task(client, capabilities=list(CAPS))
+        applied = await call(client, MODEL_APPLY, task=task, plan=plan_draft(), publish=True)
+        assert applied.is_error and codes(applied) == ["PLAN_APPROVAL_REQUIRED"]
+        assert "aira mcp serve --allow-publish" in envelope(applied)["nextActions"][0]["reason"]
+        assert repository.head("main") == main
+
+
 async def test_exports_are_checked_against_the_grant(runtime: Any, no_small_catalog: None) -> None:
     from mcp import Client
     from mcp.shared.exceptions import MCPError
