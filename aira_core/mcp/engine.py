@@ -778,6 +778,27 @@ class Engine:
         )
         return _answer(self._compact_contracts(merged, described))
 
+    def _candidate_handles(
+        self, task: Any, envelope: ObservationEnvelope, done: dict[str, Any]
+    ) -> ObservationEnvelope:
+        """A refusal after the preview speaks of the candidate's entities: by the handles
+        the plan named (``b:plate``), as a commit's answer does, not by entity ids no
+        revision holds yet."""
+        from aira_core.model.aliases import AliasTable
+
+        document = task.candidate_document
+        if document is None or not (done.get("bodies") or envelope.diagnostics):
+            return envelope
+        table = AliasTable.build("candidate", document)
+        for key in ("bodies", "assertions"):
+            if isinstance(done.get(key), dict):
+                done[key] = {_alias(table, k): v for k, v in done[key].items()}
+        named = [
+            d.model_copy(update={"subject": _alias(table, d.subject)}) if d.subject else d
+            for d in envelope.diagnostics
+        ]
+        return envelope.model_copy(update={"diagnostics": named})
+
     def _run_hint(self, open_task: OpenTask, described: Mapping[str, Any]) -> dict[str, Any] | None:
         """How to run an exporter over MCP: it is no plan step, its file is a resource."""
         contract = described.get("contract")
@@ -864,6 +885,7 @@ class Engine:
             if operation is MetaOperation.MODEL_COMMIT and args.get("publish"):
                 envelope = _publish_help(envelope, declined=self._declined)
             if envelope.status not in ("success", "partial"):
+                envelope = self._candidate_handles(task, envelope, done)
                 data = {**envelope.data, "stage": operation.value, **done}
                 return _answer(envelope.model_copy(update={"request_id": rid, "data": data}))
             warnings += [d for d in envelope.diagnostics if d.severity != "error"]

@@ -181,6 +181,12 @@ class Task:
         return self.ctx.repository.head(self.branch)
 
     @property
+    def candidate_document(self) -> Any:
+        """The open candidate's document (an ``AmirDocument``), or None: what a refusal after
+        its preview speaks of, before any revision holds it."""
+        return self._candidate.document if self._candidate is not None else None
+
+    @property
     def checkpoint(self) -> tuple[Any, ...]:
         """What a write operation's answer depends on: the state, the candidate, the head and
         the terminal. Equal before and after a call: the call moved nothing (a host that

@@ -464,6 +464,27 @@ async def test_a_server_the_user_allowed_to_publish_publishes(
         assert repository.head("main") == envelope(published)["data"]["rev"]
 
 
+async def test_a_refusal_after_the_preview_names_the_plans_handles(
+    runtime: Any, no_small_catalog: None
+) -> None:
+    """A plan refused at its validate stage speaks of the candidate as the plan does
+    (b:plate, the assertion's handle), not by entity ids that no revision holds."""
+    from mcp import Client
+
+    from aira_core.mcp.server import build_server
+
+    ctx, kernel, _ = runtime
+    async with Client(build_server(Engine(None, kernel=kernel, context=ctx))) as client:
+        task = await open_task(client, capabilities=list(CAPS))
+        refused = await call(client, MODEL_APPLY, task=task, plan=plan_draft(vmax=10.0))
+        shown = envelope(refused)
+        assert refused.is_error and shown["data"]["stage"] == "model.validate"
+        assert list(shown["data"]["bodies"]) == ["b:plate"]
+        subjects = [d["subject"] for d in shown["diagnostics"] if d.get("subject")]
+        # the validator's step or the assertion's handle, never an entity id
+        assert subjects and not any(re.search(r"[0-9a-f]{10}", x) for x in subjects), subjects
+
+
 @pytest.mark.parametrize("mode", ["2026-07-28", "legacy"])
 @pytest.mark.parametrize("answer", ["yes", "no", "cancel"])
 async def test_publishing_asks_the_user_through_elicitation(
