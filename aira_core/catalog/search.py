@@ -336,6 +336,32 @@ def tokens(text: str) -> list[str]:
     return out
 
 
+_CAPABILITY_ID = re.compile(r"^\s*(?:cap:)?([a-z][a-zA-Z0-9]*(?:\.[a-zA-Z0-9]+)+)(?:@[\d.]+)?\s*$")
+
+
+def id_name(capability_id: str) -> str:
+    """The words a capability's id names it by: ``cap:exact.reduceFilletRadius@1`` →
+    ``reduce fillet radius``."""
+    last = capability_id.split(":")[-1].split("@")[0].split(".")[-1]
+    return re.sub(r"([a-z0-9])([A-Z])", r"\1 \2", last).lower()
+
+
+def name_key(text: str) -> tuple[Any, ...]:
+    """What two names share when they name the same thing: an English name's terms and
+    negated terms as sorted sets (``Fillet edges`` and ``edges fillet`` alike; quantities
+    and stopwords left out, so ``translate 5 mm`` is named ``translate``; ``no
+    interference`` keeps its negation), a Chinese name as written without spaces or
+    punctuation. A capability id (``cap:exact.translate@1``, ``exact.translate``) keys as
+    its dotted words."""
+    found = _CAPABILITY_ID.match(text)
+    if found:
+        text = re.sub(r"([a-z0-9])([A-Z])", r"\1 \2", found.group(1).replace(".", " "))
+    if re.search(f"[{_CJK}]", text):
+        return ("zh", re.sub(r"[\s\W_]+", "", text.lower()))
+    norm = normalize(text)
+    return (tuple(sorted(set(norm.terms))), tuple(sorted(set(norm.negated))))
+
+
 def _quantities(text: str) -> tuple[list[Quantity], str]:
     """Quantities in ``text`` and the text with them blanked out."""
     found: list[Quantity] = []
@@ -437,6 +463,9 @@ _CLAUSE = re.compile(
     re.IGNORECASE,
 )
 MAX_CLAUSES = 12
+NAMED_RELEVANCE = 0.9
+"""The least retrievalRelevance of a capability the whole intent names: what its name
+explains of the intent is all of it."""
 FEATURE_TIE = 0.85
 """Candidates of a clause ranked this close to its best are near-ties: the one with the
 strongest evidence is the clause's feature."""
@@ -856,6 +885,10 @@ class SearchIndex:
         counter_owner: list[int] = []
         self._aliases: dict[tuple[str, ...], set[int]] = {}
         self._cjk_aliases: dict[str, set[int]] = {}
+        self._names: dict[tuple[Any, ...], list[tuple[int, int, str]]] = {}
+        """A whole name (:func:`name_key`) → (precedence, capability, the name as written):
+        its id's words first (0: ``translate``, ``exact translate``), then its title (1),
+        then its aliases (2)."""
         self._described: list[frozenset[str]] = []
         """Per capability, the terms of what it says it is (title, aliases, id, summary, input
         names); the other terms of its text occur only in its intent examples."""
@@ -913,7 +946,17 @@ class SearchIndex:
             for counter in d.counter_examples:
                 counters.append(counter)
                 counter_owner.append(i)
-            for alias in [*d.aliases, d.title]:
+            dotted = d.capability_id.split(":")[-1].split("@")[0]
+            for precedence, name in (
+                (0, id_name(d.capability_id)),
+                (0, dotted),
+                (1, d.title),
+                *((2, a) for a in d.aliases),
+            ):
+                key = name_key(name)
+                if key not in (("zh", ""), ((), ())):
+                    self._names.setdefault(key, []).append((precedence, i, name))
+            for alias in [*d.aliases, d.title, id_name(d.capability_id)]:
                 lowered = alias.lower().strip()
                 if re.search(f"[{_CJK}]", lowered):
                     self._cjk_aliases.setdefault(lowered, set()).add(i)
@@ -1458,6 +1501,9 @@ class SearchIndex:
             quantities=list(norm.quantities),
             branches=branches,
         )
+        named = self._named_by_intent(request, norm, out)
+        if named:
+            return self._named_response(request, context, intent, filtered, out, named)
         unperformed = self._unperformed(norm)
         if not unperformed:
             part = self._part(request, norm, out)
@@ -1505,6 +1551,65 @@ class SearchIndex:
             filtered=filtered,
             sufficiency=sufficiency,
             truncated=truncated,
+        )
+        return _fit(response, request.max_bytes)
+
+    # -- a capability by its name -------------------------------------------------------------
+
+    def _named_by_intent(
+        self, request: SearchRequest, norm: Normalized, out: dict[int, _Candidate]
+    ) -> list[_Candidate]:
+        """The candidates the whole intent names (:func:`name_key`): by their id's words,
+        their title or an alias, in that precedence. An intent that is a capability's name
+        is that capability, whatever the evidence of its few words says (one word is little
+        text for a sentence model)."""
+        if not self.config.aliases:  # the BM25 baseline matches no names
+            return []
+        key = name_key(request.intent)
+        if key in (("zh", ""), ((), ())):
+            return []
+        for _, i, _ in self._names.get(key, ()):
+            if i not in out:  # not retrieved by its words ("no interference" negates them)
+                found = {i: _Candidate(i)}
+                self._score(norm, found[i])
+                self._filter(request, found, {})  # what the request rules out stays out
+                out.update(found)
+        chosen: dict[int, tuple[int, str]] = {}
+        for precedence, i, name in sorted(self._names.get(key, ())):
+            if i in out and i not in chosen:
+                chosen[i] = (precedence, name)
+        named = []
+        for i, (precedence, name) in chosen.items():
+            c = out[i]
+            c.relevance = max(c.relevance, NAMED_RELEVANCE)
+            c.why.insert(0, f"{('name', 'title', 'alias')[precedence]}:{name}")
+            named.append(c)
+        return named
+
+    def _named_response(
+        self,
+        request: SearchRequest,
+        context: SearchContext | None,
+        intent: NormalizedIntent,
+        filtered: dict[str, int],
+        out: dict[int, _Candidate],
+        named: list[_Candidate],
+    ) -> SearchResponse:
+        """The capabilities an intent names first (see :meth:`_named_by_intent`), then the rest as
+        ranked."""
+        ranked = [*named, *(c for c in self._rerank(request, out) if c not in named)]
+        top_k = min(request.top_k, MAX_TOP_K)
+        chosen = ranked[:top_k]
+        sufficiency, extra = self._sufficiency(request, [c.index for c in chosen])
+        hits = [self._hit(c, context, request) for c in [*chosen, *extra]]
+        response = SearchResponse(
+            intent=intent,
+            hits=hits,
+            no_match=False,
+            embedder=self.embedder.name,
+            filtered=filtered,
+            sufficiency=sufficiency,
+            truncated=len(ranked) > len(chosen) and len(chosen) == top_k,
         )
         return _fit(response, request.max_bytes)
 

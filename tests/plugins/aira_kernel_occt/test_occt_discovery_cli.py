@@ -105,3 +105,16 @@ def test_a_whole_part_finds_what_building_it_needs_builders_first(aira_home: Pat
     assert ids[0] == "cap:exact.fillet@1"
     none = run_json(aira_home, "catalog", "search", "book a meeting room and send the invites")
     assert none["noMatch"] is True
+
+
+def test_a_capability_is_found_by_its_own_name(aira_home: Path) -> None:
+    """As a user types it, with the search the CLI runs (the sentence model when the extra
+    is installed): one word that names a capability is that capability, first."""
+    for word, first in (
+        ("translate", "cap:exact.translate@1"),
+        ("torus", "cap:exact.torus@1"),
+        ("cap:exact.union@1", "cap:exact.union@1"),
+        ("donut", "cap:exact.torus@1"),
+    ):
+        found = run_json(aira_home, "catalog", "search", word, "--top-k", "5")
+        assert found["noMatch"] is False and found["hits"][0]["capabilityId"] == first, word
