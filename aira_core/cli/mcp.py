@@ -45,6 +45,21 @@ def serve_cmd(
         float,
         typer.Option("--bind-ttl", min=1.0, max=86400.0, help="Seconds a scoped binding lives."),
     ] = 900.0,
+    allow_host: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--allow-host",
+            help="With --http: a Host header to accept besides loopback's (HOST:PORT, PORT may "
+            "be *; repeatable). Turns DNS-rebinding protection on for any interface.",
+        ),
+    ] = None,
+    allow_origin: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--allow-origin",
+            help="With --http: an Origin header to accept (http://HOST:PORT, repeatable).",
+        ),
+    ] = None,
     allow_publish: Annotated[
         bool,
         typer.Option(
@@ -58,14 +73,23 @@ def serve_cmd(
     (what Claude Desktop, Claude Code and Cursor start), streamable HTTP with --http."""
     from aira_core.diagnostics import AiraError
     from aira_core.mcp.engine import Engine
-    from aira_core.mcp.server import Worker, build_server, serve_http, serve_stdio
+    from aira_core.mcp.server import (
+        Worker,
+        build_server,
+        serve_http,
+        serve_stdio,
+        transport_security,
+    )
     from aira_core.step.tiers import tier as tier_named
 
     tier_named(tier)  # STEP_TIER_UNKNOWN before anything starts
     if http:
         _check_address(host, port)
-    elif host != "127.0.0.1" or port != DEFAULT_PORT:
-        raise AiraError(MCP_HOST_INVALID, "--host and --port are for --http")
+    elif host != "127.0.0.1" or port != DEFAULT_PORT or allow_host or allow_origin:
+        raise AiraError(MCP_HOST_INVALID, "--host, --port and --allow-* are for --http")
+    for value in [*(allow_host or []), *(allow_origin or [])]:
+        if not value or len(value) > 255 or any(c.isspace() or ord(c) < 32 for c in value):
+            raise AiraError(MCP_HOST_INVALID, f"{value[:80]!r} is no host or origin")
     the_grant = None
     if allow_publish and grant is not None:
         raise AiraError(
@@ -102,7 +126,10 @@ def serve_cmd(
     server = build_server(engine, version=_version(), worker=worker)
     if http:
         typer.echo(f"aira mcp: streamable HTTP on http://{host}:{port}/mcp", err=True)
-        serve_http(server, host=host, port=port)
+        security = transport_security(
+            host, port, allowed_hosts=allow_host or (), allowed_origins=allow_origin or ()
+        )
+        serve_http(server, host=host, port=port, security=security)
     else:
         serve_stdio(server)
 
@@ -121,6 +148,8 @@ def _check_address(host: str, port: int) -> None:
     family, kind, proto, _, address = infos[0]
     with socket.socket(family, kind, proto) as probe:
         probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        if family == socket.AF_INET6:  # as uvicorn binds: ::ffff:127.0.0.1 is no IPv6 address
+            probe.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
         try:
             probe.bind(address)
         except OSError as exc:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import concurrent.futures
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from typing import Any, TypeVar
 
@@ -306,12 +306,71 @@ def serve_stdio(server: Server[Any]) -> None:
     anyio.run(main)
 
 
-def serve_http(server: Server[Any], *, host: str, port: int, path: str = "/mcp") -> None:
-    """Serve streamable HTTP at ``http://host:port/mcp`` (DNS-rebinding protection on for
-    a loopback host, as the SDK sets it)."""
+LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
+"""What a client on this machine calls a loopback server (a Host header's name)."""
+
+
+def is_loopback(address: str) -> bool:
+    """Whether an address is this machine's loopback however it is spelled (127.0.0.0/8,
+    ``::1``, an IPv4-mapped ``::ffff:127.x.y.z``)."""
+    import ipaddress
+
+    try:
+        ip = ipaddress.ip_address(address.split("%")[0])
+    except ValueError:
+        return False
+    mapped = getattr(ip, "ipv4_mapped", None)
+    return ip.is_loopback or (mapped is not None and mapped.is_loopback)
+
+
+def _bracketed(name: str) -> str:
+    return f"[{name}]" if ":" in name and not name.startswith("[") else name
+
+
+def transport_security(
+    host: str,
+    port: int,
+    *,
+    allowed_hosts: Sequence[str] = (),
+    allowed_origins: Sequence[str] = (),
+) -> Any:
+    """The DNS-rebinding protection of a server bound to ``host``: on whenever the socket
+    is bound to loopback, whatever the spelling (``127.1``, ``127.0.1.1``,
+    ``::ffff:127.0.0.1``: the SDK turns it on only for three exact strings), with the
+    loopback names, the host as given and the address it resolves to as the allowed Host
+    headers (any port) and their ``http://`` forms as the allowed origins; and on, with
+    just those, wherever ``allowed_hosts`` or ``allowed_origins`` name some. None (no
+    protection) for another interface given neither."""
+    import socket
+
+    from mcp.server.transport_security import TransportSecuritySettings
+
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except (socket.gaierror, UnicodeError):
+        infos = []
+    addresses = sorted({str(info[4][0]) for info in infos})
+    loopback = bool(addresses) and all(is_loopback(a) for a in addresses)
+    if not loopback and not allowed_hosts and not allowed_origins:
+        return None
+    names = [*LOOPBACK_NAMES, _bracketed(host), *map(_bracketed, addresses)] if loopback else []
+    hosts = list(dict.fromkeys([*(f"{n}:*" for n in names), *allowed_hosts]))
+    origins = list(dict.fromkeys([*(f"http://{n}:*" for n in names), *allowed_origins]))
+    return TransportSecuritySettings(
+        enable_dns_rebinding_protection=True, allowed_hosts=hosts, allowed_origins=origins
+    )
+
+
+def serve_http(
+    server: Server[Any], *, host: str, port: int, path: str = "/mcp", security: Any = None
+) -> None:
+    """Serve streamable HTTP at ``http://host:port/mcp`` with ``security`` (see
+    :func:`transport_security`; the SDK's own default when None)."""
     import anyio
     import uvicorn
 
-    app = server.streamable_http_app(streamable_http_path=path, host=host)
+    app = server.streamable_http_app(
+        streamable_http_path=path, host=host, transport_security=security
+    )
     config = uvicorn.Config(app, host=host, port=port, log_level="warning")
     anyio.run(uvicorn.Server(config).serve)
