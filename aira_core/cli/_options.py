@@ -9,6 +9,16 @@ from typing import Annotated, Any
 import typer
 
 
+def positive_amount(value: float | None) -> float | None:
+    """A typer callback for an amount that must be a finite number above 0 (a budget): 0,
+    -0, inf, 1e309 and nan are usage errors where the option is parsed."""
+    import math
+
+    if value is not None and not (math.isfinite(value) and value > 0):
+        raise typer.BadParameter(f"{value!r} is no amount: give a finite number above 0")
+    return value
+
+
 def command_group(help: str) -> typer.Typer:
     """A command group with plain (click) help: typer's Rich help formatter imports
     rich.markdown, markdown_it and rich.traceback, ~0.2 s that every `--help` would pay."""

@@ -9,7 +9,14 @@ from typing import Annotated, Any
 
 import typer
 
-from aira_core.cli._options import ForceFlag, JsonFlag, KernelOption, _kernel, command_group
+from aira_core.cli._options import (
+    ForceFlag,
+    JsonFlag,
+    KernelOption,
+    _kernel,
+    command_group,
+    positive_amount,
+)
 from aira_core.cli._output import _print_json, _table, printable
 
 TierOption = Annotated[
@@ -221,7 +228,11 @@ def run_cmd(
     ] = None,
     budget_usd: Annotated[
         float | None,
-        typer.Option("--budget-usd", help="Stop the task once it has cost more (USD).", min=0),
+        typer.Option(
+            "--budget-usd",
+            help="Stop the task once it has cost more (USD; a finite number above 0).",
+            callback=positive_amount,
+        ),
     ] = None,
     max_steps: Annotated[
         int | None, typer.Option("--max-steps", help="Stop the task after this many steps.", min=1)

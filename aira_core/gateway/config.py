@@ -127,11 +127,20 @@ def load_settings(home: str | Path) -> dict[str, ProviderSettings]:
         ) from None
 
 
+CONFIG_DEPTH = 32
+"""The deepest nesting of arrays and tables a settings file may have (a real one has 3)."""
+
+
 def _parse(data: bytes) -> dict[str, Any]:
     import tomllib
 
     try:
-        return tomllib.loads(data.decode("utf-8"))
+        document = tomllib.loads(data.decode("utf-8"))
+        if _depth(document) <= CONFIG_DEPTH:
+            return document
+        problem = f"nests arrays or tables deeper than {CONFIG_DEPTH} levels"
+    except RecursionError:  # the parser's own recursion, past the interpreter's limit
+        problem = f"nests arrays or tables deeper than {CONFIG_DEPTH} levels"
     except UnicodeDecodeError:
         problem = "is not UTF-8 text"
     except tomllib.TOMLDecodeError as exc:
@@ -139,6 +148,20 @@ def _parse(data: bytes) -> dict[str, Any]:
         where = re.search(r"\(at (?:line \d+, column \d+|end of document)\)", str(exc))
         problem = "is not valid TOML" + (f" {where.group(0)}" if where else "")
     raise AiraError(PROVIDER_CONFIG_INVALID, f"{PROVIDERS_FILE} in AIRA_HOME {problem}")
+
+
+def _depth(value: Any) -> int:
+    """How deep arrays and tables nest in a parsed document (iteratively: no recursion)."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, level = stack.pop()
+        if isinstance(item, dict | list):
+            deepest = max(deepest, level)
+            if level <= CONFIG_DEPTH:  # deeper is refused anyway: no need to walk it all
+                stack.extend(
+                    (v, level + 1) for v in (item.values() if isinstance(item, dict) else item)
+                )
+    return deepest
 
 
 def _settings(document: Mapping[str, Any]) -> dict[str, ProviderSettings]:
