@@ -154,8 +154,15 @@ def load_user_store(path: Path | None = None) -> TrustStore:
             TRUST_STORE_UNAVAILABLE,
             f"cannot read the trust store {TRUST_FILE} in AIRA_HOME: {exc.strerror}",
         ) from None
+    from aira_core.canonical import StrictJSONError, loads_strict
+
     try:
-        store = TrustStore.model_validate_json(data, by_name=False)
+        store = TrustStore.model_validate(loads_strict(data, TRUST_FILE)[0], by_name=False)
+    except StrictJSONError as exc:
+        raise AiraError(
+            TRUST_STORE_INVALID,
+            f"the trust store {TRUST_FILE} in AIRA_HOME is not valid: {exc}; fix or remove it",
+        ) from None
     except ValidationError as exc:
         raise AiraError(
             TRUST_STORE_INVALID,
@@ -318,8 +325,18 @@ class TrustPolicy:
             return Diagnostic(
                 code=SIGNATURE_MISSING, message="the package has no signature file (manifest.sig)"
             )
+        from aira_core.canonical import StrictJSONError, loads_strict
+
         try:
-            sig = PackageSignature.model_validate_json(signature_bytes, by_name=False)
+            # the manifest's parser rule: a duplicate key is no document (pydantic's own
+            # parser would take the last of two "signature" values)
+            raw = loads_strict(signature_bytes, "manifest.sig")[0]
+            sig = PackageSignature.model_validate(raw, by_name=False)
+        except StrictJSONError as exc:
+            return Diagnostic(
+                code=SIGNATURE_MALFORMED,
+                message=f"manifest.sig is not a valid aira.signature/1 document ({exc})",
+            )
         except ValidationError as exc:
             return Diagnostic(
                 code=SIGNATURE_MALFORMED,

@@ -502,3 +502,51 @@ def test_a_trust_store_write_cut_short_by_a_crash_still_opens(aira_home: Path) -
     with pytest.raises(AiraError) as exc:
         load_user_store()
     assert exc.value.code == "TRUST_STORE_MISMATCH"
+
+
+# -- issue 32, item 6: one parser rule for every signed or trusted JSON file ----------------
+
+
+@pytest.mark.parametrize("valid_last", [True, False], ids=["garbage-first", "valid-first"])
+def test_a_signature_file_with_a_duplicate_key_is_malformed_in_either_order(
+    aira: RunAira, aira_home: Path, tmp_path: Path, valid_last: bool
+) -> None:
+    """``manifest.sig`` with two ``"signature"`` values was admitted when the valid one came
+    last (pydantic's parser keeps the last); ``manifest.json`` refuses duplicate keys, and
+    so does the signature now, whichever value is first."""
+    from factory import write_package
+
+    vendor = Signer("test-vendor")
+    pkg = write_package(tmp_path / "pkg", manifest())
+    key = vendor.write_pem(tmp_path / "vendor.pem")
+    assert aira("catalog", "sign", str(pkg), "--key", str(key)).returncode == 0
+    assert aira("trust", "add", "test-vendor", vendor.public_b64).returncode == 0
+    assert aira("catalog", "verify", str(pkg)).returncode == 0
+    text = (pkg / "manifest.sig").read_text(encoding="utf-8")
+    good = json.loads(text)["signature"]
+    garbage = base64.b64encode(b"\0" * 64).decode()
+    first, last = (garbage, good) if valid_last else (good, garbage)
+    doubled = text.replace(
+        json.dumps(good), f'{json.dumps(first)}, "signature": {json.dumps(last)}', 1
+    )
+    assert doubled.count('"signature"') == 2
+    (pkg / "manifest.sig").write_text(doubled, encoding="utf-8")
+    before = snapshot(aira_home, pkg)
+    out = aira("catalog", "verify", str(pkg), "--json")
+    assert out.returncode == 1 and "Traceback" not in out.stderr
+    error = json.loads(out.stdout)["error"]
+    assert error["code"] == "SIGNATURE_MALFORMED" and "duplicate key" in error["message"]
+    assert_unchanged(before, aira_home, pkg)
+
+
+def test_a_trust_store_with_a_duplicate_key_is_refused(aira: RunAira, aira_home: Path) -> None:
+    assert aira("trust", "add", "test-vendor", Signer("test-vendor").public_b64).returncode == 0
+    path = aira_home / "trust.json"
+    text = path.read_text(encoding="utf-8")
+    path.write_text(text.replace("{", '{"format": "x", ', 1), encoding="utf-8")
+    before = snapshot(aira_home)
+    out = aira("trust", "list", "--json")
+    assert out.returncode == 1 and "Traceback" not in out.stderr
+    assert json.loads(out.stdout)["error"]["code"] == "TRUST_STORE_INVALID"
+    assert "duplicate key" in json.loads(out.stdout)["error"]["message"]
+    assert_unchanged(before, aira_home)
