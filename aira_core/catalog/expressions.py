@@ -24,7 +24,9 @@ language has (docs/workflows.md, The expression language):
 Bounds: :data:`MAX_CHARS` characters of source, :data:`MAX_DEPTH` levels of nesting,
 :data:`MAX_STEPS` evaluated nodes (a comprehension's body counts once per item; shared by
 all the expressions of one workflow step's expansion),
-:data:`MAX_ITEMS` items in a list or characters in a string, numbers finite and integers
+:data:`MAX_ITEMS` items in a list or characters in a string, :data:`MAX_MADE` items and
+characters made in all (a list of lists counts every inner list; shared like the steps),
+numbers finite and integers
 below 2**53, the result plain JSON. Every refusal is an :class:`ExpressionError` with a
 stable code.
 """
@@ -44,6 +46,9 @@ MAX_CHARS = 1000
 MAX_DEPTH = 32
 MAX_STEPS = 20_000
 MAX_ITEMS = 1000
+MAX_MADE = 20_000
+"""List items and string characters the expressions of one expansion may make in all: a
+list of lists is many lists of at most :data:`MAX_ITEMS` each."""
 MAX_INT = 2**53
 
 EXPRESSION_SYNTAX = "EXPRESSION_SYNTAX"
@@ -372,11 +377,17 @@ def names(tree: ast.expr) -> set[str]:
 
 
 class Budget:
-    """Evaluation steps left, shared by the expressions of one expansion (so a template of
-    many expressions costs no more than :data:`MAX_STEPS` in all)."""
+    """Evaluation steps left, and list items and string characters left to make, shared by
+    the expressions of one expansion (so a template of many expressions costs no more than
+    :data:`MAX_STEPS` and makes no more than :data:`MAX_MADE` in all)."""
 
-    def __init__(self, steps: int = MAX_STEPS) -> None:
+    def __init__(self, steps: int = MAX_STEPS, made: int = MAX_MADE) -> None:
         self.steps = steps
+        self.made = made
+
+
+_MAKERS = (ast.List, ast.ListComp, ast.BinOp, ast.Call)
+"""The nodes whose list or string value is a new one (a name or a lookup reads one)."""
 
 
 class _Evaluator:
@@ -390,7 +401,15 @@ class _Evaluator:
             raise ExpressionError(
                 EXPRESSION_TOO_COSTLY, f"the expressions take more than {MAX_STEPS} steps"
             )
-        return _checked(self._eval(node, local))
+        value = _checked(self._eval(node, local))
+        if isinstance(value, list | str) and isinstance(node, _MAKERS):
+            self.budget.made -= len(value)
+            if self.budget.made < 0:
+                raise ExpressionError(
+                    EXPRESSION_TOO_COSTLY,
+                    f"the expressions make more than {MAX_MADE} list items and characters",
+                )
+        return value
 
     def _eval(self, node: ast.expr, local: Mapping[str, Any]) -> Any:
         if isinstance(node, ast.Constant):

@@ -328,3 +328,31 @@ def test_conformance_findings_are_capped() -> None:
     assert "480 CONFORMANCE_EXAMPLE_REJECTED" in check.diagnostics[-1].message
     rejected = check.diagnostics[codes.index("CONFORMANCE_EXAMPLE_REJECTED")].message
     assert rejected.endswith("; and 5 more") and len(rejected) < 4_000
+
+
+# -- issue 32, item 7: the expression language's bound is on all it makes -------------------
+
+
+@pytest.mark.parametrize(
+    "expression",
+    [
+        "[range(1000) for i in range(1000)]",  # 1,000,000 numbers, 4.9 MB, under the steps
+        "[[range(1000) for j in range(1000)] for i in range(1000)]",  # 366 MB before
+        "[[i] + range(999) for i in range(1000)]",
+    ],
+)
+def test_lists_of_lists_are_refused_before_their_memory_is_spent(expression: str) -> None:
+    import tracemalloc
+
+    from aira_core.catalog import expressions as ex
+
+    tracemalloc.start()
+    try:
+        with pytest.raises(ex.ExpressionError) as caught:
+            ex.evaluate(expression, {})
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert caught.value.code == ex.EXPRESSION_TOO_COSTLY
+    assert "list items" in caught.value.message
+    assert peak < 8 * 2**20, peak  # what 20,000 items take, not the millions asked for
