@@ -16,6 +16,7 @@ from __future__ import annotations
 import concurrent.futures
 import contextlib
 import logging
+import re
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from typing import Any, TypeVar
@@ -294,14 +295,100 @@ async def _ask(
     )
 
 
+_LEADING_ID = re.compile(
+    r'^\s*\ufeff?\s*\{\s*(?:"(?:[^"\\]|\\.)*"\s*:\s*(?:"(?:[^"\\]|\\.)*"|[-\w.+]+)\s*,\s*)*'
+    r'"id"\s*:\s*(-?\d{1,15}|"(?:[^"\\]|\\.){0,200}")'
+)
+"""A request id among the first plain members of a line that is no JSON (a BOM before it,
+a lone surrogate or a nesting too deep further on)."""
+
+
+def _ids(value: Any) -> list[Any]:
+    """The request ids a parsed line carries: one object's, or a batch's."""
+    items = value if isinstance(value, list) else [value]
+    return [
+        item["id"]
+        for item in items
+        if isinstance(item, dict)
+        and "method" in item
+        and isinstance(item.get("id"), int | str)
+        and not isinstance(item.get("id"), bool)
+    ]
+
+
+def malformed_answers(exc: Exception) -> list[types.JSONRPCError]:
+    """The answers to a line the SDK could not read as a JSON-RPC message (it drops such a
+    line, and a client waits for ever on the request's id): for each request id the line
+    carries, ``-32600`` (a request of the wrong shape, a batch: MCP has none since
+    2025-06-18) or ``-32700`` (no JSON: a BOM, a lone surrogate, nesting too deep), with
+    that id; a line that is no JSON with no readable id gets one ``-32700`` with id null,
+    as JSON-RPC says. A notification of the wrong shape (no id) gets no answer."""
+    import json
+
+    errors = exc.errors() if hasattr(exc, "errors") else []
+    invalid = [e for e in errors if e.get("type") == "json_invalid"]
+    if not invalid:  # JSON, but no message: a wrong shape, or a batch
+        inputs = [e.get("input") for e in errors]
+        # the whole line's value, not a member's (a `"params": [1, 2]` is an error's input too)
+        whole = next((v for v in inputs if isinstance(v, dict) and "jsonrpc" in v), None)
+        if whole is None:
+            whole = next(
+                (v for v in inputs if isinstance(v, list) and v and isinstance(v[0], dict)),
+                None,
+            )
+        why = "a batch (MCP has no batches)" if isinstance(whole, list) else "not a valid request"
+        return [
+            types.JSONRPCError(
+                jsonrpc="2.0",
+                id=rid,
+                error=types.ErrorData(code=types.INVALID_REQUEST, message=why),
+            )
+            for rid in _ids(whole)
+        ]
+    line = str(invalid[0].get("input") or "")
+    ids: list[Any] = []
+    with contextlib.suppress(ValueError, RecursionError):  # Python's reader is lenient
+        ids = _ids(json.loads(line.lstrip("\ufeff")))
+    if not ids:
+        found = _LEADING_ID.match(line)
+        if found:
+            with contextlib.suppress(ValueError):
+                ids = [json.loads(found.group(1))]
+    message = "the line is not JSON the server can read (UTF-8 JSON without a BOM, no lone "
+    message += "surrogates, nesting within bounds)"
+    return [
+        types.JSONRPCError(
+            jsonrpc="2.0", id=rid, error=types.ErrorData(code=types.PARSE_ERROR, message=message)
+        )
+        for rid in (ids or [None])
+    ]
+
+
 def serve_stdio(server: Server[Any]) -> None:
-    """Serve one client on stdin/stdout until it closes the stream."""
+    """Serve one client on stdin/stdout until it closes the stream. A line the SDK cannot
+    read is answered here (:func:`malformed_answers`), since the SDK drops it."""
     import anyio
     from mcp.server.stdio import stdio_server
+    from mcp.shared.message import SessionMessage
 
     async def main() -> None:
         async with stdio_server() as (read_stream, write_stream):
-            await server.run(read_stream, write_stream, server.create_initialization_options())
+            send, receive = anyio.create_memory_object_stream[Any](0)
+
+            async def pump() -> None:
+                async with send:
+                    async for item in read_stream:
+                        if not isinstance(item, Exception):
+                            await send.send(item)
+                            continue
+                        for answer in malformed_answers(item):
+                            with contextlib.suppress(anyio.ClosedResourceError):
+                                await write_stream.send(SessionMessage(answer))
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(pump)
+                await server.run(receive, write_stream, server.create_initialization_options())
+                tg.cancel_scope.cancel()
 
     anyio.run(main)
 
