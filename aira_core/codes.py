@@ -493,6 +493,11 @@ _CODES = (
         ),
         ("AMIR_DUPLICATE_ID", "an entity id is used twice in a document"),
         (
+            "AMIR_CREDENTIAL_IN_ID",
+            "an entity id or a reference to one holds a credential: ids are kept and shown "
+            "for good and others refer to them, so it is refused rather than redacted",
+        ),
+        (
             "AMIR_DANGLING_REFERENCE",
             "an entity refers to an id that is not in the block it points into",
         ),

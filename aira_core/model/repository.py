@@ -16,7 +16,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from aira_core.contracts.amir import AmirDocument
-from aira_core.diagnostics import AiraError, redact, redact_value
+from aira_core.diagnostics import AiraError, redact_value
 from aira_core.model import blocks
 from aira_core.model.aliases import AliasTable
 from aira_core.model.operations import OperationSignature
@@ -222,19 +222,46 @@ class ModelRepository:
         return hashes, summary
 
 
+AMIR_CREDENTIAL_IN_ID = "AMIR_CREDENTIAL_IN_ID"
+_REFERENCE_KEYS = frozenset({"id", "param", "node", "body", "target"})
+"""The keys of a document's wire form whose string values name an entity."""
+
+
 def _redacted_labels(document: AmirDocument) -> AmirDocument:
-    """``document`` with its labels (the free text of a document: ids, references and values
-    are not) redacted; the same object when no label holds a credential, as is the rule, so
-    revision ids stay what they were."""
-    update: dict[str, tuple[Any, ...]] = {}
-    for block in ("parameters", "nodes", "bodies", "assertions"):
-        entities = getattr(document, block)
-        kept = tuple(
-            e
-            if not e.label or redact(e.label) == e.label
-            else e.model_copy(update={"label": redact(e.label)})
-            for e in entities
+    """``document`` with every string a user or model wrote into it redacted before it is
+    stored: labels, String parameter values, the text of operation arguments. Ids and the
+    references to them cannot be changed without breaking what refers to them: one that
+    holds a credential is ``AMIR_CREDENTIAL_IN_ID``. The same object when nothing holds a
+    credential, as is the rule, so revision ids stay what they were."""
+    wire = document.to_wire()
+    redacted = redact_value(wire)
+    if redacted == wire:
+        return document
+    changed = _reference_changed(wire, redacted)
+    if changed is not None:
+        raise AiraError(
+            AMIR_CREDENTIAL_IN_ID,
+            f"the document's {changed} holds a credential; an id is kept for good, so the "
+            "document is refused: name the entity without it",
+            pointer=changed,
         )
-        if any(a is not b for a, b in zip(kept, entities, strict=True)):
-            update[block] = kept
-    return document.model_copy(update=update) if update else document
+    return AmirDocument.model_validate(redacted, by_name=False)
+
+
+def _reference_changed(before: Any, after: Any, path: str = "") -> str | None:
+    """The JSON pointer of the first id or reference (or key) that redaction changed."""
+    if isinstance(before, dict):
+        if list(before) != list(after):
+            return path or "/"
+        for key, value in before.items():
+            if key in _REFERENCE_KEYS and isinstance(value, str) and value != after[key]:
+                return f"{path}/{key}"
+            found = _reference_changed(value, after[key], f"{path}/{key}")
+            if found is not None:
+                return found
+    elif isinstance(before, list):
+        for i, (a, b) in enumerate(zip(before, after, strict=True)):
+            found = _reference_changed(a, b, f"{path}/{i}")
+            if found is not None:
+                return found
+    return None

@@ -321,3 +321,48 @@ def test_a_branch_named_by_a_credential_is_refused(
     assert "STORE_BRANCH_INVALID" in out.stdout
     assert not leaks(out.stdout, out.stderr, roots=(aira_home,))
     assert_unchanged(before, aira_home / "models")
+
+
+# -- issue 32, item 2: one rule for values ------------------------------------------------------
+
+
+def test_a_string_parameters_value_reaches_no_store_and_no_output(
+    aira: RunAira, aira_home: Path, tmp_path: Path
+) -> None:
+    """A String parameter's value (and an operation argument's text) holding every form of
+    secret was stored as written, and `model show` printed it; it is redacted before it is
+    stored, as a label is."""
+    assert aira("model", "init").returncode == 0
+    patch = tmp_path / "patch.json"
+    param = {"id": "p1", "label": "note", "type": "String", "value": f"see {ALL}"}
+    patch.write_text(json.dumps({"ops": [{"op": "parameter.add", "parameter": param}]}))
+    out = aira("model", "patch", str(patch), "--json")
+    assert out.returncode == 0, out.stderr
+    outputs = [out.stdout, out.stderr]
+    for args in (["show"], ["read", "--select", '["parameters"]'], ["export", "--format", "amir"]):
+        for flag in ([], ["--json"]):
+            shown = aira("model", *args, *flag)
+            outputs += [shown.stdout, shown.stderr]
+    read = json.loads(aira("model", "read", "--select", '["parameters"]', "--json").stdout)
+    assert "<redacted>" in json.dumps(read)
+    assert not leaks(*outputs, roots=(aira_home,))
+
+
+@pytest.mark.parametrize(
+    "ident", ["ghp_A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8", "AKIAQ7X2M4N8P1R5T9V3"]
+)
+def test_an_id_holding_a_credential_is_refused_and_nothing_is_stored(
+    aira: RunAira, aira_home: Path, tmp_path: Path, ident: str
+) -> None:
+    """An id is kept for good and others refer to it: redacting it would break them, so a
+    credential-shaped id is refused with its code and the store is as it was."""
+    assert aira("model", "init").returncode == 0
+    before = snapshot(aira_home / "models")
+    patch = tmp_path / "patch.json"
+    param = {"id": ident, "label": "width", "type": "Length", "value": 20}
+    patch.write_text(json.dumps({"ops": [{"op": "parameter.add", "parameter": param}]}))
+    out = aira("model", "patch", str(patch), "--json")
+    assert out.returncode == 1 and "Traceback" not in out.stderr
+    assert json.loads(out.stdout)["error"]["code"] == "AMIR_CREDENTIAL_IN_ID"
+    assert not leaks(out.stdout, out.stderr)
+    assert_unchanged(before, aira_home / "models")
