@@ -67,6 +67,9 @@ def tasks_list(ctx: typer.Context, as_json: JsonFlag = False) -> None:
 @tasks_app.command("show")
 def tasks_show(task: TaskArgument, as_json: JsonFlag = False) -> None:
     """One task and every attempt of it: the six facts, stage, error."""
+    from aira_core.gateway.ledger import checked_task_id
+
+    task = checked_task_id(task)  # before anything else: it is echoed in every answer
     ledger = _ledger(must_exist=False)
     if ledger is None:
         from aira_core.diagnostics import AiraError
@@ -136,7 +139,9 @@ def tasks_retry(
     --resume RUN_DIR`) submits the step again. TASK keeps its facts. Asks for --informed: it
     may be charged twice."""
     from aira_core.diagnostics import AiraError
+    from aira_core.gateway.ledger import checked_task_id
 
+    task = checked_task_id(task)  # before anything else: it is echoed in every answer
     if not informed:
         raise AiraError(
             "GATEWAY_RETRY_UNCONFIRMED",

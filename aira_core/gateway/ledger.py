@@ -323,6 +323,16 @@ class _Row:
         return f"{self.kind} {_shown(self.id)}"
 
 
+def checked_task_id(task_id: object) -> str:
+    """``task_id`` if it is a task id (``task_<32 hex>``), else ``LEDGER_TASK_UNKNOWN`` with
+    what was given short, redacted and escaped (it is user input)."""
+    if not isinstance(task_id, str) or not _TASK_ID_RE.fullmatch(task_id):
+        raise AiraError(
+            LEDGER_TASK_UNKNOWN, f"{_shown(task_id)!r} is not a task id (task_<32 hex>)"
+        )
+    return task_id
+
+
 def _shown(value: object) -> str:
     """``value`` fit for a message: short, and redacted."""
     text = value if isinstance(value, str) else type(value).__name__
@@ -729,10 +739,7 @@ class AttemptLedger(SqliteFile):
         )
 
     def _task_of(self, db: sqlite3.Connection, task_id: object) -> TaskFacts:
-        if not isinstance(task_id, str) or not _TASK_ID_RE.fullmatch(task_id):
-            raise AiraError(
-                LEDGER_TASK_UNKNOWN, f"{_shown(task_id)!r} is not a task id (task_<32 hex>)"
-            )
+        task_id = checked_task_id(task_id)
         row = db.execute(_TASK_SELECT + " WHERE id = ?", (task_id,)).fetchone()
         if row is None:
             raise AiraError(LEDGER_TASK_UNKNOWN, f"no task {task_id}", subject=task_id)

@@ -45,3 +45,18 @@ def test_a_settings_file_nested_without_end_is_refused(
     assert "PROVIDER_CONFIG_INVALID" in out.stderr and "deeper than 32" in out.stderr
     assert "Traceback" not in out.stderr
     assert_unchanged(before, aira_home)
+
+
+@pytest.mark.parametrize("command", ["show", "retry"])
+@pytest.mark.parametrize("given", ["x" * 5000, "a\x1b[31mred", "task_0123", "task_" + "g" * 32])
+def test_a_task_id_that_is_none_is_refused_short_and_escaped(
+    aira: RunAira, aira_home: Path, command: str, given: str
+) -> None:
+    """`aira tasks show ID` echoed an unchecked id, whole: 5,000 characters, or a terminal
+    escape. It is checked first, and shown short and escaped."""
+    before = snapshot(aira_home)
+    out = aira("tasks", command, given, "--json")
+    assert out.returncode == 1 and "Traceback" not in out.stderr
+    assert "LEDGER_TASK_UNKNOWN" in out.stderr and "is not a task id" in out.stderr
+    assert len(out.stderr) < 400 and "\x1b" not in out.stderr + out.stdout
+    assert_unchanged(before, aira_home)
