@@ -12,6 +12,7 @@ import os
 import select
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -50,6 +51,7 @@ LINES = [
 class Server:
     def __init__(self, child: subprocess.Popen[bytes]) -> None:
         self.child = child
+        self.pending = b""  # read from the pipe, not yet a whole line
 
     def send(self, line: str) -> None:
         assert self.child.stdin is not None
@@ -57,10 +59,19 @@ class Server:
         self.child.stdin.flush()
 
     def receive(self, seconds: float = 20.0) -> dict[str, Any]:
+        """The next answer line. The pipe is read unbuffered (``os.read``): two answers that
+        arrive together would otherwise sit in a file object's buffer, unseen by select."""
         assert self.child.stdout is not None
-        ready, _, _ = select.select([self.child.stdout], [], [], seconds)
-        assert ready, "no answer within the deadline"
-        return json.loads(self.child.stdout.readline())
+        fd = self.child.stdout.fileno()
+        deadline = time.monotonic() + seconds
+        while b"\n" not in self.pending:
+            ready, _, _ = select.select([fd], [], [], max(0.0, deadline - time.monotonic()))
+            assert ready, "no answer within the deadline"
+            chunk = os.read(fd, 1 << 16)
+            assert chunk, "the server closed its output"
+            self.pending += chunk
+        line, _, self.pending = self.pending.partition(b"\n")
+        return json.loads(line)
 
 
 @pytest.fixture
