@@ -1537,20 +1537,28 @@ class SearchIndex:
                     missing_information=["a capability for this intent"],
                 ),
             )
+        return self._ranked_response(request, context, intent, filtered, ranked)
+
+    def _ranked_response(
+        self,
+        request: SearchRequest,
+        context: SearchContext | None,
+        intent: NormalizedIntent,
+        filtered: dict[str, int],
+        ranked: list[_Candidate],
+    ) -> SearchResponse:
+        """The first ``topK`` of ``ranked`` as hits, with what sufficiency adds after them."""
         top_k = min(request.top_k, MAX_TOP_K)
         chosen = ranked[:top_k]
-        truncated = len(ranked) > len(chosen) and len(chosen) == top_k
         sufficiency, extra = self._sufficiency(request, [c.index for c in chosen])
-        hits = [self._hit(c, context, request) for c in chosen]
-        hits += [self._hit(c, context, request) for c in extra]
         response = SearchResponse(
             intent=intent,
-            hits=hits,
+            hits=[self._hit(c, context, request) for c in [*chosen, *extra]],
             no_match=False,
             embedder=self.embedder.name,
             filtered=filtered,
             sufficiency=sufficiency,
-            truncated=truncated,
+            truncated=len(ranked) > len(chosen) and len(chosen) == top_k,
         )
         return _fit(response, request.max_bytes)
 
@@ -1568,22 +1576,18 @@ class SearchIndex:
         key = name_key(request.intent)
         if key in (("zh", ""), ((), ())):
             return []
-        for _, i, _ in self._names.get(key, ()):
+        named: list[_Candidate] = []
+        for precedence, i, name in sorted(self._names.get(key, ())):
             if i not in out:  # not retrieved by its words ("no interference" negates them)
                 found = {i: _Candidate(i)}
                 self._score(norm, found[i])
                 self._filter(request, found, {})  # what the request rules out stays out
                 out.update(found)
-        chosen: dict[int, tuple[int, str]] = {}
-        for precedence, i, name in sorted(self._names.get(key, ())):
-            if i in out and i not in chosen:
-                chosen[i] = (precedence, name)
-        named = []
-        for i, (precedence, name) in chosen.items():
-            c = out[i]
-            c.relevance = max(c.relevance, NAMED_RELEVANCE)
-            c.why.insert(0, f"{('name', 'title', 'alias')[precedence]}:{name}")
-            named.append(c)
+            c = out.get(i)
+            if c is not None and c not in named:
+                c.relevance = max(c.relevance, NAMED_RELEVANCE)
+                c.why.insert(0, f"{('name', 'title', 'alias')[precedence]}:{name}")
+                named.append(c)
         return named
 
     def _named_response(
@@ -1595,23 +1599,10 @@ class SearchIndex:
         out: dict[int, _Candidate],
         named: list[_Candidate],
     ) -> SearchResponse:
-        """The capabilities an intent names first (see :meth:`_named_by_intent`), then the rest as
-        ranked."""
+        """The capabilities an intent names first (see :meth:`_named_by_intent`), then the
+        rest as ranked."""
         ranked = [*named, *(c for c in self._rerank(request, out) if c not in named)]
-        top_k = min(request.top_k, MAX_TOP_K)
-        chosen = ranked[:top_k]
-        sufficiency, extra = self._sufficiency(request, [c.index for c in chosen])
-        hits = [self._hit(c, context, request) for c in [*chosen, *extra]]
-        response = SearchResponse(
-            intent=intent,
-            hits=hits,
-            no_match=False,
-            embedder=self.embedder.name,
-            filtered=filtered,
-            sufficiency=sufficiency,
-            truncated=len(ranked) > len(chosen) and len(chosen) == top_k,
-        )
-        return _fit(response, request.max_bytes)
+        return self._ranked_response(request, context, intent, filtered, ranked)
 
     # -- whole parts ----------------------------------------------------------------------------
 
