@@ -522,9 +522,7 @@ class Engine:
         call is refused or allowed by the usual rules)."""
         from aira_core.runtime.write import PUBLISH_ACTION
 
-        if name not in (MODEL_APPLY, tool_name(MetaOperation.MODEL_COMMIT)):
-            return None
-        if not isinstance(arguments, Mapping) or arguments.get("publish") is not True:
+        if not asks_to_publish(name, arguments):
             return None
         handle = arguments.get("task")
         open_task = self._tasks.get(handle) if isinstance(handle, str) else None
@@ -790,9 +788,7 @@ class Engine:
         if document is None or not (done.get("bodies") or envelope.diagnostics):
             return envelope
         table = AliasTable.build("candidate", document)
-        for key in ("bodies", "assertions"):
-            if isinstance(done.get(key), dict):
-                done[key] = {_alias(table, k): v for k, v in done[key].items()}
+        _by_handles(table, done)
         named = [
             d.model_copy(update={"subject": _alias(table, d.subject)}) if d.subject else d
             for d in envelope.diagnostics
@@ -898,10 +894,7 @@ class Engine:
         assert envelope is not None
         rev = envelope.data.get("rev")
         if isinstance(rev, str):  # the handles the plan named (b:plate), not entity ids
-            table = self._ctx.repository.aliases(rev)
-            for key in ("bodies", "assertions"):
-                if isinstance(done.get(key), dict):
-                    done[key] = {_alias(table, k): v for k, v in done[key].items()}
+            _by_handles(self._ctx.repository.aliases(rev), done)
         data = {
             "state": task.state.value,
             "rev": envelope.data.get("rev"),
@@ -1110,10 +1103,11 @@ class Engine:
             self._show(self._ctx.capabilities)  # read: every signature has been shown
             return catalog_signatures(self._ctx.capabilities), "text/plain"
         if path.startswith("grammars/"):
-            named = {g.name: g.schema for g in self._shared_grammars().values()}
-            if path.removeprefix("grammars/") not in named:
+            wanted = path.removeprefix("grammars/")
+            found = [g for g in self._shared_grammars().values() if g.name == wanted]
+            if not found:
                 raise AiraError(MCP_RESOURCE_UNKNOWN, "no grammar of that name in this catalog")
-            return _json(named[path.removeprefix("grammars/")]), "application/json"
+            return _json(found[0].schema), "application/json"
         parts = path.split("/")
         if len(parts) >= 3 and parts[0] == "tasks":
             open_task = self._task(parts[1])
@@ -1310,6 +1304,23 @@ def _publish_help(envelope: ObservationEnvelope, *, declined: bool) -> Observati
         reason=PUBLISH_DECLINED if declined else PUBLISH_HOW,
     )
     return envelope.model_copy(update={"next_actions": [action, *envelope.next_actions]})
+
+
+def asks_to_publish(name: Any, arguments: Any) -> bool:
+    """Whether a tool call asks to publish to main (``model_commit`` or ``model_apply`` with
+    ``publish: true``): cheap, so a server checks it before any other work."""
+    return (
+        name in (MODEL_APPLY, tool_name(MetaOperation.MODEL_COMMIT))
+        and isinstance(arguments, Mapping)
+        and arguments.get("publish") is True
+    )
+
+
+def _by_handles(table: Any, done: dict[str, Any]) -> None:
+    """The bodies and assertions model_apply found, keyed by their handles in ``table``."""
+    for key in ("bodies", "assertions"):
+        if isinstance(done.get(key), dict):
+            done[key] = {_alias(table, k): v for k, v in done[key].items()}
 
 
 def _alias(table: Any, entity_id: str) -> str:

@@ -29,7 +29,7 @@ from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, Too
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from aira_core.diagnostics import AiraError, redact
-from aira_core.mcp.engine import Answer, Engine
+from aira_core.mcp.engine import Answer, Engine, asks_to_publish
 
 NAME = "aira"
 MCP_CALL_FAILED = "MCP_CALL_FAILED"
@@ -136,9 +136,14 @@ def build_server(engine: Engine, *, version: str = "", worker: Worker | None = N
     async def call_tool(
         ctx: Any, params: types.CallToolRequestParams
     ) -> types.CallToolResult | types.InputRequiredResult:
-        question = await worker.run(lambda: engine.publish_question(params.name, params.arguments))
         publish: bool | None = None
-        if question is not None and _can_elicit(ctx):
+        question = None
+        if asks_to_publish(params.name, params.arguments) and _can_elicit(ctx):
+            # on the worker: it reads the task and the grant (no hop for any other call)
+            question = await worker.run(
+                lambda: engine.publish_question(params.name, params.arguments)
+            )
+        if question is not None:
             asked = await _ask(ctx, params, question)
             if isinstance(asked, types.InputRequiredResult):
                 return asked  # 2026-07-28: the client asks its user and calls again
