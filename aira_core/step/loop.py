@@ -826,6 +826,7 @@ class StepHost:
                 self._request("describe"),
                 {"capabilityId": d.capability, "level": d.level or "L2"},
             )
+            result = self._envelope_result("lookup", envelope)
             if envelope.status == "success":
                 contract = envelope.data["contract"]
                 # Re-inserted so the order is least recently described first (the capsule
@@ -837,8 +838,6 @@ class StepHost:
                 if d.capability not in self.described:
                     self.described.append(d.capability)
                 self.ledger.discovered("contract", d.capability, contract.get("contractHash", ""))
-            result = self._envelope_result("lookup", envelope)
-            if envelope.status == "success":
                 # as MCP shows a contract: shared grammars stated once (per round here)
                 if self.grammars is None:
                     self.grammars = shared_grammars(
