@@ -904,6 +904,12 @@ _CODES = (
             "before processing (its acceptance table): not_accepted",
         ),
         (
+            "PROVIDER_AUTH_FAILED",
+            "the server refused the credentials (HTTP 401 without a documented meaning): "
+            "not_accepted (HTTP's own meaning: not applied); the message says where the key "
+            "came from",
+        ),
+        (
             "PROVIDER_HTTP_STATUS",
             "the provider answered with a status its documentation does not call a refusal "
             "(500, 503, 404 …): acceptance unknown",

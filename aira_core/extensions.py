@@ -581,7 +581,11 @@ class Provider(Protocol):
     the response). Failures are :class:`ProviderError`; anything else raised is treated as
     ``unknown``. ``deadline`` is an absolute :func:`time.monotonic` by which the call must end.
     ``acceptance`` is the provider's documented classification table; ``idempotency`` says
-    whether it honours :attr:`PreparedCall.idempotency_key`."""
+    whether it honours :attr:`PreparedCall.idempotency_key`.
+
+    Optional: ``preflight(model)``, local, raises what ``prepare`` would refuse whatever the
+    request (a key it needs and has not: ``PROVIDER_KEY_MISSING`` naming the variable).
+    ``aira run`` asks it of every route before it creates a run directory or a ledger task."""
 
     name: str
     models: Sequence[str]

@@ -40,7 +40,13 @@ from aira_core.extensions import (
 )
 from aira_core.gateway.config import ProviderSettings
 from aira_core.gateway.facts import CancelState, DeliveryState, Outcome, Phase, WatchState
-from aira_core.gateway.ledger import AttemptFacts, AttemptLedger, TaskFacts, request_digest
+from aira_core.gateway.ledger import (
+    AttemptFacts,
+    AttemptLedger,
+    TaskFacts,
+    checked_model,
+    request_digest,
+)
 
 GATEWAY_NO_ROUTE = "GATEWAY_NO_ROUTE"
 GATEWAY_ROUTE_INVALID = "GATEWAY_ROUTE_INVALID"
@@ -150,7 +156,8 @@ class Gateway(DecisionSource):
             except ProviderError as exc:
                 if exc.acceptance != Acceptance.NOT_ACCEPTED:
                     raise self._paused_by(exc) from None
-                refused.append(f"{route.ref}: {exc.code}")
+                # its message kept: it says what to fix ("set DEEPSEEK_API_KEY")
+                refused.append(f"{route.ref}: {exc.code}: {_cut(exc.diagnostic.message)}")
         self.ledger.set_task(self.task_id, phase=Phase.TERMINAL)
         raise GatewayPaused(
             GATEWAY_ALL_REFUSED,
@@ -562,8 +569,36 @@ def resolve_routes(
                 f"provider {provider_id!r} serves no model {model!r} "
                 f"(it serves {', '.join(provider.models) or 'none'})",
             )
+        try:  # what every attempt of the route records: refused now, not at the first step
+            checked_model(provider.name, model)
+        except AiraError as exc:
+            raise AiraError(GATEWAY_ROUTE_INVALID, exc.diagnostic.message) from None
         routes.append(Route(provider, model))
     return routes
+
+
+def _cut(message: str, limit: int = 240) -> str:
+    return message if len(message) <= limit else message[: limit - 1] + "…"
+
+
+def preflight(routes: Sequence[Route]) -> None:
+    """Ask each route's provider what it would refuse whatever the request (a key it needs
+    and has not, with the variable to set): its optional ``preflight(model)``. Local; a
+    run does it before it creates anything. A plugin's own refusal passes as it is;
+    anything else it raises is ``PROVIDER_PLUGIN_FAILED``."""
+    for route in routes:
+        check = getattr(route.provider, "preflight", None)
+        if not callable(check):
+            continue
+        try:
+            check(route.model)
+        except AiraError:
+            raise
+        except Exception as exc:
+            raise AiraError(
+                PROVIDER_PLUGIN_FAILED,
+                f"provider {route.provider.name!r}: preflight raised {type(exc).__name__}",
+            ) from None
 
 
 def _configured(configure: Callable[[Any], Any], table: ProviderSettings, name: str) -> Provider:

@@ -7,7 +7,9 @@ one table (the gateway design's): an error of the connect phase (``ConnectError`
 ``not_accepted``, nothing was sent; a 2xx is ``accepted`` (with a JSON object it is the
 response, with anything else a ``body`` failure: processed but not delivered); a status the
 provider's :class:`~aira_core.extensions.AcceptanceTable` documents as a refusal is
-``not_accepted``; every other status, and every failure after the request may have left
+``not_accepted``; so is a 401 from any server (RFC 9110 §15.5.2: "the request has not been
+applied because it lacks valid authentication credentials"); every other status, and every
+failure after the request may have left
 (read/write timeout, read/write error, a broken or malformed response, the deadline), is
 ``unknown``. When in doubt: ``unknown``.
 
@@ -45,6 +47,7 @@ PROVIDER_DEADLINE = "PROVIDER_DEADLINE"
 PROVIDER_SEND_FAILED = "PROVIDER_SEND_FAILED"
 PROVIDER_REFUSED = "PROVIDER_REFUSED"
 PROVIDER_HTTP_STATUS = "PROVIDER_HTTP_STATUS"
+PROVIDER_AUTH_FAILED = "PROVIDER_AUTH_FAILED"
 PROVIDER_BODY_INVALID = "PROVIDER_BODY_INVALID"
 
 MiB = 1024 * 1024
@@ -472,6 +475,17 @@ def _status_error(
             status=status,
             provider_code=code,
             retryable=status == 429,
+        )
+    if status == 401:  # HTTP's own meaning, whoever the server: not applied
+        return _error(
+            PROVIDER_AUTH_FAILED,
+            f"{name} refused the credentials (HTTP 401: not applied, RFC 9110 §15.5.2); "
+            "check the API key",
+            stage,
+            "auth",
+            Acceptance.NOT_ACCEPTED,
+            status=status,
+            provider_code=code,
         )
     return _error(
         PROVIDER_HTTP_STATUS,

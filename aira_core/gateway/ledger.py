@@ -81,6 +81,8 @@ __all__ = [
     "AttemptFacts",
     "AttemptLedger",
     "TaskFacts",
+    "checked_model",
+    "checked_task_id",
     "default_ledger_path",
     "request_digest",
 ]
@@ -953,7 +955,7 @@ class AttemptLedger(SqliteFile):
         latest step; a task already retried takes no attempt. Otherwise
         ``LEDGER_TRANSITION_INVALID``."""
         step = _step(step)
-        provider_id, model = _model(provider_id, model_id)
+        provider_id, model = checked_model(provider_id, model_id)
         request_digest = None if request_digest is None else _digest(request_digest)
         if idempotency_key is not None and (
             not isinstance(idempotency_key, str)
@@ -1316,7 +1318,10 @@ def _digest(digest: object) -> str:
     return digest
 
 
-def _model(provider_id: object, model_id: object) -> tuple[str, str]:
+def checked_model(provider_id: object, model_id: object) -> tuple[str, str]:
+    """``(provider_id, "provider_id::model_id")`` when both follow the ledger's id rules,
+    else ``LEDGER_ARGUMENT_INVALID``: what every attempt records, so a run checks its routes
+    with it before it starts."""
     if not isinstance(provider_id, str) or not _PROVIDER_RE.fullmatch(provider_id):
         raise _invalid(
             f"provider id {_shown(provider_id)!r}: use 1-64 of A-Z a-z 0-9 . _ - (no ':')"

@@ -14,6 +14,7 @@ its prices, the name its server gives the reasoning field, extra body fields (De
 from __future__ import annotations
 
 import dataclasses
+import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -61,10 +62,14 @@ class OpenAICompatProvider:
     ``reasoning_field`` the message field a tool-calling turn's reasoning is sent back in
     (``None``: never sent); ``extra_body`` fields added to every request body, last;
     ``api_key_required``: refuse to prepare without a key (``PROVIDER_KEY_MISSING``);
+    ``api_key_env``: the environment variable the key is read from when none was given,
+    when a call is checked or prepared (never at import or registration);
     ``client`` an ``httpx2.Client`` to send with (tests)."""
 
     idempotency = False
     jobs = False
+    key_label = "an API key"
+    """What the missing key is called in ``PROVIDER_KEY_MISSING`` (a plugin names its own)."""
 
     def __init__(
         self,
@@ -80,6 +85,7 @@ class OpenAICompatProvider:
         client: Any = None,
         *,
         api_key_required: bool = False,
+        api_key_env: str | None = None,
     ) -> None:
         self.name = name
         self.base_url = check_base_url(base_url, name)
@@ -97,6 +103,7 @@ class OpenAICompatProvider:
             register_secret(api_key)  # scrubbed everywhere, whatever it looks like
         self._api_key = api_key or None
         self.api_key_required = api_key_required
+        self.api_key_env = api_key_env
         self.acceptance = acceptance or AcceptanceTable(provider=name)
         self.prices = dict(prices or {})
         self.reasoning_field = reasoning_field
@@ -135,13 +142,15 @@ class OpenAICompatProvider:
             extra_body=extra_body,
             client=client,
             api_key_required=settings.api_key_env is not None,
+            api_key_env=settings.api_key_env,
         )
 
     def configure(self, settings: ProviderSettings) -> OpenAICompatProvider:
         """A copy of this provider under ``settings`` (a ``providers.toml`` table of its kind,
         or the flags of ``aira run``): its name, and each setting given over this one's.
-        A key this provider had is kept only for its own base URL: a key is never sent to
-        a server it was not given for. ``options`` go to :meth:`apply_options`."""
+        A key this provider had, and the variable it is read from, are kept only for its
+        own base URL: a key is never sent to a server it was not given for. ``options`` go
+        to :meth:`apply_options`."""
         import copy
 
         new = copy.copy(self)
@@ -155,9 +164,11 @@ class OpenAICompatProvider:
                 register_secret(settings.api_key)
             new._api_key = settings.api_key or None
             new.api_key_required = settings.api_key_env is not None or new.api_key_required
+            new.api_key_env = settings.api_key_env
         elif new.base_url != self.base_url:
             new._api_key = None
             new.api_key_required = False
+            new.api_key_env = None
         new.prices = {**self.prices, **settings.prices}
         if settings.timeouts is not DEFAULT_TIMEOUTS:
             new.timeouts = settings.timeouts
@@ -190,14 +201,11 @@ class OpenAICompatProvider:
             return render(request, reasoning_field=self.reasoning_field)
         return chat.render_messages(request, style="json", system=TEXT_SYSTEM, reasoning_field=None)
 
-    def prepare(
-        self,
-        request: StepRequest,
-        model: str,
-        transport: Transport,
-        *,
-        idempotency_key: str | None = None,
-    ) -> PreparedCall:
+    def preflight(self, model: str) -> None:
+        """What :meth:`prepare` would refuse whatever the request: a model this provider
+        does not serve, a key it needs and has not (``PROVIDER_KEY_MISSING``, naming the
+        variable to set). Local; ``aira run`` asks it of every route before a run directory
+        or a ledger task exists."""
         if model not in self.models:
             raise ProviderError(
                 PROVIDER_REQUEST_INVALID,
@@ -207,14 +215,37 @@ class OpenAICompatProvider:
                 category="validation",
                 acceptance=Acceptance.NOT_ACCEPTED,
             )
+        self._load_key()
         if self.api_key_required and not self._api_key:
+            where = f" (set {self.api_key_env})" if self.api_key_env else ""
             raise ProviderError(
                 PROVIDER_KEY_MISSING,
-                f"provider {self.name!r} needs an API key and none is set; nothing was sent",
+                f"provider {self.name!r} needs {self.key_label} and none is set{where}; "
+                "nothing was sent",
                 stage="prepare",
                 category="validation",
                 acceptance=Acceptance.NOT_ACCEPTED,
             )
+
+    def _load_key(self) -> None:
+        """The key from ``api_key_env`` when none was given, registered with the redactor
+        before anything could show it."""
+        if self._api_key or not self.api_key_env:
+            return
+        key = os.environ.get(self.api_key_env, "").strip()
+        if key:
+            register_secret(key)
+            self._api_key = key
+
+    def prepare(
+        self,
+        request: StepRequest,
+        model: str,
+        transport: Transport,
+        *,
+        idempotency_key: str | None = None,
+    ) -> PreparedCall:
+        self.preflight(model)
         body: dict[str, Any] = {
             "model": model,
             "messages": self.messages(request, transport),
@@ -244,16 +275,41 @@ class OpenAICompatProvider:
         )
 
     def send(self, call: PreparedCall, *, deadline: float) -> ProviderResponse:
-        return http.post_json(
-            call.url,
-            call.body,
-            call.headers,
-            deadline=deadline,
-            timeouts=self.timeouts,
-            table=self.acceptance,
-            stage="submit",
-            client=self.client,
-            content=call.content,
+        try:
+            return http.post_json(
+                call.url,
+                call.body,
+                call.headers,
+                deadline=deadline,
+                timeouts=self.timeouts,
+                table=self.acceptance,
+                stage="submit",
+                client=self.client,
+                content=call.content,
+            )
+        except ProviderError as exc:
+            if exc.code != http.PROVIDER_AUTH_FAILED:
+                raise
+            raise self._key_hint(exc, sent="Authorization" in call.headers) from None
+
+    def _key_hint(self, exc: ProviderError, *, sent: bool) -> ProviderError:
+        """A 401 with where this provider's key comes from: what the user has to fix."""
+        table = f"providers.{self.name}"
+        if not sent:
+            hint = f"no key was sent: name its variable in {table}.api_key_env"
+        elif self.api_key_env:
+            hint = f"the key sent came from {self.api_key_env}"
+        else:
+            hint = f"the key sent came from {table}"
+        return ProviderError(
+            exc.code,
+            f"{exc.diagnostic.message} ({hint})",
+            stage=exc.stage,
+            category=exc.category,
+            acceptance=exc.acceptance,
+            http_status=exc.http_status,
+            provider_code=exc.provider_code,
+            retryable=exc.retryable,
         )
 
     def reply(

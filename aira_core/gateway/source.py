@@ -16,7 +16,7 @@ from typing import Any
 
 from aira_core.diagnostics import AiraError, redact
 from aira_core.gateway.config import PROVIDER_CONFIG_INVALID, ProviderSettings, load_settings
-from aira_core.gateway.gateway import Gateway, resolve_routes, resolve_transport
+from aira_core.gateway.gateway import Gateway, preflight, resolve_routes, resolve_transport
 from aira_core.gateway.http import url_problem
 from aira_core.gateway.ledger import AttemptLedger, default_ledger_path
 
@@ -124,9 +124,11 @@ def open_source(
     header fields of its trajectory. A new ledger task for ``intent`` unless ``task`` names
     one to continue (a resume; an informed retry of it is followed). Everything a user
     named is checked (routes, transport, settings) before the ledger is opened or a task
-    made: a refused run leaves no task behind."""
+    made: a refused run leaves no task behind. Each route's provider is asked what it would
+    refuse whatever the request (a missing key, naming the variable to set)."""
     settings = settings_for(spec, home)
     routes = resolve_routes(spec.refs, registry, settings)
+    preflight(routes)
     table = settings.get(spec.provider)
     name = spec.transport or (table.transport if table is not None else DEFAULT_TRANSPORT)
     transport = resolve_transport(name, registry)

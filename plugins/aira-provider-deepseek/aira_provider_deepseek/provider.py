@@ -19,14 +19,13 @@ core (:mod:`aira_core.gateway.openai_compat`) with what DeepSeek does differentl
 from __future__ import annotations
 
 import dataclasses
-import os
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, cast
 
-from aira_core.diagnostics import AiraError, register_secret
+from aira_core.diagnostics import AiraError
 from aira_core.extensions import (
     Acceptance,
     AcceptanceTable,
@@ -40,7 +39,6 @@ from aira_core.extensions import (
 from aira_core.gateway.config import ProviderSettings
 from aira_core.gateway.openai_compat import (
     PROVIDER_CONFIG_INVALID,
-    PROVIDER_KEY_MISSING,
     OpenAICompatProvider,
     check_base_url,
 )
@@ -98,6 +96,8 @@ class DeepSeekProvider(OpenAICompatProvider):
     datetime (tests choose peak or off-peak with it). ``prices`` (as the core's) are
     overriding rows, one price at any time."""
 
+    key_label = "a DeepSeek API key"
+
     def __init__(
         self,
         name: str = NAME,
@@ -115,8 +115,7 @@ class DeepSeekProvider(OpenAICompatProvider):
         if options.get("acceptance") is None:
             options["acceptance"] = dataclasses.replace(ACCEPTANCE, provider=name)
         options.setdefault("api_key_required", True)
-        super().__init__(name, base_url, models, **options)
-        self.api_key_env = api_key_env
+        super().__init__(name, base_url, models, api_key_env=api_key_env, **options)
         self.thinking = thinking
         self.reasoning_effort = reasoning_effort
         self._strict_base_url = (
@@ -165,10 +164,6 @@ class DeepSeekProvider(OpenAICompatProvider):
         moved = new.base_url != self.base_url
         if moved and "strict_base_url" not in settings.options:
             new._strict_base_url = None  # beside the new base URL, not the old one
-        if settings.api_key_env is not None:
-            new.api_key_env = settings.api_key_env
-        elif settings.api_key is not None or moved:
-            new.api_key_env = None
         return new
 
     def apply_options(self, options: dict[str, Any]) -> None:
@@ -228,18 +223,7 @@ class DeepSeekProvider(OpenAICompatProvider):
         *,
         idempotency_key: str | None = None,
     ) -> PreparedCall:
-        self._load_key()
-        if self.api_key_required and not self._api_key and model in self.models:
-            where = f"the environment variable {self.api_key_env}" if self.api_key_env else None
-            raise ProviderError(
-                PROVIDER_KEY_MISSING,
-                f"provider {self.name!r} needs a DeepSeek API key and none is set"
-                + (f" (set {where})" if where else "")
-                + "; nothing was sent",
-                stage="prepare",
-                category="validation",
-                acceptance=Acceptance.NOT_ACCEPTED,
-            )
+        self.preflight(model)
         self._prices()  # a broken price table fails here, before anything is sent
         inner, strict = self._wire(transport)
         call = super().prepare(
@@ -301,16 +285,6 @@ class DeepSeekProvider(OpenAICompatProvider):
         return dataclasses.replace(reply, usage=usage)
 
     # -- helpers ----------------------------------------------------------------------------
-
-    def _load_key(self) -> None:
-        """The key from ``api_key_env`` when none was given (read when a call is prepared,
-        registered with the redactor before anything could show it)."""
-        if self._api_key or not self.api_key_env:
-            return
-        key = os.environ.get(self.api_key_env, "").strip()
-        if key:
-            register_secret(key)
-            self._api_key = key
 
     def _prices(self) -> price_data.PriceTable:
         if self.price_table is None:

@@ -19,17 +19,14 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import os
 import re
 import threading
 from collections.abc import Mapping
 from typing import Any, cast
 
-from aira_core.diagnostics import AiraError, register_secret
+from aira_core.diagnostics import AiraError
 from aira_core.extensions import (
-    Acceptance,
     PreparedCall,
-    ProviderError,
     ProviderResponse,
     StepReply,
     StepRequest,
@@ -45,7 +42,6 @@ from aira_core.gateway.chat import (
 from aira_core.gateway.config import ProviderSettings
 from aira_core.gateway.openai_compat import (
     PROVIDER_CONFIG_INVALID,
-    PROVIDER_KEY_MISSING,
     RESERVED_BODY_FIELDS,
     OpenAICompatProvider,
 )
@@ -111,10 +107,9 @@ class OpenAIProvider(OpenAICompatProvider):
     ) -> None:
         options.setdefault("api_key_required", True)
         self._seen = ReasoningName()
-        super().__init__(name, base_url, models, **options)
+        super().__init__(name, base_url, models, api_key_env=api_key_env, **options)
         self.reasoning_mode = reasoning_mode  # over the fixed name the base class set
         self.tool_choice = tool_choice
-        self.api_key_env = api_key_env
 
     def __repr__(self) -> str:  # never the key
         return f"OpenAIProvider(name={self.name!r}, base_url={self.base_url!r})"
@@ -140,10 +135,6 @@ class OpenAIProvider(OpenAICompatProvider):
         without naming one (``OPENAI_API_KEY`` is for OpenAI only). The copy remembers
         reasoning names of its own server only."""
         new = cast(OpenAIProvider, super().configure(settings))
-        if settings.api_key_env is not None or settings.api_key is not None:
-            new.api_key_env = settings.api_key_env
-        elif new.base_url != self.base_url:
-            new.api_key_env = None
         new._seen = ReasoningName()
         return new
 
@@ -197,16 +188,7 @@ class OpenAIProvider(OpenAICompatProvider):
         *,
         idempotency_key: str | None = None,
     ) -> PreparedCall:
-        self._load_key()
-        if self.api_key_required and not self._api_key and model in self.models:
-            where = f" (set {self.api_key_env})" if self.api_key_env else ""
-            raise ProviderError(
-                PROVIDER_KEY_MISSING,
-                f"provider {self.name!r} needs an API key and none is set{where}; nothing was sent",
-                stage="prepare",
-                category="validation",
-                acceptance=Acceptance.NOT_ACCEPTED,
-            )
+        self.preflight(model)
         if self.tool_choice is not None:
             transport = _ToolChoice(transport, self.tool_choice)
         return super().prepare(request, model, transport, idempotency_key=idempotency_key)
@@ -225,16 +207,6 @@ class OpenAIProvider(OpenAICompatProvider):
         if prices is not None:
             usage = dataclasses.replace(usage, pricing=f"{model} (prices of providers.{self.name})")
         return dataclasses.replace(reply, usage=usage)
-
-    def _load_key(self) -> None:
-        """The key from ``api_key_env`` when none was given: read when a call is prepared
-        (never at import or registration), registered with the redactor at once."""
-        if self._api_key or not self.api_key_env:
-            return
-        key = os.environ.get(self.api_key_env, "").strip()
-        if key:
-            register_secret(key)
-            self._api_key = key
 
 
 def usage_with_timings(body: Mapping[str, Any]) -> dict[str, Any] | None:
