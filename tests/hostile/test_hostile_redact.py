@@ -366,3 +366,82 @@ def test_an_id_holding_a_credential_is_refused_and_nothing_is_stored(
     assert json.loads(out.stdout)["error"]["code"] == "AMIR_CREDENTIAL_IN_ID"
     assert not leaks(out.stdout, out.stderr)
     assert_unchanged(before, aira_home / "models")
+
+
+# -- issue 32, item 2: the MCP server's results and resources -----------------------------------
+
+
+def test_the_mcp_servers_results_and_resources_hold_no_secret(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every form of secret, put by an agent into every text a tool takes (the intent, a
+    search, a capability id, a plan's labels and a String parameter's value, a request id, a
+    query), is in no tool result, no resource the server lists or a client can name, and no
+    byte of the store. Through the SDK's own Client on the real server (fake kernel)."""
+    import anyio
+    from mcp import Client
+
+    from aira_core.mcp.engine import Engine
+    from aira_core.mcp.server import build_server
+    from aira_core.mcp.tools import MODEL_APPLY
+    from aira_core.model.store import ModelStore
+
+    monkeypatch.setattr(ModelStore, "CHECK_SAME_THREAD", False)  # as tests/mcp_server do
+    ctx, kernel, repository = make_runtime(tmp_path)
+    steps = [{k: v for k, v in s.to_wire().items() if k != "dependsOn"} for s in composite_steps()]
+    steps[0]["args"] = {"name": "note", "value": f"see {ALL}", "type": "String"}
+    steps[1]["args"]["length"] = 40
+    steps[3]["label"] = f"volume {ALL}"
+    texts: list[str] = []
+
+    def shown(result: object) -> None:
+        texts.extend(getattr(block, "text", "") for block in result.content)  # type: ignore[attr-defined]
+        texts.append(json.dumps(result.structured_content))  # type: ignore[attr-defined]
+
+    async def agent() -> None:
+        async with Client(build_server(Engine(None, kernel=kernel, context=ctx))) as client:
+            caps = [DEFINE_CAP, BOX_CAP, FILLET_CAP, VOLUME_RANGE_CAP, MASS_PROPERTIES_CAP]
+            opened = await client.call_tool(
+                "task_open", {"intent": f"a plate {ALL}", "capabilities": caps}
+            )
+            shown(opened)
+            task = json.loads(opened.content[0].text)["data"]["task"]
+            calls = [
+                ("catalog_search", {"intent": f"box plate {ALL}"}),
+                ("catalog_search", {"intent": ALL}),
+                ("catalog_describe", {"capabilityId": ALL[:200]}),
+                ("catalog_describe", {"capabilityIds": [t[:200] for t, _ in SECRETS[:8]]}),
+                (MODEL_APPLY, {"plan": {"steps": steps}, "requestId": "r1"}),
+                ("model_read", {"select": [["parameters"]]}),
+                ("model_read", {"query": ALL[:200]}),
+                ("model_read", {"repair": ALL[:200]}),
+                ("model_read", {"requestId": SECRETS[13][0]}),
+                ("model_proposePatch", {"plan": {"steps": [{**steps[3], "id": ALL[:60]}]}}),
+            ]
+            for name, arguments in calls:
+                result = await client.call_tool(name, {"task": task, **arguments})
+                shown(result)
+            committed = repository.head(f"task/{task}")
+            assert committed != repository.head("main"), "the plan with the secrets committed"
+            uris = [str(r.uri) for r in (await client.list_resources()).resources]
+            uris += [
+                f"aira://tasks/{task}/model",
+                f"aira://tasks/{task}/trace",
+                f"aira://tasks/{task}/revisions/{committed}",
+                *(f"aira://tasks/{task}/part.{fmt}" for fmt in ("step", "stl", "3mf", "svg")),
+                f"aira://{ALL[:100]}",
+            ]
+            for uri in uris:
+                try:
+                    read = await client.read_resource(uri)
+                except Exception as exc:  # a refusal: its message is output too
+                    texts.append(str(exc))
+                    continue
+                for content in read.contents:
+                    texts.append(getattr(content, "text", None) or getattr(content, "blob", ""))
+
+    anyio.run(agent)
+    repository.close()
+    everything = "\n".join(texts)
+    assert "<redacted>" in everything and '"state"' in everything
+    assert not leaks(*texts, roots=(tmp_path,))
