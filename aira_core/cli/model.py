@@ -246,7 +246,7 @@ def model_export(
             metavar="MM",
             help="stl, 3mf, mesh: the largest distance (mm, 0.001 to 10) between the mesh and "
             "the exact surface; finer gives more triangles. Default: the kernel's (OCCT: "
-            "1/1000 of each body's bounding-box diagonal, within 0.001-1 mm). Out of range: "
+            "1/2000 of each body's bounding-box diagonal, within 0.001-1 mm). Out of range: "
             "EXPORT_TOLERANCE_INVALID; for step or svg (not meshes) or a kernel that takes "
             "none: EXPORT_TOLERANCE_UNSUPPORTED, not ignored. Nothing is written then.",
         ),
@@ -257,8 +257,8 @@ def model_export(
             "--angular-tolerance",
             metavar="DEG",
             help="stl, 3mf, mesh: the angular deflection (degrees, 3 to 60) on a curved face; "
-            "a full circle gets about 720/DEG segments. Default: the kernel's (OCCT: 0.1 rad, "
-            "about 5.7°). Refused as --tolerance is.",
+            "a full circle gets about 720/DEG segments. Default: the kernel's (OCCT: 0.3 rad, "
+            "about 17°). Refused as --tolerance is.",
         ),
     ] = None,
     force: ForceFlag = False,

@@ -2569,18 +2569,26 @@ FORMATS = {
     "mesh": "mesh",
     "convert.displayMesh@1.0.0": "mesh",
 }
-MESH_TOLERANCE = 1e-3
+MESH_TOLERANCE = 5e-4
 """Default linear deflection of STL, 3MF and display meshes, as a fraction of the part's
 bounding-box diagonal (a fixed tolerance is too fine for a big part and too coarse for a
-small one), clamped to [MESH_TOLERANCE_MIN, MESH_TOLERANCE_MAX] mm."""
+small one), clamped to [MESH_TOLERANCE_MIN, MESH_TOLERANCE_MAX] mm. It bounds the distance
+to the exact surface (a sphere's mesh is within 0.25 % of its volume)."""
 MESH_TOLERANCE_MIN = 1e-3
 MESH_TOLERANCE_MAX = 1.0
-MESH_ANGULAR_TOLERANCE = 0.1
-"""Default angular deflection (radians) on a curved face: BRepMesh gives a full circle about
-4π/angle segments (126 here)."""
+MESH_ANGULAR_TOLERANCE = 0.3
+"""Default angular deflection (radians, about 17°, as CAD tools' STL defaults are) on a curved
+face: BRepMesh gives a full circle at least 4π/angle segments (42), more where the linear
+deflection asks. It was 0.1 rad with twice the linear deflection: a fine angle left slivers
+along the seams of lofts and sweeps that mesh checkers read as self-intersections (52 on a
+square-to-circle loft), and up to four times the triangles."""
+MESH_REFINEMENTS = ((1.0, 0.35), (1.0, 0.25), (0.5, 0.3), (0.5, 0.2))
+"""What a default mesh that fails the checks (:mod:`aira_kernel_occt.meshcheck`) is meshed
+again with, in order, until one passes: (a factor on the linear deflection, the angular
+deflection in radians). The linear deflection is never coarser than the default's."""
 MESH_TOLERANCE_RELATIVE_MIN = 1 / 30000
 """The finest linear deflection a caller may ask for, as a fraction of the body's
-bounding-box diagonal (30 times finer than the default): BRepMesh's time grows faster than
+bounding-box diagonal (15 times finer than the default): BRepMesh's time grows faster than
 its triangle count, which grows as 1/tolerance on a doubly curved face; a sphere of radius
 100 mm takes over a minute at 0.001 mm (past the worker's deadline), some 5 s at this floor
 (0.0115 mm, about 90 000 triangles)."""
@@ -2594,6 +2602,10 @@ class Mesh:
 
     vertices: list[tuple[float, float, float]]
     triangles: list[tuple[int, int, int]]
+    linear: float = 0.0
+    """The linear deflection it was meshed with (mm)."""
+    angular: float = 0.0
+    """The angular deflection it was meshed with (radians)."""
 
 
 def mesh_tolerance(shape: cq.Shape, tolerance: float | None = None) -> float:
@@ -2606,8 +2618,18 @@ def mesh_tolerance(shape: cq.Shape, tolerance: float | None = None) -> float:
 
 
 def _diagonal(shape: cq.Shape) -> float:
-    box = shape.BoundingBox()
-    return math.sqrt(box.xlen**2 + box.ylen**2 + box.zlen**2)
+    """The diagonal of the shape's box from its geometry alone: a box that used a mesh left
+    on the shape (as ``Shape.BoundingBox`` does) would move the default tolerance with
+    whatever was exported last."""
+    from OCP.Bnd import Bnd_Box
+    from OCP.BRepBndLib import BRepBndLib
+
+    box = Bnd_Box()
+    BRepBndLib.Add_s(shape.wrapped, box, False)
+    if box.IsVoid():
+        return 0.0
+    x0, y0, z0, x1, y1, z1 = box.Get()
+    return math.sqrt((x1 - x0) ** 2 + (y1 - y0) ** 2 + (z1 - z0) ** 2)
 
 
 def tolerance_problem(
@@ -2648,7 +2670,32 @@ def tolerance_problem(
 def triangulate(
     shape: cq.Shape, tolerance: float | None = None, angular_tolerance: float | None = None
 ) -> Mesh:
-    """The BRepMesh triangulation of ``shape`` as one welded mesh.
+    """The BRepMesh triangulation of ``shape`` as one welded, closed mesh (:func:`mesh_of`).
+
+    At the default tolerances (neither given) the mesh is checked as an STL or 3MF checker
+    would check it (:func:`aira_kernel_occt.meshcheck.problems`: closed, consistently wound,
+    edge- and vertex-manifold, no sliver, no self-intersection) and, where a check fails,
+    meshed again with :data:`MESH_REFINEMENTS` until one passes; if none does (a solid that
+    touches itself at a point has no manifold mesh), the default's mesh is kept. Tolerances
+    a caller gives are used as they are."""
+    linear = mesh_tolerance(shape, tolerance)
+    if tolerance is not None or angular_tolerance is not None:
+        angular = MESH_ANGULAR_TOLERANCE if angular_tolerance is None else angular_tolerance
+        return mesh_of(shape, linear, float(angular))
+    from aira_kernel_occt import meshcheck
+
+    first = mesh_of(shape, linear, MESH_ANGULAR_TOLERANCE)
+    if not meshcheck.problems(first.vertices, first.triangles):
+        return first
+    for factor, angular in MESH_REFINEMENTS:
+        again = mesh_of(shape, linear * factor, angular)
+        if not meshcheck.problems(again.vertices, again.triangles):
+            return again
+    return first
+
+
+def mesh_of(shape: cq.Shape, linear: float, angular: float) -> Mesh:
+    """The BRepMesh triangulation of ``shape`` at these deflections (mm, radians).
 
     Each face's triangulation has its own nodes; the nodes on an edge two faces share are
     the same points of the edge's discretization, so they are welded by position (rounded
@@ -2663,8 +2710,6 @@ def triangulate(
     from OCP.TopLoc import TopLoc_Location
     from OCP.TopoDS import TopoDS
 
-    linear = mesh_tolerance(shape, tolerance)
-    angular = MESH_ANGULAR_TOLERANCE if angular_tolerance is None else float(angular_tolerance)
     # A triangulation left on the shape by an earlier mesh (another tolerance) would be
     # reused by BRepMesh: clean it so that the same tolerance always gives the same mesh.
     BRepTools.Clean_s(shape.wrapped)
@@ -2704,7 +2749,9 @@ def triangulate(
                 triangles.append((a, c, b) if reverse else (a, b, c))
         if solids and _signed_volume(vertices, triangles[first:]) < 0:
             triangles[first:] = [(a, c, b) for a, b, c in triangles[first:]]
-    return _compact(vertices, triangles)
+    mesh = _compact(vertices, triangles)
+    mesh.linear, mesh.angular = linear, angular
+    return mesh
 
 
 def _signed_volume(
@@ -2819,15 +2866,14 @@ def display_mesh(
 ) -> bytes:
     """``aira.mesh/1`` JSON: per body flat ``vertices`` (x, y, z, mm) and ``triangles``
     (vertex indices, counter-clockwise seen from outside), the same welded tessellation as
-    STL and 3MF; ``tolerance`` is the largest body's linear deflection."""
+    STL and 3MF; ``tolerance`` and ``angularTolerance`` are the largest a body was meshed with."""
     import json
 
     bodies = []
-    linear = 0.0
+    linear = angular = 0.0
     for bid, shape in named:
-        used = mesh_tolerance(shape, tolerance)
-        linear = max(linear, used)
-        mesh = triangulate(shape, used, angular_tolerance)
+        mesh = triangulate(shape, tolerance, angular_tolerance)
+        linear, angular = max(linear, mesh.linear), max(angular, mesh.angular)
         bodies.append(
             {
                 "body": bid,
@@ -2839,9 +2885,7 @@ def display_mesh(
         "format": "aira.mesh/1",
         "units": "mm",
         "tolerance": linear,
-        "angularTolerance": (
-            MESH_ANGULAR_TOLERANCE if angular_tolerance is None else angular_tolerance
-        ),
+        "angularTolerance": angular,
         "bodies": bodies,
     }
     return json.dumps(out, separators=(",", ":")).encode()

@@ -192,8 +192,8 @@ class OcctKernel:
         """The bytes of ``step``, ``stl``, ``3mf``, ``svg`` or ``mesh`` (one body, or all
         bodies); ``b""`` on failure, with the reasons in :attr:`last_export_diagnostics`.
 
-        A mesh's ``tolerance`` (mm) and ``angular_tolerance`` (degrees) default to 1/1000 of
-        each body's bounding-box diagonal (within 0.001-1 mm) and 0.1 rad; a tolerance finer
+        A mesh's ``tolerance`` (mm) and ``angular_tolerance`` (degrees) default to 1/2000 of
+        each body's bounding-box diagonal (within 0.001-1 mm) and 0.3 rad; a tolerance finer
         than 1/30000 of a body's diagonal is ``KERNEL_INPUT_INVALID`` (it would not mesh in
         time). STEP and SVG ignore them."""
         payload: dict[str, Any] = {"document": _wire(document), "format": format, "body": body}

@@ -423,7 +423,7 @@ _MESH_TOLERANCES = (
         "The largest distance (mm) between the mesh and the exact surface, "
         f"{EXPORT_TOLERANCE_RANGE[0]:g} to {EXPORT_TOLERANCE_RANGE[1]:g} mm and at least "
         "1/30000 of the body's bounding-box diagonal; finer gives more triangles. Default: "
-        "1/1000 of each body's bounding-box diagonal, within 0.001-1 mm.",
+        "1/2000 of each body's bounding-box diagonal, within 0.001-1 mm.",
         required=False,
         minimum=EXPORT_TOLERANCE_RANGE[0],
         maximum=EXPORT_TOLERANCE_RANGE[1],
@@ -433,8 +433,8 @@ _MESH_TOLERANCES = (
         ANGLE,
         "The angular deflection (degrees) on a curved face, "
         f"{EXPORT_ANGULAR_TOLERANCE_RANGE[0]:g} to {EXPORT_ANGULAR_TOLERANCE_RANGE[1]:g}: a full "
-        "circle gets about 720/angle segments; finer gives more triangles. Default: 0.1 rad "
-        "(about 5.7 degrees, some 126 segments a circle).",
+        "circle gets about 720/angle segments; finer gives more triangles. Default: 0.3 rad "
+        "(about 17 degrees), meshed again where a mesh check fails.",
         required=False,
         minimum=EXPORT_ANGULAR_TOLERANCE_RANGE[0],
         maximum=EXPORT_ANGULAR_TOLERANCE_RANGE[1],
@@ -3607,7 +3607,7 @@ OPERATIONS: tuple[Operation, ...] = (
         taxonomy="io.export",
         title="Display mesh",
         summary="Triangles for a viewer: a body (or all bodies) tessellated to a tolerance "
-        "relative to its size (1/1000 of its diagonal, 0.001 to 1 mm), as JSON with flat "
+        "relative to its size (1/2000 of its diagonal, 0.001 to 1 mm), as JSON with flat "
         "vertex and triangle arrays per body. The model is not changed.",
         aliases=(
             "tessellate",

@@ -4,5 +4,5 @@
   "context": "aira.capability-package.v1",
   "publisher": "aira-first-party",
   "keyId": "e81c20c98175665f",
-  "signature": "5DuYKfIeWBjCxU8fganu4bQ1YM/F2b8HWmBmJ41rAnmyU4Tr1qNql3NtZnyFCzSEtrlyU3ooGbX4Hter+wICDA=="
+  "signature": "m3cZc1x6oDO2DPZ2GNdHNJoBy0B8ViY6VnCc5L4zaz0CGjIa0Ymv6pYkmWwjaBx70cI7F+IpFWx1U/tQMIRhAg=="
 }
