@@ -9,6 +9,7 @@ is, through the one write path (check → propose → preview → validate → c
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -150,6 +151,43 @@ def candidate(
         "diagnostic": diagnostic.code,
         "step": step.id,
         "changes": changes,
+        "summary": _summary(step.id, changes, template, names, entry.descriptor.summary),
         "planId": candidate_plan.plan_id(),
         "plan": candidate_plan.to_wire(),
     }
+
+
+_USED = re.compile(r"\b(expected|actual)\.([A-Za-z_][A-Za-z0-9_]*)")
+
+
+def _summary(
+    step: str,
+    changes: Mapping[str, Mapping[str, Any]],
+    template: RepairTemplate,
+    names: Mapping[str, Any],
+    why: str,
+) -> str:
+    """What the candidate changes, from what, and why, in a sentence: each argument's old
+    and new value with the template's expression, the diagnostic's values it used (the
+    kernel's limit), then the repair's own summary (its margin and its reason)."""
+    made = "; ".join(
+        f"{key} {_shown(change['from'])} -> {_shown(change['to'])} = {template.set[key]}"
+        for key, change in changes.items()
+    )
+    used = dict.fromkeys(m.group(0) for m in _USED.finditer(" ".join(template.set.values())))
+    facts = []
+    for name in used:
+        scope, _, key = name.partition(".")
+        value = names.get(scope)
+        if isinstance(value, Mapping) and key in value:
+            facts.append(f"{name} = {_shown(value[key])}")
+    given = f", where {', '.join(facts)} (from the refusal)" if facts else ""
+    return f"step {step!r}: {made}{given}. {why}"
+
+
+def _shown(value: Any) -> str:
+    if isinstance(value, Mapping) and set(value) <= {"value", "unit"} and "value" in value:
+        return " ".join(str(value[k]) for k in ("value", "unit") if k in value)
+    if isinstance(value, float):
+        return f"{value:g}"
+    return canonical_bytes(value).decode() if isinstance(value, Mapping | list) else str(value)

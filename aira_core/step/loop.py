@@ -894,7 +894,9 @@ class StepHost:
         result: dict[str, Any] = {
             "status": "ok",
             "act": "repair",
-            **{k: made[k] for k in ("repair", "diagnostic", "step", "changes", "planId")},
+            **{
+                k: made[k] for k in ("repair", "diagnostic", "step", "changes", "summary", "planId")
+            },
             "plan": self._draft(made["plan"]),
             "message": 'to apply it, send {"act":"plan","summary":…,"plan":<this plan>}; '
             "it is checked and previewed like any plan",

@@ -95,7 +95,15 @@ CACHE_LIMIT = 2048
 EMPTY_VOLUME = 1e-9
 """A boolean result with less volume than this (mm³) is empty."""
 BOX_TOLERANCE = 1e-6
-"""How much (mm) a bounding box may exceed an envelope (OpenCASCADE pads boxes slightly)."""
+"""How far (mm) a bounding box may be from the exact one (:func:`box`), and so how much it
+may exceed an envelope; ``query.boundingBox`` says it."""
+MEASURE_RELATIVE_TOLERANCE = 1e-7
+"""How far (relative) a volume, area or centre of mass may be from the exact one: OpenCASCADE
+integrates them by Gauss quadrature, exact for planes and quadrics and within 4e-8 on the
+swept and lofted B-spline faces the tests build (test_occt_queries.py measures it against the
+adaptive integrator); the queries say it."""
+DISTANCE_TOLERANCE = 1e-7
+"""How far (mm) a measured distance may be from the exact one (BRepExtrema's precision)."""
 ON_FACE_TOLERANCE = 1e-6
 """A hole centre farther than this (mm) from its face is off the face."""
 REVOLVE_SAMPLES = 256
@@ -226,10 +234,24 @@ def solid_problem(shape: cq.Shape | None) -> str | None:
     return None
 
 
+def box(shape: cq.Shape) -> cq.occ_impl.geom.BoundBox:
+    """The shape's tight box, from its geometry alone (within :data:`BOX_TOLERANCE`).
+    ``Shape.BoundingBox`` uses a mesh left on the shape when there is one, so after an export
+    it grew by the mesh's deflection on curved faces only ([-20.0062, -20.0000001, …] for a
+    40 mm cylinder that preview had measured [-20, -20, …]); preview, queries and validators
+    all measure with this one."""
+    from OCP.Bnd import Bnd_Box
+    from OCP.BRepBndLib import BRepBndLib
+
+    found = Bnd_Box()
+    BRepBndLib.AddOptimal_s(shape.wrapped, found, False, False)
+    return cq.occ_impl.geom.BoundBox(found)
+
+
 def stats(shape: cq.Shape, *, known_valid: bool = False) -> dict[str, Any]:
     """Measures of a shape; ``known_valid`` skips the BRep check for a shape that
     :func:`build` already checked (the check is the most expensive measure)."""
-    bb = shape.BoundingBox()
+    bb = box(shape)
     return {
         "valid": known_valid or solid_problem(shape) is None,
         "volume": shape.Volume(),
@@ -2188,12 +2210,14 @@ def query(
                 "volume": shape.Volume(),
                 "area": shape.Area(),
                 "centerOfMass": [centre.x, centre.y, centre.z],
+                "relativeTolerance": MEASURE_RELATIVE_TOLERANCE,
             }
         elif ref == "query.boundingBox@1.0.0":
-            bb = shape.BoundingBox()
+            bb = box(shape)
             data = {
                 "boundingBox": [bb.xmin, bb.ymin, bb.zmin, bb.xmax, bb.ymax, bb.zmax],
                 "size": [bb.xlen, bb.ylen, bb.zlen],
+                "tolerance": BOX_TOLERANCE,
             }
         elif ref == "query.topology@1.0.0":
             data = {
@@ -2222,10 +2246,14 @@ def query(
             if tool is None:
                 return {"data": {}, "diagnostics": found}
             if ref == "query.distance@1.0.0":
-                data = {"distance": shape.distance(tool)}
+                data = {"distance": shape.distance(tool), "tolerance": DISTANCE_TOLERANCE}
             else:
                 volume = common_volume(shape, tool)
-                data = {"volume": volume, "interferes": volume > EMPTY_VOLUME}
+                data = {
+                    "volume": volume,
+                    "interferes": volume > EMPTY_VOLUME,
+                    "relativeTolerance": MEASURE_RELATIVE_TOLERANCE,
+                }
         else:
             return {
                 "data": {},
@@ -2363,7 +2391,7 @@ def validate(
             limits = {axis: args.get(f"max{axis}") for axis in "XYZ"}
             if all(limit is None for limit in limits.values()):
                 raise Failure(KERNEL_INPUT_INVALID, f"{ref} needs at least one of maxX, maxY, maxZ")
-            bb = shape.BoundingBox()
+            bb = box(shape)
             size = {"X": bb.xlen, "Y": bb.ylen, "Z": bb.zlen}
             measured = {
                 "size": [bb.xlen, bb.ylen, bb.zlen],
@@ -2618,17 +2646,16 @@ def mesh_tolerance(shape: cq.Shape, tolerance: float | None = None) -> float:
 
 
 def _diagonal(shape: cq.Shape) -> float:
-    """The diagonal of the shape's box from its geometry alone: a box that used a mesh left
-    on the shape (as ``Shape.BoundingBox`` does) would move the default tolerance with
-    whatever was exported last."""
+    """The diagonal of the shape's box from its geometry alone (:func:`box`): one that used a
+    mesh left on the shape would move the default tolerance with whatever was exported last."""
     from OCP.Bnd import Bnd_Box
     from OCP.BRepBndLib import BRepBndLib
 
-    box = Bnd_Box()
-    BRepBndLib.Add_s(shape.wrapped, box, False)
-    if box.IsVoid():
+    found = Bnd_Box()
+    BRepBndLib.Add_s(shape.wrapped, found, False)  # cheap: a mesh tolerance needs no tight box
+    if found.IsVoid():
         return 0.0
-    x0, y0, z0, x1, y1, z1 = box.Get()
+    x0, y0, z0, x1, y1, z1 = found.Get()
     return math.sqrt((x1 - x0) ** 2 + (y1 - y0) ** 2 + (z1 - z0) ** 2)
 
 

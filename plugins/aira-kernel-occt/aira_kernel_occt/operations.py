@@ -3694,6 +3694,7 @@ class Repair:
 REPAIR_MARGIN = 0.9
 """A size repair's candidate is this fraction of the largest size the kernel found to fit:
 the kernel finds that size to within 1 % (or 0.01 mm), so the candidate keeps a margin."""
+MARGIN_PERCENT = round(REPAIR_MARGIN * 100)
 REPAIR_MIN_SIZE = 0.05
 """The least largest-fitting size (mm) a size repair works from: its candidate is rounded to
 0.01 mm, and below 0.05 mm that rounding could eat the margin (or give 0)."""
@@ -3712,7 +3713,7 @@ def _size_repair(
         hints=(
             f"Only for {code} with expected.{limit} (the largest {arg} the kernel found to "
             f"fit the same edges): the candidate is the refused plan with the failing step's "
-            f"{arg} at {round(REPAIR_MARGIN * 100)}% of it, rounded to 0.01 mm; no candidate "
+            f"{arg} at {MARGIN_PERCENT}% of it, rounded to 0.01 mm; no candidate "
             f"when the refusal has no expected value (no {arg} fits) or it is below "
             f"{REPAIR_MIN_SIZE} mm.",
             "Never applied by itself: send the candidate's plan as a plan to apply it.",
@@ -3730,8 +3731,9 @@ REPAIRS: tuple[Repair, ...] = (
         "maxRadius",
         title="Reduce a fillet's radius to one that fits",
         summary="For a fillet the kernel refused with FILLET_RADIUS_TOO_LARGE: a candidate "
-        "plan, the same plan with the fillet's radius at 90% of the largest radius the kernel "
-        "found to fit (expected.maxRadius); never applied by itself.",
+        f"plan, the same plan with the fillet's radius at {MARGIN_PERCENT}% of the largest radius "
+        f"the kernel found to fit (expected.maxRadius, found to within 1%: REPAIR_MARGIN keeps "
+        "a margin); never applied by itself.",
         aliases=(
             "fillet too large",
             "smaller fillet radius",
@@ -3755,8 +3757,9 @@ REPAIRS: tuple[Repair, ...] = (
         "maxLength",
         title="Reduce a chamfer's length to one that fits",
         summary="For a chamfer the kernel refused with CHAMFER_TOO_LARGE: a candidate plan, "
-        "the same plan with the chamfer's length at 90% of the largest length the kernel "
-        "found to fit (expected.maxLength); never applied by itself.",
+        f"the same plan with the chamfer's length at {MARGIN_PERCENT}% of the largest length "
+        f"the kernel found to fit (expected.maxLength, found to within 1%: REPAIR_MARGIN keeps "
+        "a margin); never applied by itself.",
         aliases=(
             "chamfer too large",
             "smaller chamfer",

@@ -31,6 +31,7 @@ from aira_core.runtime.repairs import REPAIR_NOT_APPLICABLE, candidate
 from aira_core.runtime.write import WritePath
 from aira_core.step.runner import run_script
 from aira_core.step.trajectory import ScriptedSource
+from aira_kernel_occt.operations import REPAIR_MARGIN
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
@@ -105,6 +106,12 @@ def test_the_kernels_refusal_offers_the_repair_and_its_candidate_commits(
     made = candidate(write.ctx.capabilities, repair, refused_plan, found)
     assert made["repair"] == repair and made["step"] == "edges"
     assert made["changes"] == {name: {"from": 8.0, "to": round(largest * 0.9, 2)}}
+    # it says what it picks, the kernel's limit and why (the margin, a parameter)
+    summary = made["summary"]
+    assert f"{name} 8 -> {round(largest * 0.9, 2):g}" in summary
+    assert f"expected.{limit} = {largest:g} (from the refusal)" in summary
+    assert f"round(expected.{limit} * {REPAIR_MARGIN}, 2)" in summary
+    assert "keeps a margin" in summary and f"{round(REPAIR_MARGIN * 100)}%" in summary
     assert store.branches() == {MAIN: base}, "a refusal and a candidate write nothing"
     # only the failing step's size changed; the candidate is on the same base
     assert made["plan"]["baseRevision"] == base
