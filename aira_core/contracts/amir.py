@@ -255,6 +255,11 @@ class SemanticInput(WireModel):
     """Entities selected on a body's tip, e.g. ``{"body": "base", "select": ">Z",
     "entity": "Face"}``; resolved against each revision, never stored as kernel ids.
 
+    Or on the shape a node made, ``{"node": "n:1a2b", "select": "|Z", …}``: what a plan
+    lowers a selection on a body to when a later step takes that body out of the model (a
+    rounded tool a cut consumes), so the feature keeps selecting on the same shape with no
+    body to name. Exactly one of ``body`` and ``node``.
+
     Filters narrow the entities of kind ``entity`` one after another, in this order:
     ``select`` (a CadQuery string selector), ``radius`` (circular edges, cylindrical and
     spherical faces), ``length`` (edges), ``area`` (faces), each a size in mm (mm²) or an
@@ -263,7 +268,8 @@ class SemanticInput(WireModel):
     entities nearest to it). At least one filter; an absent one does not narrow. A selection
     of ``body`` and ``select`` only is what it always was (its wire form is unchanged)."""
 
-    body: str
+    body: str | None = None
+    node: str | None = None
     select: str | None = Field(default=None, min_length=1)
     entity: EntityKind = EntityKind.FACE
     radius: Size | None = None
@@ -274,6 +280,10 @@ class SemanticInput(WireModel):
 
     @model_validator(mode="after")
     def _filtered(self) -> SemanticInput:
+        if (self.body is None) == (self.node is None):
+            raise PydanticCustomError(
+                "selection_source", "a selection names a body or a node: one of them"
+            )
         if all(getattr(self, name) is None for name in SELECTION_FILTERS):
             raise PydanticCustomError(
                 "selection_unfiltered",

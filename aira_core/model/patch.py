@@ -119,10 +119,12 @@ def _input_refs(inputs: Mapping[str, InputValue]) -> Iterator[tuple[str, str, st
     for name, value in inputs.items():
         if isinstance(value, ParamInput):
             yield name, value.param, "parameters"
-        elif isinstance(value, NodeInput):
+        elif isinstance(value, NodeInput) or (
+            isinstance(value, SemanticInput) and value.node is not None
+        ):
             yield name, value.node, "nodes"
         elif isinstance(value, SemanticInput):
-            yield name, value.body, "bodies"
+            yield name, str(value.body), "bodies"
 
 
 def references(entity: Entity) -> Iterator[tuple[str, str]]:

@@ -180,6 +180,9 @@ class Lowered:
     removed_by_step: dict[str, list[str]] = field(default_factory=dict)
     """The bodies each step took out of the model: a boolean's consumed tool, a removed
     body."""
+    selection_source: dict[tuple[str, str], str] = field(default_factory=dict)
+    """(step id, input) of each selection on a body -> the body's tip when the step was
+    lowered: the shape the selection reads (unless a later step changes the body apart)."""
     plan: Plan | None = None
     """The plan as checked and lowered: workflow steps expanded (its step ids are the ones
     the tables above use)."""
@@ -705,6 +708,7 @@ def _normalise_args(
             for k, selector in enumerate(lowered_sel.between or ()):
                 _selector_precedence(selector, (*where, "between", k), found, step.id)
             out[name] = _Arg(value, lowered_sel, {**value, "body": body})
+            lowered.selection_source[(step.id, name)] = scope.tips[body]
             continue
         if kind == JSON:
             out[name] = _Arg(value, LiteralInput(value=value), value)
@@ -1059,10 +1063,15 @@ def _remove_body(
     while an assertion or a node still refers to it, or when the Intent Frame's scope does
     not cover it; later steps naming it are told which step removed it."""
     users = list(scope.users(body))
-    for op in lowered.ops:
+    followed: dict[int, NodeAdd] = {}
+    for k, op in enumerate(lowered.ops):
         entity = op.node if isinstance(op, NodeAdd) else getattr(op, "assertion", None)
         if entity is not None and any(ref == body for ref, _ in references(entity)):
             kind = "node" if isinstance(op, NodeAdd) else "assertion"
+            moved = _followed(op, body, scope, lowered) if isinstance(op, NodeAdd) else None
+            if moved is not None:
+                followed[k] = moved  # its selections on the body now name the shape's node
+                continue
             shown = "feature" if kind == "node" else kind
             users.append((kind, f"the {shown} of step {lowered.step_of(entity.id)!r}"))
     what = scope.name_of(body)
@@ -1102,10 +1111,64 @@ def _remove_body(
             step=step.id,
         )
         return []
+    for k, moved in followed.items():
+        lowered.ops[k] = moved
     del scope.tips[body]
     scope.removed[body] = _Removal(step.id, name, keep)
     lowered.removed_by_step.setdefault(step.id, []).append(body)
     return [BodyRemove(op="body.remove", id=body)]
+
+
+def _followed(op: NodeAdd, body: str, scope: _Scope, lowered: Lowered) -> NodeAdd | None:
+    """``op`` (a node this plan adds) with each selection on ``body`` re-pointed at the
+    node whose shape it reads, so that ``body`` may leave the model: a selection resolves
+    against the node that made the shape it names, not the body's name. That node is the
+    one the kernel would read: the body's tip now, walked back past this node and what builds
+    on it (a feature moves the tip of the body it changes). None when the node refers to
+    the body otherwise, or the shape is not known."""
+    node = op.node
+    step = lowered.step_of(node.id)
+    made = {o.node.id: o.node for o in lowered.ops if isinstance(o, NodeAdd)}
+    inputs = dict(node.inputs)
+    for name, value in node.inputs.items():
+        if not isinstance(value, SemanticInput) or value.body != body:
+            continue
+        source = scope.tips.get(body)
+        seen: set[str] = set()
+        while source is not None and source not in seen and _builds_on(source, node.id, made):
+            seen.add(source)
+            source = _upstream(made.get(source))
+        if source is None or step is None or (step, name) not in lowered.selection_source:
+            return None
+        wire = {k: v for k, v in value.to_wire().items() if k != "body"}
+        inputs[name] = SemanticInput.model_validate({**wire, "node": source})
+    if inputs == dict(node.inputs):
+        return None
+    return NodeAdd(op="node.add", node=node.model_copy(update={"inputs": inputs}))
+
+
+def _builds_on(node_id: str, on: str, made: Mapping[str, Node]) -> bool:
+    """Whether ``node_id`` is ``on`` or takes its shape, through the plan's own nodes."""
+    todo, seen = [node_id], set()
+    while todo:
+        current = todo.pop()
+        if current == on:
+            return True
+        if current in seen or current not in made:
+            continue
+        seen.add(current)
+        todo += [ref for ref, block in references(made[current]) if block == "nodes"]
+    return False
+
+
+def _upstream(node: Node | None) -> str | None:
+    """The node a feature changes: its target's, else its first shape input's."""
+    if node is None:
+        return None
+    target = node.inputs.get("target")
+    if isinstance(target, NodeInput):
+        return target.node
+    return next((v.node for v in node.inputs.values() if isinstance(v, NodeInput)), None)
 
 
 def revision_types(document: AmirDocument, ctx: PlanContext) -> set[str]:

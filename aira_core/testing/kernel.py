@@ -191,7 +191,8 @@ class FakeGeometryKernel:
                     return memo[node_id]
                 resolved[name] = solid
             elif isinstance(value, SemanticInput):
-                resolved[name] = (value.body, value.select, value.entity.value)
+                source = value.body if value.node is None else f"node {value.node}"
+                resolved[name] = (source, value.select, value.entity.value)
             else:
                 resolved[name] = self._scalar(document, value)
         key = (node.op, tuple(sorted(resolved.items())))

@@ -1977,14 +1977,15 @@ class Evaluator:
             if spec is None or not isinstance(raw, Mapping):
                 self._fail(nid, KERNEL_INPUT_INVALID, f"{ref} has no input {name!r}")
                 return
-            if ("node" in raw) != (spec.type == SHAPE) or ("body" in raw) != (
-                spec.type == SELECTION
+            selects = "body" in raw or (len(raw) > 1 and "node" in raw)  # on a body or a node
+            if selects != (spec.type == SELECTION) or (
+                not selects and ("node" in raw) != (spec.type == SHAPE)
             ):
                 self._fail(
                     nid, KERNEL_INPUT_INVALID, f"{name} takes a {spec.type}, not {dict(raw)!r}"
                 )
                 return
-            if "node" in raw:
+            if "node" in raw and not selects:
                 upstream = raw["node"]
                 if upstream not in self.nodes:
                     self._fail(nid, KERNEL_REFERENCE_UNRESOLVED, f"{name}: no node {upstream!r}")
@@ -2003,24 +2004,26 @@ class Evaluator:
                     return
                 values[name] = entry.shape
                 key_inputs[name] = {"node": self.keys[upstream]}
-            elif "body" in raw:
-                source = self._sources.get((nid, name))
-                if source is None:
+            elif selects:
+                # on a body: its shape as this node reads it; on a node: that node's shape
+                source = self._sources.get((nid, name)) if "body" in raw else raw["node"]
+                shown = f"body {raw['body']!r}" if "body" in raw else f"node {raw['node']!r}"
+                if source is None or source not in self.nodes:
                     self._fail(
                         nid,
                         KERNEL_REFERENCE_UNRESOLVED,
-                        f"{name}: body {raw['body']!r} has no shape to select on",
+                        f"{name}: {shown} has no shape to select on",
                     )
                     return
                 if self.memo.get(source) is None:
                     self.memo[nid] = None
                     return
                 try:
-                    chosen = selection(raw, skip=("body",))
+                    chosen = selection(raw, skip=("body", "node"))
                 except Failure as exc:
                     self._fail(nid, exc.code, f"{name}: {exc.message}")
                     return
-                selections[name] = (source, str(raw["body"]), chosen)
+                selections[name] = (source, str(raw.get("body") or raw["node"]), chosen)
                 key_inputs[name] = {"select": [self.keys[source], *chosen.key()]}
             else:
                 try:

@@ -13,6 +13,7 @@ intersect 1000 mm³.
 from __future__ import annotations
 
 import io
+import math
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -269,21 +270,105 @@ def test_a_tool_asserted_earlier_in_the_same_plan_is_refused(write: WritePath) -
     assert d.code == "PLAN_BODY_STILL_REFERENCED" and "checkTool" in d.message
 
 
-def test_a_tool_a_feature_selects_on_is_refused(write: WritePath) -> None:
-    """A fillet on the tool's edges keeps a selection on the tool body in the model: the body
-    cannot go without leaving that node's reference dangling."""
-    rounded = {
-        "id": "round",
-        "capability": "cap:exact.fillet@1",
+def shaped(capability: str, size_arg: str, size: float, sid: str = "round") -> dict[str, Any]:
+    """A feature on the tool's vertical edges (a fillet's radius, a chamfer's length)."""
+    return {
+        "id": sid,
+        "capability": capability,
         "args": {
             "target": "b:tool",
             "edges": {"body": "b:tool", "select": "|Z", "entity": "Edge"},
-            "radius": 1,
+            size_arg: size,
         },
     }
-    (d,) = refused(write, *PARTS, rounded, boolean("cut", target="b:plate", tool="b:tool"))
-    assert d.code == "PLAN_BODY_STILL_REFERENCED" and "round" in d.message
-    assert "keepTool: true" in d.message
+
+
+ROUNDED_HOLE = PLATE - (10 * 10 - (4 - math.pi) * 1**2) * 10
+"""The plate less the tool rounded R1 on its vertical edges (it pierces the plate's 10 mm)."""
+CHAMFERED_HOLE = PLATE - (10 * 10 - 4 * 0.5 * 1**2) * 10
+
+
+@pytest.mark.parametrize(
+    ("feature", "expected"),
+    [
+        (shaped("cap:exact.fillet@1", "radius", 1), ROUNDED_HOLE),
+        (shaped("cap:exact.chamfer@1", "length", 1), CHAMFERED_HOLE),
+    ],
+    ids=["fillet", "chamfer"],
+)
+def test_a_tool_shaped_by_a_feature_is_consumed_with_its_shape(
+    write: WritePath, feature: dict[str, Any], expected: float
+) -> None:
+    """Issue 33: box plate, box tool, a fillet (chamfer) on the tool, the cut by it was
+    PLAN_BODY_STILL_REFERENCED. The feature's selection follows the node that made the shape
+    it names: the tool leaves the model, one body is committed, a plate with a rounded
+    (chamfered) square hole."""
+    rev = committed(write, *PARTS, feature, boolean("cut", target="b:plate", tool="b:tool"))
+    document = write.repository.document(rev)
+    assert [b.id for b in document.bodies] == [write.repository.aliases(rev).resolve("b:plate")]
+    (node,) = [n for n in document.nodes if n.op.startswith(("exact.fillet", "exact.chamfer"))]
+    edges = node.inputs["edges"]
+    tool_box = node.inputs["target"].node
+    assert edges.body is None and edges.node == tool_box and edges.select == "|Z"
+    result = write.kernel.evaluate(document)
+    (body,) = result.bodies.values()
+    assert body.valid and body.volume == pytest.approx(expected, rel=1e-9)
+    volume, watertight = stl_volume(write, rev)
+    assert watertight and volume == pytest.approx(expected, rel=5e-3)
+
+
+def test_a_shaped_tool_kept_then_removed_goes_too(write: WritePath) -> None:
+    """keepTool: true, then cap:body.remove@1 of the rounded tool: the same one body."""
+    rev = committed(
+        write,
+        *PARTS,
+        shaped("cap:exact.fillet@1", "radius", 1),
+        boolean("cut", target="b:plate", tool="b:tool", keepTool=True),
+        remove("drop", "b:tool"),
+    )
+    document = write.repository.document(rev)
+    assert len(document.bodies) == 1
+    (body,) = write.kernel.evaluate(document).bodies.values()
+    assert body.volume == pytest.approx(ROUNDED_HOLE, rel=1e-9)
+
+
+def test_a_shaped_tool_moved_after_its_feature_is_consumed_where_it_is(write: WritePath) -> None:
+    """The feature selects on the box it rounds, also when the rounded tool is moved before
+    the cut (the body's tip then builds on the feature): the selection is walked back to the
+    shape the feature read, as the kernel reads a selection on a body."""
+    move = {
+        "id": "move",
+        "capability": "cap:exact.translate@1",
+        "args": {"target": "b:tool", "x": 100},
+    }
+    rev = committed(
+        write,
+        *PARTS,
+        shaped("cap:exact.fillet@1", "radius", 1),
+        move,
+        boolean("cut", target="b:plate", tool="b:tool"),
+    )
+    document = write.repository.document(rev)
+    (body,) = write.kernel.evaluate(document).bodies.values()
+    assert body.volume == pytest.approx(PLATE, rel=1e-9)  # moved clear of the plate
+
+
+def test_a_feature_of_the_base_revision_selecting_on_the_tool_still_holds_it(
+    write: WritePath,
+) -> None:
+    """A committed revision's feature names the body in its selection; a later plan that
+    consumes the body is refused, and says to give keepTool or apply the feature after."""
+    committed(write, *PARTS, shaped("cap:exact.fillet@1", "radius", 1))
+    (d,) = refused(write, boolean("cut", target="b:plate", tool="b:tool"))
+    assert d.code == "PLAN_BODY_STILL_REFERENCED" and "keepTool: true" in d.message
+
+
+def test_a_plan_that_consumes_nothing_keeps_body_selections(write: WritePath) -> None:
+    """Revision ids of plans whose bodies stay are as they were: their selections still
+    name the body."""
+    rev = committed(write, *PARTS, shaped("cap:exact.fillet@1", "radius", 1))
+    (node,) = [n for n in write.repository.document(rev).nodes if n.op.startswith("exact.fillet")]
+    assert node.inputs["edges"].node is None and node.inputs["edges"].body is not None
 
 
 def test_a_later_step_naming_the_consumed_body_is_told_which_step_consumed_it(
