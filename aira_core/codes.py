@@ -563,8 +563,9 @@ _CODES = (
         (
             "PLAN_BODY_STILL_REFERENCED",
             "a step takes a body out of the model (a boolean consuming its tool, "
-            "cap:body.remove@1) that an assertion or a feature's selection still refers to; "
-            "keep it (keepTool: true) or remove the assertion first",
+            "cap:body.remove@1) that an assertion, or a feature of the base revision selecting "
+            "on it, still refers to (the plan's own features follow the node instead); keep it "
+            "(keepTool: true) or remove the assertion first",
         ),
         (
             "PLAN_CONSUMES_TARGET",

@@ -940,6 +940,23 @@ def _sketch(draw: Callable[[cq.Workplane, Mapping[str, Any]], cq.Workplane]) -> 
     return build
 
 
+def _turned(builder: Builder) -> Builder:
+    """``builder``'s profile turned by ``rotation`` (degrees, counter-clockwise about the
+    plane's normal) about its centre."""
+
+    def build(a: Mapping[str, Any]) -> cq.Shape:
+        face = builder(a)
+        angle = a.get("rotation", 0.0)
+        if not angle:
+            return face
+        plane = _plane(a)
+        x, y = _center(a)
+        centre = plane.toWorldCoords((x, y))
+        return face.rotate(centre, centre + plane.zDir, angle)
+
+    return build
+
+
 def _slot(wp: cq.Workplane, a: Mapping[str, Any]) -> cq.Workplane:
     if a["length"] <= a["width"]:
         raise Failure(
@@ -1507,14 +1524,14 @@ BUILDERS: dict[str, Builder] = {
     "exact.linearPattern@1.0.0": _linear_pattern,
     "exact.polarPattern@1.0.0": _polar_pattern,
     "exact.shell@1.0.0": _shell,
-    "sketch.rectangle@1.0.0": _sketch(lambda wp, a: wp.rect(a["width"], a["height"])),
+    "sketch.rectangle@1.0.0": _turned(_sketch(lambda wp, a: wp.rect(a["width"], a["height"]))),
     "sketch.circle@1.0.0": _sketch(lambda wp, a: wp.circle(a["radius"])),
-    "sketch.polygon@1.0.0": _sketch(lambda wp, a: wp.polygon(a["sides"], a["diameter"])),
+    "sketch.polygon@1.0.0": _turned(_sketch(lambda wp, a: wp.polygon(a["sides"], a["diameter"]))),
     "sketch.slot@1.0.0": _sketch(_slot),
     "sketch.polyline@1.0.0": _polyline,
     "exact.extrude@1.0.0": _extrude,
     "exact.revolve@1.0.0": _revolve,
-    "sketch.roundedRectangle@1.0.0": _rounded_rectangle,
+    "sketch.roundedRectangle@1.0.0": _turned(_rounded_rectangle),
     "sketch.offset@1.0.0": _offset,
     "exact.loft@1.0.0": _loft,
     "exact.sweep@1.0.0": _sweep,

@@ -378,6 +378,16 @@ _CENTER = Input(
     required=False,
     json_schema=_POINT,
 )
+_ROTATION = Input(
+    "rotation",
+    ANGLE,
+    "Turn (degrees, counter-clockwise about the plane's normal) about the profile's centre; "
+    "lines loft sections up or sets a pattern at an angle.",
+    required=False,
+)
+_TURNED = {"offset": 0.0, "center": [0, 0], "rotation": 0.0}
+"""The defaults of a profile that takes a rotation."""
+
 _SKETCH = dict(
     kind="authoring.operation",
     target="operationRef",
@@ -745,7 +755,7 @@ OPERATIONS: tuple[Operation, ...] = (
     Operation(
         capability="cap:sketch.rectangle@1",
         ref="sketch.rectangle@1.0.0",
-        **_SKETCH,
+        **{**_SKETCH, "defaults": _TURNED},
         title="Rectangle profile",
         summary="A closed rectangular profile on a named plane (width along the plane's x, "
         "height along its y), to extrude or revolve; not a body by itself.",
@@ -785,10 +795,12 @@ OPERATIONS: tuple[Operation, ...] = (
             _length("width", "Size along the plane's x (mm)."),
             _length("height", "Size along the plane's y (mm)."),
             _CENTER,
+            _ROTATION,
         ),
         examples=(
             {"plane": "XY", "width": 40, "height": 20},
             {"plane": "XZ", "offset": 5, "width": 10, "height": 4, "center": [20, 2]},
+            {"plane": "XY", "width": 30, "height": 10, "rotation": 45},
         ),
     ),
     Operation(
@@ -835,7 +847,7 @@ OPERATIONS: tuple[Operation, ...] = (
     Operation(
         capability="cap:sketch.polygon@1",
         ref="sketch.polygon@1.0.0",
-        **_SKETCH,
+        **{**_SKETCH, "defaults": _TURNED},
         title="Regular polygon profile",
         summary="A closed regular polygon (e.g. a hexagon) on a named plane, its corners on a "
         "circle of the given diameter; to extrude or revolve, not a body by itself.",
@@ -877,8 +889,12 @@ OPERATIONS: tuple[Operation, ...] = (
             Input("sides", COUNT, "Number of sides (3 to 360).", minimum=3, maximum=360),
             _length("diameter", "Diameter (mm) of the circle through the corners."),
             _CENTER,
+            _ROTATION,
         ),
-        examples=({"plane": "XY", "sides": 6, "diameter": 10},),
+        examples=(
+            {"plane": "XY", "sides": 6, "diameter": 10},
+            {"plane": "XY", "sides": 6, "diameter": 10, "rotation": 30},
+        ),
     ),
     Operation(
         capability="cap:sketch.slot@1",
@@ -1034,7 +1050,11 @@ OPERATIONS: tuple[Operation, ...] = (
     Operation(
         capability="cap:sketch.roundedRectangle@1",
         ref="sketch.roundedRectangle@1.0.0",
-        **{**_SKETCH, "diagnostics": ("PROFILE_NOT_CLOSED", "PARAMETER_OUT_OF_RANGE")},
+        **{
+            **_SKETCH,
+            "defaults": _TURNED,
+            "diagnostics": ("PROFILE_NOT_CLOSED", "PARAMETER_OUT_OF_RANGE"),
+        },
         title="Rounded rectangle profile",
         summary="A closed rectangle with all four corners rounded to one radius, on a named "
         "plane (width along the plane's x, height along its y); to extrude, pocket or loft.",
@@ -1068,9 +1088,11 @@ OPERATIONS: tuple[Operation, ...] = (
             _length("height", "Size along the plane's y (mm)."),
             _length("radius", "Corner radius (mm), less than half the smaller side."),
             _CENTER,
+            _ROTATION,
         ),
         examples=(
             {"plane": "XY", "width": 40, "height": 20, "radius": 3},
+            {"plane": "XY", "width": 40, "height": 20, "radius": 3, "rotation": 15},
             {"plane": "XY", "offset": 10, "width": 30, "height": 30, "radius": 4, "center": [5, 5]},
         ),
         failure_modes=(

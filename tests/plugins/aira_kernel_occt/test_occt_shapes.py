@@ -414,3 +414,51 @@ def test_an_offset_pocket_leaves_a_wall_of_the_offset() -> None:
     )
     body = solid(nodes, "x")
     assert body["volume"] == pytest.approx(24000 - 56 * 36 * 8, rel=1e-6)
+
+
+# -- a rotation on the sketch primitives (issue 33) --------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("sketch", "args", "half_extent"),
+    [
+        # a 30 x 10 rectangle at 45 degrees: (30 + 10) cos 45 / 2 either side
+        (RECT, {"width": 30, "height": 10}, (40 * math.sqrt(0.5) / 2,) * 2),
+        # a hexagon through corners on a 10 mm circle, a corner on +x; turned 30 degrees its
+        # flats face x: 5 cos 30 along x, 5 along y
+        ("sketch.polygon@1.0.0", {"sides": 6, "diameter": 10}, (5 * math.sqrt(3) / 2, 5.0)),
+    ],
+    ids=["rectangle", "hexagon"],
+)
+def test_a_profile_turns_about_its_centre(sketch: str, args: dict, half_extent: tuple) -> None:
+    turn = 45 if sketch == RECT else 30
+    centre = (12, -4)
+    nodes = [
+        node("s", sketch, **lit(plane="XY", center=list(centre), rotation=turn, **args)),
+        node("x", EXTRUDE, profile={"node": "s"}, **lit(distance=2)),
+    ]
+    body = solid(nodes, "x")
+    (hx, hy) = half_extent
+    cx, cy = centre
+    assert body["boundingBox"] == pytest.approx(
+        [cx - hx, cy - hy, 0, cx + hx, cy + hy, 2], abs=1e-6
+    )
+    unturned = solid(
+        [{**nodes[0], "inputs": {**nodes[0]["inputs"], "rotation": v(0)}}, nodes[1]], "x"
+    )
+    assert body["volume"] == pytest.approx(unturned["volume"], rel=1e-9)
+
+
+def test_loft_sections_line_up_with_a_turned_profile() -> None:
+    """A square lofted to the same square turned 45 degrees: a twisted prism, its top's box
+    the turned square's; with both at 0 a plain box."""
+    top = lambda turn: node(  # noqa: E731
+        "t", RECT, **lit(plane="XY", offset=20, width=10, height=10, rotation=turn)
+    )
+    bottom = node("base", RECT, **lit(plane="XY", width=10, height=10))
+    loft = node("x", LOFT, profile={"node": "base"}, to={"node": "t"}, ruled=v(True))
+    straight = solid([bottom, top(0), loft], "x")
+    assert straight["volume"] == pytest.approx(2000, rel=1e-6)
+    twisted = solid([bottom, top(45), loft], "x")
+    half = 10 * math.sqrt(0.5)
+    assert twisted["boundingBox"] == pytest.approx([-half, -half, 0, half, half, 20], abs=1e-6)
