@@ -77,6 +77,7 @@ PATH_INVALID = "PATH_INVALID"
 POCKET_MISSES_BODY = "POCKET_MISSES_BODY"
 PROFILE_NOT_CLOSED = "PROFILE_NOT_CLOSED"
 PROFILE_SELF_INTERSECTING = "PROFILE_SELF_INTERSECTING"
+PROFILE_SUBTRACT_FAILED = "PROFILE_SUBTRACT_FAILED"
 REVOLVE_CROSSES_AXIS = "REVOLVE_CROSSES_AXIS"
 STEP_IMPORT_FAILED = "STEP_IMPORT_FAILED"
 QUERY_TARGET_UNKNOWN = "QUERY_TARGET_UNKNOWN"
@@ -1276,7 +1277,8 @@ def _face_input(a: Mapping[str, Any], name: str) -> cq.Face:
 
 
 def _offset(a: Mapping[str, Any]) -> cq.Shape:
-    face, distance = _face_input(a, "profile"), a["distance"]
+    face = _plain(_face_input(a, "profile"), "profile", "sketch.offset")
+    distance = a["distance"]
     side, corners = a.get("side", "outward"), a.get("corners", "arc")
     normal = face.normalAt()
     # OpenCASCADE's 2-D offset assumes the XY plane for some wires (a lone circle on YZ came
@@ -1299,6 +1301,61 @@ def _offset(a: Mapping[str, Any]) -> cq.Shape:
     return _profile_face(wires[0].transformShape(plane.rG), plane)
 
 
+SUBTRACTED = ("minus", "minus2", "minus3")
+"""The profiles ``sketch.subtract`` takes out, in order."""
+
+
+def _subtract(a: Mapping[str, Any]) -> cq.Shape:
+    """The profile with each of ``SUBTRACTED`` taken out: one face with inner loops (or a
+    notched outline), its normal the profile's. Refused when a cut-out is off the plane,
+    misses the profile, leaves nothing, or splits it."""
+    result = _face_input(a, "profile")
+    normal, centre = result.normalAt(), result.Center()
+    for name in (n for n in SUBTRACTED if n in a):
+        tool = _face_input(a, name)
+        if (
+            abs(abs(normal.dot(tool.normalAt())) - 1) > 1e-9
+            or abs((tool.Center() - centre).dot(normal)) > CLOSE_TOLERANCE
+        ):
+            raise Failure(
+                PROFILE_SUBTRACT_FAILED,
+                f"{name} is not on the profile's plane: sketch it on the same plane and offset",
+            )
+        faces = boolean("cut", result, tool).Faces()
+        left = sum(f.Area() for f in faces)
+        if not faces or left < EMPTY_VOLUME:
+            raise Failure(
+                PROFILE_SUBTRACT_FAILED, f"{name} covers the whole profile: nothing is left"
+            )
+        if abs(result.Area() - left) < max(result.Area() * 1e-9, 1e-9):
+            raise Failure(
+                PROFILE_SUBTRACT_FAILED,
+                f"{name} takes nothing out: it lies outside the profile",
+            )
+        if len(faces) > 1:
+            raise Failure(
+                PROFILE_SUBTRACT_FAILED,
+                f"taking {name} out splits the profile into {len(faces)} pieces; extrude each "
+                "piece from its own sketch",
+            )
+        result = faces[0]
+    if result.normalAt().dot(normal) < 0:
+        result = cq.Face(result.wrapped.Reversed())
+    return result
+
+
+def _plain(face: cq.Face, name: str, ref: str) -> cq.Face:
+    """``face`` when it has no inner loops; refused otherwise, by an operation that reads only
+    a profile's outline (it would drop the loops without a word)."""
+    if face.innerWires():
+        raise Failure(
+            KERNEL_INPUT_INVALID,
+            f"{ref} takes {name} without inner loops (a cut-out profile): give it the outline "
+            "and take the openings out after, with a pocket or a cut",
+        )
+    return face
+
+
 def _any_perpendicular(normal: cq.Vector) -> cq.Vector:
     helper = cq.Vector(1, 0, 0) if abs(normal.x) < 0.9 else cq.Vector(0, 1, 0)
     return normal.cross(helper).normalized()
@@ -1309,7 +1366,7 @@ LOFT_SECTIONS = ("profile", "via", "via2", "to")
 
 
 def _loft(a: Mapping[str, Any]) -> cq.Shape:
-    named = [(n, _face_input(a, n)) for n in LOFT_SECTIONS if n in a]
+    named = [(n, _plain(_face_input(a, n), n, "exact.loft")) for n in LOFT_SECTIONS if n in a]
     for (n1, f1), (n2, f2) in itertools.pairwise(named):
         normal = f1.normalAt()
         if (
@@ -1533,6 +1590,7 @@ BUILDERS: dict[str, Builder] = {
     "exact.revolve@1.0.0": _revolve,
     "sketch.roundedRectangle@1.0.0": _turned(_rounded_rectangle),
     "sketch.offset@1.0.0": _offset,
+    "sketch.subtract@1.0.0": _subtract,
     "exact.loft@1.0.0": _loft,
     "exact.sweep@1.0.0": _sweep,
     "exact.pocket@1.0.0": _pocket,

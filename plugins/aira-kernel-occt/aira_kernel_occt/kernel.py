@@ -406,6 +406,8 @@ FIXTURE_STEPS = {
     "top": "fx_top",
     "ring": "fx_ring",
     "outline": "fx_outline",
+    "hole": "fx_hole",
+    "hole2": "fx_hole2",
 }
 """Sketch steps the examples of profile-taking operations refer to as ``{"step": name}``."""
 FIXTURE_STEP = "fixture:plate.step"
@@ -474,6 +476,16 @@ def fixture_document() -> dict[str, Any]:
             "id": "fx_ring",
             "op": "sketch.circle@1.0.0",
             "inputs": {"plane": v("XZ"), "radius": v(1), "center": v([10, 0])},
+        },
+        {
+            "id": "fx_hole",
+            "op": "sketch.circle@1.0.0",
+            "inputs": {"plane": v("XY"), "radius": v(2), "center": v([5, 0])},
+        },
+        {
+            "id": "fx_hole2",
+            "op": "sketch.circle@1.0.0",
+            "inputs": {"plane": v("XY"), "radius": v(2), "center": v([-5, 0])},
         },
         {
             "id": "fx_outline",

@@ -1180,6 +1180,71 @@ OPERATIONS: tuple[Operation, ...] = (
             },
         ),
     ),
+    Operation(
+        capability="cap:sketch.subtract@1",
+        ref="sketch.subtract@1.0.0",
+        **{**_SKETCH, "defaults": {}, "diagnostics": ("PROFILE_SUBTRACT_FAILED",)},
+        title="Profile with cut-outs",
+        summary="A profile with other profiles on its plane taken out: a ring (an outline less "
+        "its inward offset), a plate outline with round or slotted openings. Extrude or "
+        "pocket it in one step; the inner loops become holes or walls.",
+        aliases=(
+            "profile with holes",
+            "ring profile",
+            "outline minus offset",
+            "inner loop",
+            "sketch with holes",
+            "annulus",
+            "带孔轮廓",
+            "环形轮廓",
+            "草图减去",
+            "内轮廓挖空",
+        ),
+        intents=(
+            "a rectangle less its 2 mm inward offset, to pocket a groove",
+            "the plate outline with two round openings, to extrude in one step",
+            "a washer profile: a circle less a smaller circle",
+            "矩形轮廓减去向内偏移2毫米的轮廓，做一圈槽",
+            "在外轮廓里挖掉两个圆孔再拉伸",
+            "an outline with a slot cut out of it",
+        ),
+        counter=(
+            "cut a body with another body",
+            "drill a hole in the plate",
+            "用一个实体切另一个实体",
+            "offset the profile 2 mm",
+        ),
+        inputs=(
+            Input(
+                "profile",
+                SHAPE,
+                'The outer profile: a sketch step of this plan ({"step": "<id>"}).',
+                accepts=PROFILE,
+            ),
+            *(
+                Input(
+                    name,
+                    SHAPE,
+                    f"{what} profile to take out, on the same plane (a sketch step).",
+                    accepts=PROFILE,
+                    required=name == "minus",
+                )
+                for name, what in (("minus", "A"), ("minus2", "Another"), ("minus3", "A third"))
+            ),
+        ),
+        examples=(
+            {"profile": {"step": "sketch"}, "minus": {"step": "hole"}},
+            {"profile": {"step": "sketch"}, "minus": {"step": "hole"}, "minus2": {"step": "hole2"}},
+        ),
+        failure_modes=(
+            {
+                "diagnostic": "PROFILE_SUBTRACT_FAILED",
+                "explanation": "a profile to take out is not on the outer profile's plane, "
+                "misses it, covers it, or splits it into pieces",
+                "repair": "sketch the cut-outs on the same plane, inside the outline",
+            },
+        ),
+    ),
     # -- sweeps ------------------------------------------------------------------------------
     Operation(
         capability="cap:exact.extrude@1",

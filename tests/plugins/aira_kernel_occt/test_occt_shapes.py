@@ -462,3 +462,88 @@ def test_loft_sections_line_up_with_a_turned_profile() -> None:
     twisted = solid([bottom, top(45), loft], "x")
     half = 10 * math.sqrt(0.5)
     assert twisted["boundingBox"] == pytest.approx([-half, -half, 0, half, half, 20], abs=1e-6)
+
+
+# -- profiles with cut-outs (issue 33) ---------------------------------------------------------
+
+SUBTRACT = "sketch.subtract@1.0.0"
+
+
+def test_a_ring_profile_pockets_a_groove_in_one_step() -> None:
+    """An outline less its inward offset, pocketed 3 mm into a 60 x 50 x 10 plate: the groove
+    is the ring's area deep (it took two extrudes and two cuts)."""
+    nodes = [
+        node("plate", BOX, **lit(length=60, width=50, height=10)),  # centred: z -5 to 5
+        node("outer", RECT, **lit(plane="XY", offset=5, width=40, height=30)),
+        node("inner", OFFSET, profile={"node": "outer"}, **lit(distance=2, side="inward")),
+        node("ring", SUBTRACT, profile={"node": "outer"}, minus={"node": "inner"}),
+        node("x", POCKET, target={"node": "plate"}, profile={"node": "ring"}, **lit(depth=3)),
+    ]
+    body = solid(nodes, "x")
+    assert body["volume"] == pytest.approx(60 * 50 * 10 - (40 * 30 - 36 * 26) * 3, rel=1e-9)
+
+
+def test_an_outline_with_two_openings_extrudes_into_a_plate_with_two_holes() -> None:
+    nodes = [
+        node("outline", RECT, **lit(plane="XY", width=40, height=20)),
+        node("left", CIRCLE, **lit(plane="XY", radius=3, center=[-10, 0])),
+        node("right", CIRCLE, **lit(plane="XY", radius=3, center=[10, 0])),
+        node(
+            "s", SUBTRACT, profile={"node": "outline"}, minus={"node": "left"},
+            minus2={"node": "right"},
+        ),  # fmt: skip
+        node("x", EXTRUDE, profile={"node": "s"}, **lit(distance=5)),
+    ]
+    body = solid(nodes, "x")
+    assert body["volume"] == pytest.approx((40 * 20 - 2 * math.pi * 9) * 5, rel=1e-9)
+
+
+@pytest.mark.parametrize(
+    ("minus", "says"),
+    [
+        ({"plane": "XZ", "radius": 2}, "not on the profile's plane"),
+        ({"plane": "XY", "offset": 3, "radius": 2}, "not on the profile's plane"),
+        ({"plane": "XY", "radius": 2, "center": [100, 0]}, "takes nothing out"),
+        ({"plane": "XY", "radius": 50}, "covers the whole profile"),
+    ],
+    ids=["other-plane", "offset", "outside", "covers"],
+)
+def test_a_cut_out_that_cannot_be_taken_out_is_refused(minus: dict, says: str) -> None:
+    nodes = [
+        node("outline", RECT, **lit(plane="XY", width=40, height=20)),
+        node("c", CIRCLE, **lit(**minus)),
+        node("s", SUBTRACT, profile={"node": "outline"}, minus={"node": "c"}),
+        node("x", EXTRUDE, profile={"node": "s"}, **lit(distance=5)),
+    ]
+    out = run(nodes, "x")
+    assert codes(out) == ["PROFILE_SUBTRACT_FAILED"] and says in out["diagnostics"][0]["message"]
+
+
+def test_a_cut_out_that_splits_the_profile_is_refused() -> None:
+    nodes = [
+        node("outline", RECT, **lit(plane="XY", width=40, height=20)),
+        node("bar", RECT, **lit(plane="XY", width=4, height=30)),
+        node("s", SUBTRACT, profile={"node": "outline"}, minus={"node": "bar"}),
+    ]
+    out = run(nodes, "s")
+    assert (
+        codes(out) == ["PROFILE_SUBTRACT_FAILED"] and "2 pieces" in out["diagnostics"][0]["message"]
+    )
+
+
+def test_an_outline_only_operation_refuses_a_profile_with_cut_outs() -> None:
+    """A loft or an offset reads the outline alone: given a ring it would drop the hole."""
+    ring = [
+        node("outer", CIRCLE, **lit(plane="XY", radius=10)),
+        node("inner", CIRCLE, **lit(plane="XY", radius=5)),
+        node("ring", SUBTRACT, profile={"node": "outer"}, minus={"node": "inner"}),
+    ]
+    lofted = run(
+        [*ring, node("c", CIRCLE, **lit(plane="XY", offset=20, radius=5)),
+         node("x", LOFT, profile={"node": "ring"}, to={"node": "c"})],
+        "x",
+    )  # fmt: skip
+    offset = run([*ring, node("x", OFFSET, profile={"node": "ring"}, **lit(distance=1))], "x")
+    for out in (lofted, offset):
+        assert codes(out) == ["KERNEL_INPUT_INVALID"]
+        assert "without inner loops" in out["diagnostics"][0]["message"]

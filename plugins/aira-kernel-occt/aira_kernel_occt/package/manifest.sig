@@ -4,5 +4,5 @@
   "context": "aira.capability-package.v1",
   "publisher": "aira-first-party",
   "keyId": "e81c20c98175665f",
-  "signature": "qPiHrrvyrtUJh866GNrvo2q8J/zj5k7kjkmZzaYKfUSiwtrmu63Q+hQ3YNh3mRnUrG2dT1zj6Z7rZWetEJX9Bw=="
+  "signature": "DUZQLSiH4DqprDDqyjDTHAeOler6boRK/qB5QNp9+Z/JEXru6VJYDHLSWF0u4VCMgVcPY3Nkpir6JlcC32AxCQ=="
 }
