@@ -78,6 +78,7 @@ POCKET_MISSES_BODY = "POCKET_MISSES_BODY"
 PROFILE_NOT_CLOSED = "PROFILE_NOT_CLOSED"
 PROFILE_SELF_INTERSECTING = "PROFILE_SELF_INTERSECTING"
 PROFILE_SUBTRACT_FAILED = "PROFILE_SUBTRACT_FAILED"
+PROFILE_FACE_INVALID = "PROFILE_FACE_INVALID"
 REVOLVE_CROSSES_AXIS = "REVOLVE_CROSSES_AXIS"
 STEP_IMPORT_FAILED = "STEP_IMPORT_FAILED"
 QUERY_TARGET_UNKNOWN = "QUERY_TARGET_UNKNOWN"
@@ -1344,6 +1345,24 @@ def _subtract(a: Mapping[str, Any]) -> cq.Shape:
     return result
 
 
+def _face_outline(a: Mapping[str, Any]) -> cq.Shape:
+    """The one planar face selected, copied as a profile where it is (its normal the face's
+    outward one); with ``outline``, the face inside its outer wire only."""
+    chosen = a["face"]
+    if len(chosen) != 1:
+        raise Failure(
+            PROFILE_FACE_INVALID, f"the selection gives {len(chosen)} faces: select exactly one"
+        )
+    (face,) = chosen
+    if not isinstance(face, cq.Face) or face.geomType() != "PLANE":
+        kind = face.geomType().lower() if isinstance(face, cq.Face) else type(face).__name__
+        raise Failure(PROFILE_FACE_INVALID, f"the selected face is {kind}, not planar")
+    out = _outline(face) if a.get("outline") else cq.Face(face.wrapped)
+    if out.normalAt().dot(face.normalAt()) < 0:  # the outer wire's own orientation
+        out = cq.Face(out.wrapped.Reversed())
+    return out
+
+
 def _plain(face: cq.Face, name: str, ref: str) -> cq.Face:
     """``face`` when it has no inner loops; refused otherwise, by an operation that reads only
     a profile's outline (it would drop the loops without a word)."""
@@ -1591,6 +1610,7 @@ BUILDERS: dict[str, Builder] = {
     "sketch.roundedRectangle@1.0.0": _turned(_rounded_rectangle),
     "sketch.offset@1.0.0": _offset,
     "sketch.subtract@1.0.0": _subtract,
+    "sketch.faceOutline@1.0.0": _face_outline,
     "exact.loft@1.0.0": _loft,
     "exact.sweep@1.0.0": _sweep,
     "exact.pocket@1.0.0": _pocket,

@@ -1245,6 +1245,68 @@ OPERATIONS: tuple[Operation, ...] = (
             },
         ),
     ),
+    Operation(
+        capability="cap:sketch.faceOutline@1",
+        ref="sketch.faceOutline@1.0.0",
+        **{
+            **_SKETCH,
+            "defaults": {"outline": False},
+            "diagnostics": ("PROFILE_FACE_INVALID",),
+        },
+        title="Face as a profile",
+        summary="A planar face of a body as a profile, where it is: its outline and openings "
+        "(or its outline alone), to offset, pocket into the body, extrude from it or loft "
+        "from. The body is unchanged.",
+        aliases=(
+            "face outline",
+            "project face",
+            "use face as sketch",
+            "convert face to sketch",
+            "face profile",
+            "面轮廓",
+            "取面为草图",
+            "用面做轮廓",
+        ),
+        intents=(
+            "use the top face of the plate as a profile, offset 2 mm inward, for a lip",
+            "take the outline of the lid's top face and pocket a 1 mm recess inside it",
+            "extrude the front face of the bracket outward by 5 mm as a new body",
+            "以底板顶面的轮廓为草图，向内偏移2毫米做一圈止口",
+            "用零件顶面的外形拉伸出一个新的凸台",
+        ),
+        counter=(
+            "sketch a rectangle on the XY plane",
+            "select the top face",
+            "在XY平面画一个矩形",
+            "move the face 2 mm",
+        ),
+        inputs=(
+            Input(
+                "face",
+                SELECTION,
+                "The one planar face to take (such as '>Z' of a body).",
+                entity="Face",
+            ),
+            Input(
+                "outline",
+                BOOL,
+                "true: the face's outer outline only, without its openings (needed by offset "
+                "and loft); false (default): as it is.",
+                required=False,
+            ),
+        ),
+        examples=(
+            {"face": {"body": "b:plate", "select": ">Z"}},
+            {"face": {"body": "b:plate", "select": ">Z"}, "outline": True},
+        ),
+        failure_modes=(
+            {
+                "diagnostic": "PROFILE_FACE_INVALID",
+                "explanation": "the selection is not one planar face",
+                "repair": "select one flat face (query.selectEntities lists them)",
+            },
+        ),
+    ),
     # -- sweeps ------------------------------------------------------------------------------
     Operation(
         capability="cap:exact.extrude@1",

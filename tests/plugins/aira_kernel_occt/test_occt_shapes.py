@@ -489,9 +489,12 @@ def test_an_outline_with_two_openings_extrudes_into_a_plate_with_two_holes() -> 
         node("left", CIRCLE, **lit(plane="XY", radius=3, center=[-10, 0])),
         node("right", CIRCLE, **lit(plane="XY", radius=3, center=[10, 0])),
         node(
-            "s", SUBTRACT, profile={"node": "outline"}, minus={"node": "left"},
+            "s",
+            SUBTRACT,
+            profile={"node": "outline"},
+            minus={"node": "left"},
             minus2={"node": "right"},
-        ),  # fmt: skip
+        ),
         node("x", EXTRUDE, profile={"node": "s"}, **lit(distance=5)),
     ]
     body = solid(nodes, "x")
@@ -547,3 +550,62 @@ def test_an_outline_only_operation_refuses_a_profile_with_cut_outs() -> None:
     for out in (lofted, offset):
         assert codes(out) == ["KERNEL_INPUT_INVALID"]
         assert "without inner loops" in out["diagnostics"][0]["message"]
+
+
+# -- a face's outline as a profile (issue 33) --------------------------------------------------
+
+FACE = "sketch.faceOutline@1.0.0"
+
+
+def drilled_plate() -> list[dict[str, Any]]:
+    """A 40 x 30 x 10 plate (centred: its top at z 5) with a Ø6 hole through its middle; the
+    faces are selected on its node (``{"node": "drilled", …}``), the result being body b."""
+    return [
+        node("plate", BOX, **lit(length=40, width=30, height=10)),
+        node("hole", CIRCLE, **lit(plane="XY", offset=5, radius=3)),
+        node("drilled", POCKET, target={"node": "plate"}, profile={"node": "hole"}),
+    ]
+
+
+def test_a_face_offset_inward_pockets_a_recess_inside_its_outline() -> None:
+    """The plate's top face, outline only, offset 2 mm inward, pocketed 1 mm: a recess of
+    36 x 26 (corners rounded by nothing: an inward offset keeps sharp convex corners)."""
+    nodes = [
+        *drilled_plate(),
+        node(
+            "top", FACE, face={"node": "drilled", "select": ">Z", "entity": "Face"}, outline=v(True)
+        ),
+        node("lip", OFFSET, profile={"node": "top"}, **lit(distance=2, side="inward")),
+        node("x", POCKET, target={"node": "drilled"}, profile={"node": "lip"}, **lit(depth=1)),
+    ]
+    body = solid(nodes, "x")
+    hole = math.pi * 9
+    assert body["volume"] == pytest.approx(
+        40 * 30 * 10 - hole * 10 - (36 * 26 - hole) * 1, rel=1e-9
+    )
+
+
+def test_a_face_as_it_is_keeps_its_openings() -> None:
+    """Extruded up 5 mm from the top face: a second plate with the same hole, joined on."""
+    nodes = [
+        *drilled_plate(),
+        node("top", FACE, face={"node": "drilled", "select": ">Z", "entity": "Face"}),
+        node("x", EXTRUDE, profile={"node": "top"}, **lit(distance=5)),
+    ]
+    body = solid(nodes, "x")
+    assert body["volume"] == pytest.approx((40 * 30 - math.pi * 9) * 5, rel=1e-9)
+    assert body["boundingBox"][2] == pytest.approx(5, abs=1e-9)  # it starts on the face
+
+
+@pytest.mark.parametrize(
+    ("select", "says"), [("|Z", "gives 2 faces"), (None, "not planar")], ids=["four", "curved"]
+)
+def test_a_selection_that_is_not_one_planar_face_is_refused(select: Any, says: str) -> None:
+    picked = {
+        "node": "drilled",
+        "entity": "Face",
+        **({"select": select} if select else {"radius": 3}),
+    }
+    nodes = [*drilled_plate(), node("f", FACE, face=picked)]
+    out = run(nodes, "f")
+    assert codes(out) == ["PROFILE_FACE_INVALID"] and says in out["diagnostics"][0]["message"]

@@ -4,5 +4,5 @@
   "context": "aira.capability-package.v1",
   "publisher": "aira-first-party",
   "keyId": "e81c20c98175665f",
-  "signature": "DUZQLSiH4DqprDDqyjDTHAeOler6boRK/qB5QNp9+Z/JEXru6VJYDHLSWF0u4VCMgVcPY3Nkpir6JlcC32AxCQ=="
+  "signature": "8v9YEQXaSsw/KC8YiAOVFcPCq63IaNxXQt/jBliAPxCUqViMVe544b0C2qWtlMfoKBlEI9Hi2Ykg51NzvMwsDg=="
 }
