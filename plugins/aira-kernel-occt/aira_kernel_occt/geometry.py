@@ -1448,6 +1448,8 @@ def sweep_path(raw: Any) -> tuple[cq.Wire, bool, float]:
 def _sweep(a: Mapping[str, Any]) -> cq.Shape:
     face = _face_input(a, "profile")
     path, frenet, bend = sweep_path(a["path"])
+    if a.get("frame", "world") == "profile":  # given in the profile plane's frame
+        path = path.transformShape(face_frame(face).rG)
     normal, start = face.normalAt(), path.startPoint()
     off = (start - face.Center()).dot(normal)
     if abs(off) > ON_PLANE_TOLERANCE:

@@ -1545,8 +1545,8 @@ OPERATIONS: tuple[Operation, ...] = (
         taxonomy="authoring.exact.feature",
         title="Sweep a profile along a path",
         summary="An exact solid made by moving a closed profile along a path in world "
-        "coordinates: lines and arcs (a polyline with arcs) or a helix about Z; the path starts "
-        "on the profile's plane, across it.",
+        "coordinates (or the profile plane's own): lines and arcs (a polyline with arcs) or a "
+        "helix about Z; the path starts on the profile's plane, across it.",
         aliases=(
             "sweep",
             "pipe",
@@ -1639,9 +1639,25 @@ OPERATIONS: tuple[Operation, ...] = (
                 required=False,
                 choices=("right", "round"),
             ),
+            Input(
+                "frame",
+                STRING,
+                "What the path's coordinates are in: 'world' (default) or 'profile', the "
+                "profile plane's own frame: x and y as a sketch's center on XY, XZ or YZ (a "
+                "face's frame, as a hole's points), z along the profile's normal. So "
+                "[[cx, cy, 0], [cx, cy, 20]] goes 20 mm straight out of a profile centred at "
+                "[cx, cy], whatever its plane; a helix turns about that z.",
+                required=False,
+                choices=("world", "profile"),
+            ),
         ),
         examples=(
             {"profile": {"step": "section"}, "path": {"points": [[10, 0, 5], [10, -20, 5]]}},
+            {
+                "profile": {"step": "section"},
+                "path": {"points": [[10, 5, 0], [10, 5, 20]]},
+                "frame": "profile",
+            },
             {
                 "profile": {"step": "section"},
                 "path": {
@@ -1653,7 +1669,7 @@ OPERATIONS: tuple[Operation, ...] = (
                 "path": {"helix": {"radius": 10, "pitch": 5, "height": 20}},
             },
         ),
-        defaults={"transition": "right"},
+        defaults={"transition": "right", "frame": "world"},
         diagnostics=("PATH_INVALID", "SWEEP_FAILED", "SOLID_INVALID"),
         failure_modes=(
             {

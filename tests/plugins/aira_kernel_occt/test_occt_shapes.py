@@ -609,3 +609,35 @@ def test_a_selection_that_is_not_one_planar_face_is_refused(select: Any, says: s
     nodes = [*drilled_plate(), node("f", FACE, face=picked)]
     out = run(nodes, "f")
     assert codes(out) == ["PROFILE_FACE_INVALID"] and says in out["diagnostics"][0]["message"]
+
+
+# -- a sweep path in the profile plane's frame (issue 33) --------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("plane", "world"),
+    [
+        # the profile centred at [10, 5] on each plane; 20 mm straight out along its normal
+        ("XY", [[10, 5, 0], [10, 5, 20]]),
+        ("XZ", [[10, 0, 5], [10, -20, 5]]),  # XZ's normal is -Y
+        ("YZ", [[0, 10, 5], [20, 10, 5]]),
+    ],
+)
+def test_a_path_in_the_profiles_frame_is_the_same_sweep(plane: str, world: list) -> None:
+    """The same path written in the profile plane's frame ([cx, cy, 0] then 20 out along the
+    normal, whatever the plane) and in world coordinates makes the same solid."""
+    profile = {"plane": plane, "radius": 2, "center": [10, 5]}
+    local = {"points": [[10, 5, 0], [10, 5, 20], {"to": [25, 5, 35], "tangent": True}]}
+    in_frame = solid(sweep(profile, local, frame="profile"), "x")
+    bend = world[1][:]  # the same tangent arc, in world coordinates
+    out = [a - b for a, b in zip(world[1], world[0], strict=True)]  # 20 along the normal
+    # the arc's end: 15 more along the normal and 15 along the plane's x
+    x_dir = {"XY": [1, 0, 0], "XZ": [1, 0, 0], "YZ": [0, 1, 0]}[plane]
+    end = [b + o * 0.75 + x * 15 for b, o, x in zip(bend, out, x_dir, strict=True)]
+    in_world = solid(
+        sweep(profile, {"points": [world[0], world[1], {"to": end, "tangent": True}]}), "x"
+    )
+    assert in_frame["volume"] == pytest.approx(in_world["volume"], rel=1e-9)
+    assert in_frame["boundingBox"] == pytest.approx(in_world["boundingBox"], abs=1e-6)
+    straight = solid(sweep(profile, {"points": [[10, 5, 0], [10, 5, 20]]}, frame="profile"), "x")
+    assert straight["volume"] == pytest.approx(math.pi * 4 * 20, rel=1e-9)
