@@ -1268,15 +1268,15 @@ OPERATIONS: tuple[Operation, ...] = (
             "用面做轮廓",
         ),
         intents=(
-            "use the top face of the plate as a profile, offset 2 mm inward, for a lip",
-            "take the outline of the lid's top face and pocket a 1 mm recess inside it",
+            "use the plate's upper face as a profile, offset 2 mm inward, for a lip",
+            "take the outline of the lid's face and pocket a 1 mm recess inside it",
             "extrude the front face of the bracket outward by 5 mm as a new body",
             "以底板顶面的轮廓为草图，向内偏移2毫米做一圈止口",
             "用零件顶面的外形拉伸出一个新的凸台",
         ),
         counter=(
             "sketch a rectangle on the XY plane",
-            "select the top face",
+            "select the upper face",
             "在XY平面画一个矩形",
             "move the face 2 mm",
         ),
@@ -2938,7 +2938,7 @@ OPERATIONS: tuple[Operation, ...] = (
             "盖子有多少条边",
         ),
         counter=(
-            "select the top face",
+            "select the upper face",
             "measure the volume",
             "check the part is one valid solid",
             "选出顶面",

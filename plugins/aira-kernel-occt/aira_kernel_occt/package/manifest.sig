@@ -4,5 +4,5 @@
   "context": "aira.capability-package.v1",
   "publisher": "aira-first-party",
   "keyId": "e81c20c98175665f",
-  "signature": "BhnIeoFUDfya6pi1NkkoAOdTNp6esnBwiZlm5EkxrVBI+eHgKlZx8PdVsGhoNoIF/pYHmqhUOdT/vaR0CGGaBw=="
+  "signature": "ydf6Va2EhoUGnw22BDVUMpPlj9bC7eK4vxplMMpxe08uUidDONtMFXdgA70ZDRXUeNIW5AdFpdWFcvBSHiOfCg=="
 }
