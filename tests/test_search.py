@@ -239,7 +239,8 @@ def test_filters_by_kind_risk_and_types(index: SearchIndex) -> None:
         SearchRequest(intent="drill a hole in the face", selection_refs=["sel:a", "sel:b"])
     )
     assert "cap:exact.hole@1" not in ids(several)  # it takes exactly one face
-    assert several.filtered.get("cardinality", 0) == 1
+    assert "cap:exact.thread@1" not in ids(several)  # so does a thread ("a tapped hole")
+    assert several.filtered.get("cardinality", 0) == 2
 
 
 # -- stage 5: applicability ----------------------------------------------------------------------
@@ -359,9 +360,7 @@ def test_an_unrelated_intent_is_an_explicit_no_match(index: SearchIndex, intent:
         ("add a 2 degree draft to the side faces of the block", "draft"),
         ("给长方体的侧面加3度拔模斜度", "draft"),
         ("knurl the round grip of the cylinder", "knurl"),
-        ("cut an M6 thread on the shaft", "thread"),
         ("做一个20齿的齿轮", "gear"),
-        ("engrave the part number into the lid", "text"),
     ],
 )
 def test_an_operation_no_capability_performs_is_a_no_match_naming_it(
@@ -387,6 +386,36 @@ def test_the_words_of_an_operation_used_otherwise_are_no_missing_operation(
     index: SearchIndex, intent: str
 ) -> None:
     assert index.search(intent).no_match is False
+
+
+@pytest.mark.parametrize(
+    "intent",
+    [
+        "cut an M6 thread on the shaft",
+        "tap the 6.8 mm hole M8",
+        "给轴端车M8外螺纹",
+        "an M10 threaded rod 40 mm long",
+    ],
+)
+def test_a_thread_is_found_where_it_was_missing(index: SearchIndex, intent: str) -> None:
+    response = index.search(intent)
+    assert response.no_match is False
+    assert "cap:exact.thread@1" in ids(response)[:3], ids(response)
+
+
+@pytest.mark.parametrize(
+    "intent",
+    [
+        "engrave the part number into the lid",
+        "emboss the logo text on the front face",
+        "在盖板上刻字",
+        "write 'LID' on the upper face",
+    ],
+)
+def test_text_is_found_where_it_was_missing(index: SearchIndex, intent: str) -> None:
+    response = index.search(intent)
+    assert response.no_match is False
+    assert "cap:sketch.text@1" in ids(response)[:3], ids(response)
 
 
 def test_a_catalog_that_performs_an_operation_answers_it(manifest: PackageManifest) -> None:

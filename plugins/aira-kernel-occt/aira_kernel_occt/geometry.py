@@ -36,6 +36,7 @@ from aira_core.canonical import CanonicalJSONError, canonical_bytes, sha256_hex
 from aira_core.contracts.amir import ParamType, param_fits, to_base
 from aira_core.diagnostics import AiraError
 from aira_core.extensions import EXPORT_ANGULAR_TOLERANCE_RANGE, EXPORT_TOLERANCE_RANGE
+from aira_kernel_occt import fonts, threads
 from aira_kernel_occt.operations import (
     ANGLE,
     BOOL,
@@ -88,6 +89,12 @@ SELECTION_INVALID = "SELECTION_INVALID"
 SHELL_FAILED = "SHELL_FAILED"
 SOLID_INVALID = "SOLID_INVALID"
 SWEEP_FAILED = "SWEEP_FAILED"
+TEXT_GLYPH_MISSING = "TEXT_GLYPH_MISSING"
+TEXT_INVALID = "TEXT_INVALID"
+THREAD_FACE_INVALID = "THREAD_FACE_INVALID"
+THREAD_FAILED = "THREAD_FAILED"
+THREAD_SIZE_MISMATCH = "THREAD_SIZE_MISMATCH"
+THREAD_TOO_LONG = "THREAD_TOO_LONG"
 VOLUME_OUT_OF_RANGE = "VOLUME_OUT_OF_RANGE"
 WALL_TOO_THIN = "WALL_TOO_THIN"
 WALL_THICKNESS_UNMEASURED = "WALL_THICKNESS_UNMEASURED"
@@ -773,6 +780,244 @@ def _hole(a: Mapping[str, Any]) -> cq.Shape:
     return _solid_or_compound(out)
 
 
+# -- threads ------------------------------------------------------------------------------------
+
+THREAD_CHECK_TOLERANCE = 1e-3
+"""How far (relative) the volume a thread removed may be from the closed form
+(:meth:`threads.Thread.removed_volume`) before the cut counts as failed. Where the body goes on
+past the open end (a chamfer, threaded too) the closed form bounds it from both sides."""
+THREAD_TURNS = (0.0, 17.0, 41.0)
+"""Where (degrees about the axis) the groove's sweep starts, tried in turn: an OpenCASCADE
+boolean of a helical sweep now and then misses the surface it crosses, and the check above
+sees it; starting the helix elsewhere moves the crossings."""
+
+
+@dataclass(frozen=True)
+class _Bore:
+    """A full cylindrical face in its own frame: local z along the axis (oriented so that its
+    largest world component is positive: 'upper' is the end farther along it)."""
+
+    frame: cq.Plane
+    radius: float
+    low: float
+    high: float
+    internal: bool
+
+
+def _bore(face: cq.Face) -> _Bore:
+    from OCP.BRepAdaptor import BRepAdaptor_Surface
+
+    if face.geomType() != "CYLINDER":
+        raise Failure(
+            THREAD_FACE_INVALID,
+            f"a thread goes on a cylindrical face (a shaft's side or a bore), not a "
+            f"{face.geomType().lower()} one",
+        )
+    cylinder = BRepAdaptor_Surface(face.wrapped).Cylinder()
+    axis, radius = cylinder.Axis(), cylinder.Radius()
+    loc, d = axis.Location(), axis.Direction()
+    direction = cq.Vector(d.X(), d.Y(), d.Z())
+    largest = max(range(3), key=lambda i: (abs(direction.toTuple()[i]), i))
+    if direction.toTuple()[largest] < 0:
+        direction = -direction
+    # x along the cylinder's own seam: sleeves fused to the body then have their seams where
+    # its face has its own, and the merged face stays one (a seam elsewhere made the groove's
+    # cut remove nothing)
+    seam = cylinder.Position().XDirection()
+    frame = cq.Plane(
+        origin=cq.Vector(loc.X(), loc.Y(), loc.Z()),
+        xDir=cq.Vector(seam.X(), seam.Y(), seam.Z()),
+        normal=direction,
+    )
+    local = face.transformShape(frame.fG)
+    span = box(local)
+    length = span.zmax - span.zmin
+    full = 2 * math.pi * radius * length
+    if length <= 0 or abs(face.Area() - full) > 1e-6 * full:
+        raise Failure(
+            THREAD_FACE_INVALID,
+            f"the face covers {face.Area() / full * 360 if full else 0:.4g}° of its cylinder; a "
+            "thread goes on a whole one (all the way round)",
+        )
+    # the outward normal points away from the axis on a shaft, towards it in a bore
+    u0, u1, v0, v1 = face._uvBounds()
+    normal, at = face.normalAt((u0 + u1) / 2, (v0 + v1) / 2)
+    radial = at - frame.origin
+    radial = radial - direction * radial.dot(direction)
+    internal = normal.dot(radial) < 0
+    return _Bore(frame, radius, span.zmin, span.zmax, internal)
+
+
+def _inside(shape: cq.Shape, point: cq.Vector) -> bool:
+    from OCP.BRepClass3d import BRepClass3d_SolidClassifier
+    from OCP.TopAbs import TopAbs_IN
+
+    classifier = BRepClass3d_SolidClassifier(shape.wrapped, point.toPnt(), 1e-7)
+    return classifier.State() == TopAbs_IN
+
+
+def _sleeve(bore: _Bore, thread: threads.Thread, z0: float, z1: float, grow: float) -> cq.Shape:
+    """The material around the face between local heights z0 < z1, in the face's frame: the
+    core of a shaft (radius + grow) or a ring around a bore (out past the thread's root)."""
+    low = cq.Vector(0, 0, z0)
+    if not bore.internal:
+        return cq.Solid.makeCylinder(bore.radius + grow, z1 - z0, low)
+    outer = cq.Solid.makeCylinder(thread.diameter / 2 + thread.pitch + grow, z1 - z0, low)
+    if grow > 0:  # a region to clear: the bore's void included
+        return outer
+    return boolean("cut", outer, cq.Solid.makeCylinder(bore.radius, z1 - z0, low))
+
+
+def _thread(a: Mapping[str, Any]) -> cq.Shape:
+    target: cq.Shape = a["target"]
+    faces = [f for f in a["face"] if isinstance(f, cq.Face)]
+    own = [f for f in faces if any(f.isSame(g) for g in target.Faces())]
+    if not own:
+        raise Failure(SELECTION_EMPTY, "the selected face is no face of the target")
+    if len(own) != 1:
+        raise Failure(
+            SELECTION_CARDINALITY_MISMATCH,
+            f"a thread goes on exactly one cylindrical face; the selection chose {len(own)}",
+        )
+    try:
+        thread = threads.parse(a["size"])
+    except threads.ThreadError as exc:
+        raise Failure(exc.code, exc.message) from None
+    bore = _bore(own[0])
+    kind = "internal" if bore.internal else "external"
+    lo, hi = thread.bore_range() if bore.internal else thread.shaft_range()
+    if not lo <= 2 * bore.radius <= hi:
+        wanted = (
+            f"a bore of Ø{thread.minor:.4g} (the basic minor diameter) to Ø{thread.tap_drill:.4g}"
+            " mm (the tap drill)"
+            if bore.internal
+            else f"a Ø{thread.diameter:g} mm shaft"
+        )
+        raise Failure(
+            THREAD_SIZE_MISMATCH,
+            f"an {kind} {thread.name} thread needs {wanted}; the face is Ø{2 * bore.radius:.6g} mm",
+            expected={"min": round(lo, 6), "max": round(hi, 6)},
+            actual=round(2 * bore.radius, 6),
+        )
+    # which ends are open: no material just past the end, at the middle of the groove
+    p = thread.pitch
+    mid = bore.radius + (thread.depth / 2 if bore.internal else -thread.depth / 2)
+
+    def world(r: float, z: float) -> cq.Vector:
+        return bore.frame.toWorldCoords((r, 0, z))
+
+    open_high = not _inside(target, world(mid, bore.high + p / 2))
+    open_low = not _inside(target, world(mid, bore.low - p / 2))
+    start = a.get("from", "auto")
+    if start == "auto":
+        start = "upper" if open_high or not open_low else "lower"
+    upper = start == "upper"
+    if not (open_high if upper else open_low):
+        where = "upper" if upper else "lower"
+        raise Failure(
+            THREAD_FACE_INVALID,
+            f"the face's {where} end is closed (a shoulder or the bottom of a blind bore): a "
+            "thread starts at an open end"
+            + ("; the other end is open: from 'lower'" if open_low and upper else "")
+            + ("; the other end is open: from 'upper'" if open_high and not upper else ""),
+        )
+    face_length = bore.high - bore.low
+    far_open = open_low if upper else open_high
+    most = face_length if far_open else face_length - p / 2
+    length = a.get("length", most)
+    if length > most + 1e-9:
+        raise Failure(
+            THREAD_TOO_LONG,
+            f"a thread of {length:g} mm on a face {face_length:g} mm long"
+            + ("" if far_open else " that ends closed (the groove needs P/2 before it)")
+            + f": at most {most:g} mm",
+            expected={"max": round(most, 6)},
+            actual=length,
+        )
+    if length < p:
+        raise Failure(
+            PARAMETER_OUT_OF_RANGE,
+            f"a thread of {length:g} mm is shorter than its pitch ({p:g} mm)",
+        )
+    if length / p > threads.MAX_TURNS:
+        raise Failure(
+            THREAD_TOO_LONG,
+            f"{length / p:g} turns; a modeled thread makes at most {threads.MAX_TURNS} (use "
+            "cosmetic: true for a longer one)",
+        )
+    if a.get("cosmetic", False):  # recorded in the document's node, the solid unchanged
+        return target
+    return _threaded(a, target, bore, thread, upper, length, far_open)
+
+
+def _threaded(
+    a: Mapping[str, Any],
+    target: cq.Shape,
+    bore: _Bore,
+    thread: threads.Thread,
+    upper: bool,
+    length: float,
+    far_open: bool,
+) -> cq.Shape:
+    """Cut the groove. A helical sweep crossing a planar end is where OpenCASCADE's booleans
+    fail (silently: nothing removed, or too much), so at each open end the body is first
+    extended by a sleeve the sweep ends inside, and what the sleeve added is cleared after."""
+    p, sign = thread.pitch, 1.0 if upper else -1.0
+    start = bore.high if upper else bore.low
+    inner = start - sign * length
+    run = 1.5 * p  # past an open end: the groove's half-width (< P/2) and then some
+    ends = [start] + ([inner] if far_open and length >= bore.high - bore.low - 1e-9 else [])
+    helix_a, helix_b = start + sign * run, (inner - sign * run) if len(ends) == 2 else inner
+    z0, z1 = sorted((helix_a, helix_b))
+    rG = bore.frame.rG
+    grown, clear = [], []
+    beyond = 0.0  # how far the body goes on past an open end (a chamfer): threaded too
+    for end in ends:
+        out = 1.0 if (end == bore.high) else -1.0
+        z_lo, z_hi = sorted((end - out * p, end + out * 3 * p))  # overlapping: one face
+        grown.append(_sleeve(bore, thread, z_lo, z_hi, 0.0).transformShape(rG))
+        c_lo, c_hi = sorted((end, end + out * 4 * p))
+        region = _sleeve(bore, thread, c_lo, c_hi, p).transformShape(rG)
+        clear.append(boolean("cut", region, target))
+        if region.Volume() - clear[-1].Volume() > EMPTY_VOLUME:
+            span = box(boolean("intersect", region, target).transformShape(bore.frame.fG))
+            beyond += (span.zmax - end) if out > 0 else (end - span.zmin)
+    extended = _cleaned(boolean("union", target, *grown))  # one face, no seam to cross
+    outline = thread.groove(bore.internal)
+    expected = thread.removed_volume(bore.radius, length, bore.internal)
+    most = thread.removed_volume(bore.radius, length + beyond, bore.internal)
+    left = a.get("handedness", "right") == "left"
+    before = target.Volume()
+    for turn in THREAD_TURNS:
+        wire = cq.Wire.makePolygon([cq.Vector(r, 0, z0 + dz) for r, dz in outline], close=True)
+        helix = cq.Wire.makeHelix(
+            p, z1 - z0, bore.radius, center=cq.Vector(0, 0, z0), lefthand=left
+        )
+        try:
+            groove = cq.Solid.sweep(wire, [], helix, True, True)
+        except Exception:
+            continue
+        groove = groove.rotate(cq.Vector(), cq.Vector(0, 0, 1), turn).transformShape(rG)
+        out = boolean("cut", boolean("cut", extended, groove), *clear)
+        out = _solid_or_compound(out)
+        removed = before - out.Volume()
+        if (
+            expected * (1 - THREAD_CHECK_TOLERANCE)
+            <= removed
+            <= most * (1 + THREAD_CHECK_TOLERANCE)
+            and len(out.Solids()) == len(target.Solids())
+            and solid_problem(out) is None
+        ):
+            return out
+    raise Failure(
+        THREAD_FAILED,
+        f"OpenCASCADE could not cut the {thread.name} thread cleanly: the result did not "
+        f"remove the {expected:.6g} mm³ the thread's profile does (is the "
+        + ("wall around the bore thinner than the thread?" if bore.internal else "shaft hollow?")
+        + ")",
+    )
+
+
 def _outline(face: cq.Face) -> cq.Face:
     """``face`` without its inner loops (the face inside its outer wire)."""
     if len(face.innerWires()) == 0:
@@ -1270,11 +1515,35 @@ def _rounded_rectangle(a: Mapping[str, Any]) -> cq.Shape:
 def _face_input(a: Mapping[str, Any], name: str) -> cq.Face:
     face = a[name]
     if not isinstance(face, cq.Face):
+        if _faces(face):
+            raise Failure(
+                KERNEL_INPUT_INVALID,
+                f"{name} is {len(_faces(face))} separate profiles (text): only extrude and "
+                "pocket take several; this step takes one",
+            )
         kind = face.ShapeType() if isinstance(face, cq.Shape) else type(face).__name__
         raise Failure(
             KERNEL_INPUT_INVALID, f"{name} must be a sketch profile (a planar face), not a {kind}"
         )
     return face
+
+
+def _faces(shape: Any) -> list[cq.Face]:
+    """The faces of a compound of planar faces only (a text profile), else []."""
+    if not isinstance(shape, cq.Compound) or has_solid(shape):
+        return []
+    faces = shape.Faces()
+    return faces if faces and all(f.geomType() == "PLANE" for f in faces) else []
+
+
+def _profiles_input(a: Mapping[str, Any], name: str) -> list[cq.Face]:
+    """One profile, or the several of a text profile (coplanar, one normal)."""
+    if isinstance(a[name], cq.Face):
+        return [a[name]]
+    faces = _faces(a[name])
+    if not faces:
+        return [_face_input(a, name)]  # refused with what it is
+    return faces
 
 
 def _offset(a: Mapping[str, Any]) -> cq.Shape:
@@ -1361,6 +1630,81 @@ def _face_outline(a: Mapping[str, Any]) -> cq.Shape:
     if out.normalAt().dot(face.normalAt()) < 0:  # the outer wire's own orientation
         out = cq.Face(out.wrapped.Reversed())
     return out
+
+
+_TEXT_ALIGN = {"left": "LEFT", "center": "CENTER", "right": "RIGHT"}
+
+
+def _text(a: Mapping[str, Any]) -> cq.Shape:
+    """Text as a profile: one planar face per letter (with its counters as openings), in the
+    bundled font, on a named plane or on a body's planar face (in the face's frame)."""
+    from OCP import Graphic3d
+    from OCP.gp import gp_Ax3
+    from OCP.NCollection import NCollection_Utf8String
+    from OCP.StdPrs import StdPrs_BRepFont, StdPrs_BRepTextBuilder
+
+    text = a["text"]
+    if not isinstance(text, str) or not text.strip():
+        raise Failure(TEXT_INVALID, "text must hold at least one visible character")
+    if len(text) > fonts.MAX_CHARACTERS:
+        raise Failure(
+            TEXT_INVALID, f"text has {len(text)} characters; at most {fonts.MAX_CHARACTERS}"
+        )
+    if any(not c.isprintable() for c in text):
+        raise Failure(
+            TEXT_INVALID, "text is one line of printable characters (no line break or tab)"
+        )
+    on_face, named = a.get("face") is not None, a.get("plane") is not None
+    if on_face == named:
+        raise Failure(
+            KERNEL_INPUT_INVALID,
+            "text lies on a plane or on a face: give plane (with offset) or face, not "
+            + ("both" if on_face else "neither"),
+        )
+    font = StdPrs_BRepFont()
+    size = a["size"] / fonts.CAP_HEIGHT  # the em, from the capitals' height asked for
+    if not font.Init(NCollection_Utf8String(str(fonts.FONT)), size, 0):
+        raise Failure(KERNEL_OPERATION_FAILED, "the bundled font could not be read")
+    missing = sorted({c for c in text if not c.isspace() and not font.FTFont().HasSymbol(c)})
+    if missing:
+        shown = " ".join(f"{c!r} (U+{ord(c):04X})" for c in missing[:8])
+        raise Failure(
+            TEXT_GLYPH_MISSING,
+            f"the bundled font ({fonts.FONT_NAME}, Latin) has no {shown}: use Latin letters, "
+            "digits and common signs",
+        )
+    if on_face:
+        faces = [f for f in a["face"] if isinstance(f, cq.Face)]
+        if len(faces) != 1 or faces[0].geomType() != "PLANE":
+            raise Failure(
+                PROFILE_FACE_INVALID,
+                "text goes on one planar face; the selection chose "
+                + (f"{len(faces)} faces" if len(faces) != 1 else f"a {faces[0].geomType()} one"),
+            )
+        plane = face_frame(faces[0])
+    else:
+        plane = _plane(a)
+    halign = getattr(Graphic3d, f"Graphic3d_HTA_{_TEXT_ALIGN[a.get('halign', 'center')]}")
+    built = StdPrs_BRepTextBuilder().Perform(
+        font, NCollection_Utf8String(text), gp_Ax3(), halign, Graphic3d.Graphic3d_VTA_BOTTOM
+    )
+    letters = [f for f in cq.Shape.cast(built).Faces()] if not built.IsNull() else []
+    if not letters:
+        raise Failure(TEXT_INVALID, "the text draws nothing (only spaces?)")
+    # overlapping contours (accents, some pairs) as one face each, as CadQuery's text does
+    glyphs = cq.Compound.makeCompound(letters)
+    if len(letters) > 1:
+        glyphs = _cleaned(cq.Compound.makeCompound(glyphs.fuse().Faces()))
+    drop = {"baseline": 0.0, "center": a["size"] / 2, "top": a["size"]}[a.get("valign", "center")]
+    x, y = _center(a)
+    local = glyphs.moved(cq.Location(cq.Vector(x, y - drop, 0)))
+    angle = a.get("rotation", 0.0)
+    if angle:
+        local = local.rotate(cq.Vector(x, y, 0), cq.Vector(x, y, 1), angle)
+    placed = local.transformShape(plane.rG)
+    out = [cq.Face(f.wrapped) for f in placed.Faces()]
+    out = [f if f.normalAt().dot(plane.zDir) > 0 else cq.Face(f.wrapped.Reversed()) for f in out]
+    return out[0] if len(out) == 1 else cq.Compound.makeCompound(out)
 
 
 def _plain(face: cq.Face, name: str, ref: str) -> cq.Face:
@@ -1493,7 +1837,8 @@ def _rounded(v: cq.Vector) -> list[float]:
 
 
 def _pocket(a: Mapping[str, Any]) -> cq.Shape:
-    target, face = a["target"], _face_input(a, "profile")
+    target, faces = a["target"], _profiles_input(a, "profile")
+    face = faces[0]
     normal = face.normalAt()
     direction = a.get("direction", "against")
     if direction == "against":
@@ -1502,8 +1847,8 @@ def _pocket(a: Mapping[str, Any]) -> cq.Shape:
     if depth is None:  # through all: far enough to leave every part of the body behind
         box = target.BoundingBox()
         depth = 2 * (box.DiagonalLength + (box.center - face.Center()).Length)
-    tool = cq.Solid.extrudeLinear(face, normal * depth)
-    out = boolean("cut", target, tool)
+    tools = [cq.Solid.extrudeLinear(f, normal * depth) for f in faces]
+    out = boolean("cut", target, *tools)
     if out.isNull() or not has_solid(out) or out.Volume() < EMPTY_VOLUME:
         raise Failure(BOOLEAN_EMPTY_RESULT, "the pocket removes the whole body")
     # what the cut removed, from the volumes (a second boolean for it cost as much again)
@@ -1517,13 +1862,14 @@ def _pocket(a: Mapping[str, Any]) -> cq.Shape:
 
 
 def _extrude(a: Mapping[str, Any]) -> cq.Shape:
-    face, distance = _face_input(a, "profile"), a["distance"]
-    normal = face.normalAt()
+    faces, distance = _profiles_input(a, "profile"), a["distance"]
+    normal = faces[0].normalAt()
     direction = a.get("direction", "normal")
     if direction == "symmetric":
-        face = face.moved(cq.Location(normal * (-distance / 2)))
+        faces = [f.moved(cq.Location(normal * (-distance / 2))) for f in faces]
     vector = normal * (-distance if direction == "reverse" else distance)
-    return cq.Solid.extrudeLinear(face, vector)
+    solids = [cq.Solid.extrudeLinear(f, vector) for f in faces]
+    return solids[0] if len(solids) == 1 else cq.Compound.makeCompound(solids)
 
 
 def _revolve(a: Mapping[str, Any]) -> cq.Shape:
@@ -1597,6 +1943,7 @@ BUILDERS: dict[str, Builder] = {
     "exact.intersect@1.0.0": _boolean("intersect"),
     "exact.translate@1.0.0": _translate,
     "exact.hole@1.0.0": _hole,
+    "exact.thread@1.0.0": _thread,
     "exact.rotate@1.0.0": _rotate,
     "exact.mirror@1.0.0": _mirror,
     "exact.linearPattern@1.0.0": _linear_pattern,
@@ -1613,6 +1960,7 @@ BUILDERS: dict[str, Builder] = {
     "sketch.offset@1.0.0": _offset,
     "sketch.subtract@1.0.0": _subtract,
     "sketch.faceOutline@1.0.0": _face_outline,
+    "sketch.text@1.0.0": _text,
     "exact.loft@1.0.0": _loft,
     "exact.sweep@1.0.0": _sweep,
     "exact.pocket@1.0.0": _pocket,

@@ -20,6 +20,7 @@ from aira_core.contracts.amir import (
     ParamType,
 )
 from aira_core.extensions import EXPORT_ANGULAR_TOLERANCE_RANGE, EXPORT_TOLERANCE_RANGE
+from aira_kernel_occt.fonts import MAX_CHARACTERS
 
 # The AMIR types, by short names for the table below (plain strings, as they appear in the
 # manifest); the vocabulary itself is aira_core.contracts.amir's.
@@ -1307,6 +1308,109 @@ OPERATIONS: tuple[Operation, ...] = (
             },
         ),
     ),
+    Operation(
+        capability="cap:sketch.text@1",
+        ref="sketch.text@1.0.0",
+        **{
+            **_SKETCH,
+            "defaults": {**_TURNED, "halign": "center", "valign": "center"},
+            "diagnostics": ("TEXT_INVALID", "TEXT_GLYPH_MISSING", "PROFILE_FACE_INVALID"),
+        },
+        title="Text profile",
+        summary="One line of text as a profile, a face per letter, in the bundled open font "
+        "(DejaVu Sans, Latin): size is the capitals' height. On a planar face (its frame) or "
+        "a named plane; pocket it to engrave, extrude and union it to emboss.",
+        aliases=(
+            "text",
+            "engrave",
+            "emboss",
+            "lettering",
+            "label",
+            "part number",
+            "inscription",
+            "文字",
+            "刻字",
+            "浮雕文字",
+            "字体",
+            "铭牌",
+        ),
+        intents=(
+            "engrave 'AIRA' 0.5 mm deep into the lid's upper face",
+            "emboss the part number 'P-1042' 1 mm high on the front of the bracket",
+            "put the text 'V2' 6 mm tall centred on the plate",
+            "label the box 'LID' on its upper face",
+            "在盖子顶面刻0.5毫米深的文字AIRA",
+            "在支架正面做1毫米高的凸起文字",
+        ),
+        counter=(
+            "draw a rectangle",
+            "a note about the part",
+            "画一个圆形草图",
+            "name the body",
+        ),
+        inputs=(
+            Input("text", STRING, f"The text: one line, at most {MAX_CHARACTERS} characters."),
+            _length("size", "Height of a capital letter (mm); lower case is about 3/4 of it."),
+            Input(
+                "face",
+                SELECTION,
+                "The planar face to write on (its frame: see exact.hole's face); the text's "
+                "normal is the face's outward one, so a pocket goes in and an extrude out. "
+                "Give face or plane.",
+                required=False,
+                entity="Face",
+            ),
+            Input(
+                "plane",
+                STRING,
+                "Or a named plane: 'XY' (normal +Z), 'YZ' (+X), 'ZX' (+Y), 'XZ' (-Y), 'YX' (-Z), "
+                "'ZY' (-X).",
+                required=False,
+                choices=PLANES,
+            ),
+            Input(
+                "offset",
+                LENGTH,
+                "Distance (mm) the named plane is moved along its normal (default 0).",
+                required=False,
+            ),
+            _CENTER,
+            _ROTATION,
+            Input(
+                "halign",
+                STRING,
+                "Where the centre point is along the line: 'center' (default), 'left' (the "
+                "text starts there) or 'right'.",
+                required=False,
+                choices=("center", "left", "right"),
+            ),
+            Input(
+                "valign",
+                STRING,
+                "Where the centre point is across it: 'center' (default: half the capitals' "
+                "height), 'baseline' or 'top' (the capitals' top).",
+                required=False,
+                choices=("center", "baseline", "top"),
+            ),
+        ),
+        examples=(
+            {"text": "AIRA", "size": 5, "face": {"body": "b:plate", "select": ">Z"}},
+            {"text": "V2", "size": 4, "plane": "XY", "offset": 10, "halign": "left"},
+        ),
+        failure_modes=(
+            {
+                "diagnostic": "TEXT_GLYPH_MISSING",
+                "explanation": "a character is not in the bundled font (it covers Latin "
+                "letters, digits and common signs; no CJK)",
+                "repair": "write it with Latin letters and digits",
+            },
+            {
+                "diagnostic": "TEXT_INVALID",
+                "explanation": "the text is empty, longer than the limit or not one line",
+                "repair": "give one line of visible characters",
+            },
+        ),
+    ),
     # -- sweeps ------------------------------------------------------------------------------
     Operation(
         capability="cap:exact.extrude@1",
@@ -1955,6 +2059,165 @@ OPERATIONS: tuple[Operation, ...] = (
                 "diagnostic": "SELECTION_CARDINALITY_MISMATCH",
                 "explanation": "the face selector chose more than one face",
                 "repair": "narrow the selector to one planar face, e.g. '>Z'",
+            },
+        ),
+    ),
+    Operation(
+        capability="cap:exact.thread@1",
+        ref="exact.thread@1.0.0",
+        kind="authoring.operation",
+        target="operationRef",
+        taxonomy="authoring.exact.feature",
+        title="ISO metric thread",
+        summary="An ISO metric thread on one cylindrical face, external (a shaft of the "
+        "nominal diameter) or internal (a bore from the minor diameter to the tap drill): "
+        "the ISO 68-1 profile cut as a helical groove from an open end; cosmetic: true only "
+        "records it.",
+        aliases=(
+            "thread",
+            "screw thread",
+            "threaded hole",
+            "tapped hole",
+            "tap",
+            "threaded rod",
+            "bolt thread",
+            "external thread",
+            "internal thread",
+            "metric thread",
+            "螺纹",
+            "外螺纹",
+            "内螺纹",
+            "螺纹孔",
+            "攻丝",
+            "公制螺纹",
+        ),
+        intents=(
+            "thread the Ø8 shaft M8 for 12 mm from its end",
+            "tap the 6.8 mm hole M8",
+            "an M5 threaded hole through the plate",
+            "cut an M10 external thread on the end of the pin",
+            "add a fine M12x1.5 thread to the spindle",
+            "a cosmetic M6 thread on the bore, for the drawing",
+            "在直径8的轴端车12毫米长的M8外螺纹",
+            "给6.8毫米的孔攻M8内螺纹",
+            "在底板的孔里做M5螺纹",
+        ),
+        counter=(
+            "drill an M4 clearance hole",
+            "a coil spring along a helix",
+            "钻一个M4过孔",
+            "sweep a circle along a helix",
+        ),
+        inputs=(
+            _TARGET,
+            Input(
+                "face",
+                SELECTION,
+                "The one cylindrical face to thread, all the way round: a shaft's side "
+                "(external) or a bore's wall (internal), e.g. {body, select: '%CYLINDER', "
+                "radius: 4}.",
+                entity="Face",
+            ),
+            Input(
+                "size",
+                STRING,
+                "ISO metric designation: 'M8' (ISO 261 coarse pitch, 1.25 mm) or 'M8x1' (the "
+                "pitch given, mm).",
+            ),
+            _length(
+                "length",
+                "Thread length (mm) from the open end; absent: the whole face (half a pitch "
+                "short of a closed end).",
+                required=False,
+            ),
+            Input(
+                "from",
+                STRING,
+                "The end it starts from: 'auto' (default: the open end, the upper if both "
+                "are), 'upper' (the end farther along the axis: the top of a vertical shaft) "
+                "or 'lower'. A closed end (a shoulder, a blind bore's bottom) cannot start it.",
+                required=False,
+                choices=("auto", "upper", "lower"),
+            ),
+            Input(
+                "handedness",
+                STRING,
+                "'right' (default) or 'left'.",
+                required=False,
+                choices=("right", "left"),
+            ),
+            Input(
+                "cosmetic",
+                BOOL,
+                "true: record the thread (size, length) in the model without cutting it, as "
+                "drawings show threads; false (default): cut it.",
+                required=False,
+            ),
+        ),
+        examples=(
+            {
+                "target": "b:boss",
+                "face": {"body": "b:boss", "select": "%CYLINDER"},
+                "size": "M10",
+                "length": 12,
+            },
+            {
+                "target": "b:pin",
+                "face": {"body": "b:pin", "select": "%CYLINDER"},
+                "size": "M6",
+                "length": 10,
+                "from": "lower",
+                "cosmetic": True,
+            },
+        ),
+        effects=("createsFeature", "changesTopology"),
+        risk="medium",
+        may_invalidate_refs=True,
+        defaults={"from": "auto", "handedness": "right", "cosmetic": False},
+        diagnostics=(
+            "SELECTION_CARDINALITY_MISMATCH",
+            "THREAD_FACE_INVALID",
+            "THREAD_SIZE_INVALID",
+            "THREAD_SIZE_MISMATCH",
+            "THREAD_TOO_LONG",
+            "THREAD_FAILED",
+            "SOLID_INVALID",
+        ),
+        requires_representation=("ExactSolid",),
+        selection={"entityKind": "Face", "cardinality": "one"},
+        failure_modes=(
+            {
+                "diagnostic": "THREAD_SIZE_MISMATCH",
+                "explanation": "the face's diameter does not fit the size: a shaft must be the "
+                "nominal diameter, a bore the minor diameter up to the tap drill",
+                "repair": "give the size that fits the face (expected holds the diameters "
+                "this size takes), or make the shaft or bore that size first",
+            },
+            {
+                "diagnostic": "THREAD_TOO_LONG",
+                "explanation": "the thread is longer than the face (less half a pitch at a "
+                "closed end) or makes more than 200 turns",
+                "repair": "give a length up to expected.max, or cosmetic: true",
+            },
+            {
+                "diagnostic": "THREAD_SIZE_INVALID",
+                "explanation": "the size is no ISO metric designation, has no coarse pitch, or "
+                "its pitch is outside 0.2 mm to a quarter of the diameter",
+                "repair": "give 'M<diameter>' with an ISO 261 coarse size or 'M<diameter>x<pitch>'",
+            },
+            {
+                "diagnostic": "THREAD_FAILED",
+                "explanation": "OpenCASCADE's cut did not remove the profile's closed-form "
+                "volume, at three starting angles: the material around the face is not solid "
+                "to the thread's depth (a thin wall, a hollow shaft), or the boolean failed",
+                "repair": "thicken the wall around the face, or use cosmetic: true",
+            },
+            {
+                "diagnostic": "THREAD_FACE_INVALID",
+                "explanation": "the face is not a whole cylinder, or the end the thread "
+                "starts from is closed",
+                "repair": "select a shaft's side or a bore's wall; start from its open end "
+                "(from: 'upper' or 'lower')",
             },
         ),
     ),

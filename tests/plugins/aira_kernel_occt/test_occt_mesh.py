@@ -141,6 +141,66 @@ PARTS = {
         "x",
     ),
     "revolved triangle ring": (polyline_revolve([[10, 0], [30, 0], [20, 20], [10, 0]]), "r"),
+    "threaded shaft": (
+        [
+            node("c", "exact.cylinder@1.0.0", radius=v(4), height=v(24)),
+            node(
+                "t",
+                "exact.thread@1.0.0",
+                target={"node": "c"},
+                face={"body": "b", "select": "%CYLINDER"},
+                size=v("M8"),
+                length=v(12),
+            ),
+        ],
+        "t",
+    ),
+    "engraved and embossed plate": (
+        [
+            node("p", "exact.box@1.0.0", length=v(50), width=v(20), height=v(6)),
+            node(
+                "s",
+                "sketch.text@1.0.0",
+                text=v("Aira 2"),
+                size=v(6),
+                face={"body": "b", "select": ">Z", "entity": "Face"},
+            ),
+            node(
+                "e", "exact.pocket@1.0.0", target={"node": "p"}, profile={"node": "s"}, depth=v(0.6)
+            ),
+            node(
+                "s2",
+                "sketch.text@1.0.0",
+                text=v("P-10"),
+                size=v(5),
+                face={"body": "b", "select": "<Z", "entity": "Face"},
+            ),
+            node("x", "exact.extrude@1.0.0", profile={"node": "s2"}, distance=v(0.8)),
+            node("u", "exact.union@1.0.0", target={"node": "e"}, tool={"node": "x"}),
+        ],
+        "u",
+    ),
+    "tapped plate": (
+        [
+            node("p", "exact.box@1.0.0", length=v(20), width=v(20), height=v(8)),
+            node(
+                "h",
+                "exact.hole@1.0.0",
+                target={"node": "p"},
+                face={"body": "b", "select": ">Z", "entity": "Face"},
+                points=v([[0, 0]]),
+                diameter=v(5),
+            ),
+            node(
+                "t",
+                "exact.thread@1.0.0",
+                target={"node": "h"},
+                face={"body": "b", "select": "%CYLINDER"},
+                size=v("M6"),
+            ),
+        ],
+        "t",
+    ),
 }
 
 

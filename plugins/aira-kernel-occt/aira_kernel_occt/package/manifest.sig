@@ -4,5 +4,5 @@
   "context": "aira.capability-package.v1",
   "publisher": "aira-first-party",
   "keyId": "e81c20c98175665f",
-  "signature": "ydf6Va2EhoUGnw22BDVUMpPlj9bC7eK4vxplMMpxe08uUidDONtMFXdgA70ZDRXUeNIW5AdFpdWFcvBSHiOfCg=="
+  "signature": "vAogyLOs4rzZU8sCj9o3zYSHptxf6o3nAGdJoP6oC0chTbr+da/d6Ztw2x99MCnxXpqXqJn6NrOBiIzUkRpJBg=="
 }
