@@ -487,3 +487,49 @@ def test_export_takes_mesh_tolerances_and_refuses_bad_ones(aira_home: Path, tmp_
     assert usage.returncode == 2 and "USAGE_INVALID" in usage.stderr and not refused.exists()
     shown = aira(aira_home, "model", "export", "--help").stdout
     assert "--tolerance" in shown and "--angular-tolerance" in shown
+
+
+def test_a_plan_threads_a_stud_and_labels_its_plate(aira_home: Path, tmp_path: Path) -> None:
+    """Threads and text through the whole write path (check, preview, validate, commit): a
+    stud fused onto a plate, an M8 thread on it, 'M8' engraved beside it; the committed part
+    has the closed-form volumes taken out and exports as STEP and as a clean STL."""
+    from aira_kernel_occt import geometry, threads
+
+    assert aira(aira_home, "model", "init").returncode == 0
+    steps = [
+        {"id": "plate", "capability": "cap:exact.box@1", "label": "plate",
+         "args": {"length": 40, "width": 30, "height": 6}},
+        {"id": "stud", "capability": "cap:exact.cylinder@1", "label": "stud",
+         "args": {"radius": 4, "height": 20}},
+        {"id": "up", "capability": "cap:exact.translate@1",
+         "args": {"target": {"step": "stud"}, "z": 3}},
+        {"id": "joined", "capability": "cap:exact.union@1",
+         "args": {"target": "b:plate", "tool": {"step": "up"}}},
+    ]  # fmt: skip
+    plain = apply_steps(aira_home, tmp_path, steps)["data"]["bodies"]
+    (before,) = [b["volume"] for b in plain.values()]
+    steps = [
+        {"id": "thread", "capability": "cap:exact.thread@1",
+         "args": {"target": "b:plate", "face": {"body": "b:plate", "select": "%CYLINDER"},
+                  "size": "M8", "length": 12}},
+        {"id": "label", "capability": "cap:sketch.text@1",
+         "args": {"text": "M8", "size": 5, "plane": "XY", "offset": 3, "center": [0, -9]}},
+        {"id": "engrave", "capability": "cap:exact.pocket@1",
+         "args": {"target": "b:plate", "profile": {"step": "label"}, "depth": 0.5}},
+    ]  # fmt: skip
+    envelope = apply_steps(aira_home, tmp_path, steps)
+    (after,) = [b["volume"] for b in envelope["data"]["bodies"].values()]
+    letters = geometry.build(
+        "sketch.text@1.0.0", {"text": "M8", "size": 5.0, "plane": "XY", "offset": 3.0}
+    )
+    removed = threads.parse("M8").removed_volume(4, 12, False) + letters.Area() * 0.5
+    assert before - after == pytest.approx(removed, abs=0.05)
+    step = tmp_path / "stud.step"
+    out = aira(aira_home, "model", "export", "--format", "step", "--out", str(step))
+    assert out.returncode == 0 and step.read_text().count("B_SPLINE_SURFACE") >= 2
+    stl = tmp_path / "stud.stl"
+    assert aira(aira_home, "model", "export", "--format", "stl", "--out", str(stl)).returncode == 0
+    import trimesh
+
+    mesh = trimesh.load(stl)
+    assert mesh.is_watertight and mesh.volume == pytest.approx(after, rel=5e-3)
