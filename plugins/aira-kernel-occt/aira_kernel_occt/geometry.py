@@ -1485,7 +1485,12 @@ def closed_profile(a: Mapping[str, Any], segments: list[Segment]) -> cq.Face:
 
 def _polyline(a: Mapping[str, Any]) -> cq.Shape:
     segments = outline(a["points"], 2, "points")
-    return closed_profile(a, segments)
+    face = closed_profile(a, segments)
+    angle = a.get("rotation", 0.0)
+    if not angle:
+        return face
+    plane = _plane(a)
+    return face.rotate(plane.origin, plane.origin + plane.zDir, angle)
 
 
 def _rounded_rectangle(a: Mapping[str, Any]) -> cq.Shape:

@@ -19,7 +19,7 @@ from typing import Any
 from aira_kernel_occt.operations import OPERATIONS, REPAIRS, Operation, Repair
 
 NAME = "aira.kernel.occt"
-VERSION = "0.10.0"
+VERSION = "0.11.0"
 PUBLISHER = "aira-first-party"
 PACKAGE_DIR = Path(__file__).parent / "package"
 

@@ -957,7 +957,7 @@ OPERATIONS: tuple[Operation, ...] = (
         **{
             **_SKETCH,
             "diagnostics": ("PROFILE_NOT_CLOSED", "PROFILE_SELF_INTERSECTING"),
-            "defaults": {"offset": 0.0},
+            "defaults": {"offset": 0.0, "rotation": 0.0},
         },
         title="Polyline profile",
         summary="A closed outline on a named plane through points [x, y], each segment a "
@@ -1019,12 +1019,20 @@ OPERATIONS: tuple[Operation, ...] = (
                     "items": _OUTLINE_ITEM,
                 },
             ),
+            Input(
+                "rotation",
+                ANGLE,
+                "Turn (degrees, counter-clockwise about the plane's normal) about the plane's "
+                "origin [0, 0], where the points are measured from; lines loft sections up.",
+                required=False,
+            ),
         ),
         examples=(
             {
                 "plane": "XY",
                 "points": [[0, 0], [30, 0], [30, 10], [10, 10], [10, 25], [0, 25], [0, 0]],
             },
+            {"plane": "XY", "points": [[-5, -5], [5, -5], [0, 8], [-5, -5]], "rotation": 30},
             {"plane": "XZ", "points": [[5, 0], [15, 0], [15, 10], [5, 0]]},
             {
                 "plane": "XY",

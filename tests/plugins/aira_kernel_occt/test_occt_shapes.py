@@ -449,6 +449,20 @@ def test_a_profile_turns_about_its_centre(sketch: str, args: dict, half_extent: 
     assert body["volume"] == pytest.approx(unturned["volume"], rel=1e-9)
 
 
+def test_a_polyline_turns_about_its_planes_origin() -> None:
+    """Its points are measured from the plane's origin, so it turns about that: a 10 x 4
+    rectangle from [10, 0] to [20, 4] on XZ turned 90 degrees about the plane's normal (-Y)
+    stands at x -4 to 0, z 10 to 20 (the plane's x is world X, its y world Z)."""
+    points = [[10, 0], [20, 0], [20, 4], [10, 4], [10, 0]]
+    nodes = [
+        node("s", POLYLINE, **lit(plane="XZ", points=points, rotation=90)),
+        node("x", EXTRUDE, profile={"node": "s"}, **lit(distance=2)),
+    ]
+    body = solid(nodes, "x")
+    assert body["boundingBox"] == pytest.approx([-4, -2, 10, 0, 0, 20], abs=1e-6)  # out along -Y
+    assert body["volume"] == pytest.approx(80, rel=1e-9)
+
+
 def test_loft_sections_line_up_with_a_turned_profile() -> None:
     """A square lofted to the same square turned 45 degrees: a twisted prism, its top's box
     the turned square's; with both at 0 a plain box."""
