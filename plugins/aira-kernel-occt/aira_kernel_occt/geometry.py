@@ -786,6 +786,8 @@ THREAD_CHECK_TOLERANCE = 1e-3
 """How far (relative) the volume a thread removed may be from the closed form
 (:meth:`threads.Thread.removed_volume`) before the cut counts as failed. Where the body goes on
 past the open end (a chamfer, threaded too) the closed form bounds it from both sides."""
+THREAD_PIECE_TURNS = 20
+"""The most turns one swept piece of a groove makes (a longer thread is cut as pieces)."""
 THREAD_TURNS = (0.0, 17.0, 41.0)
 """Where (degrees about the axis) the groove's sweep starts, tried in turn: an OpenCASCADE
 boolean of a helical sweep now and then misses the surface it crosses, and the check above
@@ -939,14 +941,14 @@ def _thread(a: Mapping[str, Any]) -> cq.Shape:
             PARAMETER_OUT_OF_RANGE,
             f"a thread of {length:g} mm is shorter than its pitch ({p:g} mm)",
         )
+    if a.get("cosmetic", False):  # recorded in the document's node, the solid unchanged
+        return target
     if length / p > threads.MAX_TURNS:
         raise Failure(
             THREAD_TOO_LONG,
             f"{length / p:g} turns; a modeled thread makes at most {threads.MAX_TURNS} (use "
             "cosmetic: true for a longer one)",
         )
-    if a.get("cosmetic", False):  # recorded in the document's node, the solid unchanged
-        return target
     return _threaded(a, target, bore, thread, upper, length, far_open)
 
 
@@ -988,17 +990,32 @@ def _threaded(
     most = thread.removed_volume(bore.radius, length + beyond, bore.internal)
     left = a.get("handedness", "right") == "left"
     before = target.Volume()
+    # a sweep of many turns is one long face that OpenCASCADE's boolean loses (40 turns
+    # failed, 30 did): cut it as pieces of at most THREAD_PIECE_TURNS, end to end
+    pieces = math.ceil((z1 - z0) / p / THREAD_PIECE_TURNS)
+    step = (z1 - z0) / pieces
     for turn in THREAD_TURNS:
-        wire = cq.Wire.makePolygon([cq.Vector(r, 0, z0 + dz) for r, dz in outline], close=True)
-        helix = cq.Wire.makeHelix(
-            p, z1 - z0, bore.radius, center=cq.Vector(0, 0, z0), lefthand=left
-        )
-        try:
-            groove = cq.Solid.sweep(wire, [], helix, True, True)
-        except Exception:
+        grooves = []
+        for k in range(pieces):
+            at = z0 + k * step
+            wire = cq.Wire.makePolygon([cq.Vector(r, 0, at + dz) for r, dz in outline], close=True)
+            helix = cq.Wire.makeHelix(
+                p, step, bore.radius, center=cq.Vector(0, 0, at), lefthand=left
+            )
+            try:
+                groove = cq.Solid.sweep(wire, [], helix, True, True)
+            except Exception:
+                break
+            phase = 360.0 * k * step / p * (-1 if left else 1)  # where the last piece ended
+            grooves.append(
+                groove.rotate(cq.Vector(), cq.Vector(0, 0, 1), turn + phase).transformShape(rG)
+            )
+        if len(grooves) < pieces:
             continue
-        groove = groove.rotate(cq.Vector(), cq.Vector(0, 0, 1), turn).transformShape(rG)
-        out = boolean("cut", boolean("cut", extended, groove), *clear)
+        out = extended
+        for groove in grooves:  # one at a time: a left-hand pair cut together lost one
+            out = boolean("cut", out, groove)
+        out = boolean("cut", out, *clear)
         out = _solid_or_compound(out)
         removed = before - out.Volume()
         if (

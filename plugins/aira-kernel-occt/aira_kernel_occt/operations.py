@@ -2204,7 +2204,7 @@ OPERATIONS: tuple[Operation, ...] = (
             {
                 "diagnostic": "THREAD_TOO_LONG",
                 "explanation": "the thread is longer than the face (less half a pitch at a "
-                "closed end) or makes more than 200 turns",
+                "closed end) or makes more than 100 turns",
                 "repair": "give a length up to expected.max, or cosmetic: true",
             },
             {

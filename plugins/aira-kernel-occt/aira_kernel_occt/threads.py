@@ -25,8 +25,9 @@ COARSE_PITCH: dict[float, float] = {
 MIN_PITCH = 0.2
 """The finest pitch modeled (mm): ISO 261's finest for M1.6 and up."""
 MAX_DIAMETER = 300.0
-MAX_TURNS = 200
-"""A longer thread is refused (``THREAD_TOO_LONG``): its sweep would be slow to build."""
+MAX_TURNS = 100
+"""A longer thread is refused (``THREAD_TOO_LONG``): 100 turns took 19 s to cut (M3 × 50 mm,
+two cores, busy), a longer one runs towards the worker's 60 s deadline."""
 
 TAN30 = math.tan(math.radians(30))
 DESIGNATION = re.compile(r"^M(\d+(?:\.\d+)?)(?:\s*[x×]\s*(\d+(?:\.\d+)?))?$", re.IGNORECASE)

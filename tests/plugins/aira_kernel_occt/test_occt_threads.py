@@ -200,6 +200,16 @@ def test_a_whole_pin_threads_end_to_end() -> None:
     assert plain - cut == pytest.approx(threads.parse("M8").removed_volume(4, 24, False), rel=1e-4)
 
 
+def test_a_long_thread_is_cut_in_pieces_end_to_end() -> None:
+    """40 turns, left-handed: one sweep of so many turns is lost by OpenCASCADE's boolean;
+    cut as pieces of at most 20 turns, one after the other, it removes the closed form."""
+    plain = volume(evaluate(shaft(4, 60), "c"))
+    cut = volume(
+        evaluate([*shaft(4, 60), thread_on("c", size="M8", length=50, handedness="left")], "t")
+    )
+    assert plain - cut == pytest.approx(threads.parse("M8").removed_volume(4, 50, False), rel=1e-4)
+
+
 def test_a_chamfered_end_is_threaded_through_its_chamfer() -> None:
     chamfer = node(
         "ch",
@@ -268,6 +278,9 @@ def test_a_cosmetic_thread_is_recorded_and_leaves_the_solid() -> None:
     nodes = [*shaft(), thread_on("c", size="M8", length=12, cosmetic=True)]
     assert volume(evaluate(nodes, "t")) == plain
     assert nodes[-1]["inputs"]["size"] == {"value": "M8"}  # the model holds the thread
+    # of any length: nothing is cut (a modeled one stops at 100 turns)
+    long = [*shaft(4, 200), thread_on("c", size="M8", cosmetic=True)]
+    assert volume(evaluate(long, "t")) == pytest.approx(math.pi * 16 * 200, rel=1e-9)
 
 
 # -- refusals ------------------------------------------------------------------------------------
@@ -291,7 +304,7 @@ def test_a_face_that_does_not_fit_the_size_is_refused_with_the_diameters() -> No
         (shaft(), "%CYLINDER", {"size": "M7.5"}, "THREAD_SIZE_INVALID"),
         (shaft(), "%CYLINDER", {"size": "M8", "length": 30}, "THREAD_TOO_LONG"),
         (shaft(), "%CYLINDER", {"size": "M8", "length": 1}, "PARAMETER_OUT_OF_RANGE"),
-        (shaft(4, 300), "%CYLINDER", {"size": "M8"}, "THREAD_TOO_LONG"),  # 240 turns
+        (shaft(4, 130), "%CYLINDER", {"size": "M8"}, "THREAD_TOO_LONG"),  # 104 turns
         ([node("c", BOX, length=v(20), width=v(20), height=v(20))], "%CYLINDER", {"size": "M8"},
          "SELECTION_EMPTY"),
     ],

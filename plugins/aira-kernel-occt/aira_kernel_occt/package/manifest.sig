@@ -4,5 +4,5 @@
   "context": "aira.capability-package.v1",
   "publisher": "aira-first-party",
   "keyId": "e81c20c98175665f",
-  "signature": "CRbuvBhfLZ5sbA/EuD4siIe1wRhRjXwaSw0H7/WlxJPmtOYAlz9vRTlqkp18tNQrRzoPs23rd/vHc6fxTVchDg=="
+  "signature": "Dkac+Daqaz3Nd1dJjTgKQy4JgqQxkdLVhGb7d9tu56fnPYJ8vlSZ2MqML5IEWxt98TOXb3dX/kzXevG5mooTBA=="
 }
