@@ -630,8 +630,7 @@ def _chamfer(a: Mapping[str, Any]) -> cq.Shape:
 def _shell(a: Mapping[str, Any]) -> cq.Shape:
     target: cq.Shape = a["target"]
     thickness = a["thickness"]
-    own = [f for f in a["faces"] if isinstance(f, cq.Face)]
-    own = [f for f in own if any(f.isSame(g) for g in target.Faces())]
+    own = _own_faces(target, a["faces"])
     if not own:
         raise Failure(SELECTION_EMPTY, "none of the selected faces is a face of the target")
     solids = target.Solids()
@@ -682,18 +681,26 @@ def _xy(raw: Any, what: str) -> tuple[float, float]:
     return x, y
 
 
-def _hole(a: Mapping[str, Any]) -> cq.Shape:
-    target: cq.Shape = a["target"]
-    faces = [f for f in a["face"] if isinstance(f, cq.Face)]
-    own = [f for f in faces if any(f.isSame(g) for g in target.Faces())]
+def _own_faces(target: cq.Shape, selected: Iterable[Any]) -> list[cq.Face]:
+    """The selected entities that are faces of ``target``."""
+    faces = target.Faces()
+    return [f for f in selected if isinstance(f, cq.Face) and any(f.isSame(g) for g in faces)]
+
+
+def _one_face(target: cq.Shape, selected: Iterable[Any], needs: str) -> cq.Face:
+    """The one face of ``target`` a selection chose; ``needs`` says why one (for the
+    cardinality refusal)."""
+    own = _own_faces(target, selected)
     if not own:
         raise Failure(SELECTION_EMPTY, "the selected face is no face of the target")
     if len(own) != 1:
-        raise Failure(
-            SELECTION_CARDINALITY_MISMATCH,
-            f"a hole starts from exactly one face; the selector chose {len(own)}",
-        )
-    face = own[0]
+        raise Failure(SELECTION_CARDINALITY_MISMATCH, f"{needs}; the selector chose {len(own)}")
+    return own[0]
+
+
+def _hole(a: Mapping[str, Any]) -> cq.Shape:
+    target: cq.Shape = a["target"]
+    face = _one_face(target, a["face"], "a hole starts from exactly one face")
     if face.geomType() != "PLANE":
         raise Failure(
             HOLE_FACE_NOT_PLANAR, f"holes start from a planar face, not a {face.geomType()} one"
@@ -872,20 +879,12 @@ def _sleeve(bore: _Bore, thread: threads.Thread, z0: float, z1: float, grow: flo
 
 def _thread(a: Mapping[str, Any]) -> cq.Shape:
     target: cq.Shape = a["target"]
-    faces = [f for f in a["face"] if isinstance(f, cq.Face)]
-    own = [f for f in faces if any(f.isSame(g) for g in target.Faces())]
-    if not own:
-        raise Failure(SELECTION_EMPTY, "the selected face is no face of the target")
-    if len(own) != 1:
-        raise Failure(
-            SELECTION_CARDINALITY_MISMATCH,
-            f"a thread goes on exactly one cylindrical face; the selection chose {len(own)}",
-        )
+    face = _one_face(target, a["face"], "a thread goes on exactly one cylindrical face")
     try:
         thread = threads.parse(a["size"])
     except threads.ThreadError as exc:
         raise Failure(exc.code, exc.message) from None
-    bore = _bore(own[0])
+    bore = _bore(face)
     kind = "internal" if bore.internal else "external"
     lo, hi = thread.bore_range() if bore.internal else thread.shaft_range()
     if not lo <= 2 * bore.radius <= hi:
@@ -968,14 +967,16 @@ def _threaded(
     start = bore.high if upper else bore.low
     inner = start - sign * length
     run = 1.5 * p  # past an open end: the groove's half-width (< P/2) and then some
-    ends = [start] + ([inner] if far_open and length >= bore.high - bore.low - 1e-9 else [])
+    # each open end the groove runs out of, and which way (local z) is out of the body there
+    ends = [(start, sign)]
+    if far_open and length >= bore.high - bore.low - 1e-9:
+        ends.append((inner, -sign))
     helix_a, helix_b = start + sign * run, (inner - sign * run) if len(ends) == 2 else inner
     z0, z1 = sorted((helix_a, helix_b))
     rG = bore.frame.rG
     grown, clear = [], []
     beyond = 0.0  # how far the body goes on past an open end (a chamfer): threaded too
-    for end in ends:
-        out = 1.0 if (end == bore.high) else -1.0
+    for end, out in ends:
         z_lo, z_hi = sorted((end - out * p, end + out * 3 * p))  # overlapping: one face
         grown.append(_sleeve(bore, thread, z_lo, z_hi, 0.0).transformShape(rG))
         c_lo, c_hi = sorted((end, end + out * 4 * p))
@@ -1537,10 +1538,10 @@ def _rounded_rectangle(a: Mapping[str, Any]) -> cq.Shape:
 def _face_input(a: Mapping[str, Any], name: str) -> cq.Face:
     face = a[name]
     if not isinstance(face, cq.Face):
-        if _faces(face):
+        if several := _faces(face):
             raise Failure(
                 KERNEL_INPUT_INVALID,
-                f"{name} is {len(_faces(face))} separate profiles (text): only extrude and "
+                f"{name} is {len(several)} separate profiles (text): only extrude and "
                 "pocket take several; this step takes one",
             )
         kind = face.ShapeType() if isinstance(face, cq.Shape) else type(face).__name__
@@ -1710,7 +1711,7 @@ def _text(a: Mapping[str, Any]) -> cq.Shape:
     built = StdPrs_BRepTextBuilder().Perform(
         font, NCollection_Utf8String(text), gp_Ax3(), halign, Graphic3d.Graphic3d_VTA_BOTTOM
     )
-    letters = [f for f in cq.Shape.cast(built).Faces()] if not built.IsNull() else []
+    letters = cq.Shape.cast(built).Faces() if not built.IsNull() else []
     if not letters:
         raise Failure(TEXT_INVALID, "the text draws nothing (only spaces?)")
     # overlapping contours (accents, some pairs) as one face each, as CadQuery's text does
@@ -1724,8 +1725,10 @@ def _text(a: Mapping[str, Any]) -> cq.Shape:
     if angle:
         local = local.rotate(cq.Vector(x, y, 0), cq.Vector(x, y, 1), angle)
     placed = local.transformShape(plane.rG)
-    out = [cq.Face(f.wrapped) for f in placed.Faces()]
-    out = [f if f.normalAt().dot(plane.zDir) > 0 else cq.Face(f.wrapped.Reversed()) for f in out]
+    out = [
+        f if f.normalAt().dot(plane.zDir) > 0 else cq.Face(f.wrapped.Reversed())
+        for f in placed.Faces()
+    ]
     return out[0] if len(out) == 1 else cq.Compound.makeCompound(out)
 
 
