@@ -5,11 +5,13 @@ one JSON object, sent once. The envelope's fields that only a program needs, or 
 another field, are left out:
 
 - ``requestId`` (the caller sent it) and ``budgets.consumed`` (the trace resource has it);
+- ``status`` when it is ``success``: the result is not an error and carries its data (every
+  other status, ``partial`` included, is stated, and a refusal starts with it);
 - ``null``, empty lists and empty objects (``effectsObserved: []``, ``terminal: null``);
 - a refusal's ``data.rejection`` (the first diagnostic's code) and ``completedPrefix`` (the
   trace resource), and ``data.nextOperation``, which becomes the first of ``nextActions``;
-- a model summary's block digests (for programs that cache pages) and its zero
-  ``…Omitted`` counts; its ``aliases`` table becomes ``handles``, the handles alone (a
+- a model summary's block digests (for programs that cache pages), its zero counts and
+  zero ``…Omitted`` counts; its ``aliases`` table becomes ``handles``, the handles alone (a
   model writes handles; the entity ids they stand for are for programs, in the resource);
 - ``data.planId`` (a model never sends it back: nothing takes a plan id);
 - a search's hits in their compact form (:mod:`aira_core.catalog.shown`, which the step
@@ -17,7 +19,9 @@ another field, are left out:
 - a failed step's ``data.stepSchema`` (its input schema) beside its ``stepSignature``, the
   same inputs in one line (``catalog_describe`` gives the schema);
 - ``observedRevision`` when ``data.rev`` (or the summary's ``rev``) already says it, a
-  diagnostic's ``severity`` when it is ``error``;
+  diagnostic's ``severity`` when it is ``error``, and the effect ``commit:task/…`` beside
+  ``data.state: committed`` (a task commits to its own branch only; ``publish:main`` stays);
+- a number's trailing ``.0`` (``30.0`` is ``30``: the same value, shorter);
 - ``artifacts``: the exports of one part are one URI template and its formats
   (``{"uriTemplate": "aira://tasks/…/part.{format}", "formats": ["step", …]}``);
 - ``nextActions`` name tools, not meta-operations (``model_commit``, not ``model.commit``):
@@ -91,7 +95,7 @@ def _artifacts(artifacts: list[Any]) -> Any:
 
 def compact(wire: Mapping[str, Any]) -> dict[str, Any]:
     """The compact form of an envelope's wire form (see the module's docstring)."""
-    out: dict[str, Any] = {"status": wire.get("status")}
+    out: dict[str, Any] = {} if wire.get("status") == "success" else {"status": wire.get("status")}
     diagnostics = [_diagnostic(d) for d in wire.get("diagnostics") or []]
     if diagnostics:
         out["diagnostics"] = diagnostics
@@ -111,6 +115,8 @@ def compact(wire: Mapping[str, Any]) -> dict[str, Any]:
             for k, v in summary.items()
             if k not in ("blocks", "aliases") and not (k.endswith("Omitted") and v == 0)
         }
+        if isinstance(summary.get("counts"), Mapping):
+            data["summary"]["counts"] = {k: n for k, n in summary["counts"].items() if n != 0}
         if isinstance(summary.get("aliases"), Mapping):
             data["summary"]["handles"] = list(summary["aliases"])
     if data:
@@ -119,9 +125,13 @@ def compact(wire: Mapping[str, Any]) -> dict[str, Any]:
     summary_rev = data["summary"].get("rev") if isinstance(data.get("summary"), Mapping) else None
     if observed and observed not in (data.get("rev"), summary_rev):
         out["observedRevision"] = observed
-    for key in ("effectsObserved", "certificateSummary"):
-        if _present(wire.get(key)):
-            out[key] = wire[key]
+    effects = list(wire.get("effectsObserved") or [])
+    if data.get("state") == "committed":
+        effects = [e for e in effects if not str(e).startswith("commit:task/")]
+    if effects:
+        out["effectsObserved"] = effects
+    if _present(wire.get("certificateSummary")):
+        out["certificateSummary"] = wire["certificateSummary"]
     artifacts = _artifacts(wire.get("artifacts") or [])
     if artifacts:
         out["artifacts"] = artifacts
@@ -131,4 +141,15 @@ def compact(wire: Mapping[str, Any]) -> dict[str, Any]:
     actions = _actions(wire)
     if actions:
         out["nextActions"] = actions
-    return out
+    return _short_numbers(out)
+
+
+def _short_numbers(value: Any) -> Any:
+    """Integral floats as integers (``30.0`` → ``30``); booleans and everything else as is."""
+    if isinstance(value, float) and value.is_integer() and abs(value) < 2**53:
+        return int(value)
+    if isinstance(value, Mapping):
+        return {k: _short_numbers(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_short_numbers(v) for v in value]
+    return value

@@ -71,6 +71,12 @@ def envelope(result: Any) -> dict[str, Any]:
     return value
 
 
+def status(shown: dict[str, Any]) -> str:
+    """A compact envelope's status: stated unless it is ``success``."""
+    assert shown.get("status") != "success", "success goes unsaid"
+    return str(shown.get("status", "success"))
+
+
 async def call(client: Any, name: str, **arguments: Any) -> Any:
     """A tool call's result, its one JSON object checked to be there."""
     result = await client.call_tool(name, arguments)

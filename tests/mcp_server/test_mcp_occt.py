@@ -18,7 +18,7 @@ import pytest
 
 from aira_core.step.runner import bundled_script
 
-from .conftest import call, codes, envelope, open_task
+from .conftest import call, codes, envelope, open_task, status
 
 pytest.importorskip("cadquery")
 pytestmark = pytest.mark.anyio
@@ -313,7 +313,7 @@ async def test_the_shared_corpus_over_stdio_has_the_runtimes_outcomes(tmp_path: 
                 e = envelope(r)
                 first = (e.get("nextActions") or [None])[0]
                 first = first["tool"] if isinstance(first, dict) else first
-                outcomes.append((e["status"], codes(r), e["data"].get("state"), first))
+                outcomes.append((status(e), codes(r), e["data"].get("state"), first))
             name = case["name"]
             if kind == "legal":
                 states = [s["state"] for s in steps]

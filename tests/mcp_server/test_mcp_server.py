@@ -25,7 +25,7 @@ from aira_core.mcp.tools import MODEL_APPLY, OPERATIONS, TASK_OPEN
 from aira_core.runtime.contract import load_corpus
 from aira_core.runtime.session import Task
 
-from .conftest import call, codes, envelope, open_task, state
+from .conftest import call, codes, envelope, open_task, state, status
 
 pytestmark = pytest.mark.anyio
 
@@ -134,7 +134,9 @@ async def test_a_whole_task_ends_in_a_committed_revision_and_is_read_back(
     await discover(client, task)
     committed = await commit_composite(client, task)
     rev = committed["data"]["rev"]
-    assert committed["status"] == "success" and "observedRevision" not in committed  # = rev
+    # success is unsaid; the revision observed is data.rev; the commit effect is data.state
+    assert "status" not in committed and "observedRevision" not in committed
+    assert "effectsObserved" not in committed and committed["data"]["state"] == "committed"
     assert repository.head(f"task/{task}") == rev and repository.head("main") == main_before
     assert committed["artifacts"] == {
         "uriTemplate": f"aira://tasks/{task}/part.{{format}}",
@@ -262,8 +264,8 @@ async def _mcp_outcomes(client: Any, steps: list[dict[str, Any]]) -> list[tuple[
         name = s["operation"].replace(".", "_")
         r = await call(client, name, task=task, **_arguments(steps, k))
         e = envelope(r)
-        assert r.is_error == (e["status"] in ("blocked", "failed", "stale"))
-        out.append((e["status"], codes(r), e["data"].get("state"), e.get("nextActions")))
+        assert r.is_error == (status(e) in ("blocked", "failed", "stale"))
+        out.append((status(e), codes(r), e["data"].get("state"), e.get("nextActions")))
     return out
 
 
@@ -461,7 +463,41 @@ async def test_a_server_the_user_allowed_to_publish_publishes(
         task = await open_task(client, capabilities=list(CAPS))
         published = await call(client, MODEL_APPLY, task=task, plan=plan_draft(), publish=True)
         assert not published.is_error, published.content[0].text
-        assert repository.head("main") == envelope(published)["data"]["rev"]
+        shown = envelope(published)
+        assert repository.head("main") == shown["data"]["rev"]
+        # the commit to the task's branch goes unsaid beside state committed; publishing not
+        assert shown["effectsObserved"] == ["publish:main"]
+
+
+def test_the_compact_form_leaves_out_only_what_repeats() -> None:
+    rev = "rev:sha256:" + "a" * 64
+    wire = {
+        "requestId": "req:1",
+        "observedRevision": rev,
+        "status": "success",
+        "data": {
+            "state": "committed",
+            "rev": rev,
+            "bodies": {"b:p": {"volume": 11681.914, "box": [-30.0, -2.5, 0.0, True]}},
+            "summary": {"rev": rev, "counts": {"parameters": 0, "nodes": 2}},
+        },
+        "effectsObserved": ["commit:task/mcp-1", "publish:main"],
+    }
+    shown = compact(wire)
+    assert shown == {
+        "data": {
+            "state": "committed",
+            "rev": rev,
+            "bodies": {"b:p": {"volume": 11681.914, "box": [-30, -2.5, 0, True]}},
+            "summary": {"rev": rev, "counts": {"nodes": 2}},
+        },
+        "effectsObserved": ["publish:main"],
+    }
+    assert all(type(n) is int for n in shown["data"]["bodies"]["b:p"]["box"][:3:2])
+    # any status but success is stated, and an effect without its commit state is kept
+    partial = compact({**wire, "status": "partial", "data": {"state": "proposed"}})
+    assert partial["status"] == "partial"
+    assert partial["effectsObserved"] == ["commit:task/mcp-1", "publish:main"]
 
 
 async def test_a_refusal_after_the_preview_names_the_plans_handles(
