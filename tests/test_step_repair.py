@@ -66,9 +66,9 @@ class Keeping(StepHost):
         super().__init__(*a, **kw)
         self.full: list[dict[str, Any]] = []
 
-    def _settle(self, capsule: Any, reply: Any, result: dict[str, Any]) -> None:
+    def _settle(self, capsule: Any, reply: Any, result: dict[str, Any], act: Any = None) -> None:
         self.full.append(result)
-        super()._settle(capsule, reply, result)
+        super()._settle(capsule, reply, result, act)
 
 
 def run(tmp_path: Path, decisions: list[dict[str, Any]], source: type = ScriptedSource) -> Any:

@@ -5,7 +5,9 @@ and its call id) and results (answering that call id). The log only grows, so ev
 prompt starts with the previous step's prompt byte for byte and the provider's prefix cache
 hits. It is bounded by the loop: before an
 entry goes in, the loop asks :meth:`RoundLog.would_fit`; when it would not, the round ends
-(compaction: a new capsule from the ledger, an empty log). Asked with a margin, it also says
+(compaction: a new capsule from the ledger, an empty log). A round also ends when a fold
+pays (:mod:`aira_core.step.fold`): the new round's log is this one with its stale results in
+short form (:meth:`RoundLog.folded`). Asked with a margin, it also says
 when to warn the model first (``host.windowFull``, added to the result before it is
 rendered), so it can write its note; :meth:`RoundLog.window_full` asks the same of the log
 as it stands.
@@ -13,6 +15,7 @@ as it stands.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -107,6 +110,18 @@ class RoundLog:
         """True when less than ``margin_tokens`` of B are left after capsule and log: the
         next step would likely not fit, so the result should say ``host.windowFull``."""
         return capsule.tokens + self.tokens > tier.budget - margin_tokens
+
+    def folded(self, texts: Mapping[int, str]) -> RoundLog:
+        """A new log of the same entries, those at the indices of ``texts`` holding those
+        texts instead (a fold: :mod:`aira_core.step.fold`)."""
+        log = RoundLog()
+        for i, entry in enumerate(self._entries):
+            if i in texts and isinstance(entry, ResultEntry):
+                entry = ResultEntry(call_id=entry.call_id, text=texts[i])
+            elif i in texts:  # a decision keeps its call id and the model's reasoning
+                entry = dataclasses.replace(entry, text=texts[i])
+            log.append(entry)
+        return log
 
     def __len__(self) -> int:
         return len(self._entries)

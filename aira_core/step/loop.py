@@ -9,6 +9,11 @@ it is rendered into the log) so the model reads it and writes its note; the next
 capsule is rebuilt from the ledger and that note. Nothing else carries over: that is the
 price of a hard bound, paid once per round.
 
+Folds (:mod:`aira_core.step.fold`): after a commit, when the results a commit settled would
+shrink the log by at least :data:`FOLD_MIN_TOKENS` and :data:`FOLD_SHARE` of it, a new round
+starts whose log is this one with those results in short form, the decisions verbatim: the
+model re-derives nothing, and every later prompt is that much shorter.
+
 Acts and what runs them:
 
 - ``read`` → ``model.read`` (a page, or the summary); ``pin`` keeps pages in the capsule;
@@ -76,6 +81,7 @@ from aira_core.step.capsule import (
     CapsuleOverBudget,
     build_capsule,
 )
+from aira_core.step.fold import Shown, capability_id, fold, stated_grammars, used_by
 from aira_core.step.ledger import Ledger, to_text, utf8_size
 from aira_core.step.log import RoundLog
 from aira_core.step.tiers import TaskBudgets, Tier, host_tokens, tokens_of_bytes
@@ -83,6 +89,10 @@ from aira_core.step.trajectory import TrajectoryWriter
 
 WINDOW_MARGIN = 2_000
 """Tokens kept free in a round for the next decision and result: below it, windowFull."""
+FOLD_MIN_TOKENS = 2_000
+FOLD_SHARE = 0.3
+"""A fold starts a new round when stale results are at least this many tokens and this share
+of the round's log: what it saves on every later prompt outweighs the prompt it sends cold."""
 INTERFACE = "aira.step/1"
 RUN_ALREADY_ENDED = "RUN_ALREADY_ENDED"
 RUN_RESUME_MISMATCH = "RUN_RESUME_MISMATCH"
@@ -160,6 +170,13 @@ class StepHost:
         self.refusals: list[Diagnostic] = []
         """Exports the guard refused (``GUARD_BLOCKED``, ``GUARD_APPROVAL_REQUIRED``)."""
         self.log = RoundLog()
+        self.shown: list[Shown] = []
+        """The round log's results, for a fold (:mod:`aira_core.step.fold`)."""
+        self.used: dict[str, int] = {}
+        """The ordinal of the last commit that used each capability."""
+        self.folds = 0
+        self.folded_at = 0  # the commits when a fold was last weighed
+        self.log_holds_last = False  # a folded log ends with the last result
         self.capsule: Capsule | None = None
         self.round_schema: dict[str, Any] | None = None
         """The decision schema the round's requests carry (see :meth:`_schema`)."""
@@ -214,7 +231,7 @@ class StepHost:
             index=self._index(),
             summary=summary,
             schema_pages=self.schema_pages,
-            last_result=self.last_result,
+            last_result=None if self.log_holds_last else self.last_result,
             log_bytes=self.log.bytes,
             step=self.step,
         )
@@ -471,7 +488,7 @@ class StepHost:
             executed = time.perf_counter()
             # Settled before the record is written: a windowFull the result gains is what the
             # model reads next and what the trajectory keeps.
-            self._settle(capsule, reply, result)
+            self._settle(capsule, reply, result, decision)
             record = self._record(
                 reply,
                 decision,
@@ -504,6 +521,7 @@ class StepHost:
             "head": self.task.head,
             "steps": self.step,
             "rounds": self.round + 1,
+            "folds": self.folds,
             "maxPromptTokens": self.max_prompt,
             "inputTokens": self.input_tokens,
             "outputTokens": self.output_tokens,
@@ -545,7 +563,9 @@ class StepHost:
             records=records,
         )
 
-    def _settle(self, capsule: Capsule, reply: StepReply, result: dict[str, Any]) -> None:
+    def _settle(
+        self, capsule: Capsule, reply: StepReply, result: dict[str, Any], act: Any = None
+    ) -> None:
         """Settle the round after a step (spec 003 §4.5): the decision and result go into the
         log only when capsule + log + both entries stay within B, metered as the log will
         hold them; otherwise, or when the model was told the window is full and has had its
@@ -584,6 +604,38 @@ class StepHost:
             self.window_full_told = True
         self.log.append(decision)
         self.log.append(RoundLog.result(reply.call_id, rendered))
+        commits = len(self.ledger.commits)
+        self.shown.append(
+            Shown(len(self.log) - 1, act, result, rendered, commits, decision_text=decision.text)
+        )
+        if commits > self.folded_at and not self.window_full_told:
+            self.folded_at = commits
+            self._fold()
+
+    def _fold(self) -> None:
+        """Start a new round from this one's log with its stale results in short form, when
+        that saves at least :data:`FOLD_MIN_TOKENS` and :data:`FOLD_SHARE` of the log."""
+        texts = fold(self.shown, commits=len(self.ledger.commits), used=self.used, render=_text)
+        entries = self.log.entries
+        saved = sum(utf8_size(entries[i].text) - utf8_size(t) for i, (_, t) in texts.items())
+        if tokens_of_bytes(saved) < FOLD_MIN_TOKENS or saved < FOLD_SHARE * self.log.bytes:
+            return
+        log = self.log.folded({i: t for i, (_, t) in texts.items()})
+        shown = []
+        for s in self.shown:
+            if s.index in texts:
+                result, text = texts[s.index]
+                s = dataclasses.replace(s, result=result, text=text)
+            if s.index - 1 in texts:
+                s = dataclasses.replace(
+                    s, decision_text=texts[s.index - 1][1], decision_settled=True
+                )
+            shown.append(s)
+        self._end_round()
+        self.folds += 1
+        self.log, self.shown, self.log_holds_last = log, shown, True
+        # the grammars the folded log still states; a describe states the others again
+        self.grammars_stated = set().union(*(stated_grammars(s.result) for s in shown))
 
     def _schema(self, aliases: dict[str, list[str]]) -> dict[str, Any]:
         """The decision schema of the round: made at its first step and the same bytes for
@@ -603,6 +655,7 @@ class StepHost:
         self.round += 1
         self.round_schema = None
         self.log = RoundLog()
+        self.shown, self.log_holds_last = [], False
         self.grammars_stated = set()  # the new round's log holds none of them
         self.window_full_told = False
         self.capsule = None
@@ -868,6 +921,8 @@ class StepHost:
                 first.code if first else envelope.status.upper(),
                 first.message if first else envelope.status,
             )
+        # a query's contract is settled by the commit after its use
+        self.used[capability_id(envelope.data["query"])] = len(self.ledger.commits) + 1
         return {
             "status": "ok",
             "act": "inspect",
@@ -992,6 +1047,8 @@ class StepHost:
         head = self.seen_head = self.task.head
         self.pending = set()
         self.ledger.committed(head, d.summary, step=self.step)
+        for cap in used_by(plan):
+            self.used[cap] = len(self.ledger.commits)
         refreshed = self.ledger.refresh(head, self._fetch, step=self.step)
         return {
             "status": "ok",

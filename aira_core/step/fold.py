@@ -1,0 +1,175 @@
+"""Folding a round: which results of the round log are stale, and their short forms.
+
+A round's log only grows, so that every prompt starts with the one before it and the
+provider's prefix cache hits (spec 003 §6.6). But much of a long round's log is settled
+work: hit lists already acted on, reads of a head that is gone, refusals a commit resolved.
+A fold starts a new round whose log is the old one with each stale result replaced by its
+short form. The decisions stay verbatim, with the model's reasoning, so the model keeps its
+own account of the task and re-derives nothing (unlike a compaction, which leaves it its
+note); what it may still name stays in the short forms (hit ids, revisions, codes).
+
+A result is stale once a later commit moved the head: a search's hits were acted on (their
+ids stay), a read or an inspect showed an older head, a plan's or a repair's result or a
+refusal was settled by the commit. So is a plan decision: what it built is in the revision
+(the capsule's summary, a read), and its short form keeps the model's summary of it and
+its reasoning. An L2 contract is stale only once a later commit used its capability, in a
+step or an assertion, or followed an inspect that used it (spec 003 N2: released after
+successful use); its signature stays in the capsule's index, and a lookup shows the
+contract again. A contract that states a shared grammar in full is kept while a text that
+is kept refers to that grammar. Other decisions stay verbatim.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["FOLDED", "Shown", "capability_id", "fold", "stated_grammars", "used_by"]
+
+FOLDED = "folded"
+"""The key that marks a short form, so the model knows it is reading one."""
+_SMALL_ACTS = frozenset({"done", "abstain", "note", "pin", "stage"})
+_GRAMMAR_REF = re.compile(r"grammar:([A-Za-z0-9_.-]+)")
+
+
+@dataclass(frozen=True)
+class Shown:
+    """A result the round log holds: where (its entry index), the decision it answers, the
+    result as the host made it, its text in the log, and how many commits the task had
+    when it was shown."""
+
+    index: int
+    decision: Any
+    result: Mapping[str, Any]
+    text: str
+    commits: int
+    decision_text: str = ""
+    """The decision's text in the log (its entry is ``index - 1``)."""
+    decision_settled: bool = False
+    """The decision is in short form already."""
+
+
+def capability_id(ref: str) -> str:
+    """``cap:<name>@<major>`` of a capability reference (``cap:`` optional, a full version
+    allowed, as a validator reference may be written)."""
+    name, _, version = ref.removeprefix("cap:").partition("@")
+    return f"cap:{name}@{version.split('.')[0]}"
+
+
+def used_by(plan: Mapping[str, Any]) -> set[str]:
+    """The capabilities a plan uses: its steps' and its assertions' validators."""
+    out = set()
+    for key, field in (("steps", "capability"), ("acceptanceAssertions", "validatorRef")):
+        items = plan.get(key)
+        for item in items if isinstance(items, list) else []:
+            if isinstance(item, Mapping) and isinstance(item.get(field), str):
+                out.add(capability_id(item[field]))
+    return out
+
+
+def _short_decision(decision: Any) -> dict[str, Any] | None:
+    """A settled plan decision's short form (None: the decision stays verbatim)."""
+    if getattr(decision, "act", None) != "plan":
+        return None
+    out: dict[str, Any] = {"act": "plan"}
+    if getattr(decision, "summary", None):
+        out["summary"] = decision.summary
+    out[FOLDED] = "a commit since settled it: its steps are in the model (read them)"
+    return out
+
+
+def stated_grammars(result: Any) -> set[str]:
+    """The shared grammars a result states in full (``data.grammars`` of a describe, in a
+    batch's parts too)."""
+    out: set[str] = set()
+    if not isinstance(result, Mapping):
+        return out
+    data = result.get("data")
+    if isinstance(data, Mapping) and isinstance(data.get("grammars"), Mapping):
+        out |= set(data["grammars"])
+    for part in result.get("results") or []:
+        out |= stated_grammars(part)
+    return out
+
+
+def _short(
+    decision: Any,
+    result: Mapping[str, Any],
+    shown_at: int,
+    used: Mapping[str, int],
+    keep: set[str],
+) -> Mapping[str, Any]:
+    """The result's short form, or the result itself when it is not stale."""
+    if FOLDED in result:
+        return result  # a short form already
+    act = getattr(decision, "act", None)
+    if act == "batch" and isinstance(result.get("results"), list):
+        parts = [
+            _short(d, r, shown_at, used, keep)
+            for d, r in zip(decision.acts, result["results"], strict=False)
+        ]
+        if all(p is r for p, r in zip(parts, result["results"], strict=False)):
+            return result
+        return {**result, "results": parts + result["results"][len(parts) :]}
+    if act in _SMALL_ACTS or not isinstance(result, Mapping):
+        return result
+    capability = getattr(decision, "capability", None)
+    if act == "lookup" and capability and result.get("status") == "ok":
+        if used.get(capability, 0) <= shown_at or stated_grammars(result) & keep:
+            return result
+        return {
+            "status": "ok",
+            "act": "lookup",
+            "capability": capability,
+            FOLDED: "used in a commit since: its signature is in the index, a lookup shows it",
+        }
+    out = {k: result[k] for k in ("status", "act", "code", "rev", "failedStep") if k in result}
+    data = result.get("data")
+    if act == "lookup" and isinstance(data, Mapping) and isinstance(data.get("hits"), list):
+        out["hits"] = [h.get("capabilityId") for h in data["hits"] if isinstance(h, Mapping)]
+    if act == "inspect" and "query" in result:
+        out["query"] = result["query"]
+    out[FOLDED] = "a commit since settled it"
+    return out
+
+
+def fold(
+    shown: Iterable[Shown], *, commits: int, used: Mapping[str, int], render: Any
+) -> dict[int, tuple[Mapping[str, Any] | None, str]]:
+    """The short forms of the stale entries of a round log whose results are ``shown``
+    (every result of the log), by entry index: a result's short form and its text
+    (``render``: value → log text), or a decision's (``None``, text); only those shorter
+    than what they replace. ``commits`` is the task's commit count now, ``used`` the
+    ordinal of the commit after which each capability's use was settled."""
+    shown = list(shown)
+    keep: set[str] = set()
+    while True:
+        out: dict[int, tuple[Mapping[str, Any] | None, str]] = {}
+        kept: list[str] = []
+        for s in shown:
+            stale = s.commits < commits
+            short = _short(s.decision, s.result, s.commits, used, keep) if stale else s.result
+            text = render(short) if short is not s.result else s.text
+            if len(text) < len(s.text):
+                out[s.index] = (short, text)
+            else:
+                kept.append(s.text)
+            brief = _short_decision(s.decision) if stale and not s.decision_settled else None
+            if brief is not None and len(render(brief)) < len(s.decision_text):
+                out[s.index - 1] = (None, render(brief))
+            else:
+                kept.append(s.decision_text)
+        # A grammar a text that stays refers to must stay stated by one that stays.
+        referred = {g for text in kept for g in _GRAMMAR_REF.findall(text)}
+        lost = {
+            g
+            for s in shown
+            if s.index in out
+            for g in stated_grammars(s.result)
+            if g in referred and g not in keep
+        }
+        if not lost:
+            return out
+        keep |= lost
