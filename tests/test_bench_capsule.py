@@ -129,6 +129,7 @@ def test_prefix_shares_of_same_and_changed_prompts() -> None:
     # over the task, the first prompt and each round's first count, as a bill sees them
     assert rounds["weightedCacheHitShare"] == 1.0
     assert rounds["taskCacheHitShare"] == round(512 / (3 * 512), 4)
+    assert (rounds["hitTokens"], rounds["missTokens"]) == (512, 2 * 512)
 
 
 def test_bench_capsule_prints_both_baselines_and_the_cache_figures(occt: Any, aira: Any) -> None:

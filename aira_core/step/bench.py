@@ -113,6 +113,9 @@ def prefix_stability(prompts: Sequence[str], rounds: Sequence[int]) -> dict[str,
         if in_rounds
         else None,
         "taskCacheHitShare": round(sum(cached) / sum(tokens), 4) if sum(tokens) else None,
+        # the whole task's input as a bill sees it: tokens a prefix cache serves, and the rest
+        "hitTokens": sum(cached),
+        "missTokens": sum(tokens) - sum(cached),
         "rounds": [{"round": r, **means(found)} for r, found in pairs.items()],
     }
 
