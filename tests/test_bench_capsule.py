@@ -175,6 +175,10 @@ def test_the_spend_adds_up_to_the_input_and_names_its_parts(bracket: Any) -> Non
     assert report["inputTokens"] <= sum(parts) <= report["inputTokens"] + len(parts)
     assert "plan decision" in spend["log"] and "lookup (search) result" in spend["log"]
     assert any(k.startswith("batch of lookup (L2)") for k in spend["log"])
+    # the bracket folds after its first commit: every entry of a folded log is still the
+    # step its call id names, none a guess
+    assert report["perStep"][-1]["round"] > 0
+    assert not [k for k in spend["log"] if k.startswith("?")]
     # a capsule the host did not build is one lump, not a guess
     assert bench._capsule_segments("no headers here") == {"capsule": 15}
 

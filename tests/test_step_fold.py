@@ -9,12 +9,21 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+import pytest
 from runtime_factory import make_runtime
 from test_step_loop import GOOD, INTENT, Recording, script
 
 from aira_core.extensions import DecisionEntry, ResultEntry
 from aira_core.runtime.contract import TerminalState
-from aira_core.step.fold import FOLDED, Shown, capability_id, fold, used_by
+from aira_core.step import loop
+from aira_core.step.fold import (
+    FOLDED,
+    SUMMARY_IN_CAPSULE,
+    Shown,
+    capability_id,
+    fold,
+    used_by,
+)
 from aira_core.step.log import RoundLog
 from aira_core.step.loop import StepHost
 from aira_core.step.tiers import TIERS
@@ -130,7 +139,25 @@ def test_a_folded_log_keeps_every_call_id_and_the_models_reasoning() -> None:
 LONG = [*GOOD[:-1], {"act": "lookup", "query": "a second look after the commit"}, GOOD[-1]]
 
 
-def test_the_host_folds_after_a_commit_and_the_task_ends_the_same(tmp_path: Path) -> None:
+@pytest.fixture
+def small_folds(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Folds at the test package's scale: its contracts and hits are a few hundred tokens."""
+    monkeypatch.setattr(loop, "FOLD_MIN_TOKENS", 200)
+
+
+def test_a_short_task_keeps_one_round(tmp_path: Path) -> None:
+    ctx, kernel, _ = make_runtime(tmp_path)
+    h = StepHost(
+        ctx, kernel, Recording(script(LONG)), task_id="t1", intent=INTENT, tier=TIERS["T128"]
+    )
+    outcome = h.run()
+    # what the commit settled is under FOLD_MIN_TOKENS: a fold would not pay for its cold prompt
+    assert outcome.terminal is TerminalState.COMPLETED and outcome.rounds == 1 and h.folds == 0
+
+
+def test_the_host_folds_after_a_commit_and_the_task_ends_the_same(
+    tmp_path: Path, small_folds: None
+) -> None:
     ctx, kernel, _ = make_runtime(tmp_path)
     source = Recording(script(LONG))
     h = StepHost(ctx, kernel, source, task_id="t1", intent=INTENT, tier=TIERS["T128"])
@@ -152,12 +179,16 @@ def test_the_host_folds_after_a_commit_and_the_task_ends_the_same(tmp_path: Path
     grown = sum(len(e.text) for e in before.log) + len(after.log[-1].text)
     assert sum(len(e.text) for e in after.log) < grown
     assert all(r["promptTokens"] <= r["budgetTokens"] for r in end)
-    # the new round's capsule does not repeat the last result its log ends with
+    # the new round's capsule does not repeat the last result its log ends with, and that
+    # commit's result does not repeat the head summary the capsule shows
     assert "# 8 lastResult\n" in after.capsule
     assert after.log[-1].text not in after.capsule
+    last = json.loads(after.log[-1].text)
+    assert last["act"] == "plan" and last["summary"] == SUMMARY_IN_CAPSULE
+    assert last["rev"] == end[plan_step]["result"]["rev"]
 
 
-def test_a_fold_replays_to_the_same_capsules_and_head(tmp_path: Path) -> None:
+def test_a_fold_replays_to_the_same_capsules_and_head(tmp_path: Path, small_folds: None) -> None:
     def once(where: Path) -> Any:
         ctx, kernel, _ = make_runtime(where)
         source = Recording(script(LONG))

@@ -162,11 +162,51 @@ def referenced(prop: Any, grammars: Mapping[str, Grammar]) -> tuple[Any, Grammar
     return prop, None
 
 
+_CONTRACT_DROPPED = frozenset(
+    {"profileVersion", "operationRef", "queryRef", "contractHash", "inputTypes", "execution"}
+)
+
+
+def compact_contract(contract: Mapping[str, Any]) -> dict[str, Any]:
+    """An L2 contract as a model is shown it: what it writes a step by and what can go
+    wrong, without what repeats the id (the profile version, the operation or query ref),
+    what its input schema's types say again (``inputTypes``), what only programs use (the
+    hash, the execution classes, the schema's ``$schema`` and ``title``, an output schema
+    that says no more than its types), the kernel's own failure codes (``KERNEL_*``, the
+    same for every operation), empty fields, and a risk, purity or cost that is the usual
+    one (low and reversible, pure, interactive)."""
+    out: dict[str, Any] = {}
+    for key, value in contract.items():
+        if key in _CONTRACT_DROPPED or value in (None, [], {}):
+            continue
+        if key == "inputSchema" and isinstance(value, Mapping):
+            value = {k: v for k, v in value.items() if k not in ("$schema", "title")}
+        elif key == "outputSchema" and isinstance(value, Mapping):
+            if set(value) <= {"type", "title"}:
+                continue
+        elif key == "diagnostics" and isinstance(value, list):
+            value = [c for c in value if not str(c).startswith("KERNEL_")]
+        elif key == "applicability" and isinstance(value, Mapping):
+            value = {k: v for k, v in value.items() if v not in (None, [], {})}
+        elif key == "risk" and isinstance(value, Mapping):
+            if value.get("level") == "low" and not value.get("destructive"):
+                continue
+        elif key == "purity" and value == "pure":
+            continue
+        if value not in (None, [], {}):
+            out[key] = value
+    cost = (contract.get("execution") or {}).get("costClass")
+    if cost not in (None, "interactive"):
+        out["costClass"] = cost
+    return out
+
+
 def compact_contracts(
     data: Mapping[str, Any], grammars: Mapping[str, Grammar], stated: set[str]
 ) -> dict[str, Any]:
-    """A describe's data (``contract``, or ``contracts``: id → entry holding ``contract``)
-    with every shared grammar its input properties use referenced (:func:`referenced`).
+    """A describe's data (``contract``, or ``contracts``: id → entry holding ``contract``),
+    each contract in its compact form (:func:`compact_contract`), with every shared grammar
+    its input properties use referenced (:func:`referenced`).
     A grammar not in ``stated`` yet is stated in full in ``grammars`` of this data and added
     to ``stated`` (the caller keeps that set for as long as the model keeps what it read)."""
     new: dict[str, Any] = {}
@@ -176,6 +216,8 @@ def compact_contracts(
         schema = contract.get("inputSchema") if isinstance(contract, Mapping) else None
         props = schema.get("properties") if isinstance(schema, Mapping) else None
         if not isinstance(props, Mapping):
+            if isinstance(contract, Mapping):
+                return {**entry, "contract": compact_contract(contract)}
             return entry
         out = {}
         for name, prop in props.items():
@@ -184,7 +226,7 @@ def compact_contracts(
                 stated.add(grammar.name)
                 new[grammar.name] = grammar.schema
         schema = {**schema, "properties": out}
-        return {**entry, "contract": {**contract, "inputSchema": schema}}
+        return {**entry, "contract": compact_contract({**contract, "inputSchema": schema})}
 
     if isinstance(data.get("contracts"), Mapping):
         result = {**data, "contracts": {cap: compact(e) for cap, e in data["contracts"].items()}}

@@ -42,6 +42,7 @@ from typing import Any
 
 from aira_core.catalog.shown import compact_search
 from aira_core.mcp.tools import tool_name
+from aira_core.model.blocks import shown_summary
 
 _DROPPED_DATA = frozenset({"completedPrefix", "nextOperation", "planId"})
 _ALWAYS = frozenset({"interface_manifest", "catalog_search", "catalog_describe", "model_read"})
@@ -108,17 +109,8 @@ def compact(wire: Mapping[str, Any]) -> dict[str, Any]:
         data.pop("rejection")
     if "stepSignature" in data:
         data.pop("stepSchema", None)  # the failed step's one-line signature says it
-    summary = data.get("summary")
-    if isinstance(summary, Mapping):
-        data["summary"] = {
-            k: v
-            for k, v in summary.items()
-            if k not in ("blocks", "aliases") and not (k.endswith("Omitted") and v == 0)
-        }
-        if isinstance(summary.get("counts"), Mapping):
-            data["summary"]["counts"] = {k: n for k, n in summary["counts"].items() if n != 0}
-        if isinstance(summary.get("aliases"), Mapping):
-            data["summary"]["handles"] = list(summary["aliases"])
+    if isinstance(data.get("summary"), Mapping):
+        data["summary"] = shown_summary(data["summary"])
     if data:
         out["data"] = data
     observed = wire.get("observedRevision")

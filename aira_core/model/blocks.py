@@ -95,6 +95,23 @@ class Summary(WireModel):
     """Roots left out to stay within the bound (only on very large documents)."""
 
 
+def shown_summary(summary: Mapping[str, Any]) -> dict[str, Any]:
+    """A summary's wire form as a model is shown it (MCP results, and the step host's capsule
+    and results): without the block digests (for programs that cache pages), zero counts
+    and zero ``…Omitted`` counts, and with the ``aliases`` table as ``handles``, the handles
+    alone (a model writes handles; the entity ids they stand for are for programs)."""
+    out: dict[str, Any] = {
+        k: v
+        for k, v in summary.items()
+        if k not in ("blocks", "aliases") and not (k.endswith("Omitted") and v == 0)
+    }
+    if isinstance(summary.get("counts"), Mapping):
+        out["counts"] = {k: n for k, n in summary["counts"].items() if n != 0}
+    if isinstance(summary.get("aliases"), Mapping):
+        out["handles"] = list(summary["aliases"])
+    return out
+
+
 def summary(
     rev: str,
     document: AmirDocument,

@@ -152,8 +152,8 @@ def input_spend(
 ) -> dict[str, Any]:
     """Where the task's input goes, in host tokens summed over every step's prompt: per
     capsule segment, and per kind of round-log entry (the decision or the result of each
-    kind of act). A round's log holds two entries per earlier step of the round, in order, so
-    entry pair k of a step's log is the k-th step of its round."""
+    kind of act). An entry belongs to the step its call id names (``aira_s<step>``): a folded
+    round's log holds steps of the rounds before it."""
     from aira_core.step.log import render
 
     steps = _steps(records)
@@ -168,7 +168,9 @@ def input_spend(
         for name, size in _capsule_segments(request.capsule).items():
             capsule[name] = capsule.get(name, 0) + size
         for k, entry in enumerate(request.log):
-            made = by_step.get(first_of_round[r["round"]] + k // 2)
+            named = entry.call_id.removeprefix("aira_s")
+            at = int(named) if named.isdigit() else first_of_round[r["round"]] + k // 2
+            made = by_step.get(at)
             label = _act_label(made["decision"]) if made else "?"
             key = f"{label} {entry.kind}"
             log[key] = log.get(key, 0) + len(render(entry).encode("utf-8", "replace"))

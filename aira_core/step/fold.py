@@ -26,7 +26,17 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["FOLDED", "Shown", "capability_id", "fold", "stated_grammars", "used_by"]
+__all__ = [
+    "FOLDED",
+    "SUMMARY_IN_CAPSULE",
+    "Shown",
+    "capability_id",
+    "fold",
+    "stated_grammars",
+    "used_by",
+    "without_summary",
+]
+SUMMARY_IN_CAPSULE = "the head's summary is the capsule's (segment 5 summary)"
 
 FOLDED = "folded"
 """The key that marks a short form, so the model knows it is reading one."""
@@ -133,6 +143,14 @@ def _short(
         out["query"] = result["query"]
     out[FOLDED] = "a commit since settled it"
     return out
+
+
+def without_summary(result: Mapping[str, Any]) -> Mapping[str, Any]:
+    """A commit's result without the head summary the new round's capsule shows (the last
+    result a folded log ends with); any other result as it is."""
+    if result.get("act") != "plan" or not isinstance(result.get("summary"), Mapping):
+        return result
+    return {**result, "summary": SUMMARY_IN_CAPSULE}
 
 
 def fold(

@@ -71,6 +71,7 @@ from aira_core.integrations import (
     artifact_ref,
     phase_of,
 )
+from aira_core.model.blocks import shown_summary
 from aira_core.runtime.contract import CompletionAuthority, TerminalState
 from aira_core.runtime.plan import PlanContext
 from aira_core.runtime.session import Task, TaskProtocol
@@ -81,7 +82,14 @@ from aira_core.step.capsule import (
     CapsuleOverBudget,
     build_capsule,
 )
-from aira_core.step.fold import Shown, capability_id, fold, stated_grammars, used_by
+from aira_core.step.fold import (
+    Shown,
+    capability_id,
+    fold,
+    stated_grammars,
+    used_by,
+    without_summary,
+)
 from aira_core.step.ledger import Ledger, to_text, utf8_size
 from aira_core.step.log import RoundLog
 from aira_core.step.tiers import TaskBudgets, Tier, host_tokens, tokens_of_bytes
@@ -224,7 +232,7 @@ class StepHost:
 
     def _build_capsule(self) -> Capsule:
         self.seen_head = self.task.head
-        summary = self.ctx.repository.summary(self.seen_head).to_wire()
+        summary = shown_summary(self.ctx.repository.summary(self.seen_head).to_wire())
         capsule = build_capsule(
             self.ledger,
             self.tier,
@@ -594,7 +602,15 @@ class StepHost:
             decision_bytes + RoundLog.entry_bytes(RoundLog.result(reply.call_id, rendered))
         )
         self.largest_step = max(self.largest_step, step_tokens)
-        if not fits(rendered, max(WINDOW_MARGIN, self.largest_step * 5 // 4)):
+        margin = max(WINDOW_MARGIN, self.largest_step * 5 // 4)
+        commits = len(self.ledger.commits)
+        step = Shown(len(self.log) + 1, act, result, rendered, commits, decision_text=decision.text)
+        if commits > self.folded_at and fits(rendered):
+            # A commit settled earlier entries: fold before the window is judged full.
+            self.folded_at = commits
+            if self._fold(capsule, decision, step, margin):
+                return
+        if not fits(rendered, margin):
             told = {**result, "host": {**result.get("host", {}), "windowFull": True}}
             rendered = _text(told)
             if not fits(rendered):
@@ -604,25 +620,32 @@ class StepHost:
             self.window_full_told = True
         self.log.append(decision)
         self.log.append(RoundLog.result(reply.call_id, rendered))
-        commits = len(self.ledger.commits)
-        self.shown.append(
-            Shown(len(self.log) - 1, act, result, rendered, commits, decision_text=decision.text)
-        )
-        if commits > self.folded_at and not self.window_full_told:
-            self.folded_at = commits
-            self._fold()
+        self.shown.append(dataclasses.replace(step, text=rendered, result=result))
 
-    def _fold(self) -> None:
-        """Start a new round from this one's log with its stale results in short form, when
-        that saves at least :data:`FOLD_MIN_TOKENS` and :data:`FOLD_SHARE` of the log."""
-        texts = fold(self.shown, commits=len(self.ledger.commits), used=self.used, render=_text)
-        entries = self.log.entries
+    def _fold(self, capsule: Capsule, decision: Any, step: Shown, margin: int) -> bool:
+        """Start a new round from this one's log and ``step`` (its decision and result) with
+        the stale entries in short form, when that saves at least :data:`FOLD_MIN_TOKENS` and
+        :data:`FOLD_SHARE` of the log, and leaves the margin beside a capsule the size of
+        this one. False: nothing changed."""
+        whole = self.log.folded({})
+        whole.append(decision)
+        whole.append(RoundLog.result(decision.call_id, step.text))
+        every = [*self.shown, step]
+        texts = fold(every, commits=len(self.ledger.commits), used=self.used, render=_text)
+        entries = whole.entries
         saved = sum(utf8_size(entries[i].text) - utf8_size(t) for i, (_, t) in texts.items())
-        if tokens_of_bytes(saved) < FOLD_MIN_TOKENS or saved < FOLD_SHARE * self.log.bytes:
-            return
-        log = self.log.folded({i: t for i, (_, t) in texts.items()})
+        if tokens_of_bytes(saved) < FOLD_MIN_TOKENS or saved < FOLD_SHARE * whole.bytes:
+            return False
+        last = step
+        if last.index not in texts and without_summary(last.result) is not last.result:
+            # the new capsule shows this head's summary: the log need not repeat it
+            short = without_summary(last.result)
+            texts[last.index] = (short, _text(short))
+        log = whole.folded({i: t for i, (_, t) in texts.items()})
+        if not log.would_fit(capsule, 0, self.tier, margin):
+            return False  # the window is full all the same: the round ends as it would
         shown = []
-        for s in self.shown:
+        for s in every:
             if s.index in texts:
                 result, text = texts[s.index]
                 s = dataclasses.replace(s, result=result, text=text)
@@ -636,6 +659,7 @@ class StepHost:
         self.log, self.shown, self.log_holds_last = log, shown, True
         # the grammars the folded log still states; a describe states the others again
         self.grammars_stated = set().union(*(stated_grammars(s.result) for s in shown))
+        return True
 
     def _schema(self, aliases: dict[str, list[str]]) -> dict[str, Any]:
         """The decision schema of the round: made at its first step and the same bytes for
@@ -844,7 +868,10 @@ class StepHost:
                 first.message if first else envelope.status,
                 {"envelope": {k: wire[k] for k in ("status", "diagnostics", "data") if k in wire}},
             )
-        return {"status": "ok", "act": act, **extra, "data": wire.get("data", {})}
+        data = dict(wire.get("data", {}))
+        if isinstance(data.get("summary"), Mapping):  # as MCP shows a summary
+            data["summary"] = shown_summary(data["summary"])
+        return {"status": "ok", "act": act, **extra, "data": data}
 
     def _act_read(self, d: Any) -> dict[str, Any]:
         if not d.select:
@@ -1032,8 +1059,8 @@ class StepHost:
                 if envelope.status == "stale":
                     self.seen_head = self.task.head
                     summary = envelope.data.get("summary")
-                    if summary is not None:
-                        result["summary"] = summary
+                    if isinstance(summary, Mapping):
+                        result["summary"] = shown_summary(summary)
                 failed = (envelope.data or {}).get("failedStep")
                 if failed:
                     result["failedStep"] = failed
@@ -1056,7 +1083,7 @@ class StepHost:
             "rev": head,
             "changes": envelope.data,
             "pages": refreshed,
-            "summary": self.ctx.repository.summary(head).to_wire(),
+            "summary": shown_summary(self.ctx.repository.summary(head).to_wire()),
         }
 
     def _fetch(self, page: Any) -> tuple[str, str] | None:

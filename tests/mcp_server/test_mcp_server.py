@@ -802,3 +802,63 @@ async def test_a_kernel_crash_or_timeout_leaves_the_task_usable_and_its_revision
     assert not read.is_error and envelope(read)["data"]["summary"]["rev"] == rev
     release.set()
     assert repository.head(f"task/{task}") == rev and repository.head(f"task/{follow}") == rev
+
+
+def test_a_contract_and_a_summary_are_shown_without_what_repeats() -> None:
+    from aira_core.catalog.shown import compact_contract
+    from aira_core.model.blocks import shown_summary
+
+    contract = {
+        "capabilityId": "cap:exact.box@1",
+        "profileVersion": "1.0.0",
+        "operationRef": "exact.box@1.0.0",
+        "kind": "authoring.operation",
+        "inputSchema": {
+            "$schema": "https://json-schema.org/draft/2020-12/schema",
+            "title": "t",
+            "type": "object",
+            "properties": {"length": {"type": "number"}},
+        },
+        "inputTypes": ["Length"],
+        "outputSchema": {"type": "object", "title": "exact.box@1.0.0 output"},
+        "outputTypes": ["ExactSolid"],
+        "applicability": {"requiresRepresentation": [], "predicates": [{"id": "p"}]},
+        "purity": "pure",
+        "risk": {"level": "low", "destructive": False},
+        "execution": {"quality": ["preview"], "costClass": "interactive"},
+        "diagnostics": ["SOLID_INVALID", "KERNEL_TIMEOUT"],
+        "contractHash": "contract:sha256:" + "0" * 64,
+    }
+    assert compact_contract(contract) == {
+        "capabilityId": "cap:exact.box@1",
+        "kind": "authoring.operation",
+        "inputSchema": {"type": "object", "properties": {"length": {"type": "number"}}},
+        "outputTypes": ["ExactSolid"],
+        "applicability": {"predicates": [{"id": "p"}]},
+        "diagnostics": ["SOLID_INVALID"],
+    }
+    # the unusual is kept: a risky, impure, slow operation says so
+    unusual = compact_contract(
+        {
+            **contract,
+            "purity": "effectful",
+            "risk": {"level": "high", "destructive": True},
+            "execution": {"costClass": "batch"},
+        }
+    )
+    assert unusual["purity"] == "effectful" and unusual["risk"]["level"] == "high"
+    assert unusual["costClass"] == "batch"
+    summary = {
+        "rev": "rev:1",
+        "counts": {"parameters": 0, "bodies": 1},
+        "blocks": {"bodies": "block:sha256:" + "1" * 64},
+        "roots": {"bodies": {"b:p": "n:1"}, "nodes": ["n:1"]},
+        "aliases": {"b:p": "b123", "n:1": "n456"},
+        "aliasesOmitted": 0,
+    }
+    assert shown_summary(summary) == {
+        "rev": "rev:1",
+        "counts": {"bodies": 1},
+        "roots": {"bodies": {"b:p": "n:1"}, "nodes": ["n:1"]},
+        "handles": ["b:p", "n:1"],
+    }
