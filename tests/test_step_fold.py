@@ -197,3 +197,16 @@ def test_a_fold_replays_to_the_same_capsules_and_head(tmp_path: Path, small_fold
     a, b = once(tmp_path / "a"), once(tmp_path / "b")
     assert a.head == b.head and a.rounds == b.rounds > 1
     assert [r["capsuleHash"] for r in a.records] == [r["capsuleHash"] for r in b.records]
+
+
+def test_a_folded_round_still_shows_what_the_host_released(tmp_path: Path) -> None:
+    ctx, kernel, _ = make_runtime(tmp_path)
+    h = StepHost(
+        ctx, kernel, Recording(script(LONG)), task_id="t1", intent=INTENT, tier=TIERS["T32"]
+    )
+    h.last_result = {"status": "ok", "act": "read", "host": {"released": "page pg1 released"}}
+    assert h._last_shown() == h.last_result  # an ordinary round: the whole last result
+    h.log_holds_last = True  # a folded log ends with it: only what the host added since
+    assert h._last_shown() == {"host": {"released": "page pg1 released"}}
+    h.last_result = {"status": "ok", "act": "read"}
+    assert h._last_shown() is None

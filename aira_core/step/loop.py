@@ -239,7 +239,7 @@ class StepHost:
             index=self._index(),
             summary=summary,
             schema_pages=self.schema_pages,
-            last_result=None if self.log_holds_last else self.last_result,
+            last_result=self._last_shown(),
             log_bytes=self.log.bytes,
             step=self.step,
         )
@@ -248,6 +248,14 @@ class StepHost:
             cap: page for cap, page in self.schema_pages.items() if cap in capsule.schema_kinds
         }
         return capsule
+
+    def _last_shown(self) -> dict[str, Any] | None:
+        """The capsule's last result: none when a folded log ends with it, except what the
+        host added since (pages it released to fit the capsule)."""
+        if not self.log_holds_last:
+            return self.last_result
+        released = ((self.last_result or {}).get("host") or {}).get("released")
+        return {"host": {"released": released}} if released else None
 
     # -- resume ---------------------------------------------------------------------------------
 
