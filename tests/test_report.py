@@ -336,3 +336,20 @@ def test_a_run_writes_its_report_and_a_run_without_bodies_has_one_too(tmp_path: 
     assert ran.files["report"] == tmp_path / "out" / "report.html"
     assert "a 60 x 40 x 5 mm plate" in page and "The task made no plan." in page
     assert "the run wrote no display mesh" in page
+
+
+def test_a_new_round_is_marked_as_the_fold_or_the_compaction_it_was() -> None:
+    def step(n: int, round_: int, log_bytes: int) -> dict[str, Any]:
+        return {
+            "step": n,
+            "round": round_,
+            "logBytes": log_bytes,
+            "promptTokens": 1000,
+            "budgetTokens": 24000,
+            "decision": {"act": "read"},
+            "result": {"status": "ok"},
+        }
+
+    svg = chart([step(0, 0, 0), step(1, 0, 900), step(2, 1, 400), step(3, 2, 0)])
+    assert svg.count('class="round"') == 2
+    assert "round 1 · fold" in svg and "round 2 · compaction" in svg

@@ -30,7 +30,7 @@ def report_cmd(
 ) -> None:
     """Write a run's report: one HTML file, no network, that any browser opens offline
     (xdg-open / open FILE): the part in an isometric and three orthographic views, the steps
-    (prompt size against B, rounds and compactions), each plan with its diagnostics and
+    (prompt size against B, rounds, folds and compactions), each plan with its diagnostics and
     repair, the revisions with their assertions, tokens and cost. aira run and aira demo
     write it at the end of a run; this writes it again (RUN_DIR/report.html is replaced;
     an --out file that exists needs --force). A run without its display mesh has its head

@@ -1,6 +1,6 @@
 """Run reports: one self-contained HTML page per run (``report.html`` in the run's
 directory) showing the part (isometric and three orthographic views of the kernel's display
-mesh), the step timeline (prompt size against B, rounds and compactions), each plan with its
+mesh), the step timeline (prompt size against B, rounds, folds and compactions), each plan with its
 diagnostics and repair, the revisions with their assertions, and the tokens and cost.
 
 :func:`write_report` is what ``aira run``, ``aira demo`` and ``aira report RUN_DIR`` call;

@@ -96,7 +96,8 @@ def summary(run: RunData) -> dict[str, Any]:
         "head": end.get("head") or (steps[-1].get("head") if steps else None),
         "steps": len(steps),
         "rounds": len({s.get("round") for s in steps}),
-        "compactions": len(_compactions(steps)),
+        "compactions": sum(1 for i in _new_rounds(steps) if not _folded(steps[i])),
+        "folds": sum(1 for i in _new_rounds(steps) if _folded(steps[i])),
         "plans": sum(1 for s in steps if s["decision"].get("act") == "plan"),
         "revisions": len([r for r in run.revisions if r.step is not None]),
         "maxPromptTokens": max((_num(s.get("promptTokens")) for s in steps), default=0),
@@ -107,9 +108,15 @@ def summary(run: RunData) -> dict[str, Any]:
     }
 
 
-def _compactions(steps: Sequence[Mapping[str, Any]]) -> list[int]:
-    """The steps that start a new round: the log before them was compacted into the ledger."""
+def _new_rounds(steps: Sequence[Mapping[str, Any]]) -> list[int]:
+    """The steps that start a new round: after a compaction (the log before them went into
+    the ledger) or a fold (the log carried on, its settled entries in short form)."""
     return [i for i in range(1, len(steps)) if steps[i].get("round") != steps[i - 1].get("round")]
+
+
+def _folded(step: Mapping[str, Any]) -> bool:
+    """A round's first step after a fold: its log is not empty."""
+    return _num(step.get("logBytes")) > 0
 
 
 # -- the part ---------------------------------------------------------------------------------
@@ -144,8 +151,8 @@ def _views(run: RunData) -> str:
 
 
 def chart(steps: Sequence[Mapping[str, Any]]) -> str:
-    """Prompt tokens per step as bars against the budget B (a line), round boundaries and
-    compactions marked: an inline ``<svg>``."""
+    """Prompt tokens per step as bars against the budget B (a line), each new round marked
+    as a fold or a compaction: an inline ``<svg>``."""
     width, height, left, right, top, bottom = 1200, 300, 70, 20, 24, 44
     plot_w, plot_h = width - left - right, height - top - bottom
     n = max(len(steps), 1)
@@ -172,13 +179,14 @@ def chart(steps: Sequence[Mapping[str, Any]]) -> str:
             f'<text x="{left - 6}" y="{y(v) + 4:.1f}" text-anchor="end" fill="#55606e">'
             f"{_tokens(v)}</text>"
         )
-    for i in _compactions(steps):  # a new round: the log was compacted
+    for i in _new_rounds(steps):
         x = left + slot * i
+        how = "fold" if _folded(steps[i]) else "compaction"
         parts.append(
             f'<line class="round" x1="{x:.1f}" x2="{x:.1f}" y1="{top}" y2="{top + plot_h}" '
             f'stroke="{ROUND}" stroke-dasharray="5 4" stroke-width="1.5"/>'
             f'<text x="{x + 4:.1f}" y="{top + 14}" fill="#55606e">round '
-            f"{_t(steps[i].get('round'))} · compaction</text>"
+            f"{_t(steps[i].get('round'))} · {how}</text>"
         )
     for i, s in enumerate(steps):
         value = _num(s.get("promptTokens"))
@@ -227,7 +235,8 @@ def _legend() -> str:
         f'<span><i class="swatch" style="background:{BAR}"></i>prompt (capsule + log), ok</span>'
         f'<span><i class="swatch" style="background:{BAR_REJECTED}"></i>rejected or failed</span>'
         f'<span><i class="swatch" style="background:{BUDGET}"></i>budget B</span>'
-        f'<span><i class="swatch" style="background:{ROUND}"></i>new round (compaction)</span>'
+        f'<span><i class="swatch" style="background:{ROUND}"></i>'
+        "new round (fold or compaction)</span>"
         "</p>"
     )
 

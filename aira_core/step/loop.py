@@ -871,6 +871,10 @@ class StepHost:
         wire = envelope.to_wire()
         if envelope.status not in ("success", "partial"):
             first = envelope.diagnostics[0] if envelope.diagnostics else None
+            data = wire.get("data")
+            if isinstance(data, Mapping) and "stepSignature" in data:
+                # the failed step's schema beside its signature: the same inputs again
+                wire = {**wire, "data": {k: v for k, v in data.items() if k != "stepSchema"}}
             return self._rejection(
                 first.code if first else envelope.status.upper(),
                 first.message if first else envelope.status,
@@ -1072,9 +1076,12 @@ class StepHost:
                 failed = (envelope.data or {}).get("failedStep")
                 if failed:
                     result["failedStep"] = failed
+                    # the one-line signature, as MCP shows it (a lookup gives the schema);
+                    # the schema only when there is no signature
                     for key in ("stepSignature", "stepSchema"):
                         if key in envelope.data:
                             result[key] = envelope.data[key]
+                            break
                 offered = _repair_acts(envelope)
                 if offered:
                     result["repairActs"] = offered

@@ -150,12 +150,12 @@ def test_aira_report_draws_a_run_without_its_mesh_with_the_kernel(bracket, tmp_p
 
 
 def test_a_run_that_compacts_has_its_rounds_marked_on_the_chart(tmp_path: Path) -> None:
-    """The bracket with fifteen more lookups before its first plan, at T32: the log fills,
+    """The bracket with thirty more lookups before its first plan, at T32: the log fills,
     the model is told (windowFull), the round ends and the next starts from the ledger."""
     script = json.loads(SCRIPT.read_text())
     decisions = script["decisions"]
     first_plan = next(i for i, d in enumerate(decisions) if d["act"] == "plan")
-    lookups = [{"act": "lookup", "query": f"a plate operation, variant {n}"} for n in range(15)]
+    lookups = [{"act": "lookup", "query": f"a plate operation, variant {n}"} for n in range(30)]
     script["decisions"] = [*decisions[:first_plan], *lookups, *decisions[first_plan:]]
     path = tmp_path / "long.json"
     path.write_text(json.dumps(script))
