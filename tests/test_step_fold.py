@@ -10,19 +10,18 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from runtime_factory import make_runtime
+from runtime_factory import VOLUME_RANGE, VOLUME_RANGE_CAP, make_runtime
 from test_step_loop import GOOD, INTENT, Recording, script
 
 from aira_core.extensions import DecisionEntry, ResultEntry
 from aira_core.runtime.contract import TerminalState
+from aira_core.runtime.plan import capability_of
 from aira_core.step import loop
 from aira_core.step.fold import (
     FOLDED,
     SUMMARY_IN_CAPSULE,
     Shown,
-    capability_id,
     fold,
-    used_by,
 )
 from aira_core.step.log import RoundLog
 from aira_core.step.loop import StepHost
@@ -116,13 +115,13 @@ def test_a_batch_folds_part_by_part() -> None:
     assert FOLDED in first and second == contract()
 
 
-def test_the_capabilities_a_plan_uses_include_its_validators_however_written() -> None:
-    plan = {
-        "steps": [{"capability": "cap:exact.box@1"}],
-        "acceptanceAssertions": [{"validatorRef": "validate.volumeRange@1.0.0"}],
-    }
-    assert used_by(plan) == {"cap:exact.box@1", "cap:validate.volumeRange@1"}
-    assert capability_id("cap:query.boundingBox@1") == "cap:query.boundingBox@1"
+def test_a_validator_is_the_catalogs_capability_however_an_assertion_names_it(
+    tmp_path: Path,
+) -> None:
+    ctx, _, _ = make_runtime(tmp_path)
+    for ref in (VOLUME_RANGE_CAP, VOLUME_RANGE_CAP.removeprefix("cap:"), VOLUME_RANGE):
+        assert capability_of(ctx, ref) == VOLUME_RANGE_CAP
+    assert capability_of(ctx, "validate.nothing@9") == "validate.nothing@9"
 
 
 def test_a_folded_log_keeps_every_call_id_and_the_models_reasoning() -> None:

@@ -246,6 +246,17 @@ def validator_ref(ctx: Any, ref: str) -> str:
     return ref
 
 
+def capability_of(ctx: Any, ref: str) -> str:
+    """The catalog's capability id for a reference to it: the id itself, the id without its
+    ``cap:`` prefix, or the operation ref it implements (``validate.volumeRange@1.0.0``, as
+    a ``validatorRef`` may be written). Unknown: as given."""
+    if ref in ctx.capabilities:
+        return ref
+    if f"cap:{ref}" in ctx.capabilities:
+        return f"cap:{ref}"
+    return next((cap for cap, e in ctx.capabilities.items() if e.ref == ref), ref)
+
+
 def ambiguous_not(selector: str) -> str | None:
     """The operator after a ``not`` at the same parenthesis level (``and``, ``or``, ``exc``):
     CadQuery then parses ``A and not B and C`` as ``A and not (B and C)``, which a reader

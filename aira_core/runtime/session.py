@@ -56,7 +56,12 @@ from aira_core.runtime.contract import (
     TerminalInputs,
     TerminalState,
 )
-from aira_core.runtime.plan import PlanContext, grant_problems, revision_types, validator_ref
+from aira_core.runtime.plan import (
+    PlanContext,
+    capability_of,
+    grant_problems,
+    revision_types,
+)
 from aira_core.runtime.repairs import REPAIR_NO_REFUSED_PLAN, REPAIR_NOT_APPLICABLE, annotate
 from aira_core.runtime.repairs import candidate as repair_candidate
 from aira_core.runtime.write import Candidate, Rejected, WritePath, body_wire
@@ -320,12 +325,8 @@ class Task:
 
     def _missing_discovery(self, plan: Plan) -> list[str]:
         current = self.ctx.catalog.discovery_catalog_hash()
-        by_ref = {e.ref: cap for cap, e in self.ctx.capabilities.items()}
         used = [s.capability for s in plan.steps] + [
-            by_ref.get(ref, ref)
-            for ref in (
-                validator_ref(self.ctx, a.validator_ref) for a in plan.acceptance_assertions
-            )
+            capability_of(self.ctx, a.validator_ref) for a in plan.acceptance_assertions
         ]
         return [cap for cap in used if self._locked.get(cap) != current]
 

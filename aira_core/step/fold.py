@@ -26,16 +26,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = [
-    "FOLDED",
-    "SUMMARY_IN_CAPSULE",
-    "Shown",
-    "capability_id",
-    "fold",
-    "stated_grammars",
-    "used_by",
-    "without_summary",
-]
+__all__ = ["FOLDED", "SUMMARY_IN_CAPSULE", "Shown", "fold", "stated_grammars", "without_summary"]
 SUMMARY_IN_CAPSULE = "the head's summary is the capsule's (segment 5 summary)"
 
 FOLDED = "folded"
@@ -59,24 +50,6 @@ class Shown:
     """The decision's text in the log (its entry is ``index - 1``)."""
     decision_settled: bool = False
     """The decision is in short form already."""
-
-
-def capability_id(ref: str) -> str:
-    """``cap:<name>@<major>`` of a capability reference (``cap:`` optional, a full version
-    allowed, as a validator reference may be written)."""
-    name, _, version = ref.removeprefix("cap:").partition("@")
-    return f"cap:{name}@{version.split('.')[0]}"
-
-
-def used_by(plan: Mapping[str, Any]) -> set[str]:
-    """The capabilities a plan uses: its steps' and its assertions' validators."""
-    out = set()
-    for key, field in (("steps", "capability"), ("acceptanceAssertions", "validatorRef")):
-        items = plan.get(key)
-        for item in items if isinstance(items, list) else []:
-            if isinstance(item, Mapping) and isinstance(item.get(field), str):
-                out.add(capability_id(item[field]))
-    return out
 
 
 def _short_decision(decision: Any) -> dict[str, Any] | None:
@@ -175,8 +148,9 @@ def fold(
             else:
                 kept.append(s.text)
             brief = _short_decision(s.decision) if stale and not s.decision_settled else None
-            if brief is not None and len(render(brief)) < len(s.decision_text):
-                out[s.index - 1] = (None, render(brief))
+            said = render(brief) if brief is not None else s.decision_text
+            if len(said) < len(s.decision_text):
+                out[s.index - 1] = (None, said)
             else:
                 kept.append(s.decision_text)
         # A grammar a text that stays refers to must stay stated by one that stays.

@@ -9,10 +9,10 @@ it is rendered into the log) so the model reads it and writes its note; the next
 capsule is rebuilt from the ledger and that note. Nothing else carries over: that is the
 price of a hard bound, paid once per round.
 
-Folds (:mod:`aira_core.step.fold`): after a commit, when the results a commit settled would
+Folds (:mod:`aira_core.step.fold`): after a commit, when the entries the commit settled would
 shrink the log by at least :data:`FOLD_MIN_TOKENS` and :data:`FOLD_SHARE` of it, a new round
-starts whose log is this one with those results in short form, the decisions verbatim: the
-model re-derives nothing, and every later prompt is that much shorter.
+starts whose log is this one with those entries in short form, every decision with its call
+id and reasoning: the model re-derives nothing, and every later prompt is that much shorter.
 
 Acts and what runs them:
 
@@ -73,7 +73,7 @@ from aira_core.integrations import (
 )
 from aira_core.model.blocks import shown_summary
 from aira_core.runtime.contract import CompletionAuthority, TerminalState
-from aira_core.runtime.plan import PlanContext
+from aira_core.runtime.plan import PlanContext, capability_of
 from aira_core.runtime.session import Task, TaskProtocol
 from aira_core.step import decision as grammar
 from aira_core.step.capsule import (
@@ -82,14 +82,7 @@ from aira_core.step.capsule import (
     CapsuleOverBudget,
     build_capsule,
 )
-from aira_core.step.fold import (
-    Shown,
-    capability_id,
-    fold,
-    stated_grammars,
-    used_by,
-    without_summary,
-)
+from aira_core.step.fold import Shown, fold, stated_grammars, without_summary
 from aira_core.step.ledger import Ledger, to_text, utf8_size
 from aira_core.step.log import RoundLog
 from aira_core.step.tiers import TaskBudgets, Tier, host_tokens, tokens_of_bytes
@@ -628,7 +621,7 @@ class StepHost:
             self.window_full_told = True
         self.log.append(decision)
         self.log.append(RoundLog.result(reply.call_id, rendered))
-        self.shown.append(dataclasses.replace(step, text=rendered, result=result))
+        self.shown.append(dataclasses.replace(step, text=rendered))  # windowFull said
 
     def _fold(self, capsule: Capsule, decision: Any, step: Shown, margin: int) -> bool:
         """Start a new round from this one's log and ``step`` (its decision and result) with
@@ -644,11 +637,10 @@ class StepHost:
         saved = sum(utf8_size(entries[i].text) - utf8_size(t) for i, (_, t) in texts.items())
         if tokens_of_bytes(saved) < FOLD_MIN_TOKENS or saved < FOLD_SHARE * whole.bytes:
             return False
-        last = step
-        if last.index not in texts and without_summary(last.result) is not last.result:
+        if step.index not in texts and without_summary(step.result) is not step.result:
             # the new capsule shows this head's summary: the log need not repeat it
-            short = without_summary(last.result)
-            texts[last.index] = (short, _text(short))
+            short = without_summary(step.result)
+            texts[step.index] = (short, _text(short))
         log = whole.folded({i: t for i, (_, t) in texts.items()})
         if not log.would_fit(capsule, 0, self.tier, margin):
             return False  # the window is full all the same: the round ends as it would
@@ -961,7 +953,7 @@ class StepHost:
                 first.message if first else envelope.status,
             )
         # a query's contract is settled by the commit after its use
-        self.used[capability_id(envelope.data["query"])] = len(self.ledger.commits) + 1
+        self.used[envelope.data["query"]] = len(self.ledger.commits) + 1
         return {
             "status": "ok",
             "act": "inspect",
@@ -1089,7 +1081,13 @@ class StepHost:
         head = self.seen_head = self.task.head
         self.pending = set()
         self.ledger.committed(head, d.summary, step=self.step)
-        for cap in used_by(plan):
+        assertions = plan.get("acceptanceAssertions") or []
+        validators = {
+            capability_of(self.ctx, str(a.get("validatorRef")))
+            for a in assertions
+            if isinstance(a, Mapping)
+        }
+        for cap in _capabilities_of(plan) | validators:
             self.used[cap] = len(self.ledger.commits)
         refreshed = self.ledger.refresh(head, self._fetch, step=self.step)
         return {
