@@ -803,8 +803,10 @@ class _Capability:
     """Terms of the title, aliases and id: what a negation rules out."""
     accepts: frozenset[str]
     produces: frozenset[str]
-    composes: frozenset[str]
-    """Capability ids it ``composesWith`` (a box with a fillet, a cylinder with a cut)."""
+    composes: tuple[str, ...]
+    """Capability ids it ``composesWith`` (a box with a fillet, a cylinder with a cut), in the
+    order the relation lists them: the first is the likeliest partner, and a set's order
+    would be the hash seed's (one search answering differently in two processes)."""
     ref: str
     leaf: str
     top: str
@@ -914,7 +916,7 @@ class SearchIndex:
                         relations.get("produces", [])
                         or (d.outputs.semantic_types if d.outputs else [])
                     ),
-                    composes=frozenset(relations.get("composesWith", [])),
+                    composes=tuple(dict.fromkeys(relations.get("composesWith", []))),
                     ref=d.target[1],
                     leaf=d.taxonomy.primary.value,
                     top=_top(d.taxonomy.primary.value),
@@ -1854,7 +1856,7 @@ class SearchIndex:
             # likeliest bodies, the one a feature composes with first
             ids = {self.caps[i].descriptor.capability_id for i in have}
             bodies = [c for c in behind if self._makes_body(c.index)]
-            composed = [c for c in bodies if self.caps[c.index].composes & ids]
+            composed = [c for c in bodies if ids.intersection(self.caps[c.index].composes)]
             first = (composed or bodies or [None])[0]
             if not add(first, "relation:produces:ExactSolid"):
                 missing_types.append("ExactSolid")

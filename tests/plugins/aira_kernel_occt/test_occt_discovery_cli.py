@@ -10,6 +10,7 @@ import pytest
 
 pytest.importorskip("cadquery")
 
+from cli_runner import new_process
 from test_occt_cli import aira
 
 ROOT = Path(__file__).parents[3]
@@ -105,6 +106,23 @@ def test_a_whole_part_finds_what_building_it_needs_builders_first(aira_home: Pat
     assert ids[0] == "cap:exact.fillet@1"
     none = run_json(aira_home, "catalog", "search", "book a meeting room and send the invites")
     assert none["noMatch"] is True
+
+
+def test_a_search_answers_the_same_in_every_process(aira_home: Path) -> None:
+    # the partner a feature composesWith comes in the order the relation lists it, not in a
+    # set's order (which is the process's hash seed): the hexagonal standoff's profile was
+    # given an extrude in one process and a revolve in another
+    intent = "hexagonal standoff 8 mm across flats, 20 mm high, with a 3.2 mm hole through its axis"
+    answers = []
+    for seed in ("0", "1", "2"):
+        out = new_process(
+            "catalog", "search", intent, "--top-k", "10", "--json",
+            home=aira_home, AIRA_PLUGINS="occt", PYTHONHASHSEED=seed, timeout=600,
+        )  # fmt: skip
+        assert out.returncode == 0, out.stderr
+        answers.append([h["capabilityId"] for h in json.loads(out.stdout)["hits"]])
+    assert answers[0] == answers[1] == answers[2]
+    assert "cap:exact.extrude@1" in answers[0]  # a polygon profile is extruded first
 
 
 def test_a_capability_is_found_by_its_own_name(aira_home: Path) -> None:
