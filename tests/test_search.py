@@ -70,6 +70,8 @@ def hit(response: Any, capability: str) -> Any:
         ("tilt it 30°", [(30.0, "Angle", None)]),
         ("倒3毫米的圆角", [(3.0, "Length", None)]),
         ("R5 fillet", [(5.0, "Length", "radius")]),
+        ("C0.5 on the top edges", [(0.5, "Length", "chamfer")]),
+        ("两端各倒C1角", [(1.0, "Length", "chamfer")]),
     ],
 )
 def test_normalisation_finds_quantities_with_units(intent: str, expected: list) -> None:
@@ -91,6 +93,17 @@ def test_normalisation_finds_negated_terms(intent: str, negated: str) -> None:
     norm = normalize(intent)
     assert negated in norm.negated
     assert negated not in tokens(norm.text)  # ruled out, not searched for
+
+
+def test_a_callout_inside_a_chinese_word_leaves_the_word_whole() -> None:
+    # a drawing writes the size inside the word it sizes: 倒C1角 is a chamfer (倒角) of 1 mm
+    assert "倒角" in normalize("两端各倒C1角").terms
+    assert "倒圆" in normalize("边缘倒R2圆角").terms
+    assert "通孔" in normalize("中心打M5通孔").terms
+    # other quantities still part the words beside them
+    assert "径长" not in normalize("直径25长60").terms
+    # "each" is no content in Chinese either (每边 is "on each side")
+    assert not {"每", "各"} & set(normalize("每边各一个孔").terms)
 
 
 def test_chinese_is_tokenised_into_characters_and_bigrams() -> None:
@@ -429,6 +442,36 @@ def test_a_catalog_that_performs_an_operation_answers_it(manifest: PackageManife
     assert response.no_match is False and ids(response)[0] == "cap:exact.loft@1"
     response = SearchIndex(manifest.descriptors, manifest.schemas).search("在两个截面之间放样")
     assert response.no_match is False and ids(response)[0] == "cap:exact.loft@1"
+
+
+@pytest.mark.parametrize(
+    ("intent", "needed"),
+    [
+        # stepped shaft, chamfered C1 at both ends: the callout names the chamfer
+        (
+            "阶梯轴，前段直径25长60，后段直径16长40，两端各倒C1角",
+            {"exact.revolve", "exact.chamfer"},
+        ),
+        # L-bracket, a Φ5 hole on each side: "each side" dilutes nothing
+        ("L形角码，两边各长40、宽20、厚3，每边一个Φ5孔", {"exact.box", "exact.hole"}),
+    ],
+)
+def test_a_chinese_part_description_with_callouts_is_a_part(
+    index: SearchIndex, intent: str, needed: set[str]
+) -> None:
+    response = index.search(SearchRequest(intent=intent, top_k=10))
+    assert response.no_match is False, response.no_match_reason
+    assert {f"cap:{n}@1" for n in needed} <= set(ids(response))
+
+
+def test_a_solid_made_from_a_profile_comes_with_a_profile(index: SearchIndex) -> None:
+    # a revolve no feature draws a profile for: sufficiency adds one the catalog relates to it
+    response = index.search(
+        SearchRequest(intent="阶梯轴，前段直径25长60，后段直径16长40，两端各倒C1角", top_k=10)
+    )
+    (added,) = [i for i in response.sufficiency.expanded_with if i.startswith("cap:sketch.")]
+    assert added in ids(response)
+    assert "relation:produces:Profile" in hit(response, added).why_matched
 
 
 def test_bm25_alone_is_a_baseline_without_the_other_stages(manifest: PackageManifest) -> None:

@@ -152,7 +152,7 @@ _STOPWORD_TEXT = """
     shall do does did make makes made give get let want need some any all one as so up
     just then than also very using use via per each both mm cm m deg degree degrees"""
 _STOPWORDS = frozenset(_STOPWORD_TEXT.split())
-_CJK_STOP = frozenset("的了个把将请我给吗呢吧一和与在是要这那么")
+_CJK_STOP = frozenset("的了个把将请我给吗呢吧一和与在是要这那么每各")
 
 _NUMBER = r"(\d+(?:\.\d+)?)"
 _UNITS = {
@@ -200,7 +200,15 @@ _QUANTITY = re.compile(rf"{_NUMBER}\s*(?P<unit>{_UNIT_WORD})(?![a-z])", re.IGNOR
 _THREAD = re.compile(rf"(?<![a-z0-9])m{_NUMBER}(?![a-z0-9.])", re.IGNORECASE)
 _DIAMETER = re.compile(rf"(?:[øØ⌀Φφ]|\bdia(?:meter)?\.?\s*){_NUMBER}", re.IGNORECASE)
 _RADIUS = re.compile(rf"(?<![a-z0-9])r{_NUMBER}(?![a-z0-9.])", re.IGNORECASE)
-_ROLE_TERMS = {"thread": ("hole", "screw"), "diameter": ("diameter",), "radius": ("radius",)}
+# a drawing's chamfer callout: C1 is a 1 mm x 45° chamfer ("两端各倒C1角", "C0.5 on the edge")
+_CHAMFER = re.compile(rf"(?<![a-z0-9])c{_NUMBER}(?![a-z0-9.])", re.IGNORECASE)
+_CODES = ((_DIAMETER, "diameter"), (_THREAD, "thread"), (_RADIUS, "radius"), (_CHAMFER, "chamfer"))
+_ROLE_TERMS = {
+    "thread": ("hole", "screw"),
+    "diameter": ("diameter",),
+    "radius": ("radius",),
+    "chamfer": ("chamfer",),
+}
 
 # Ruling something out ("without holes", "not a chamfer", "don't round them"), as opposed to
 # stating a requirement ("must not overlap", "does not collide", "no taller than 20 mm"),
@@ -366,8 +374,11 @@ def _quantities(text: str) -> tuple[list[Quantity], str]:
     """Quantities in ``text`` and the text with them blanked out."""
     found: list[Quantity] = []
     spans: list[tuple[int, int]] = []
-    for pattern, role in ((_DIAMETER, "diameter"), (_THREAD, "thread"), (_RADIUS, "radius")):
+    codes: set[tuple[int, int]] = set()
+    for pattern, role in _CODES:
         for m in pattern.finditer(text):
+            if any(a <= m.start() < b for a, b in spans):
+                continue
             found.append(
                 Quantity(
                     text=m.group(0),
@@ -378,6 +389,7 @@ def _quantities(text: str) -> tuple[list[Quantity], str]:
                 )
             )
             spans.append(m.span())
+            codes.add(m.span())
     for m in _QUANTITY.finditer(text):
         if any(a <= m.start() < b for a, b in spans):
             continue
@@ -392,7 +404,10 @@ def _quantities(text: str) -> tuple[list[Quantity], str]:
         spans.append(m.span())
     blanked = text
     for a, b in sorted(spans, reverse=True):
-        blanked = blanked[:a] + " " + blanked[b:]
+        # a callout is written inside the word it sizes (倒R2圆角, 倒C1角): the word closes up
+        # around it; any other quantity parts words
+        inside = (a, b) in codes and _is_cjk(blanked[a - 1 : a]) and _is_cjk(blanked[b : b + 1])
+        blanked = blanked[:a] + ("" if inside else " ") + blanked[b:]
     return found, blanked
 
 
@@ -1532,7 +1547,7 @@ class SearchIndex:
             return self._no_match(
                 intent,
                 filtered,
-                f"no capability matches well enough (best retrievalRelevance {best:.2f} < "
+                f"no capability matches well enough (best retrievalRelevance {best:.3f} < "
                 f"{threshold:g}); rephrase, or the catalog lacks this capability",
                 Sufficiency(
                     evaluated=bool(request.known_inputs or request.desired_outputs),
@@ -1811,7 +1826,9 @@ class SearchIndex:
         """What a part's features still need, by the catalog's relations: a body to work
         on when no feature makes one (the candidate that ``composesWith`` a feature, else the
         best-ranked primitive); a solid from a profile when a feature only draws one (the
-        best-ranked operation that accepts a ``Profile`` and produces a solid); the known
+        best-ranked operation that accepts a ``Profile`` and produces a solid); a profile when
+        a feature makes its solid from one that no feature draws (the best-ranked profile
+        that ``composesWith`` it, else the best-ranked profile); the known
         inputs' path to the desired outputs (as for any search). Added capabilities are in
         ``expandedWith``; the clauses nothing answered that hold words the catalog does not
         know are ``missingInformation``."""
@@ -1851,6 +1868,20 @@ class SearchIndex:
             pool = [c for c in behind if solid(c.index)]
             if not add(related(pool, solid), "relation:accepts:Profile"):
                 missing_types.append("ExactSolid")
+        drawn = [i for i in have if "Profile" in self.caps[i].accepts]
+        if drawn and "Profile" not in known and not profiles:
+            # a solid made from a profile (a revolve, a loft) that no feature draws: the
+            # best-ranked profile the catalog relates to it (one that composesWith it)
+            ids = {self.caps[i].descriptor.capability_id for i in drawn}
+
+            def draws(i: int) -> bool:
+                cap = self.caps[i]
+                return cap.produces == {"Profile"} and not cap.accepts
+
+            pool = [c for c in behind if draws(c.index)]
+            fit = next((c for c in pool if ids.intersection(self.caps[c.index].composes)), None)
+            if not add(fit or (pool[0] if pool else None), "relation:produces:Profile"):
+                missing_types.append("Profile")
         if "ExactSolid" not in known and not any(self._makes_body(i) for i in have):
             # the part names no base shape ("a washer: 2 cm outside, 1 cm hole"): the two
             # likeliest bodies, the one a feature composes with first
