@@ -286,7 +286,7 @@ def test_applicability_from_snapshot_revision_selection_and_grant(index: SearchI
     response = index.search("fillet or chamfer the edges", context)
     fillet, chamfer = hit(response, "cap:exact.fillet@1"), hit(response, "cap:exact.chamfer@1")
     assert fillet.runtime_applicability is Applicability.CONDITIONALLY_APPLICABLE
-    assert fillet.unmet_preconditions == ["needs a Edge selection"]
+    assert fillet.unmet_preconditions == ["needs an Edge selection"]
     assert chamfer.runtime_applicability is Applicability.NOT_APPLICABLE
     assert "no runtime component executes exact.chamfer@1.0.0" in chamfer.unmet_preconditions
     empty = SearchContext(revision_types=frozenset())

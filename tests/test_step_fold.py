@@ -4,6 +4,7 @@ and its FAKE kernel."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 from types import SimpleNamespace
@@ -19,6 +20,7 @@ from aira_core.runtime.plan import capability_of
 from aira_core.step import loop
 from aira_core.step.fold import (
     FOLDED,
+    LEGEND,
     SUMMARY_IN_CAPSULE,
     Shown,
     fold,
@@ -59,14 +61,27 @@ def test_nothing_is_stale_until_a_commit_follows() -> None:
     entries = [shown(1, act(act="lookup", query="a box"), SEARCH, commits=0)]
     assert fold(entries, commits=0, used={}, render=text) == {}
     short, rendered = fold(entries, commits=1, used={}, render=text)[1]
-    # the hit ids stay: the model can still describe what it found
-    assert short == {
-        "status": "ok",
-        "act": "lookup",
-        "hits": ["cap:exact.box@1"],
-        FOLDED: "a commit since settled it",
-    }
+    # the hit ids stay: the model can still describe what it found; the act is the
+    # decision's and an ok status goes without saying
+    assert short == {"hits": ["cap:exact.box@1"], FOLDED: LEGEND["settled"]}
     assert rendered == text(short) and len(rendered) < len(text(SEARCH))
+
+
+def test_a_fold_code_is_spelled_out_once_where_the_log_first_uses_it() -> None:
+    searches = [shown(i, act(act="lookup", query=f"q{i}"), SEARCH, commits=0) for i in (1, 3, 5)]
+    refused = {"status": "rejected", "code": "X", "failedStep": "s", "detail": "d" * 400}
+    entries = [*searches, shown(7, act(act="plan", summary="p"), refused, commits=0)]
+    out = fold(entries, commits=1, used={}, render=text)
+    saids = [out[i][0][FOLDED] for i in (1, 3, 5, 7)]
+    assert saids == [LEGEND["settled"], "settled", "settled", "settled"]
+    assert out[7][0] == {"code": "X", "failedStep": "s", "status": "rejected", FOLDED: "settled"}
+    assert json.loads(out[6][1])[FOLDED] == LEGEND["built"]  # the plan decision: built
+    # a later fold of the same log spells out nothing again: the first entry still does
+    later = [
+        *(dataclasses.replace(e, result=out[e.index][0], text=out[e.index][1]) for e in searches),
+        shown(9, act(act="lookup", query="q9"), SEARCH, commits=1),
+    ]
+    assert fold(later, commits=2, used={}, render=text)[9][0][FOLDED] == "settled"
 
 
 def test_a_contract_is_stale_once_a_later_commit_used_its_capability() -> None:
@@ -99,9 +114,9 @@ def test_a_settled_plan_keeps_its_summary_and_other_decisions_stay_verbatim() ->
     )
     short_plan, plan_text = out[0]
     assert short_plan is None and json.loads(plan_text)["summary"] == "the plate"
-    assert out[1][0] == {"status": "ok", "act": "plan", "rev": "rev:1", FOLDED: out[1][0][FOLDED]}
-    assert 2 not in out  # the read decision: verbatim; its tiny result gains nothing
-    assert 3 not in out
+    assert out[1][0] == {"rev": "rev:1", FOLDED: LEGEND["settled"]}
+    assert 2 not in out  # the read decision: verbatim
+    assert out[3][0] == {FOLDED: "settled"}  # its result: the code, spelled out above
 
 
 def test_a_batch_folds_part_by_part() -> None:

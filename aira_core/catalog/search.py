@@ -1482,7 +1482,8 @@ class SearchIndex:
             rule = d.applicability.selection
             if rule is not None and context.selection_count == 0:
                 conditional = True
-                unmet.append(f"needs a {rule.entity_kind.value} selection")
+                kind = rule.entity_kind.value
+                unmet.append(f"needs {'an' if kind[0] in 'AEIOU' else 'a'} {kind} selection")
         if not decided:
             state = Applicability.UNKNOWN
         elif any(not u.startswith(("needs a", "the component", f"{ref} is not")) for u in unmet):

@@ -6,7 +6,9 @@ search --json``, the trace, the ledger); a model reads this one, over MCP
 the same form in both. A hit keeps what a model decides on: its id, kind, title, summary,
 relevance, the part clause it answers (a whole-part search), and anything unusual: a risk
 above low, a destructive operation, an authorization other than allowed, a runtime
-applicability other than applicable (with their reasons). It leaves out what repeats the id
+applicability other than applicable (with their reasons). A hit without a kind is an
+authoring operation (as a signature without ``:kind``), and its relevance has two places
+(a model ranks by it; the third and fourth place are noise). It leaves out what repeats the id
 (``profileVersion``, ``operationVersion``, ``handle``), the types a signature states, the
 cost and quality classes, and the match evidence (``whyMatched``, for people tuning search).
 The response leaves out the echo of the normalized intent, the catalog snapshot and the
@@ -35,11 +37,11 @@ _PART = "part:"
 
 def compact_hit(hit: Mapping[str, Any]) -> dict[str, Any]:
     """One L1 hit (wire form) as a model is shown it (see the module)."""
-    out: dict[str, Any] = {
-        k: hit[k] for k in ("capabilityId", "kind", "title", "summary") if k in hit
-    }
-    if "retrievalRelevance" in hit:
-        out["relevance"] = hit["retrievalRelevance"]
+    out: dict[str, Any] = {k: hit[k] for k in ("capabilityId", "title", "summary") if k in hit}
+    if hit.get("kind") not in (None, "authoring.operation"):
+        out["kind"] = hit["kind"]
+    if isinstance(hit.get("retrievalRelevance"), int | float):
+        out["relevance"] = round(hit["retrievalRelevance"], 2)
     clause = next(
         (w[len(_PART) :] for w in hit.get("whyMatched") or [] if w.startswith(_PART)), None
     )

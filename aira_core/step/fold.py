@@ -26,11 +26,30 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["FOLDED", "SUMMARY_IN_CAPSULE", "Shown", "fold", "stated_grammars", "without_summary"]
+__all__ = [
+    "FOLDED",
+    "LEGEND",
+    "SUMMARY_IN_CAPSULE",
+    "Shown",
+    "fold",
+    "stated_grammars",
+    "without_summary",
+]
 SUMMARY_IN_CAPSULE = "the head's summary is the capsule's (segment 5 summary)"
 
 FOLDED = "folded"
-"""The key that marks a short form, so the model knows it is reading one."""
+"""The key that marks a short form, so the model knows it is reading one. Its value is why
+the entry was folded: a one-word code, spelled out in :data:`LEGEND` where a log first uses
+it (a long log holds dozens of short forms; the same sentence in each would be most of
+their bytes)."""
+SETTLED, USED, BUILT = "settled", "used", "built"
+LEGEND = {
+    SETTLED: "settled: a commit since settled this; later short forms say settled",
+    USED: "used: a commit since used this capability; its signature is in the index, a lookup"
+    " shows its contract again; later short forms say used",
+    BUILT: "built: a commit since built this plan; its steps are in the model (read them);"
+    " later short forms say built",
+}
 _SMALL_ACTS = frozenset({"done", "abstain", "note", "pin", "stage"})
 _GRAMMAR_REF = re.compile(r"grammar:([A-Za-z0-9_.-]+)")
 
@@ -59,7 +78,7 @@ def _short_decision(decision: Any) -> dict[str, Any] | None:
     out: dict[str, Any] = {"act": "plan"}
     if getattr(decision, "summary", None):
         out["summary"] = decision.summary
-    out[FOLDED] = "a commit since settled it: its steps are in the model (read them)"
+    out[FOLDED] = BUILT
     return out
 
 
@@ -95,27 +114,51 @@ def _short(
         ]
         if all(p is r for p, r in zip(parts, result["results"], strict=False)):
             return result
-        return {**result, "results": parts + result["results"][len(parts) :]}
+        kept = {k: v for k, v in result.items() if k != "act" and (k, v) != ("status", "ok")}
+        return {**kept, "results": parts + result["results"][len(parts) :]}
     if act in _SMALL_ACTS or not isinstance(result, Mapping):
         return result
     capability = getattr(decision, "capability", None)
     if act == "lookup" and capability and result.get("status") == "ok":
         if used.get(capability, 0) <= shown_at or stated_grammars(result) & keep:
             return result
-        return {
-            "status": "ok",
-            "act": "lookup",
-            "capability": capability,
-            FOLDED: "used in a commit since: its signature is in the index, a lookup shows it",
-        }
-    out = {k: result[k] for k in ("status", "act", "code", "rev", "failedStep") if k in result}
+        return {"capability": capability, FOLDED: USED}
+    # the act is the decision's, just above; a status only when it was not ok
+    out = {k: result[k] for k in ("code", "rev", "failedStep") if k in result}
+    if result.get("status") not in (None, "ok"):
+        out["status"] = result["status"]
     data = result.get("data")
     if act == "lookup" and isinstance(data, Mapping) and isinstance(data.get("hits"), list):
         out["hits"] = [h.get("capabilityId") for h in data["hits"] if isinstance(h, Mapping)]
     if act == "inspect" and "query" in result:
         out["query"] = result["query"]
-    out[FOLDED] = "a commit since settled it"
+    out[FOLDED] = SETTLED
     return out
+
+
+def _codes(value: Any) -> list[str]:
+    """The fold codes a short form holds, in order (a batch's parts too)."""
+    if not isinstance(value, Mapping):
+        return []
+    said = value.get(FOLDED)
+    found = [said.split(":", 1)[0]] if isinstance(said, str) else []
+    for part in value.get("results") or []:
+        found += _codes(part)
+    return found
+
+
+def _explained(value: Any, code: str) -> Any:
+    """``value`` with the first short form saying ``code`` spelling it out (:data:`LEGEND`)."""
+    if not isinstance(value, Mapping):
+        return value
+    if value.get(FOLDED) == code:
+        return {**value, FOLDED: LEGEND[code]}
+    parts = value.get("results")
+    if isinstance(parts, list):
+        for i, part in enumerate(parts):
+            if code in _codes(part):
+                return {**value, "results": [*parts[:i], _explained(part, code), *parts[i + 1 :]]}
+    return value
 
 
 def without_summary(result: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -163,5 +206,32 @@ def fold(
             if g in referred and g not in keep
         }
         if not lost:
-            return out
+            return _with_legend(shown, out, render)
         keep |= lost
+
+
+def _with_legend(
+    shown: list[Shown],
+    out: dict[int, tuple[Mapping[str, Any] | None, str]],
+    render: Any,
+) -> dict[int, tuple[Mapping[str, Any] | None, str]]:
+    """``out`` with each fold code spelled out (:data:`LEGEND`) in the first entry of the
+    folded log that uses it, unless an entry folded before already does, earlier."""
+    told: set[str] = set()
+    for s in shown:
+        for index in (s.index - 1, s.index):
+            if index in out:
+                short, _ = out[index]
+                value = short if short is not None else _short_decision(s.decision)
+                spelled = value
+                for code in _codes(value):
+                    if code not in told:
+                        told.add(code)
+                        spelled = _explained(spelled, code)
+                if spelled is not value:
+                    out[index] = (spelled if short is not None else None, render(spelled))
+            elif index == s.index:
+                told.update(_codes(s.result))
+            else:
+                told.update(c for c, line in LEGEND.items() if line in s.decision_text)
+    return out

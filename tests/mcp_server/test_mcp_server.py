@@ -804,6 +804,29 @@ async def test_a_kernel_crash_or_timeout_leaves_the_task_usable_and_its_revision
     assert repository.head(f"task/{task}") == rev and repository.head(f"task/{follow}") == rev
 
 
+def test_a_search_hit_names_its_kind_only_when_it_is_no_operation() -> None:
+    from aira_core.catalog.shown import compact_hit
+
+    hit = {
+        "capabilityId": "cap:exact.box@1",
+        "kind": "authoring.operation",
+        "title": "Box",
+        "summary": "An exact box.",
+        "retrievalRelevance": 0.53827,
+        "profileVersion": "1.0.0",
+        "whyMatched": ["term:box"],
+    }
+    shown = compact_hit(hit)
+    # an operation is what a hit is unless it says otherwise, as a signature without :kind
+    assert shown == {
+        "capabilityId": "cap:exact.box@1",
+        "title": "Box",
+        "summary": "An exact box.",
+        "relevance": 0.54,
+    }
+    assert compact_hit({**hit, "kind": "model.query"})["kind"] == "model.query"
+
+
 def test_a_contract_and_a_summary_are_shown_without_what_repeats() -> None:
     from aira_core.catalog.shown import compact_contract
     from aira_core.model.blocks import shown_summary
