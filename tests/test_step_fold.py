@@ -25,7 +25,7 @@ from aira_core.step.fold import (
     Shown,
     fold,
 )
-from aira_core.step.log import RoundLog
+from aira_core.step.log import RoundLog, call_id, step_of
 from aira_core.step.loop import StepHost
 from aira_core.step.tiers import TIERS
 
@@ -137,6 +137,12 @@ def test_a_validator_is_the_catalogs_capability_however_an_assertion_names_it(
     for ref in (VOLUME_RANGE_CAP, VOLUME_RANGE_CAP.removeprefix("cap:"), VOLUME_RANGE):
         assert capability_of(ctx, ref) == VOLUME_RANGE_CAP
     assert capability_of(ctx, "validate.nothing@9") == "validate.nothing@9"
+
+
+def test_a_call_id_names_its_step() -> None:
+    # what a folded log's entries are counted by (aira bench capsule's spend)
+    assert step_of(call_id(7)) == 7
+    assert step_of("call_7") is None and step_of("aira_sx") is None
 
 
 def test_a_folded_log_keeps_every_call_id_and_the_models_reasoning() -> None:

@@ -203,6 +203,15 @@ def compact_contract(contract: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
+def failed_step_shown(data: Mapping[str, Any]) -> dict[str, Any]:
+    """A refused plan's data as a model is shown it: the failed step by its one-line
+    signature (``stepSignature``), its input schema (``stepSchema``) only when there is no
+    signature (beside one it would state the same inputs again; a describe shows it)."""
+    if data.get("stepSignature"):
+        return {k: v for k, v in data.items() if k != "stepSchema"}
+    return dict(data)
+
+
 def compact_contracts(
     data: Mapping[str, Any], grammars: Mapping[str, Grammar], stated: set[str]
 ) -> dict[str, Any]:

@@ -40,7 +40,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from aira_core.catalog.shown import compact_search
+from aira_core.catalog.shown import compact_search, failed_step_shown
 from aira_core.mcp.tools import tool_name
 from aira_core.model.blocks import shown_summary
 
@@ -107,8 +107,7 @@ def compact(wire: Mapping[str, Any]) -> dict[str, Any]:
         data = compact_search(data)
     if diagnostics and data.get("rejection") == diagnostics[0].get("code"):
         data.pop("rejection")
-    if "stepSignature" in data:
-        data.pop("stepSchema", None)  # the failed step's one-line signature says it
+    data = failed_step_shown(data)
     if isinstance(data.get("summary"), Mapping):
         data["summary"] = shown_summary(data["summary"])
     if data:

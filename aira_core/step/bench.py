@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from aira_core.extensions import DecisionSource, StepReply, StepRequest
-from aira_core.step.log import prompt_text
+from aira_core.step.log import prompt_text, step_of
 from aira_core.step.tiers import HOST_BYTES_PER_TOKEN, host_tokens, tokens_of_bytes
 
 OVERHEAD_TARGET_MS = 5.0
@@ -152,8 +152,9 @@ def input_spend(
 ) -> dict[str, Any]:
     """Where the task's input goes, in host tokens summed over every step's prompt: per
     capsule segment, and per kind of round-log entry (the decision or the result of each
-    kind of act). An entry belongs to the step its call id names (``aira_s<step>``): a folded
-    round's log holds steps of the rounds before it."""
+    kind of act). An entry belongs to the step its call id names
+    (:func:`~aira_core.step.log.step_of`): a folded round's log holds steps of the rounds
+    before it."""
     from aira_core.step.log import render
 
     steps = _steps(records)
@@ -168,8 +169,9 @@ def input_spend(
         for name, size in _capsule_segments(request.capsule).items():
             capsule[name] = capsule.get(name, 0) + size
         for k, entry in enumerate(request.log):
-            named = entry.call_id.removeprefix("aira_s")
-            at = int(named) if named.isdigit() else first_of_round[r["round"]] + k // 2
+            at = step_of(entry.call_id)
+            if at is None:
+                at = first_of_round[r["round"]] + k // 2
             made = by_step.get(at)
             label = _act_label(made["decision"]) if made else "?"
             key = f"{label} {entry.kind}"

@@ -26,7 +26,20 @@ from aira_core.step.tiers import Tier, tokens_of_bytes
 if TYPE_CHECKING:
     from aira_core.step.capsule import Capsule
 
-__all__ = ["RoundLog", "prompt_text", "render"]
+__all__ = ["RoundLog", "call_id", "prompt_text", "render", "step_of"]
+
+_CALL_ID = "aira_s"
+
+
+def call_id(step: int) -> str:
+    """The call id of a step's decision and result (a provider's tool-call id)."""
+    return f"{_CALL_ID}{step}"
+
+
+def step_of(call: str) -> int | None:
+    """The step a call id names (:func:`call_id`), None for one the host did not make."""
+    named = call.removeprefix(_CALL_ID)
+    return int(named) if named != call and named.isdigit() else None
 
 
 def render(entry: RoundEntry) -> str:

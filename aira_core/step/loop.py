@@ -47,7 +47,12 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from aira_core.catalog.shown import compact_contracts, compact_search, shared_grammars
+from aira_core.catalog.shown import (
+    compact_contracts,
+    compact_search,
+    failed_step_shown,
+    shared_grammars,
+)
 from aira_core.catalog.signatures import LEGEND, catalog_signatures
 from aira_core.contracts.amir import BODIES, NODES, PARAMETERS
 from aira_core.contracts.plan import IntentFrame
@@ -84,7 +89,7 @@ from aira_core.step.capsule import (
 )
 from aira_core.step.fold import Shown, fold, stated_grammars, without_summary
 from aira_core.step.ledger import Ledger, to_text, utf8_size
-from aira_core.step.log import RoundLog
+from aira_core.step.log import RoundLog, call_id
 from aira_core.step.tiers import TaskBudgets, Tier, host_tokens, tokens_of_bytes
 from aira_core.step.trajectory import TrajectoryWriter
 
@@ -461,7 +466,7 @@ class StepHost:
             request = StepRequest(
                 task_id=self.task.task_id,
                 step=self.step,
-                call_id=f"aira_s{self.step}",
+                call_id=call_id(self.step),
                 tier=self.tier.name,
                 capsule=capsule.text,
                 log=self.log.entries,
@@ -864,9 +869,8 @@ class StepHost:
         if envelope.status not in ("success", "partial"):
             first = envelope.diagnostics[0] if envelope.diagnostics else None
             data = wire.get("data")
-            if isinstance(data, Mapping) and "stepSignature" in data:
-                # the failed step's schema beside its signature: the same inputs again
-                wire = {**wire, "data": {k: v for k, v in data.items() if k != "stepSchema"}}
+            if isinstance(data, Mapping):
+                wire = {**wire, "data": failed_step_shown(data)}
             return self._rejection(
                 first.code if first else envelope.status.upper(),
                 first.message if first else envelope.status,
@@ -1068,12 +1072,8 @@ class StepHost:
                 failed = (envelope.data or {}).get("failedStep")
                 if failed:
                     result["failedStep"] = failed
-                    # the one-line signature, as MCP shows it (a lookup gives the schema);
-                    # the schema only when there is no signature
-                    for key in ("stepSignature", "stepSchema"):
-                        if key in envelope.data:
-                            result[key] = envelope.data[key]
-                            break
+                    step = {k: envelope.data.get(k) for k in ("stepSignature", "stepSchema")}
+                    result.update(failed_step_shown({k: v for k, v in step.items() if v}))
                 offered = _repair_acts(envelope)
                 if offered:
                     result["repairActs"] = offered
