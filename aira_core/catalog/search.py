@@ -1847,6 +1847,12 @@ class SearchIndex:
             have.add(c.index)
             return True
 
+        def partner(pool: list[_Candidate], ids: set[str]) -> _Candidate | None:
+            """The best-ranked of ``pool`` that ``composesWith`` one of ``ids``, else the
+            best-ranked of ``pool``."""
+            composed = (c for c in pool if ids.intersection(self.caps[c.index].composes))
+            return next(composed, pool[0] if pool else None)
+
         def related(pool: list[_Candidate], fits: Any) -> _Candidate | None:
             """The first capability that ``fits`` and that a feature ``composesWith`` (in the
             order the relation lists them, features by rank), else the best-ranked of the
@@ -1880,16 +1886,14 @@ class SearchIndex:
                 return cap.produces == {"Profile"} and not cap.accepts
 
             pool = [c for c in behind if draws(c.index)]
-            fit = next((c for c in pool if ids.intersection(self.caps[c.index].composes)), None)
-            if not add(fit or (pool[0] if pool else None), "relation:produces:Profile"):
+            if not add(partner(pool, ids), "relation:produces:Profile"):
                 missing_types.append("Profile")
         if "ExactSolid" not in known and not any(self._makes_body(i) for i in have):
             # the part names no base shape ("a washer: 2 cm outside, 1 cm hole"): the two
             # likeliest bodies, the one a feature composes with first
             ids = {self.caps[i].descriptor.capability_id for i in have}
             bodies = [c for c in behind if self._makes_body(c.index)]
-            composed = [c for c in bodies if ids.intersection(self.caps[c.index].composes)]
-            first = (composed or bodies or [None])[0]
+            first = partner(bodies, ids)
             if not add(first, "relation:produces:ExactSolid"):
                 missing_types.append("ExactSolid")
             add(next((c for c in bodies if c is not first), None), "relation:produces:ExactSolid")
