@@ -70,12 +70,14 @@ def test_nothing_is_stale_until_a_commit_follows() -> None:
 def test_a_fold_code_is_spelled_out_once_where_the_log_first_uses_it() -> None:
     searches = [shown(i, act(act="lookup", query=f"q{i}"), SEARCH, commits=0) for i in (1, 3, 5)]
     refused = {"status": "rejected", "code": "X", "failedStep": "s", "detail": "d" * 400}
-    entries = [*searches, shown(7, act(act="plan", summary="p"), refused, commits=0)]
+    wrong = act(act="plan", summary="p", plan={"steps": [{"pad": "z" * 200}]})
+    entries = [*searches, shown(7, wrong, refused, commits=0)]
     out = fold(entries, commits=1, used={}, render=text)
     saids = [out[i][0][FOLDED] for i in (1, 3, 5, 7)]
     assert saids == [LEGEND["settled"], "settled", "settled", "settled"]
     assert out[7][0] == {"code": "X", "failedStep": "s", "status": "rejected", FOLDED: "settled"}
-    assert json.loads(out[6][1])[FOLDED] == LEGEND["built"]  # the plan decision: built
+    # the refused plan's decision: settled by the commit after it (nothing of it was built)
+    assert json.loads(out[6][1])[FOLDED] == "settled"
     # a later fold of the same log spells out nothing again: the first entry still does
     later = [
         *(dataclasses.replace(e, result=out[e.index][0], text=out[e.index][1]) for e in searches),
@@ -117,6 +119,21 @@ def test_a_settled_plan_keeps_its_summary_and_other_decisions_stay_verbatim() ->
     assert out[1][0] == {"rev": "rev:1", FOLDED: LEGEND["settled"]}
     assert 2 not in out  # the read decision: verbatim
     assert out[3][0] == {FOLDED: "settled"}  # its result: the code, spelled out above
+
+
+def test_a_committed_plans_decision_folds_at_its_own_commit() -> None:
+    # The plan the last commit built is in the revision (the capsule's summary, a read):
+    # the fold that this very commit starts need not carry its steps into the next round.
+    plan = act(act="plan", summary="the plate", plan={"steps": [{"pad": "z" * 500}]})
+    committed = {"status": "ok", "act": "plan", "rev": "rev:1", "summary": {"pad": "w" * 500}}
+    search = shown(1, act(act="lookup", query="a box"), SEARCH, commits=0)
+    out = fold([search, shown(3, plan, committed, commits=1)], commits=1, used={}, render=text)
+    said = json.loads(out[2][1])
+    assert said == {"act": "plan", "summary": "the plate", FOLDED: LEGEND["built"]}
+    assert 3 not in out  # its result is the commit the model has just been told of
+    # a plan refused in this round is not settled until a commit follows it
+    refused = {"status": "rejected", "code": "X", "failedStep": "s"}
+    assert fold([shown(1, plan, refused, commits=1)], commits=1, used={}, render=text) == {}
 
 
 def test_a_batch_folds_part_by_part() -> None:

@@ -10,13 +10,14 @@ note); what it may still name stays in the short forms (hit ids, revisions, code
 
 A result is stale once a later commit moved the head: a search's hits were acted on (their
 ids stay), a read or an inspect showed an older head, a plan's or a repair's result or a
-refusal was settled by the commit. So is a plan decision: what it built is in the revision
-(the capsule's summary, a read), and its short form keeps the model's summary of it and
-its reasoning. An L2 contract is stale only once a later commit used its capability, in a
-step or an assertion, or followed an inspect that used it (spec 003 N2: released after
-successful use); its signature stays in the capsule's index, and a lookup shows the
-contract again. A contract that states a shared grammar in full is kept while a text that
-is kept refers to that grammar. Other decisions stay verbatim.
+refusal was settled by the commit. So is a plan decision, from the commit that built it on
+(its own commit included: what it built is in the revision, the capsule's summary, a read),
+and its short form keeps the model's summary of it and its reasoning; a refused plan's
+decision is settled by the commit after it. An L2 contract is stale only once a later commit
+used its capability, in a step or an assertion, or followed an inspect that used it (spec
+003 N2: released after successful use); its signature stays in the capsule's index, and a
+lookup shows the contract again. A contract that states a shared grammar in full is kept
+while a text that is kept refers to that grammar. Other decisions stay verbatim.
 """
 
 from __future__ import annotations
@@ -71,14 +72,21 @@ class Shown:
     """The decision is in short form already."""
 
 
-def _short_decision(decision: Any) -> dict[str, Any] | None:
-    """A settled plan decision's short form (None: the decision stays verbatim)."""
+def _committed(result: Mapping[str, Any]) -> bool:
+    """The result (or its short form) is a plan's commit: it names the revision it made and
+    no refusal."""
+    return bool(result.get("rev")) and "code" not in result and result.get("status") in (None, "ok")
+
+
+def _short_decision(decision: Any, result: Mapping[str, Any]) -> dict[str, Any] | None:
+    """A plan decision's short form once it is settled (None: the decision stays verbatim):
+    built when its own commit made it, settled when it was refused."""
     if getattr(decision, "act", None) != "plan":
         return None
     out: dict[str, Any] = {"act": "plan"}
     if getattr(decision, "summary", None):
         out["summary"] = decision.summary
-    out[FOLDED] = BUILT
+    out[FOLDED] = BUILT if _committed(result) else SETTLED
     return out
 
 
@@ -190,7 +198,13 @@ def fold(
                 out[s.index] = (short, text)
             else:
                 kept.append(s.text)
-            brief = _short_decision(s.decision) if stale and not s.decision_settled else None
+            # a committed plan's decision is settled by its own commit: the revision holds it
+            settled = stale or _committed(s.result)
+            brief = (
+                _short_decision(s.decision, s.result)
+                if settled and not s.decision_settled
+                else None
+            )
             said = render(brief) if brief is not None else s.decision_text
             if len(said) < len(s.decision_text):
                 out[s.index - 1] = (None, said)
@@ -222,7 +236,7 @@ def _with_legend(
         for index in (s.index - 1, s.index):
             if index in out:
                 short, _ = out[index]
-                value = short if short is not None else _short_decision(s.decision)
+                value = short if short is not None else _short_decision(s.decision, s.result)
                 spelled = value
                 for code in _codes(value):
                     if code not in told:
