@@ -11,13 +11,11 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from aira_core.contracts.capability import CapabilityDescriptor
+from aira_core.contracts.package import PackageManifest
 from aira_core.model.operations import OperationSignature, node_ref, signature_from_schema
-
-if TYPE_CHECKING:
-    from aira_core.catalog.catalog import Catalog
 
 __all__ = [
     "CapabilityEntry",
@@ -59,7 +57,20 @@ def capability_entries(
     return out
 
 
-def capability_index(catalog: Catalog) -> dict[str, CapabilityEntry]:
+class _Package(Protocol):
+    @property
+    def manifest(self) -> PackageManifest: ...
+
+
+class _Admitted(Protocol):
+    """What the index reads of a :class:`~aira_core.catalog.catalog.Catalog` (which checks
+    workflows, and so the table, while it admits: the table is below it)."""
+
+    @property
+    def packages(self) -> Mapping[str, _Package]: ...
+
+
+def capability_index(catalog: _Admitted) -> dict[str, CapabilityEntry]:
     """Every admitted capability of ``catalog`` with its canonical input schema and signature."""
     return capability_entries(
         (d, package.manifest.schemas)

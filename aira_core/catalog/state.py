@@ -30,6 +30,9 @@ from aira_core.databases import hold
 from aira_core.diagnostics import AiraError
 
 STATE_FILE = "catalog.sqlite3"
+TRUST_FILE = "trust.json"
+"""The trust store beside the state in AIRA_HOME (:mod:`aira_core.catalog.trust` reads it):
+named here, below the trust module, because the state checks that it is there."""
 CATALOG_STATE_UNAVAILABLE = "CATALOG_STATE_UNAVAILABLE"
 CATALOG_STATE_MISSING = "CATALOG_STATE_MISSING"
 RESET_COMMAND = "aira trust reset-state"
@@ -79,8 +82,6 @@ CREATE TABLE IF NOT EXISTS trust_store_written (
 
 
 def _trust_store_beside(path: Path) -> bool:
-    from aira_core.catalog.trust import TRUST_FILE  # trust imports this module
-
     return (path.parent / TRUST_FILE).exists()
 
 

@@ -22,12 +22,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pydantic import ValidationError
 
 from aira_core.canonical import sha256_bytes_hex
 from aira_core.catalog import signing
+from aira_core.catalog.state import RESET_COMMAND, STATE_FILE, TRUST_FILE, CatalogState
 from aira_core.config import aira_home
 from aira_core.contracts.package import (
     PACKAGE_NAME_PATTERN,
@@ -38,12 +39,8 @@ from aira_core.contracts.package import (
 )
 from aira_core.diagnostics import AiraError, Diagnostic
 
-if TYPE_CHECKING:
-    from aira_core.catalog.state import CatalogState
-
 BUILTIN_PUBLISHER = "aira-first-party"
 BUILTIN_PUBLIC_KEY = "V2lnYRZxGV2+riCrNuX/QrJd+riLuxGFfQ4s5pOgvHg="
-TRUST_FILE = "trust.json"
 
 # Stable codes (docs/catalog.md).
 SIGNATURE_MISSING = "SIGNATURE_MISSING"
@@ -101,8 +98,6 @@ def check_publisher(publisher: str) -> None:
 def _ask_state(path: Path, question: Callable[[CatalogState], bool]) -> bool | None:
     """``question`` of the catalog state beside the trust store at ``path``; None when there
     is no state there (a fresh home, or one CatalogState refuses itself when it opens)."""
-    from aira_core.catalog.state import STATE_FILE, CatalogState
-
     state_path = path.parent / STATE_FILE
     if not state_path.exists() or state_path.stat().st_size == 0:
         return None
@@ -114,8 +109,6 @@ def _ask_state(path: Path, question: Callable[[CatalogState], bool]) -> bool | N
 
 
 def _check_not_lost(path: Path) -> None:
-    from aira_core.catalog.state import RESET_COMMAND
-
     if _ask_state(path, lambda state: state.trust_store_written()):
         raise AiraError(
             TRUST_STORE_MISSING,
@@ -179,8 +172,6 @@ def _check_belongs(path: Path, data: bytes) -> None:
     """``TRUST_STORE_MISMATCH`` unless the trust store is the one the catalog state beside it
     last wrote: a trust store restored from before a revocation, or a state copied in from
     another home, must not pass for the pair that guards this one."""
-    from aira_core.catalog.state import RESET_COMMAND
-
     digest = sha256_bytes_hex(data)
     if _ask_state(path, lambda state: state.trust_store_known(digest)) is False:
         raise AiraError(
@@ -198,8 +189,6 @@ def save_user_store(store: TrustStore, path: Path | None = None) -> None:
     The catalog state beside it is opened first (created, or found damaged:
     ``CATALOG_STATE_MISSING``), so a trust store never stands without the rollback protection
     it guards; once the file is written the state remembers it (``TRUST_STORE_MISSING``)."""
-    from aira_core.catalog.state import STATE_FILE, CatalogState
-
     path = path or user_store_path()
     _check_keys(store)
     data = json.dumps(store.to_wire(), indent=2, sort_keys=True).encode() + b"\n"
