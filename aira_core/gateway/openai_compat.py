@@ -31,11 +31,10 @@ from aira_core.extensions import (
 )
 from aira_core.gateway import chat, http
 from aira_core.gateway.chat import Prices
-from aira_core.gateway.config import ProviderSettings
+from aira_core.gateway.config import PROVIDER_CONFIG_INVALID, ProviderSettings
 from aira_core.gateway.http import DEFAULT_TIMEOUTS, Timeouts
 from aira_core.gateway.transports import TEXT_SYSTEM
 
-PROVIDER_CONFIG_INVALID = "PROVIDER_CONFIG_INVALID"
 PROVIDER_REQUEST_INVALID = http.PROVIDER_REQUEST_INVALID
 PROVIDER_KEY_MISSING = "PROVIDER_KEY_MISSING"
 PROVIDER_UNSUPPORTED = "PROVIDER_UNSUPPORTED"

@@ -22,8 +22,8 @@ from typing import Any
 
 from aira_core.diagnostics import AiraError
 from aira_core.gateway.chat import Prices
+from aira_core.gateway.config import PROVIDER_CONFIG_INVALID
 
-PROVIDER_CONFIG_INVALID = "PROVIDER_CONFIG_INVALID"
 PRICES_FILE = Path(__file__).with_name("prices.json")
 FORMAT = "aira.deepseek-prices/1"
 PEAK = "peak"

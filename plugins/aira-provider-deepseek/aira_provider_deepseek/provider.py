@@ -36,9 +36,8 @@ from aira_core.extensions import (
     StepRequest,
     Transport,
 )
-from aira_core.gateway.config import ProviderSettings
+from aira_core.gateway.config import PROVIDER_CONFIG_INVALID, ProviderSettings
 from aira_core.gateway.openai_compat import (
-    PROVIDER_CONFIG_INVALID,
     OpenAICompatProvider,
     check_base_url,
 )

@@ -39,9 +39,8 @@ from aira_core.gateway.chat import (
     reasoning_field_of,
     usage_of,
 )
-from aira_core.gateway.config import ProviderSettings
+from aira_core.gateway.config import PROVIDER_CONFIG_INVALID, ProviderSettings
 from aira_core.gateway.openai_compat import (
-    PROVIDER_CONFIG_INVALID,
     RESERVED_BODY_FIELDS,
     OpenAICompatProvider,
 )
