@@ -98,6 +98,16 @@ class ProviderSettings:
         return self.api_key_env is not None and not self.api_key
 
 
+def key_from_env(variable: str) -> str | None:
+    """The API key the environment variable ``variable`` holds, stripped; ``None`` when it is
+    unset or blank. Registered with the redactor before it is returned, so no message, log or
+    store can show it (the variable's name may be shown: it is where the user sets the key)."""
+    key = os.environ.get(variable, "").strip()
+    if key:
+        register_secret(key)
+    return key or None
+
+
 class _Invalid(Exception):
     def __init__(self, path: tuple[str, ...], problem: str) -> None:
         super().__init__(problem)
@@ -224,9 +234,7 @@ def _provider(name: str, table: dict[str, Any], where: tuple[str, ...]) -> Provi
     if api_key_env is not None:
         if not isinstance(api_key_env, str) or not ENV_NAME.match(api_key_env):
             raise _Invalid((*where, "api_key_env"), "must be an environment variable name")
-        api_key = os.environ.get(api_key_env, "").strip() or None
-        if api_key:
-            register_secret(api_key)
+        api_key = key_from_env(api_key_env)
     transport = table.get("transport", "tool")
     if not isinstance(transport, str) or not NAME.match(transport):
         raise _Invalid((*where, "transport"), "must be a transport name (tool, json …)")

@@ -14,7 +14,6 @@ its prices, the name its server gives the reasoning field, extra body fields (De
 from __future__ import annotations
 
 import dataclasses
-import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -31,7 +30,7 @@ from aira_core.extensions import (
 )
 from aira_core.gateway import chat, http
 from aira_core.gateway.chat import Prices
-from aira_core.gateway.config import PROVIDER_CONFIG_INVALID, ProviderSettings
+from aira_core.gateway.config import PROVIDER_CONFIG_INVALID, ProviderSettings, key_from_env
 from aira_core.gateway.http import DEFAULT_TIMEOUTS, Timeouts
 from aira_core.gateway.transports import TEXT_SYSTEM
 
@@ -229,12 +228,8 @@ class OpenAICompatProvider:
     def _load_key(self) -> None:
         """The key from ``api_key_env`` when none was given, registered with the redactor
         before anything could show it."""
-        if self._api_key or not self.api_key_env:
-            return
-        key = os.environ.get(self.api_key_env, "").strip()
-        if key:
-            register_secret(key)
-            self._api_key = key
+        if not self._api_key and self.api_key_env:
+            self._api_key = key_from_env(self.api_key_env)
 
     def prepare(
         self,

@@ -11,7 +11,7 @@ import pytest
 
 from aira_core.diagnostics import AiraError, Diagnostic, redact, redact_value, register_secret
 from aira_core.gateway.chat import Prices
-from aira_core.gateway.config import PROVIDERS_FILE, ProviderSettings, load_settings
+from aira_core.gateway.config import PROVIDERS_FILE, ProviderSettings, key_from_env, load_settings
 from aira_core.gateway.http import DEFAULT_TIMEOUTS, Timeouts
 
 VALID = """
@@ -87,6 +87,21 @@ def test_an_unset_key_variable_is_a_missing_key(
     write(tmp_path, VALID)
     ds = load_settings(tmp_path)["deepseek"]
     assert ds.api_key is None and ds.key_missing
+
+
+def test_a_key_from_the_environment_is_stripped_and_registered(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The one reader of a key variable (the settings file's ``api_key_env`` and a
+    provider's own both use it): a blank or unset variable is no key. The variable's name
+    is not credential-like, so only the registration scrubs the key."""
+    monkeypatch.setenv("AIRA_TEST_LLM_ACCESS", "\t shapeless words of a key \n")
+    assert key_from_env("AIRA_TEST_LLM_ACCESS") == "shapeless words of a key"
+    assert redact("a shapeless words of a key b") == "a <redacted> b"
+    monkeypatch.setenv("AIRA_TEST_LLM_ACCESS", "  ")
+    assert key_from_env("AIRA_TEST_LLM_ACCESS") is None
+    monkeypatch.delenv("AIRA_TEST_LLM_ACCESS")
+    assert key_from_env("AIRA_TEST_LLM_ACCESS") is None
 
 
 def test_every_key_is_optional_and_kind_defaults_to_the_name(tmp_path: Path) -> None:

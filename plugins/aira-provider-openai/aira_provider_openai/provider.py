@@ -187,7 +187,7 @@ class OpenAIProvider(OpenAICompatProvider):
         *,
         idempotency_key: str | None = None,
     ) -> PreparedCall:
-        self.preflight(model)
+        # the core's prepare checks the model and the key first (preflight): not again here
         if self.tool_choice is not None:
             transport = _ToolChoice(transport, self.tool_choice)
         return super().prepare(request, model, transport, idempotency_key=idempotency_key)
