@@ -71,8 +71,8 @@ from aira_core.gateway.gateway import Gateway, Route
 from aira_core.gateway.ledger import AttemptLedger
 from aira_core.gateway.openai_compat import OpenAICompatProvider
 from aira_core.gateway.transports import ToolTransport
+from aira_core.runtime.tiers import TIERS, TaskBudgets
 from aira_core.step import decision as grammar
-from aira_core.step.tiers import TIERS, TaskBudgets
 
 TARGET_P50_S = 0.003
 WARMUP_STEPS = 20

@@ -36,9 +36,9 @@ from aira_core.integrations import (
 )
 from aira_core.runtime.contract import TerminalState
 from aira_core.runtime.session import Task
+from aira_core.runtime.tiers import TIERS
 from aira_core.step.loop import StepHost
 from aira_core.step.runner import _artefacts, run_script
-from aira_core.step.tiers import TIERS
 from aira_core.step.trajectory import ScriptedSource
 from aira_core.testing.integrations import (
     BrokenAdapter,

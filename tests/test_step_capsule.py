@@ -14,6 +14,7 @@ import pytest
 from aira_core.canonical import sha256_bytes_hex, sha256_id
 from aira_core.contracts.plan import IntentFrame
 from aira_core.diagnostics import AiraError
+from aira_core.runtime.tiers import TIERS, Tier, host_tokens
 from aira_core.step.capsule import (
     INTENT_MAX_TOKENS,
     LAST_RESULT_MAX_TOKENS,
@@ -31,7 +32,6 @@ from aira_core.step.ledger import (
     Ledger,
 )
 from aira_core.step.log import RoundLog
-from aira_core.step.tiers import TIERS, Tier, host_tokens
 
 TIER_NAMES = ("T32", "T128", "T200")
 REV1 = "rev:sha256:" + "1" * 64

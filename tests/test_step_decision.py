@@ -17,6 +17,15 @@ from aira_core.contracts.base import MAX_VALUE_DEPTH
 from aira_core.contracts.plan import Plan
 from aira_core.diagnostics import AiraError
 from aira_core.model.aliases import AliasTable
+from aira_core.runtime.drafts import legal_aliases
+from aira_core.runtime.tiers import (
+    DEFAULT_BUDGETS,
+    DEFAULT_TIER,
+    TIERS,
+    TaskBudgets,
+    host_tokens,
+    tier,
+)
 from aira_core.step import decision as grammar
 from aira_core.step.decision import (
     ACTS,
@@ -37,16 +46,7 @@ from aira_core.step.decision import (
     is_read_only,
     is_terminal,
     is_write,
-    legal_aliases,
     parse_decision,
-)
-from aira_core.step.tiers import (
-    DEFAULT_BUDGETS,
-    DEFAULT_TIER,
-    TIERS,
-    TaskBudgets,
-    host_tokens,
-    tier,
 )
 
 REV = "rev:sha256:" + "1" * 64

@@ -17,6 +17,7 @@ from test_step_loop import GOOD, INTENT, Recording, script
 from aira_core.extensions import DecisionEntry, ResultEntry
 from aira_core.runtime.contract import TerminalState
 from aira_core.runtime.plan import capability_of
+from aira_core.runtime.tiers import TIERS
 from aira_core.step import loop
 from aira_core.step.fold import (
     FOLDED,
@@ -27,7 +28,6 @@ from aira_core.step.fold import (
 )
 from aira_core.step.log import RoundLog, call_id, step_of
 from aira_core.step.loop import StepHost
-from aira_core.step.tiers import TIERS
 
 
 def text(value: Any) -> str:

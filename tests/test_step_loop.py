@@ -25,10 +25,10 @@ from aira_core.contracts.plan import IntentFrame
 from aira_core.diagnostics import AiraError
 from aira_core.extensions import QueryResult, StepReply, StepRequest
 from aira_core.runtime.contract import TerminalState
+from aira_core.runtime.tiers import TIERS, TaskBudgets, host_tokens
 from aira_core.step.log import RoundLog, prompt_text
 from aira_core.step.loop import StepHost
 from aira_core.step.runner import resume_script, task_id
-from aira_core.step.tiers import TIERS, TaskBudgets, host_tokens
 from aira_core.step.trajectory import (
     DecisionScript,
     ScriptedSource,

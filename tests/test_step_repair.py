@@ -26,11 +26,11 @@ from test_step_loop import (
 from aira_core.extensions import ResultEntry, StepReply, StepRequest
 from aira_core.runtime.contract import TerminalState
 from aira_core.runtime.session import Task
+from aira_core.runtime.tiers import TIERS
 from aira_core.step import decision as grammar
 from aira_core.step import loop
 from aira_core.step.capsule import build_capsule
 from aira_core.step.loop import StepHost
-from aira_core.step.tiers import TIERS
 from aira_core.step.trajectory import ScriptedSource, TrajectoryWriter, read_trajectory
 
 REFUSED = plan_decision(radius=16.0)  # r ≥ 15 mm does not fit the 40 × 30 plate

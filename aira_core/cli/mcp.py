@@ -80,7 +80,7 @@ def serve_cmd(
         serve_stdio,
         transport_security,
     )
-    from aira_core.step.tiers import tier as tier_named
+    from aira_core.runtime.tiers import tier as tier_named
 
     tier_named(tier)  # STEP_TIER_UNKNOWN before anything starts
     if http:

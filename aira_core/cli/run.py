@@ -293,7 +293,7 @@ def run_cmd(
     (TRAJECTORY_EXISTS) unless --force, which replaces it with a new file once the run
     starts. A run refused before it starts leaves nothing behind."""
     from aira_core.diagnostics import AiraError
-    from aira_core.step.runner import RUN_TASK_INVALID
+    from aira_core.runtime.intents import RUN_TASK_INVALID
 
     named = [n for n, v in (("INTENT", intent), ("--script", script)) if v is not None]
     if resume is not None and intent is not None:
@@ -342,7 +342,7 @@ def run_cmd(
         extra["store"] = store
         extra["existing_store"] = True
     # Everything that can refuse the run is checked before a ledger task is made.
-    from aira_core.step.tiers import tier as check_tier
+    from aira_core.runtime.tiers import tier as check_tier
 
     check_tier(tier or loaded.tier)
     chosen = _kernel(kernel, "running a task")
@@ -381,7 +381,7 @@ def _title(script: Any) -> str:
 def _budgets(usd: float | None, steps: int | None) -> Any:
     from dataclasses import replace
 
-    from aira_core.step.tiers import TaskBudgets
+    from aira_core.runtime.tiers import TaskBudgets
 
     budgets = TaskBudgets()
     if usd is not None:
@@ -429,7 +429,8 @@ def _resume(
     script's from --script; a gateway run continues on its ledger task (or on the informed
     retry of it) with the source its header names, unless flags name another."""
     from aira_core.diagnostics import AiraError
-    from aira_core.step.runner import RUN_TASK_INVALID, intent_of_header, resume_script
+    from aira_core.runtime.intents import RUN_TASK_INVALID
+    from aira_core.step.runner import intent_of_header, resume_script
     from aira_core.step.trajectory import read_trajectory
 
     provider, model, base_url, transport, fallback = source

@@ -36,9 +36,9 @@ from aira_core.gateway.gateway import Gateway, Route
 from aira_core.gateway.ledger import AttemptLedger
 from aira_core.gateway.openai_compat import OpenAICompatProvider
 from aira_core.gateway.transports import BUILTIN_TRANSPORTS
+from aira_core.runtime.tiers import HOST_BYTES_PER_TOKEN
 from aira_core.step.bench import BLOCK_TOKENS, common_prefix, prefix_share
 from aira_core.step.runner import BUNDLED, bundled_script, run_script
-from aira_core.step.tiers import HOST_BYTES_PER_TOKEN
 from aira_core.step.trajectory import DecisionScript
 
 if TYPE_CHECKING:

@@ -57,7 +57,7 @@ from aira_core.mcp.tools import (
 from aira_core.runtime import contract as mc
 from aira_core.runtime.contract import CompletionAuthority, MetaOperation
 from aira_core.runtime.session import TaskProtocol
-from aira_core.step.tiers import DEFAULT_BUDGETS, DEFAULT_TIER, TaskBudgets, Tier, tier
+from aira_core.runtime.tiers import DEFAULT_BUDGETS, DEFAULT_TIER, TaskBudgets, Tier, tier
 
 MCP_TASK_UNKNOWN = "MCP_TASK_UNKNOWN"
 MCP_TASK_LIMIT = "MCP_TASK_LIMIT"
@@ -364,8 +364,8 @@ class Engine:
                 self._retire(name, "its task is no longer open")
 
     def _open(self, arguments: Mapping[str, Any]) -> Answer:
+        from aira_core.runtime.intents import intent_frame
         from aira_core.runtime.session import Task
-        from aira_core.step.runner import intent_script
 
         problem = _argument_problem(TASK_OPEN, arguments)
         if problem is not None:
@@ -373,7 +373,7 @@ class Engine:
         try:
             chosen = tier(arguments.get("tier", self.tier.name))
             goal = arguments.get("intent")
-            frame = intent_script(goal).intent if goal is not None else None
+            frame = intent_frame(goal) if goal is not None else None
         except AiraError as exc:
             return _refusal("open", exc.code, exc.diagnostic.message, TASK_OPEN)
         if not self._room():
@@ -482,7 +482,7 @@ class Engine:
         if self._tools_cache is None or self._tools_cache[0] != key:
             aliases = None
             if key is not None:
-                from aira_core.step.decision import legal_aliases
+                from aira_core.runtime.drafts import legal_aliases
 
                 table = self._ctx.repository.aliases(key[1])
                 found = legal_aliases(table, ("bodies", "nodes", "parameters"))
@@ -654,7 +654,7 @@ class Engine:
             if k not in ("task", "requestId", "bind", "baseRevision")
         }
         if operation is MetaOperation.MODEL_PROPOSE_PATCH:
-            from aira_core.step.decision import plan_draft_wire
+            from aira_core.runtime.drafts import plan_draft_wire
 
             try:
                 draft = plan_draft_wire(arguments["plan"])
@@ -842,7 +842,7 @@ class Engine:
     def _apply(self, arguments: Mapping[str, Any]) -> Answer:
         """check → propose → preview → validate → commit, each the meta-operation it is on
         the task runtime (its admission, grant, trace), stopping at the first refusal."""
-        from aira_core.step.decision import plan_draft_wire
+        from aira_core.runtime.drafts import plan_draft_wire
 
         open_task = self._task(arguments.get("task"))
         problem = _argument_problem(MODEL_APPLY, arguments)

@@ -26,7 +26,8 @@ from functools import cache
 from typing import Any
 
 from aira_core.runtime.contract import EffectClass, MetaOperation, operation_contract
-from aira_core.step.tiers import DEFAULT_BUDGETS, TIERS, TaskBudgets
+from aira_core.runtime.intents import INTENT_CHARS
+from aira_core.runtime.tiers import DEFAULT_BUDGETS, TIERS, TaskBudgets
 
 TASK_OPEN = "task_open"
 MODEL_APPLY = "model_apply"
@@ -38,8 +39,6 @@ OPEN_CAPABILITIES = 64
 """The most capabilities ``task_open`` shows (as signatures) and counts as discovered."""
 REQUEST_ID_PATTERN = r"^[A-Za-z0-9._:-]{1,128}$"
 TASK_HANDLE_PATTERN = r"^mcp-[0-9a-f]{16}$"
-INTENT_CHARS = 4000
-"""The longest goal ``task_open`` takes (as ``aira run``'s task in words)."""
 
 
 def tool_name(operation: MetaOperation | str) -> str:
@@ -167,7 +166,7 @@ def _request_id_property() -> dict[str, Any]:
 
 
 def _generated(model: Any) -> dict[str, Any]:
-    from aira_core.step.decision import drop_titles
+    from aira_core.runtime.drafts import drop_titles
 
     schema = model.model_json_schema(by_alias=True)
     drop_titles({"": schema})  # pydantic's titles repeat the names, in every tools/list
@@ -182,9 +181,9 @@ def _search_schema() -> dict[str, Any]:
 
 
 def _grammar_defs(aliases: Mapping[str, Sequence[str]] | None, budgets: TaskBudgets) -> Any:
-    from aira_core.step.decision import decision_schema
+    from aira_core.runtime.drafts import draft_defs
 
-    return decision_schema(aliases or {}, budgets=budgets)["$defs"]
+    return draft_defs(aliases or {}, budgets=budgets)
 
 
 def _reachable(node: Any, defs: Mapping[str, Any]) -> dict[str, Any]:

@@ -35,8 +35,8 @@ from pathlib import Path
 from typing import Any
 
 from aira_core.extensions import DecisionSource, StepReply, StepRequest
+from aira_core.runtime.tiers import HOST_BYTES_PER_TOKEN, host_tokens, tokens_of_bytes
 from aira_core.step.log import prompt_text, step_of
-from aira_core.step.tiers import HOST_BYTES_PER_TOKEN, host_tokens, tokens_of_bytes
 
 OVERHEAD_TARGET_MS = 5.0
 BLOCK_TOKENS = 64  # spec 003 §6.5: a prefix cache keeps whole blocks of 64 tokens

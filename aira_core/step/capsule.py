@@ -33,6 +33,7 @@ from typing import Any
 
 from aira_core.canonical import sha256_bytes_hex
 from aira_core.diagnostics import AiraError
+from aira_core.runtime.tiers import HOST_BYTES_PER_TOKEN, Tier, host_tokens, tokens_of_bytes
 from aira_core.step.ledger import (
     Ledger,
     WorkingPage,
@@ -42,7 +43,6 @@ from aira_core.step.ledger import (
     truncate_utf8,
     utf8_size,
 )
-from aira_core.step.tiers import HOST_BYTES_PER_TOKEN, Tier, host_tokens, tokens_of_bytes
 
 __all__ = [
     "CAPSULE_FORMAT",

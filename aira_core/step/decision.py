@@ -44,6 +44,9 @@ Rules:
 - A read path is ``[block]`` or ``[block, alias-or-id]`` with block one of parameters, nodes,
   bodies, assertions; an empty ``select`` reads the head summary.
 
+The forms inside the acts (the plan draft, arguments, read paths, aliases) and their
+``$defs`` are :mod:`aira_core.runtime.drafts`', the same for the MCP server's tools.
+
 :func:`parse_decision` turns the model's text into a :data:`Decision` or raises
 :class:`DecisionRejected` with a stable code, never anything else. :func:`decision_schema` is
 the per-step JSON Schema (draft 2020-12) in which the legal aliases of the current revision
@@ -57,46 +60,52 @@ from __future__ import annotations
 import copy
 import json
 import math
-import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from functools import cache
 from typing import Annotated, Any, Literal
 
 from pydantic import (
-    AfterValidator,
-    ConfigDict,
     Field,
     TypeAdapter,
     ValidationError,
-    WithJsonSchema,
     model_validator,
 )
 from pydantic_core import PydanticCustomError
 
 from aira_core.contracts.amir import (
-    ASSERTIONS,
-    BLOCK_BY_NAME,
-    BLOCK_BY_PREFIX,
-    BLOCKS,
-    BODIES,
-    ENTITY_ID_PATTERN,
-    NODES,
-    PARAMETERS,
     host_tokens,
 )
-from aira_core.contracts.base import DIAGNOSTIC_CODE_PATTERN, WireModel, json_value
+from aira_core.contracts.base import DIAGNOSTIC_CODE_PATTERN, WireModel
 from aira_core.contracts.capability import CAPABILITY_ID_PATTERN
 from aira_core.contracts.plan import (
     STEP_ID_PATTERN,
-    AcceptanceAssertion,
     Plan,
     PlanBindings,
-    PlanStep,
 )
 from aira_core.diagnostics import AiraError, json_pointer, redact, redact_value
-from aira_core.model.aliases import LABEL_PATTERN, label_alias_safe
 from aira_core.model.blocks import MAX_SELECT_LIMIT, MAX_SELECT_OFFSET
-from aira_core.step.tiers import DEFAULT_BUDGETS, TaskBudgets, Tier
+from aira_core.runtime.drafts import (
+    ALIAS_KINDS,
+    ALIAS_SHAPE,
+    KIND_WORD,
+    MESSAGE_VALUE_CHARS,
+    SCHEMA_REF,
+    Args,
+    Grammar,
+    PlanBody,
+    SelectPath,
+    drop_titles,
+    error_text,
+    fill_alias_defs,
+    legal_sets,
+    link_defs,
+    plan_local,
+    shared_defs,
+    short_value,
+    visible,
+    walk_values,
+)
+from aira_core.runtime.tiers import DEFAULT_BUDGETS, TaskBudgets, Tier
 
 # -- codes and act sets ---------------------------------------------------------------------------
 
@@ -142,25 +151,6 @@ MAX_DEPTH = 64
 """How deeply a decision's JSON may nest; deeper input is refused before validation."""
 MAX_SAFE_INT = 2**53
 """Larger integers are not exact in JSON (IEEE doubles), so canonical JSON refuses them."""
-MESSAGE_VALUE_CHARS = 120
-"""How much of a rejected value a message repeats (a decision may hold megabytes)."""
-
-_ALIAS_ORDER = (BODIES, NODES, PARAMETERS, ASSERTIONS)
-"""The order the decision schema lists the alias kinds in (its bytes depend on it)."""
-ALIAS_KINDS = {b.prefix: b.name for b in _ALIAS_ORDER}
-"""Alias prefix → the kind (alias-table block) it names."""
-_KIND_PREFIX = {b.name: b.prefix for b in _ALIAS_ORDER}
-_ALIAS_DEFS = {b.name: f"{b.singular.capitalize()}Alias" for b in _ALIAS_ORDER}
-"""Kind → the name of its ``$defs`` entry: ``BodyAlias`` …"""
-_PREFIXES = "".join(sorted(BLOCK_BY_PREFIX))
-_ALIAS_SHAPE = re.compile(f"^[{_PREFIXES}]:")
-_ENTITY_ID = re.compile(ENTITY_ID_PATTERN)
-_KIND_WORD = {b.name: b.singular for b in BLOCK_BY_NAME.values()}
-
-_REF = "#/$defs/{model}"
-_LATER = "x-aira-def"
-"""Marks a reference to one of the hand-written ``$defs`` of :func:`decision_schema` (a
-``$ref`` there would make pydantic look for a definition it does not have)."""
 
 
 class DecisionRejected(AiraError):
@@ -186,162 +176,13 @@ class DecisionRejected(AiraError):
 # -- field types ---------------------------------------------------------------------------------
 
 
-def _custom(kind: str, message: str, sub: Sequence[str | int] = ()) -> PydanticCustomError:
-    # ``subpointer`` lets parse_decision point below the field the validator ran on.
-    return PydanticCustomError(kind, message, {"subpointer": json_pointer(list(sub))})
-
-
-def _check_path(path: list[str]) -> list[str]:
-    if not 1 <= len(path) <= 2:
-        raise _custom(
-            "select_path",
-            "a read path is [block] or [block, alias-or-id], got {n} segments".replace(
-                "{n}", str(len(path))
-            ),
-        )
-    block = path[0]
-    if block not in BLOCKS:
-        raise _custom(
-            "select_path",
-            f"{_short(block)} is not a block; blocks are {', '.join(BLOCKS)}",
-            [0],
-        )
-    if len(path) == 2:
-        ref = path[1]
-        if _ALIAS_SHAPE.match(ref):
-            kind = ALIAS_KINDS[ref[0]]
-            if kind != block:
-                raise _custom(
-                    "select_path",
-                    f"{_short(ref)} is a {_KIND_WORD[kind]} alias; it is not in {block}",
-                    [1],
-                )
-        elif not _ENTITY_ID.match(ref):
-            raise _custom(
-                "select_path",
-                f"{_short(ref)} is neither an alias ({_KIND_PREFIX[block]}:…) nor an entity id",
-                [1],
-            )
-    return path
-
-
-def _check_args(args: dict[str, Any]) -> dict[str, Any]:
-    """Free JSON values as a plan step's arguments must be (``json_value``: depth, canonical
-    bytes), and inside them ``{"param": …}`` names a parameter, ``{"body": …}`` a body."""
-    json_value(args)  # what PlanStep will require: refused here, with the model's pointer
-    for parts, value in _walk(args):
-        if not parts or not isinstance(value, dict):
-            continue
-        for key, own in (("param", "p"), ("body", "b")):
-            if key not in value:
-                continue
-            ref = value[key]
-            if not isinstance(ref, str):
-                raise _custom(
-                    "arg_reference",
-                    f'"{key}" takes a {_KIND_WORD[ALIAS_KINDS[own]]} alias or id (a string), '
-                    f"got {_short(ref)}",
-                    [*parts, key],
-                )
-            if _ALIAS_SHAPE.match(ref) and ref[0] != own:
-                raise _custom(
-                    "arg_reference",
-                    f'"{key}" takes a {_KIND_WORD[ALIAS_KINDS[own]]} alias ({own}:…), '
-                    f"not the {_KIND_WORD[ALIAS_KINDS[ref[0]]]} alias {_short(ref)}",
-                    [*parts, key],
-                )
-    return args
-
-
-SelectPath = Annotated[
-    list[str], AfterValidator(_check_path), WithJsonSchema({_LATER: "SelectPath"})
-]
-Args = Annotated[
-    dict[str, Any],
-    AfterValidator(_check_args),
-    WithJsonSchema({"type": "object", "additionalProperties": {_LATER: "ArgValue"}}),
-]
-ArgString = Annotated[str, WithJsonSchema({_LATER: "ArgString"})]
-PlanArgs = Annotated[
-    dict[str, Any],
-    AfterValidator(_check_args),
-    WithJsonSchema({"type": "object", "additionalProperties": {_LATER: "PlanArgValue"}}),
-]
-"""Arguments inside a plan: they may also name what an earlier step of the plan creates."""
-PlanArgString = Annotated[str, WithJsonSchema({_LATER: "PlanArgString"})]
 NonEmpty = Annotated[str, Field(min_length=1)]
-
-
-class _Grammar(WireModel):
-    # Strict and by alias only: the decision schema (by alias, exact JSON types) must accept
-    # every decision the models accept, so no coercion ("5" → 5) and no snake_case names.
-    model_config = ConfigDict(strict=True, populate_by_name=False, use_attribute_docstrings=True)
-
-
-class StepDraft(PlanStep):
-    """One step of the plan: a capability and its arguments."""
-
-    model_config = ConfigDict(strict=True, populate_by_name=False)
-
-    args: PlanArgs = Field(default_factory=dict)
-
-
-class AssertionDraft(AcceptanceAssertion):
-    """A check the plan's result must pass."""
-
-    model_config = ConfigDict(strict=True, populate_by_name=False)
-
-    target: PlanArgString
-    args: PlanArgs = Field(default_factory=dict)
-
-
-class PlanDraft(_Grammar):
-    """The composite plan without ``baseRevision``: the host binds it to the head."""
-
-    steps: list[StepDraft] = Field(min_length=1)
-    acceptance_assertions: list[AssertionDraft] = Field(default_factory=list)
-
-
-def _check_plan(plan: dict[str, Any]) -> dict[str, Any]:
-    try:
-        draft = PlanDraft.model_validate(plan)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        loc = list(first["loc"])
-        sub = json_pointer(loc) + (first.get("ctx") or {}).get("subpointer", "")
-        owner: type[WireModel] = PlanDraft
-        if len(loc) >= 3 and loc[0] == "steps":
-            owner = StepDraft
-        elif len(loc) >= 3 and loc[0] == "acceptanceAssertions":
-            owner = AssertionDraft
-        raise PydanticCustomError(
-            "plan_invalid", _error_text(first, owner), {"subpointer": sub}
-        ) from None
-    return draft.to_wire()
-
-
-def plan_draft_wire(plan: Any) -> dict[str, Any]:
-    """``plan`` checked as a :class:`PlanDraft` (the composite plan without
-    ``baseRevision``) and normalised to its wire form; ``ValueError`` naming the first
-    problem and where it is (``at /steps/0/capability``) otherwise. What every entry that
-    takes a plan from a model (the step host, MCP) checks it with."""
-    try:
-        return _check_plan(plan)
-    except PydanticCustomError as exc:
-        where = (exc.context or {}).get("subpointer", "") or "/"
-        raise ValueError(f"{exc.message()} at {where}") from None
-
-
-PlanBody = Annotated[
-    dict[str, Any], AfterValidator(_check_plan), WithJsonSchema({_LATER: "PlanDraft"})
-]
-"""The plan as the wire dict (validated as :class:`PlanDraft`, normalised to its wire form)."""
 
 
 # -- acts ----------------------------------------------------------------------------------------
 
 
-class BatchedRead(_Grammar):
+class BatchedRead(Grammar):
     """Read pages of the head revision; an empty select reads the head summary."""
 
     act: Literal["read"]
@@ -355,7 +196,7 @@ class BatchedRead(_Grammar):
     """Keep the pages in the working set (paid from the budget) instead of one step."""
 
 
-class BatchedLookup(_Grammar):
+class BatchedLookup(Grammar):
     """Search the capability catalog (query), or describe one capability (capability)."""
 
     act: Literal["lookup"]
@@ -383,7 +224,7 @@ class BatchedLookup(_Grammar):
         return self
 
 
-class BatchedInspect(_Grammar):
+class BatchedInspect(Grammar):
     """Run a query capability (e.g. massProperties) on the head revision."""
 
     act: Literal["inspect"]
@@ -392,7 +233,7 @@ class BatchedInspect(_Grammar):
     args: Args = Field(default_factory=dict)
 
 
-class RepairTarget(_Grammar):
+class RepairTarget(Grammar):
     """The refused plan's diagnostic to repair."""
 
     code: Annotated[str, Field(pattern=DIAGNOSTIC_CODE_PATTERN, max_length=80)]
@@ -400,7 +241,7 @@ class RepairTarget(_Grammar):
     """The failing step's id; absent: the first diagnostic with the code."""
 
 
-class BatchedRepair(_Grammar):
+class BatchedRepair(Grammar):
     """The candidate a repair (one a refused plan's result lists) makes of your last refused
     plan; writes nothing: send its plan as a plan act to apply it."""
 
@@ -409,7 +250,7 @@ class BatchedRepair(_Grammar):
     diagnostic: RepairTarget
 
 
-class BatchedPin(_Grammar):
+class BatchedPin(Grammar):
     """Pin pages into the working set, or release them."""
 
     act: Literal["pin"]
@@ -453,7 +294,7 @@ class PinAct(BatchedPin):
     """Replaces your note in full."""
 
 
-class StageAct(_Grammar):
+class StageAct(Grammar):
     """Stage a file for a later plan (refer to it as "staged:<name>"). A write act."""
 
     act: Literal["stage"]
@@ -465,7 +306,7 @@ class StageAct(_Grammar):
     """Replaces your note in full."""
 
 
-class PlanAct(_Grammar):
+class PlanAct(Grammar):
     """Submit a composite plan against the head revision. A write act."""
 
     act: Literal["plan"]
@@ -490,7 +331,7 @@ class PlanAct(_Grammar):
         return Plan.model_validate(wire)
 
 
-class NoteAct(_Grammar):
+class NoteAct(Grammar):
     """Only rewrite your note (the host keeps it for you across steps)."""
 
     act: Literal["note"]
@@ -498,7 +339,7 @@ class NoteAct(_Grammar):
     """Replaces your note in full."""
 
 
-class DoneAct(_Grammar):
+class DoneAct(Grammar):
     """Claim the task complete; the runtime checks the evidence and decides."""
 
     act: Literal["done"]
@@ -507,7 +348,7 @@ class DoneAct(_Grammar):
     """Replaces your note in full."""
 
 
-class AbstainAct(_Grammar):
+class AbstainAct(Grammar):
     """Give up: the task cannot proceed; say why and what is missing."""
 
     act: Literal["abstain"]
@@ -523,7 +364,7 @@ BatchedAct = Annotated[
 ]
 
 
-class BatchAct(_Grammar):
+class BatchAct(Grammar):
     """Several read-only acts, run in order; results come back together."""
 
     act: Literal["batch"]
@@ -630,7 +471,7 @@ def parse_decision(
         )
     act = raw.get("act")
     if not isinstance(act, str) or act not in ACT_MODELS:
-        what = "no act" if "act" not in raw else f"act {_short(act)} is not an act"
+        what = "no act" if "act" not in raw else f"act {short_value(act)} is not an act"
         raise DecisionRejected(
             STEP_DECISION_ACT_UNKNOWN,
             f"{what}; the acts are {', '.join(ACTS)}",
@@ -650,7 +491,7 @@ def parse_decision(
         ) from None
     if tier is not None:
         _check_notes(decision, tier)
-    table = _legal(aliases)
+    table = legal_sets(aliases)
     if table is not None:
         _check_aliases(decision, table)
     return decision  # type: ignore[return-value]
@@ -703,8 +544,8 @@ def _load(text: Any) -> Any:
         return json.loads(text, object_pairs_hook=_pairs, parse_constant=_no_constant)
     except json.JSONDecodeError as exc:
         # Redacted whole, then cut: a credential cut in half would no longer be recognised.
-        before = redact(_visible(text[: exc.pos]))[-40:]
-        after = redact(_visible(text[exc.pos :]))[:40]
+        before = redact(visible(text[: exc.pos]))[-40:]
+        after = redact(visible(text[exc.pos :]))[:40]
         from aira_core.gateway.brackets import account  # what is open there: brackets only
 
         hint = ""
@@ -764,7 +605,7 @@ def _check_raw(raw: Any) -> None:
             if isinstance(value, _Dup):
                 raise DecisionRejected(
                     STEP_DECISION_FIELD_INVALID,
-                    f"the key {_short(value.dup)} occurs more than once in one object",
+                    f"the key {short_value(value.dup)} occurs more than once in one object",
                     pointer=json_pointer((*parts, value.dup)),
                 )
             for key, item in value.items():
@@ -781,7 +622,7 @@ def _utf8(text: str, parts: tuple[str | int, ...]) -> None:
         raise DecisionRejected(
             STEP_DECISION_FIELD_INVALID,
             "the text holds a lone surrogate escape (\\ud800–\\udfff) that is not a character",
-            pointer=json_pointer([_visible(str(p)) for p in parts]),
+            pointer=json_pointer([visible(str(p)) for p in parts]),
         ) from None
 
 
@@ -811,7 +652,7 @@ def _check_batch(raw: dict[str, Any], budgets: TaskBudgets) -> None:
                 expected=sorted(READ_ONLY_ACTS),
             )
         if not isinstance(act, str) or act not in ACT_MODELS:
-            what = "has no act" if "act" not in item else f"act {_short(act)} is not an act"
+            what = "has no act" if "act" not in item else f"act {short_value(act)} is not an act"
             raise DecisionRejected(
                 STEP_DECISION_ACT_UNKNOWN,
                 f"acts[{i}] {what}; a batch holds {', '.join(sorted(READ_ONLY_ACTS))}",
@@ -843,7 +684,7 @@ def _rejection(
             owner = _BATCHED_MODELS[loc[2]]
             del loc[2]
     pointer = json_pointer(loc) + (first.get("ctx") or {}).get("subpointer", "")
-    message = f"{raw.get('act')}: {_error_text(first, owner)}"
+    message = f"{raw.get('act')}: {error_text(first, owner)}"
     if (
         model is BatchAct
         and first["type"] == "extra_forbidden"
@@ -854,23 +695,6 @@ def _rejection(
     if len(errors) > 1:
         message += f" (and {len(errors) - 1} more problem{'s' if len(errors) > 2 else ''})"
     return DecisionRejected(STEP_DECISION_FIELD_INVALID, message, pointer=pointer or "")
-
-
-def _error_text(error: Mapping[str, Any], owner: type[WireModel]) -> str:
-    loc = list(error["loc"])
-    field = str(loc[-1]) if loc else ""
-    kind = error["type"]
-    if kind == "extra_forbidden":
-        known = [f.alias or name for name, f in owner.model_fields.items()]
-        return f"unknown field {_short(field)}; the fields are {', '.join(known)}"
-    if kind == "missing":
-        return f"the required field {_short(field)} is missing"
-    if kind in _OWN_ERRORS:
-        return str(error["msg"])
-    return f"{error['msg']} (got {_short(error.get('input'))})"
-
-
-_OWN_ERRORS = frozenset({"select_path", "arg_reference", "plan_invalid", "lookup_target"})
 
 
 def _check_notes(decision: Any, tier: Tier) -> None:
@@ -886,25 +710,6 @@ def _check_notes(decision: Any, tier: Tier) -> None:
         )
 
 
-def _legal(aliases: Any) -> dict[str, frozenset[str]] | None:
-    if aliases is None:
-        return None
-    if hasattr(aliases, "entries") and not isinstance(aliases, Mapping):
-        aliases = legal_aliases(aliases)
-    return {
-        kind: frozenset(a for a in aliases[kind] if isinstance(a, str))
-        for kind in ALIAS_KINDS.values()
-        if kind in aliases and aliases[kind] is not None
-    }
-
-
-def legal_aliases(table: Any, kinds: Sequence[str] = tuple(_ALIAS_DEFS)) -> dict[str, list[str]]:
-    """``{kind: [alias, …]}`` of an :class:`~aira_core.model.aliases.AliasTable`, in the
-    table's order: the ``aliases`` argument of :func:`parse_decision` and
-    :func:`decision_schema`."""
-    return {kind: [alias for alias, _ in table.entries(kind)] for kind in kinds}
-
-
 def _check_aliases(decision: Any, legal: dict[str, frozenset[str]]) -> None:
     acts: list[tuple[str, Any]] = [("", decision)]
     if decision.act == "batch":
@@ -915,18 +720,18 @@ def _check_aliases(decision: Any, legal: dict[str, frozenset[str]]) -> None:
                 if len(path) == 2:
                     _known(path[1], legal, f"{base}/select/{i}/1")
         elif act.act == "inspect":
-            for parts, value in _walk(act.args):
+            for parts, value in walk_values(act.args):
                 if isinstance(value, str):
                     _known(value, legal, f"{base}/args{json_pointer(parts)}")
         elif act.act == "plan":
             steps = act.plan["steps"]
             for i, step in enumerate(steps):
-                for parts, value in _walk(step.get("args", {})):
+                for parts, value in walk_values(step.get("args", {})):
                     if isinstance(value, str):
                         _known(value, legal, f"/plan/steps/{i}/args{json_pointer(parts)}", steps)
             for i, check in enumerate(act.plan.get("acceptanceAssertions", [])):
                 _known(check["target"], legal, f"/plan/acceptanceAssertions/{i}/target", steps)
-                for parts, value in _walk(check.get("args", {})):
+                for parts, value in walk_values(check.get("args", {})):
                     if isinstance(value, str):
                         where = f"/plan/acceptanceAssertions/{i}/args{json_pointer(parts)}"
                         _known(value, legal, where, steps)
@@ -938,16 +743,16 @@ def _known(
     pointer: str,
     steps: Sequence[Mapping[str, Any]] = (),
 ) -> None:
-    if not _ALIAS_SHAPE.match(value):
+    if not ALIAS_SHAPE.match(value):
         return
     kind = ALIAS_KINDS[value[0]]
     allowed = legal.get(kind)
     if allowed is None or value in allowed:
         return
-    if _plan_local(value, steps) is not None:
+    if plan_local(value, steps) is not None:
         return  # an alias an earlier step of this plan creates: plan.check resolves it
-    word = _KIND_WORD[kind]
-    message = f"{_short(value)} is not a {word} alias of this revision"
+    word = KIND_WORD[kind]
+    message = f"{short_value(value)} is not a {word} alias of this revision"
     shown = sorted(allowed)[:12]
     if shown:
         more = len(allowed) - len(shown)
@@ -958,35 +763,6 @@ def _known(
     raise DecisionRejected(
         STEP_DECISION_ALIAS_UNKNOWN, message, pointer=pointer, subject=_clip(value, 64)
     )
-
-
-def _plan_local(alias: str, steps: Sequence[Mapping[str, Any]]) -> str | None:
-    """The id of the plan step whose result ``alias`` would name once committed."""
-    name = alias[2:]
-    if not label_alias_safe(name):
-        return None  # such a label never becomes an alias (and the schema's pattern says so)
-    for step in steps:
-        args = step.get("args") or {}
-        if alias[0] == "b" and name in (step.get("label"), step.get("id")):
-            return str(step.get("id"))
-        if alias[0] == "p" and args.get("name") == name:
-            return str(step.get("id"))
-        if alias[0] == "n" and step.get("label") == name:
-            return str(step.get("id"))
-    return None
-
-
-def _walk(value: Any) -> Iterator[tuple[list[str | int], Any]]:
-    """(path, value) of every value below ``value`` (not ``value`` itself), depth first."""
-    stack: list[tuple[list[str | int], Any]] = [([], value)]
-    while stack:
-        parts, item = stack.pop()
-        if parts:
-            yield parts, item
-        if isinstance(item, dict):
-            stack.extend(([*parts, k], v) for k, v in reversed(list(item.items())))
-        elif isinstance(item, list):
-            stack.extend(([*parts, i], v) for i, v in reversed(list(enumerate(item))))
 
 
 def _json_type(value: Any) -> str:
@@ -1003,60 +779,12 @@ def _json_type(value: Any) -> str:
     return type(value).__name__
 
 
-def _visible(text: str) -> str:
-    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
-
-
-def _short(value: Any) -> str:
-    """A value as JSON (what the model wrote), clipped."""
-    try:
-        text = json.dumps(value, ensure_ascii=False, sort_keys=True, default=repr)
-    except (TypeError, ValueError, RecursionError):
-        text = repr(value)
-    text = redact(_visible(text))  # before the cut, which could leave half a key unrecognised
-    return text if len(text) <= MESSAGE_VALUE_CHARS else text[:MESSAGE_VALUE_CHARS] + "…"
-
-
 def _clip(message: str, limit: int = 4 * MESSAGE_VALUE_CHARS) -> str:
-    message = redact(_visible(message))
+    message = redact(visible(message))
     return message if len(message) <= limit else message[:limit] + "…"
 
 
 # -- the per-step schema -------------------------------------------------------------------------
-
-_NOT_ALIAS_PATTERN = f"^(?:[^{_PREFIXES}]|[{_PREFIXES}](?:[^:]|$)|$)"
-"""A string that does not start with an alias prefix (``b:``, ``n:``, ``p:``, ``a:``); no
-look-ahead, so every regex dialect providers use can run it."""
-_PLAN_LOCAL_DEFS = {b.name: f"Plan{_ALIAS_DEFS[b.name]}" for b in _ALIAS_ORDER if b.labelled}
-"""The kinds a plan step can name for later steps (``b:<label>``, ``n:<label>``,
-``p:<name>``; see :func:`_plan_local`): in a plan, by pattern, beside the enums."""
-
-
-def _arg_value(string: str, body: list[str], param: list[str], itself: str) -> dict[str, Any]:
-    """The schema of an argument value whose strings are ``string``, whose ``{"body": …}``
-    takes one of ``body`` and whose ``{"param": …}`` one of ``param`` (def names)."""
-
-    def refs(names: list[str]) -> dict[str, Any]:
-        return {"anyOf": [{"$ref": f"#/$defs/{n}"} for n in [*names, "PlainString"]]}
-
-    return {
-        "description": (
-            'a number, a string, {"value","unit"}, {"param": parameter}, '
-            '{"body": body, "select": …}, {"step": "<id>"} or a list'
-        ),
-        "anyOf": [
-            {"type": "number"},
-            {"type": "boolean"},
-            {"type": "null"},
-            {"$ref": f"#/$defs/{string}"},
-            {"type": "array", "items": {"$ref": f"#/$defs/{itself}"}},
-            {
-                "type": "object",
-                "properties": {"param": refs(param), "body": refs(body)},
-                "additionalProperties": {"$ref": f"#/$defs/{itself}"},
-            },
-        ],
-    }
 
 
 def decision_schema(
@@ -1077,43 +805,9 @@ def decision_schema(
     holds at most ``budgets.batch_acts`` acts; with ``tier``, notes carry a length bound.
     Same input, same schema (same bytes under canonical JSON).
     """
-    legal = _legal(aliases) or {}
-    ordered: dict[str, list[str]] = {}
-    source = aliases
-    if hasattr(source, "entries") and not isinstance(source, Mapping):
-        source = legal_aliases(source)
-    for kind in _ALIAS_DEFS:
-        if kind in legal:
-            seen: dict[str, None] = {}
-            for alias in source[kind]:
-                if isinstance(alias, str) and alias.startswith(f"{_KIND_PREFIX[kind]}:"):
-                    seen.setdefault(alias, None)
-            ordered[kind] = list(seen)
-
     schema = copy.deepcopy(_base_schema())
     defs = schema["$defs"]
-    for kind, name in _ALIAS_DEFS.items():
-        prefix = _KIND_PREFIX[kind]
-        word = _KIND_WORD[kind]
-        values = ordered.get(kind)
-        if values is not None and len(values) <= budgets.enum_limit:
-            defs[name] = {
-                "type": "string",
-                "enum": values,
-                "description": f"a {word} alias of the current revision",
-            }
-        else:
-            why = (
-                f"{len(values)} in this revision, more than the {budgets.enum_limit} "
-                "listed as an enum: the host checks it"
-                if values is not None
-                else "not listed: the host checks it"
-            )
-            defs[name] = {
-                "type": "string",
-                "pattern": f"^{prefix}:",
-                "description": f"a {word} alias ({prefix}:…); {why}",
-            }
+    fill_alias_defs(defs, aliases, budgets)
     defs["BatchAct"]["properties"]["acts"]["maxItems"] = budgets.batch_acts
     defs["BatchAct"]["properties"]["acts"]["description"] = (
         f"1 to {budgets.batch_acts} of read, lookup, inspect, repair, pin "
@@ -1133,77 +827,11 @@ def decision_schema(
 
 @cache
 def _base_schema() -> dict[str, Any]:
-    generated = DECISION_ADAPTER.json_schema(by_alias=True, ref_template=_REF)
+    generated = DECISION_ADAPTER.json_schema(by_alias=True, ref_template=SCHEMA_REF)
     defs = generated.pop("$defs")
-    defs["PlanDraft"] = _plan_draft_schema(defs)
-    alias_or_id = {
-        kind: {"anyOf": [{"$ref": f"#/$defs/{name}"}, {"$ref": "#/$defs/EntityId"}]}
-        for kind, name in _ALIAS_DEFS.items()
-    }
-    defs.update(
-        {
-            "EntityId": {"type": "string", "pattern": ENTITY_ID_PATTERN},
-            "SelectPath": {
-                "description": "[block] or [block, alias-or-id]",
-                "anyOf": [
-                    {
-                        "type": "array",
-                        "prefixItems": [{"enum": list(BLOCKS)}],
-                        "minItems": 1,
-                        "maxItems": 1,
-                    },
-                    *(
-                        {
-                            "type": "array",
-                            "prefixItems": [{"const": kind}, alias_or_id[kind]],
-                            "minItems": 2,
-                            "maxItems": 2,
-                        }
-                        for kind in BLOCKS
-                    ),
-                ],
-            },
-            "PlainString": {
-                "type": "string",
-                "pattern": _NOT_ALIAS_PATTERN,
-                "description": "any string that does not start with b:, n:, p: or a:",
-            },
-            "ArgString": {
-                "anyOf": [{"$ref": f"#/$defs/{name}"} for name in _ALIAS_DEFS.values()]
-                + [{"$ref": "#/$defs/PlainString"}],
-            },
-            "ArgValue": _arg_value("ArgString", ["BodyAlias"], ["ParameterAlias"], "ArgValue"),
-            # A plan may name what its own earlier steps create, which no enum of this
-            # revision lists: those names are allowed by shape, and the host checks them.
-            **{
-                name: {
-                    "type": "string",
-                    "pattern": f"^{_KIND_PREFIX[kind]}:{LABEL_PATTERN.pattern[1:]}",
-                    "description": (
-                        f"a {_KIND_WORD[kind]} alias an earlier step of this plan creates "
-                        f"({_KIND_PREFIX[kind]}:<{'name' if kind == 'parameters' else 'label'}>)"
-                    ),
-                }
-                for kind, name in _PLAN_LOCAL_DEFS.items()
-            },
-            "PlanArgString": {
-                "anyOf": [
-                    {"$ref": "#/$defs/ArgString"},
-                    *({"$ref": f"#/$defs/{name}"} for name in _PLAN_LOCAL_DEFS.values()),
-                ]
-            },
-            "PlanArgValue": _arg_value(
-                "PlanArgString",
-                ["BodyAlias", "PlanBodyAlias"],
-                ["ParameterAlias", "PlanParameterAlias"],
-                "PlanArgValue",
-            ),
-        }
-    )
-    for name in _ALIAS_DEFS.values():
-        defs[name] = {"type": "string"}  # filled in per step
+    defs.update(shared_defs())
     drop_titles(defs)
-    _link(defs)
+    link_defs(defs)
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "title": "Aira step decision",
@@ -1211,46 +839,6 @@ def _base_schema() -> dict[str, Any]:
         **generated,
         "$defs": dict(sorted(defs.items())),
     }
-
-
-def _plan_draft_schema(defs: dict[str, Any]) -> dict[str, Any]:
-    plan = PlanDraft.model_json_schema(by_alias=True, ref_template=_REF)
-    for name, definition in plan.pop("$defs", {}).items():
-        defs.setdefault(name, definition)
-    return plan
-
-
-def _link(node: Any) -> None:
-    """Turn the ``x-aira-def`` markers into ``$ref``s."""
-    if isinstance(node, dict):
-        name = node.pop(_LATER, None)
-        if name is not None:
-            node["$ref"] = f"#/$defs/{name}"
-        for value in node.values():
-            _link(value)
-    elif isinstance(node, list):
-        for item in node:
-            _link(item)
-
-
-def drop_titles(defs: dict[str, Any]) -> None:
-    """Pydantic's generated titles only repeat the names; the schema rides every request."""
-
-    def strip(node: Any) -> None:
-        if isinstance(node, dict):
-            node.pop("title", None)
-            for key, value in node.items():
-                if key in ("properties", "$defs") and isinstance(value, dict):
-                    for sub in value.values():
-                        strip(sub)
-                elif key != "const" and key != "enum" and key != "default":
-                    strip(value)
-        elif isinstance(node, list):
-            for item in node:
-                strip(item)
-
-    for definition in defs.values():
-        strip(definition)
 
 
 __all__ = [
@@ -1269,7 +857,6 @@ __all__ = [
     "TERMINAL_ACTS",
     "WRITE_ACTS",
     "AbstainAct",
-    "AssertionDraft",
     "BatchAct",
     "BatchedInspect",
     "BatchedLookup",
@@ -1284,17 +871,14 @@ __all__ = [
     "NoteAct",
     "PinAct",
     "PlanAct",
-    "PlanDraft",
     "ReadAct",
     "RepairAct",
     "RepairTarget",
     "StageAct",
-    "StepDraft",
     "decision_schema",
     "decision_to_wire",
     "is_read_only",
     "is_terminal",
     "is_write",
-    "legal_aliases",
     "parse_decision",
 ]

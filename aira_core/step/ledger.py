@@ -23,7 +23,7 @@ from aira_core.canonical import CanonicalJSONError, canonical_bytes, sha256_id
 from aira_core.contracts.capability import Effect
 from aira_core.contracts.plan import IntentFrame
 from aira_core.diagnostics import AiraError, redact
-from aira_core.step.tiers import TaskBudgets, Tier
+from aira_core.runtime.tiers import TaskBudgets, Tier
 
 __all__ = [
     "COMMIT_SUMMARY_MAX_BYTES",
@@ -59,7 +59,7 @@ Discovery = tuple[str, str, str]
 
 def clean_text(text: str) -> str:
     """``text`` as a prompt can carry it: a lone surrogate (valid in a JSON string, not in
-    UTF-8) becomes ``?``, as :func:`~aira_core.step.tiers.host_tokens` meters it."""
+    UTF-8) becomes ``?``, as :func:`~aira_core.runtime.tiers.host_tokens` meters it."""
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:

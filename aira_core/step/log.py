@@ -20,8 +20,8 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from aira_core.extensions import DecisionEntry, ResultEntry, RoundEntry, StepRequest
+from aira_core.runtime.tiers import Tier, tokens_of_bytes
 from aira_core.step.ledger import to_text, utf8_size
-from aira_core.step.tiers import Tier, tokens_of_bytes
 
 if TYPE_CHECKING:
     from aira_core.step.capsule import Capsule

@@ -78,8 +78,10 @@ from aira_core.integrations import (
 )
 from aira_core.model.blocks import shown_summary
 from aira_core.runtime.contract import CompletionAuthority, TerminalState
+from aira_core.runtime.drafts import plan_draft_wire
 from aira_core.runtime.plan import PlanContext, capability_of
 from aira_core.runtime.session import Task, TaskProtocol
+from aira_core.runtime.tiers import TaskBudgets, Tier, host_tokens, tokens_of_bytes
 from aira_core.step import decision as grammar
 from aira_core.step.capsule import (
     LAST_RESULT_MAX_TOKENS,
@@ -90,7 +92,6 @@ from aira_core.step.capsule import (
 from aira_core.step.fold import Shown, fold, stated_grammars, without_summary
 from aira_core.step.ledger import Ledger, to_text, utf8_size
 from aira_core.step.log import RoundLog, call_id
-from aira_core.step.tiers import TaskBudgets, Tier, host_tokens, tokens_of_bytes
 from aira_core.step.trajectory import TrajectoryWriter
 
 WINDOW_MARGIN = 2_000
@@ -1018,7 +1019,7 @@ class StepHost:
         wire = {k: v for k, v in plan.items() if k in ("steps", "acceptanceAssertions")}
         draft = restage(wire)
         try:
-            draft = grammar.plan_draft_wire(draft)
+            draft = plan_draft_wire(draft)
         except ValueError:
             return draft  # what the runtime made; the plan act will say what it refuses
         # Empty defaults left out (the plan act fills them in again): a shorter result.

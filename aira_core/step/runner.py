@@ -9,7 +9,6 @@ The bundled scripts (``aira_core/step/scripts``): :data:`BUNDLED` are the demo's
 from __future__ import annotations
 
 import hashlib
-import unicodedata
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from importlib import resources
@@ -22,9 +21,10 @@ from aira_core.extensions import DecisionSource
 from aira_core.files import write_file
 from aira_core.integrations import Integrations
 from aira_core.model.patch import PatchRejected
+from aira_core.runtime.intents import RUN_TASK_INVALID, intent_frame
+from aira_core.runtime.tiers import TaskBudgets, tier
 from aira_core.runtime.write import WritePath
 from aira_core.step.loop import Outcome, StepHost
-from aira_core.step.tiers import TaskBudgets, tier
 from aira_core.step.trajectory import (
     SCRIPT_INVALID,
     DecisionScript,
@@ -43,12 +43,7 @@ SCRIPTS = BUNDLED + LONG
 """Every bundled script, by name."""
 RUN_SCRIPT_MISMATCH = "RUN_SCRIPT_MISMATCH"
 RUN_STORE_EXISTS = "RUN_STORE_EXISTS"
-RUN_TASK_INVALID = "RUN_TASK_INVALID"
-INTENT_CHARS = 4000
-"""The longest task in words ``aira run`` takes (the capsule's intent frame is ≤ 1k tokens)."""
 INTENT_SCRIPT = "intent"
-_UNSHOWN = frozenset({"Cc", "Cf", "Co", "Cs", "Cn", "Zl", "Zp"})
-"""Characters a task in words may not hold: controls, format (bidi overrides), unassigned."""
 
 
 def bundled_script(name: str) -> DecisionScript:
@@ -67,28 +62,16 @@ def intent_script(text: str, tier_name: str | None = None) -> DecisionScript:
     """A task in words as the step host runs it: the Intent Frame's goal is the text as
     written (spec 003 item 10: the host does not paraphrase it), an empty model, no
     decisions of its own (a decision source answers every step; without one the host
-    abstains at once). ``RUN_TASK_INVALID`` for a blank or over-long text."""
-    from aira_core.contracts.plan import IntentFrame
-
-    if not isinstance(text, str) or not text.strip():
-        raise AiraError(RUN_TASK_INVALID, "the task is blank: say what to design")
-    goal = text.strip()
-    if len(goal) > INTENT_CHARS:
-        raise AiraError(
-            RUN_TASK_INVALID,
-            f"the task is {len(goal)} characters; at most {INTENT_CHARS} (put details in a "
-            "decision script's intent)",
-        )
-    if any(c not in "\n\t" and unicodedata.category(c) in _UNSHOWN for c in goal):
-        # C0/C1 controls, DEL, bidi overrides: nothing a terminal should be handed
-        raise AiraError(RUN_TASK_INVALID, "the task holds control or format characters")
-    title = goal.splitlines()[0][:80]
+    abstains at once). ``RUN_TASK_INVALID`` for a text
+    :func:`~aira_core.runtime.intents.intent_frame` refuses."""
+    frame = intent_frame(text)
+    title = frame.goal.splitlines()[0][:80]
     return DecisionScript.model_validate(
         {
             "format": "aira.decision-script/1",
             "name": INTENT_SCRIPT,
             "title": title,
-            "intent": IntentFrame(goal=goal).to_wire(),
+            "intent": frame.to_wire(),
             "tier": tier_name or "T128",
             "decisions": [{"act": "abstain", "reason": "no decision source was given"}],
         }

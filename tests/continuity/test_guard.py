@@ -33,9 +33,9 @@ from aira_core.integrations import (
     artifact_ref,
 )
 from aira_core.runtime.contract import TerminalState
+from aira_core.runtime.tiers import TIERS
 from aira_core.step.loop import StepHost
 from aira_core.step.runner import _artefacts
-from aira_core.step.tiers import TIERS
 from aira_core.step.trajectory import ScriptedSource
 from tests.continuity.samples import NO_LOCAL_INSTALL
 

@@ -47,11 +47,11 @@ from aira_core.gateway.ledger import AttemptLedger
 from aira_core.gateway.openai_compat import OpenAICompatProvider
 from aira_core.gateway.transports import JsonTransport, ToolTransport
 from aira_core.runtime.contract import TerminalState
+from aira_core.runtime.tiers import TIERS
 from aira_core.step.ledger import utf8_size
 from aira_core.step.log import RoundLog
 from aira_core.step.loop import StepHost
 from aira_core.step.runner import BUNDLED, bundled_script, resume_script, run_script
-from aira_core.step.tiers import TIERS
 from aira_core.step.trajectory import DecisionScript, TrajectoryWriter, read_trajectory
 from aira_core.testing.provider import FakeProviderServer
 

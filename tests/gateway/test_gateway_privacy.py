@@ -30,8 +30,8 @@ from aira_core.gateway.ledger import AttemptLedger
 from aira_core.gateway.openai_compat import OpenAICompatProvider
 from aira_core.gateway.transports import ToolTransport
 from aira_core.runtime.contract import TerminalState
+from aira_core.runtime.tiers import TIERS
 from aira_core.step.loop import StepHost
-from aira_core.step.tiers import TIERS
 from aira_core.step.trajectory import TrajectoryWriter
 from aira_core.testing.jobs import FakeJobProvider
 from aira_core.testing.provider import FakeProviderServer, Fault

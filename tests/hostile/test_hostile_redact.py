@@ -32,8 +32,8 @@ from unchanged import assert_unchanged, snapshot
 
 from aira_core.contracts.plan import IntentFrame
 from aira_core.extensions import StepReply, StepRequest
+from aira_core.runtime.tiers import TIERS
 from aira_core.step.loop import StepHost
-from aira_core.step.tiers import TIERS
 from aira_core.step.trajectory import TrajectoryWriter
 
 PEM_BODY = "MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7"

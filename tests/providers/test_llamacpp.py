@@ -34,9 +34,9 @@ from aira_core.gateway.gateway import Gateway, Route, resolve_routes
 from aira_core.gateway.ledger import AttemptLedger
 from aira_core.gateway.transports import StrictTransport
 from aira_core.runtime.contract import TerminalState
+from aira_core.runtime.tiers import TaskBudgets
 from aira_core.step import decision as grammar
 from aira_core.step.runner import bundled_script, run_script
-from aira_core.step.tiers import TaskBudgets
 from aira_core.step.trajectory import read_trajectory
 from aira_provider_openai.provider import OpenAIProvider
 

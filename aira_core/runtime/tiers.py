@@ -1,11 +1,13 @@
-"""Tiers and task budgets of the bounded-step host (spec 003 §3; DESIGN.md "Numbers the host
-holds").
+"""Tiers and task budgets (spec 003 §3; DESIGN.md "Numbers the host holds"): what a task
+may spend and how large what a model reads may be, the same for the bounded-step host
+(:mod:`aira_core.step`) and the MCP server (:mod:`aira_core.mcp`), which both stand on the
+runtime.
 
 A tier fixes, for a target model window, the budget B that the capsule and the round log
 together may never exceed, the size b of the model's note, the page limit and how many ledger
 rows are kept before older ones fold into one line. Sizes are host-metered tokens: UTF-8 bytes
-divided by 4, rounded up (:func:`~aira_core.contracts.amir.host_tokens`, imported here for the
-step host's modules); no provider tokenizer is consulted.
+divided by 4, rounded up (:func:`~aira_core.contracts.amir.host_tokens`, imported here for
+the modules that meter); no provider tokenizer is consulted.
 """
 
 from __future__ import annotations
