@@ -199,3 +199,31 @@ def test_an_upward_import_inside_a_function_is_found() -> None:
         "aira_core.contracts.x -> aira_core.runtime",
         "aira_core.model.v -> aira_core.cli",
     ]
+
+
+def imports_between(sources: Mapping[str, tuple[str, bool]], low: str, high: str) -> list[str]:
+    """Imports, at any depth, from a module of package ``low`` to one of ``high``."""
+    found = []
+    for module, (source, is_package) in sorted(sources.items()):
+        if module != low and not module.startswith(low + "."):
+            continue
+        for node in _imports(ast.parse(source)):
+            if isinstance(node, ast.Import):
+                targets = [alias.name for alias in node.names]
+            else:
+                targets = [_resolve(node, module, is_package)]
+            found += [f"{module} -> {t}" for t in targets if t == high or t.startswith(high + ".")]
+    return found
+
+
+def test_the_mcp_server_and_the_step_host_share_only_what_is_below_them() -> None:
+    """Both project the runtime to a model; the forms they share (plan drafts, tiers,
+    intents) are the runtime's, so neither reaches into the other."""
+    sources = package_sources()
+    assert imports_between(sources, "aira_core.mcp", "aira_core.step") == []
+    assert imports_between(sources, "aira_core.step", "aira_core.mcp") == []
+    assert imports_between(
+        {"aira_core.mcp.x": ("def f():\n    from aira_core.step import y\n", False)},
+        "aira_core.mcp",
+        "aira_core.step",
+    ) == ["aira_core.mcp.x -> aira_core.step"]
