@@ -38,6 +38,8 @@ from typing import Any
 
 from bench_cli_help import aira_command  # the same `aira` a user runs (a sibling script)
 
+from aira_core.stats import percentile
+
 QUERY = "round the vertical edges by 2 mm"
 
 TARGET_P50_S = 0.5
@@ -87,16 +89,10 @@ def timed(cmd: list[str], env: dict[str, str]) -> dict[str, Any]:
 
 
 def summary(samples: list[dict[str, Any]]) -> dict[str, Any]:
-    walls = sorted(s["wall_s"] for s in samples)
-
-    def quantile(q: int) -> float:
-        if len(walls) < 2:
-            return walls[0]
-        return statistics.quantiles(walls, n=10, method="inclusive")[q - 1]
-
+    walls = [s["wall_s"] for s in samples]
     return {
         "runs": len(samples),
-        "wall_s": {"min": walls[0], "p50": statistics.median(walls), "p90": quantile(9)},
+        "wall_s": {"min": min(walls), "p50": percentile(walls, 50), "p90": percentile(walls, 90)},
         "cpu_s_p50": statistics.median(s["cpu_s"] for s in samples),
         "peak_mb_max": max(s["peak_mb"] for s in samples),
     }

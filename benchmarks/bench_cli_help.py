@@ -26,6 +26,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from aira_core.stats import percentile
+
 TARGET_MEDIAN_S = 0.3
 WARMUP_RUNS = 2
 DEFAULT_RUNS = 20
@@ -58,12 +60,6 @@ def run_once(cmd: list[str]) -> float:
             f"{proc.stderr.decode(errors='replace').strip()[-500:]}"
         )
     return elapsed
-
-
-def percentile_90(samples: list[float]) -> float:
-    if len(samples) < 2:
-        return samples[0]
-    return statistics.quantiles(samples, n=10, method="inclusive")[8]
 
 
 @dataclass(frozen=True)
@@ -162,7 +158,7 @@ def run(runs: int) -> dict[str, Any]:
         "seconds": {
             "min": min(samples),
             "median": median,
-            "p90": percentile_90(samples),
+            "p90": percentile(samples, 90),
             "max": max(samples),
         },
         "samples_s": samples,

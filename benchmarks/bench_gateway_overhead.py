@@ -72,6 +72,7 @@ from aira_core.gateway.ledger import AttemptLedger
 from aira_core.gateway.openai_compat import OpenAICompatProvider
 from aira_core.gateway.transports import ToolTransport
 from aira_core.runtime.tiers import TIERS, TaskBudgets
+from aira_core.stats import quantiles
 from aira_core.step import decision as grammar
 
 TARGET_P50_S = 0.003
@@ -255,19 +256,6 @@ class TimedProvider:
 # -- the run ----------------------------------------------------------------------------------
 
 
-def quantiles(samples: list[float]) -> dict[str, float]:
-    ordered = sorted(samples)
-    if len(ordered) < 2:
-        v = ordered[0]
-        return {"min": v, "p50": v, "p95": v, "max": v}
-    return {
-        "min": ordered[0],
-        "p50": statistics.median(ordered),
-        "p95": statistics.quantiles(ordered, n=20, method="inclusive")[18],
-        "max": ordered[-1],
-    }
-
-
 def real_call_fixed_seconds(runs: int = 20) -> float:
     """Median of a real call (``http.post_json``, its own fresh client) to a loopback port
     nothing listens on: what a call costs locally before the network (the client, its SSL
@@ -404,7 +392,7 @@ def run(steps: int, capsule_kb: int, log_pairs: int, where: Path | None) -> dict
     finally:
         gateway_module._digest = real_digest
         client.close()
-    overhead = quantiles([r["overhead"] for r in rows])
+    overhead = quantiles([r["overhead"] for r in rows], 50, 95)
     parts = ("ledger_write", "ledger_read", "build", "digest", "parse", "gateway")
     return {
         "benchmark": "gateway-overhead",
@@ -431,8 +419,8 @@ def run(steps: int, capsule_kb: int, log_pairs: int, where: Path | None) -> dict
         },
         "split_p50_seconds": {k: statistics.median(r[k] for r in rows) for k in parts},
         "split_mean_seconds": {k: statistics.fmean(r[k] for r in rows) for k in parts},
-        "send_in_process_seconds": quantiles([r["send"] for r in rows]),
-        "total_with_send_seconds": quantiles([r["total"] for r in rows]),
+        "send_in_process_seconds": quantiles([r["send"] for r in rows], 50, 95),
+        "total_with_send_seconds": quantiles([r["total"] for r in rows], 50, 95),
         "synced_commit_floor_seconds": floor,
         "real_call_fixed_seconds": real_call_fixed_seconds(),
     }

@@ -58,6 +58,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from aira_core.stats import quantiles
+
 DEFAULT_CALLS = 200
 DEFAULT_SYNTHETIC = 10_000
 WARMUP_CALLS = 5
@@ -82,19 +84,6 @@ class BenchmarkError(RuntimeError):
 
 
 # -- numbers ----------------------------------------------------------------------------------
-
-
-def quantiles(samples: list[float]) -> dict[str, float]:
-    ordered = sorted(samples)
-    if len(ordered) < 2:
-        v = ordered[0]
-        return {"min": v, "p50": v, "p95": v, "max": v}
-    return {
-        "min": ordered[0],
-        "p50": statistics.median(ordered),
-        "p95": statistics.quantiles(ordered, n=20, method="inclusive")[18],
-        "max": ordered[-1],
-    }
 
 
 def tools_wire(tools: list[Any]) -> list[dict[str, Any]]:
@@ -230,7 +219,7 @@ async def _stdio(calls: int, home: Path, kernel: str | None) -> dict[str, Any]:
                 sizes.append(len(result.content[0].text.encode()))
             timings[tool] = {
                 "calls": calls,
-                "seconds": quantiles(samples),
+                "seconds": quantiles(samples, 50, 95),
                 "first_call_seconds": first,
                 "result_bytes_p50": statistics.median(sizes),
             }
@@ -250,7 +239,7 @@ async def _stdio(calls: int, home: Path, kernel: str | None) -> dict[str, Any]:
         "tools_list_split": tools_split(listed),
         "tools_list_bytes_task_open": tools_bytes(with_task),
         "latency": timings,
-        "floor_seconds": quantiles(floor),
+        "floor_seconds": quantiles(floor, 50, 95),
         "snapshots": {k: snapshots.get(k) for k in ("discoveryCatalogHash", "authoringLockHash")},
     }
 

@@ -70,6 +70,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from aira_core.stats import percentile
+
 TARGET_RATIO = 0.5  # incremental / plain CadQuery from scratch
 RETIRED_RATIO = 0.3  # incremental / full: retired, reported for information
 VOLUME_TOLERANCE = 1e-6  # relative: plain CadQuery and Aira build the same part
@@ -510,11 +512,6 @@ def incremental_run(
     }
 
 
-def percentile(samples: list[float], q: float) -> float:
-    ordered = sorted(samples)
-    return ordered[min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))]
-
-
 def round_trips(kernel_cls: Any, queries: int) -> dict[str, Any]:
     """First query on a fresh kernel (worker start included), then ``queries`` timed warm
     ones after :data:`WARMUP_QUERIES` discarded."""
@@ -536,8 +533,8 @@ def round_trips(kernel_cls: Any, queries: int) -> dict[str, Any]:
         "first_call_s": t_first,
         "queries": queries,
         "warmup_queries": WARMUP_QUERIES,
-        "p50_s": percentile(samples, 0.5),
-        "p90_s": percentile(samples, 0.9),
+        "p50_s": percentile(samples, 50, interpolate=False),
+        "p90_s": percentile(samples, 90, interpolate=False),
         "min_s": min(samples),
         "max_s": max(samples),
     }

@@ -75,6 +75,7 @@ from aira_core.model.patch import apply_patch, validate_document
 from aira_core.model.repository import SUMMARY_KEY, ModelRepository
 from aira_core.model.samples import sample_document
 from aira_core.model.store import ModelStore
+from aira_core.stats import percentile
 
 TARGET_SUMMARY_MEDIAN_MS = 2.0
 DEFAULT_COMMITS = 200
@@ -123,14 +124,6 @@ def amir_document(wire: dict[str, Any]) -> AmirDocument:
 # -- measuring ----------------------------------------------------------------------------
 
 
-def quantile(samples: list[float], q: float) -> float:
-    """Inclusive quantile (``q`` in 0..1) of ``samples``."""
-    ordered = sorted(samples)
-    if len(ordered) == 1:
-        return ordered[0]
-    return statistics.quantiles(ordered, n=100, method="inclusive")[round(q * 100) - 1]
-
-
 def filesystem(path: Path) -> str:
     """The type of the filesystem ``path`` is on (Linux ``/proc/self/mounts``), or unknown."""
     try:
@@ -152,7 +145,7 @@ def filesystem(path: Path) -> str:
 def _latency(samples_ms: list[float]) -> dict[str, float]:
     return {
         "p50": statistics.median(samples_ms),
-        "p90": quantile(samples_ms, 0.9),
+        "p90": percentile(samples_ms, 90),
         "max": max(samples_ms),
     }
 
@@ -220,7 +213,7 @@ def measure_store(path: Path, base: dict[str, Any], commits: int, reads: int) ->
             "per_second": commits / sum(store_only),
             "latency_ms": {
                 "p50": statistics.median(store_only_ms),
-                "p90": quantile(store_only_ms, 0.9),
+                "p90": percentile(store_only_ms, 90),
             },
             "canonical_bytes_ms_p50": statistics.median(canon_ms),
         },

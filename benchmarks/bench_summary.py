@@ -38,6 +38,7 @@ from aira_core.contracts.amir import BLOCKS, AmirDocument, value_tokens
 from aira_core.model.aliases import AliasTable
 from aira_core.model.blocks import SUMMARY_MAX_TOKENS, block_hashes, summary
 from aira_core.model.samples import sample_document as make_document
+from aira_core.stats import quantiles
 
 TARGET_P50_S = 0.002
 WARMUP_RUNS = 20
@@ -66,18 +67,6 @@ def sample(fn: Callable[[], Any], runs: int) -> list[float]:
         fn()
         out.append(time.perf_counter() - start)
     return out
-
-
-def quantiles(samples: list[float]) -> dict[str, float]:
-    if len(samples) < 2:
-        return {"min": samples[0], "p50": samples[0], "p90": samples[0], "max": samples[0]}
-    deciles = statistics.quantiles(samples, n=10, method="inclusive")
-    return {
-        "min": min(samples),
-        "p50": statistics.median(samples),
-        "p90": deciles[8],
-        "max": max(samples),
-    }
 
 
 def breakdown(document: AmirDocument, runs: int) -> dict[str, float]:
@@ -147,7 +136,7 @@ def run(nodes: int, runs: int, profile_top: int) -> dict[str, Any]:
         return summary(REV, document, AliasTable.build(REV, document), hashes=hashes)
 
     stored = sample(with_stored_hashes, runs)
-    q = quantiles(samples)
+    q = quantiles(samples, 50, 90)
     stages = breakdown(document, max(20, runs // 4))
     result: dict[str, Any] = {
         "benchmark": "head-summary",
@@ -169,7 +158,7 @@ def run(nodes: int, runs: int, profile_top: int) -> dict[str, Any]:
         "warmup_runs": WARMUP_RUNS,
         "seconds": q,
         "target": {"metric": "p50", "max_seconds": TARGET_P50_S, "met": q["p50"] <= TARGET_P50_S},
-        "stored_block_hashes_seconds": quantiles(stored),
+        "stored_block_hashes_seconds": quantiles(stored, 50, 90),
         "breakdown_s": stages,
     }
     if profile_top > 0:

@@ -37,6 +37,7 @@ from aira_core.gateway.ledger import AttemptLedger
 from aira_core.gateway.openai_compat import OpenAICompatProvider
 from aira_core.gateway.transports import BUILTIN_TRANSPORTS
 from aira_core.runtime.tiers import HOST_BYTES_PER_TOKEN
+from aira_core.stats import percentile
 from aira_core.step.bench import BLOCK_TOKENS, common_prefix, prefix_share
 from aira_core.step.runner import BUNDLED, bundled_script, run_script
 from aira_core.step.trajectory import DecisionScript
@@ -203,13 +204,7 @@ class _Metered:
 
 
 def _quantiles(samples: Sequence[float]) -> dict[str, float]:
-    ordered = sorted(samples)
-    p95 = (
-        statistics.quantiles(ordered, n=20, method="inclusive")[18]
-        if len(ordered) > 1
-        else ordered[0]
-    )
-    return {"p50": round(statistics.median(ordered), 3), "p95": round(p95, 3)}
+    return {f"p{p}": round(percentile(samples, p), 3) for p in (50, 95)}
 
 
 def fake_mode(transport: Transport) -> str:

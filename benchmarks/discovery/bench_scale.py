@@ -70,6 +70,7 @@ from aira_core.catalog.disclosure import Disclosure  # noqa: E402
 from aira_core.catalog.search import MAX_RESPONSE_BYTES, SearchIndex, build_index  # noqa: E402
 from aira_core.contracts.search import MAX_TOP_K, SearchRequest, SearchResponse  # noqa: E402
 from aira_core.runtime.contract import CONTRACT_VERSION, MetaOperation  # noqa: E402
+from aira_core.stats import percentile  # noqa: E402
 
 DEFAULT_SIZES = (100, 1000, 10000)
 DEFAULT_QUERIES = 200
@@ -158,12 +159,6 @@ def _mib(value: int | None) -> float | None:
 
 
 # -- measuring ----------------------------------------------------------------------------------
-
-
-def percentile(samples: list[float], p: int) -> float:
-    if len(samples) == 1:
-        return samples[0]
-    return statistics.quantiles(samples, n=100, method="inclusive")[p - 1]
 
 
 def response_bytes(response: SearchResponse) -> int:
