@@ -725,7 +725,8 @@ _CODES = (
             "KERNEL_UNAVAILABLE",
             "no kernel of that name is installed, or more than one and none named, or a "
             "write whose document has assertions has no kernel to re-check them on (a kernel "
-            "also answers it when its worker cannot start)",
+            "also answers it when its worker cannot start, or a warm worker's directory is "
+            "not the user's alone)",
         ),
         (
             "KERNEL_FAILED",

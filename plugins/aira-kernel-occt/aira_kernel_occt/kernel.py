@@ -37,6 +37,7 @@ from aira_core.extensions import (
     ValidationOutcome,
 )
 from aira_kernel_occt.operations import OPERATIONS, SELECTION, SHAPE, Operation, is_profile
+from aira_kernel_occt.warm import WarmClient, warm_enabled
 from aira_kernel_occt.worker import DEFAULT_TIMEOUT, WorkerClient
 
 KERNEL_NAME = "occt"
@@ -118,16 +119,26 @@ class OcctKernel:
 
     name = KERNEL_NAME
 
-    def __init__(self, *, timeout: float = DEFAULT_TIMEOUT, worker: WorkerClient | None = None):
+    def __init__(
+        self, *, timeout: float = DEFAULT_TIMEOUT, worker: WorkerClient | WarmClient | None = None
+    ):
         self.build_hash = build_hash()
-        self.worker = worker if worker is not None else WorkerClient(timeout)
+        if worker is None:
+            # opt-in: a per-user worker that outlives the command (aira_kernel_occt.warm)
+            worker = (
+                WarmClient(timeout, fingerprint=implementations_fingerprint())
+                if warm_enabled()
+                else WorkerClient(timeout)
+            )
+        self.worker = worker
         self.last_export_diagnostics: list[Diagnostic] = []
         self._implementations: list[TargetImplementation] | None = None
         self._checked: dict[str, list[Diagnostic]] = {}
         self._lock = threading.Lock()
 
     def close(self) -> None:
-        """Stop the worker process (a later call starts a new one)."""
+        """Stop the worker process (a later call starts a new one); a warm worker stays up
+        for the next command."""
         self.worker.close()
 
     # -- the Kernel protocol --------------------------------------------------------------------

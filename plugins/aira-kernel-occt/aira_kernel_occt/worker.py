@@ -80,22 +80,61 @@ def _radians(degrees: Any) -> Any:
     return math.radians(degrees) if number else degrees
 
 
-def _serve(conn: Connection, env: Mapping[str, str]) -> None:
-    """The worker's main loop: import the geometry once, then answer ``(seq, method,
-    payload)`` messages with ``(seq, reply)`` until the pipe closes."""
-    os.environ.update(env)
+def _quiet_stdout() -> None:
     # OpenCASCADE prints parse errors and warnings on fd 1, which is the host's stdout (its
     # --json output): the worker's own output goes nowhere; replies go over the pipe.
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, 1)
     os.close(devnull)
-    hooks = os.environ.get(TEST_HOOKS_ENV) == "1"
-    geometry: Any = None
-    broken: str | None = None
+
+
+def load_geometry() -> tuple[Any, str | None]:
+    """The geometry module (imports CadQuery), or why it cannot be loaded (then every call
+    says so)."""
     try:
         from aira_kernel_occt import geometry
-    except Exception as exc:  # e.g. CadQuery missing: every call says so
-        broken = f"CadQuery/OpenCASCADE cannot be loaded: {type(exc).__name__}: {exc}"
+    except Exception as exc:  # e.g. CadQuery missing
+        return None, f"CadQuery/OpenCASCADE cannot be loaded: {type(exc).__name__}: {exc}"
+    return geometry, None
+
+
+def answer(
+    geometry: Any,
+    broken: str | None,
+    cache: dict[str, Any],
+    hooks: bool,
+    method: str,
+    payload: Mapping[str, Any],
+) -> dict[str, Any]:
+    """The reply to one call: a result or a failure dict, never an exception."""
+    if broken is not None:
+        return failure(KERNEL_UNAVAILABLE, broken)
+    try:
+        return {"ok": True, "result": _dispatch(geometry, cache, hooks, method, payload)}
+    except LookupError:
+        return failure(KERNEL_METHOD_UNKNOWN, f"the OCCT worker has no method {method!r}")
+    except Exception as exc:  # a bug, not a geometry failure: still never escapes
+        return failure(KERNEL_INTERNAL_ERROR, f"{method}: {type(exc).__name__}: {exc}")
+
+
+def send_reply(conn: Connection, seq: Any, method: str, reply: dict[str, Any]) -> bool:
+    """Send ``(seq, reply)``; False when the other end is gone."""
+    try:
+        conn.send((seq, reply))
+    except (OSError, EOFError):
+        return False
+    except Exception as exc:  # the reply did not pickle
+        conn.send((seq, failure(KERNEL_INTERNAL_ERROR, f"{method}: reply not sendable: {exc}")))
+    return True
+
+
+def _serve(conn: Connection, env: Mapping[str, str]) -> None:
+    """The worker's main loop: import the geometry once, then answer ``(seq, method,
+    payload)`` messages with ``(seq, reply)`` until the pipe closes."""
+    os.environ.update(env)
+    _quiet_stdout()
+    hooks = os.environ.get(TEST_HOOKS_ENV) == "1"
+    geometry, broken = load_geometry()
     cache: dict[str, Any] = {}
     try:
         conn.send(("ready", os.getpid()))
@@ -106,21 +145,9 @@ def _serve(conn: Connection, env: Mapping[str, str]) -> None:
             seq, method, payload = conn.recv()
         except (EOFError, OSError):
             return
-        if broken is not None:
-            reply = failure(KERNEL_UNAVAILABLE, broken)
-        else:
-            try:
-                reply = {"ok": True, "result": _dispatch(geometry, cache, hooks, method, payload)}
-            except LookupError:
-                reply = failure(KERNEL_METHOD_UNKNOWN, f"the OCCT worker has no method {method!r}")
-            except Exception as exc:  # a bug, not a geometry failure: still never escapes
-                reply = failure(KERNEL_INTERNAL_ERROR, f"{method}: {type(exc).__name__}: {exc}")
-        try:
-            conn.send((seq, reply))
-        except (OSError, EOFError):
+        reply = answer(geometry, broken, cache, hooks, method, payload)
+        if not send_reply(conn, seq, method, reply):
             return
-        except Exception as exc:  # the reply did not pickle
-            conn.send((seq, failure(KERNEL_INTERNAL_ERROR, f"{method}: reply not sendable: {exc}")))
 
 
 # -- the host side ------------------------------------------------------------------------------

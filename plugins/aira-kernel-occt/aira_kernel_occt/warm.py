@@ -1,0 +1,464 @@
+"""A warm kernel for repeated CLI calls: one per-user OCCT worker that outlives a command.
+
+Every ``aira plan apply`` (or ``model export``, ``query`` …) otherwise starts a worker and
+imports CadQuery, 1.5 s before the first node is built; a warm process builds a small part
+in tens of milliseconds. With ``AIRA_OCCT_WARM=1`` the kernel talks to a worker that stays
+up between commands instead (:class:`WarmClient`, the same calls and failures as
+:class:`~aira_kernel_occt.worker.WorkerClient`):
+
+- **Private to the user.** It listens on a Unix socket in a directory only the user can
+  enter (``$XDG_RUNTIME_DIR/aira-occt``, else ``/tmp/aira-occt-<uid>``, mode 0700; one with
+  any other owner or mode is refused), and answers only a peer of the same uid
+  (``SO_PEERCRED``).
+- **The right version.** The socket's name is a digest of what its answers depend on: the
+  plugin's version and source, CadQuery's and OCP's versions, the interpreter, the
+  environment it is given and ``AIRA_HOME``. A changed install never talks to an old worker;
+  the old one idles out.
+- **Gone when idle.** It exits after ``AIRA_OCCT_WARM_IDLE`` seconds (default 900) without a
+  call, and removes its socket. A call that runs past twice the client's timeout ends it.
+- **Restarted when it dies.** A call that times out kills it (``KERNEL_TIMEOUT``); one it dies
+  in is ``KERNEL_WORKER_CRASHED``; the next call, or the next command, starts a new one.
+
+Off by default: a process that stays behind after a command holds CadQuery's memory
+(~300 MB) and its own copy of the node cache, and a tool that leaves processes running
+should be asked for; agents and scripts that call the CLI in a loop turn it on.
+
+Run as ``python -m aira_kernel_occt.warm SOCKET IDLE ENV_JSON``: the client starts it so.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import itertools
+import json
+import os
+import signal
+import socket
+import stat
+import struct
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Mapping
+from multiprocessing.connection import Connection, Listener
+from pathlib import Path
+from typing import Any
+
+from aira_kernel_occt.worker import (
+    DEFAULT_TIMEOUT,
+    KERNEL_TIMEOUT,
+    KERNEL_UNAVAILABLE,
+    KERNEL_WORKER_CRASHED,
+    START_TIMEOUT,
+    TEST_HOOKS_ENV,
+    answer,
+    failure,
+    load_geometry,
+    send_reply,
+)
+
+WARM_ENV = "AIRA_OCCT_WARM"
+IDLE_ENV = "AIRA_OCCT_WARM_IDLE"
+DEFAULT_IDLE = 900.0
+CACHE_ENTRIES = 4096
+"""A warm worker clears its node cache past this many shapes (it lives for many commands)."""
+_POLL = 0.05
+
+
+def warm_enabled() -> bool:
+    """Whether the user asked for the warm kernel (``AIRA_OCCT_WARM``)."""
+    return os.environ.get(WARM_ENV, "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def idle_seconds() -> float:
+    """``AIRA_OCCT_WARM_IDLE`` (seconds, > 0), else :data:`DEFAULT_IDLE`."""
+    try:
+        value = float(os.environ.get(IDLE_ENV, ""))
+    except ValueError:
+        return DEFAULT_IDLE
+    return value if 0 < value < 1e7 else DEFAULT_IDLE
+
+
+# -- where it lives ------------------------------------------------------------------------------
+
+
+class NotPrivate(Exception):
+    """The socket directory is not the user's alone."""
+
+
+def socket_dir() -> Path:
+    """The user's private directory for warm workers, made 0700 if missing; ``NotPrivate``
+    when it exists with another owner, other permissions or as something else."""
+    runtime = os.environ.get("XDG_RUNTIME_DIR", "")
+    base = Path(runtime) / "aira-occt" if runtime else Path(f"/tmp/aira-occt-{os.getuid()}")
+    with contextlib.suppress(FileExistsError):
+        base.mkdir(mode=0o700, parents=False)
+    info = os.lstat(base)
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid():
+        raise NotPrivate(f"{base} is not a directory of this user")
+    if stat.S_IMODE(info.st_mode) & 0o077:
+        raise NotPrivate(
+            f"{base} can be entered by other users (mode {stat.S_IMODE(info.st_mode):o})"
+        )
+    return base
+
+
+def worker_key(fingerprint: str, env: Mapping[str, str]) -> str:
+    """What a warm worker's answers depend on, as a short digest (its socket's name): the
+    kernel's ``fingerprint`` (plugin version and source, CadQuery's and OCP's versions), the
+    interpreter, the environment the worker is given and ``AIRA_HOME``."""
+    from aira_core.config import aira_home
+
+    said = {
+        "kernel": fingerprint,
+        "python": [sys.executable, sys.version],
+        "env": dict(sorted(env.items())),
+        "home": str(aira_home().resolve()),
+    }
+    return hashlib.sha256(json.dumps(said, sort_keys=True).encode()).hexdigest()[:24]
+
+
+# -- the worker side -----------------------------------------------------------------------------
+
+
+def _peer_uid(conn: Connection) -> int | None:
+    sock = socket.socket(fileno=os.dup(conn.fileno()))
+    try:
+        raw = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+    except OSError:
+        return None
+    finally:
+        sock.close()
+    return struct.unpack("3i", raw)[1]
+
+
+def serve(path: str, idle: float, env: Mapping[str, str]) -> None:
+    """Import the geometry, listen on ``path`` and answer one client at a time until idle
+    for ``idle`` seconds."""
+    os.environ.update(env)
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, 1)
+    os.dup2(devnull, 2)
+    os.close(devnull)
+    hooks = os.environ.get(TEST_HOOKS_ENV) == "1"
+    geometry, broken = load_geometry()
+    cache: dict[str, Any] = {}
+    listener = Listener(path, family="AF_UNIX")
+    os.chmod(path, 0o600)
+    key = Path(path).stem
+    state = {"last": time.monotonic(), "busy": None, "connected": False, "limit": DEFAULT_TIMEOUT}
+
+    def watchdog() -> None:
+        while True:
+            time.sleep(min(1.0, idle / 4))
+            now = time.monotonic()
+            busy = state["busy"]
+            if busy is not None and now - busy > 2 * state["limit"]:
+                _leave(path)  # a call stuck in OpenCASCADE past any client's patience
+            if not state["connected"] and busy is None and now - state["last"] > idle:
+                _leave(path)
+
+    threading.Thread(target=watchdog, name="aira-occt-warm-idle", daemon=True).start()
+    while True:
+        try:
+            conn = listener.accept()
+        except OSError:
+            continue
+        if _peer_uid(conn) != os.getuid():
+            conn.close()  # another user's process: it gets nothing, not even a reply
+            continue
+        state["connected"] = True
+        try:
+            while True:
+                try:
+                    seq, method, payload = conn.recv()
+                except (EOFError, OSError, ValueError, TypeError):
+                    break
+                state["last"], state["busy"] = time.monotonic(), time.monotonic()
+                if method == "hello":
+                    state["limit"] = float(payload.get("timeout") or DEFAULT_TIMEOUT)
+                    reply = {"ok": True, "result": {"pid": os.getpid(), "key": key}}
+                else:
+                    if len(cache) > CACHE_ENTRIES:
+                        cache.clear()
+                    reply = answer(geometry, broken, cache, hooks, method, payload)
+                state["busy"], state["last"] = None, time.monotonic()
+                if not send_reply(conn, seq, method, reply):
+                    break
+        finally:
+            conn.close()
+            state["connected"], state["last"] = False, time.monotonic()
+
+
+def _leave(path: str) -> None:
+    with contextlib.suppress(OSError):
+        os.unlink(path)
+    os._exit(0)
+
+
+# -- the host side -------------------------------------------------------------------------------
+
+
+class WarmClient:
+    """A connection to the user's warm worker, started when there is none. The same calls,
+    failures and attributes as :class:`~aira_kernel_occt.worker.WorkerClient`; ``close``
+    leaves the worker running (that is the point)."""
+
+    def __init__(
+        self,
+        timeout: float = DEFAULT_TIMEOUT,
+        *,
+        fingerprint: str,
+        start_timeout: float = START_TIMEOUT,
+        env: Mapping[str, str] | None = None,
+        idle: float | None = None,
+    ) -> None:
+        self.timeout = timeout
+        self.fingerprint = fingerprint
+        """What the worker's answers depend on (the kernel's implementations fingerprint)."""
+        self.start_timeout = start_timeout
+        self.env = dict(env or {})
+        self.idle = idle_seconds() if idle is None else idle
+        self.restarts = 0
+        self._conn: Connection | None = None
+        self._pid: int | None = None
+        self._seq = itertools.count(1)
+        self._lock = threading.RLock()
+
+    @property
+    def pid(self) -> int | None:
+        """The warm worker's pid (None before the first call)."""
+        return self._pid
+
+    def alive(self) -> bool:
+        if self._pid is None:
+            return False
+        try:
+            os.kill(self._pid, 0)
+        except OSError:
+            return False
+        return True
+
+    def socket_path(self) -> Path:
+        return socket_dir() / f"{worker_key(self.fingerprint, self.env)}.sock"
+
+    def start(self) -> None:
+        """Connect to the warm worker, starting one if none answers."""
+        with self._lock:
+            if self._conn is None:
+                self._connect()
+
+    def close(self) -> None:
+        """Close this connection; the worker stays up for the next command."""
+        with self._lock:
+            if self._conn is not None:
+                self._conn.close()
+            self._conn = None
+
+    def stop(self) -> None:
+        """End the warm worker (it is started again by the next call)."""
+        with self._lock:
+            self.close()
+            self._kill()
+
+    def __enter__(self) -> WarmClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _kill(self) -> None:
+        if self._pid is not None and _is_warm_worker(self._pid):
+            with contextlib.suppress(OSError):
+                os.kill(self._pid, signal.SIGKILL)
+            _wait_gone(self._pid)
+        self._pid = None
+        with contextlib.suppress(OSError, NotPrivate):
+            self.socket_path().unlink()
+
+    def _dial(self, path: Path) -> Connection | None:
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            sock.connect(str(path))
+        except OSError:
+            sock.close()
+            return None
+        return Connection(sock.detach())
+
+    def _connect(self) -> None:
+        path = self.socket_path()
+        conn = self._dial(path)
+        if conn is None:
+            # nobody answers: start one, one process at a time (the lock file sits beside)
+            with open(path.with_suffix(".lock"), "a") as lock:
+                fcntl.flock(lock, fcntl.LOCK_EX)
+                conn = self._dial(path)
+                if conn is None:
+                    with contextlib.suppress(FileNotFoundError):
+                        path.unlink()  # a socket its worker left behind
+                    conn = self._launch(path)
+        self._conn = conn
+        hello = self._exchange("hello", {"timeout": self.timeout}, self.start_timeout, "hello")
+        if not hello.get("ok") or hello["result"].get("key") != path.stem:
+            self.close()
+            raise _Failed(
+                hello
+                if not hello.get("ok")
+                else failure(KERNEL_UNAVAILABLE, "the warm OCCT worker is not this install's")
+            )
+        self._pid = int(hello["result"]["pid"])
+
+    def _launch(self, path: Path) -> Connection:
+        process = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "aira_kernel_occt.warm",
+                str(path),
+                repr(self.idle),
+                json.dumps(self.env),
+            ],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,  # not the command's: Ctrl-C there does not reach it
+            close_fds=True,
+        )
+        deadline = time.monotonic() + self.start_timeout
+        while time.monotonic() < deadline:
+            if process.poll() is not None:
+                raise _Failed(
+                    failure(
+                        KERNEL_UNAVAILABLE,
+                        f"the warm OCCT worker exited as it started (exit code "
+                        f"{process.returncode})",
+                    )
+                )
+            conn = self._dial(path) if path.exists() else None
+            if conn is not None:
+                return conn
+            time.sleep(_POLL)
+        process.kill()
+        raise _Failed(
+            failure(
+                KERNEL_TIMEOUT,
+                f"the warm OCCT worker did not start within {self.start_timeout:g} s",
+            )
+        )
+
+    def _exchange(self, method: str, payload: Mapping[str, Any], timeout: float, what: str) -> Any:
+        """Send one call and wait for its reply (``timeout`` seconds); a failure dict for a
+        timeout (the worker is killed) or a worker that went away."""
+        assert self._conn is not None
+        seq = next(self._seq)
+        try:
+            self._conn.send((seq, method, dict(payload)))
+        except (OSError, EOFError):
+            self.close()
+            raise _Gone from None  # nothing was sent, so nothing ran
+        deadline = time.monotonic() + timeout
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                self.close()
+                self._kill()
+                self.restarts += 1
+                return failure(
+                    KERNEL_TIMEOUT,
+                    f"the warm OCCT worker did not answer {what} within {timeout:g} s; "
+                    "it was stopped, the next call starts a new one",
+                )
+            try:
+                if not self._conn.poll(min(remaining, 0.2)):
+                    continue
+                message = self._conn.recv()
+            except (EOFError, OSError):
+                if method == "hello":
+                    # a worker on its way out still held the socket: nothing ran
+                    self.close()
+                    raise _Gone from None
+                return self._lost(what)
+            if message[0] == seq:
+                return message[1]
+
+    def _lost(self, what: str) -> dict[str, Any]:
+        self.close()
+        self._pid = None
+        self.restarts += 1
+        return failure(
+            KERNEL_WORKER_CRASHED,
+            f"the warm OCCT worker died {what}; the next call starts a new one, the host "
+            "lost nothing",
+        )
+
+    def call(
+        self, method: str, payload: Mapping[str, Any] | None = None, timeout: float | None = None
+    ) -> dict[str, Any]:
+        """``{"ok": True, "result": …}`` or a failure dict, as the worker client answers;
+        never raises for a worker failure."""
+        timeout = self.timeout if timeout is None else timeout
+        with self._lock:
+            for attempt in range(3):
+                if attempt:
+                    time.sleep(0.1 * attempt)  # let a dying worker finish dying
+                try:
+                    self.start()
+                    return self._exchange(method, payload or {}, timeout, f"during {method!r}")
+                except NotPrivate as exc:
+                    return failure(
+                        KERNEL_UNAVAILABLE,
+                        f"no warm OCCT worker: {exc}; fix it, or unset {WARM_ENV}",
+                    )
+                except _Failed as exc:
+                    return exc.reply
+                except _Gone:
+                    continue  # it went away while this process was idle: start one again
+            return failure(KERNEL_WORKER_CRASHED, "the warm OCCT worker cannot be reached")
+
+
+def _is_warm_worker(pid: int) -> bool:
+    """Whether ``pid`` is still a warm worker (not a process that took its number since)."""
+    try:
+        argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return False
+    return b"aira_kernel_occt.warm" in argv
+
+
+def _wait_gone(pid: int, seconds: float = 2.0) -> None:
+    """Wait until a killed worker is gone: reaped when this process started it, else until
+    it is no longer there."""
+    try:
+        os.waitpid(pid, 0)
+        return
+    except ChildProcessError:
+        pass  # another command started it
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except OSError:
+            return
+        time.sleep(0.02)
+
+
+class _Gone(Exception):
+    """The connection was closed before a call was sent."""
+
+
+class _Failed(Exception):
+    def __init__(self, reply: dict[str, Any]) -> None:
+        super().__init__(reply["diagnostics"][0]["message"])
+        self.reply = reply
+
+
+def main(argv: list[str]) -> None:
+    path, idle, env = argv[0], float(argv[1]), json.loads(argv[2])
+    serve(path, idle, env)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
