@@ -21,7 +21,6 @@ admitted, which means the benchmark itself is broken).
 
 from __future__ import annotations
 
-import argparse
 import cProfile
 import json
 import platform
@@ -36,6 +35,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from _report import BenchmarkError, parse_args, report_run, script_parser, verdict
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from aira_core.canonical import sha256_id
@@ -64,10 +64,6 @@ PLUGIN = "bench"
 REQUIRED_INPUTS = ("length", "width", "height")
 MISSING_CODE = "BENCH_INPUT_MISSING"
 NONPOSITIVE_CODE = "BENCH_DIMENSION_NONPOSITIVE"
-
-
-class BenchmarkError(RuntimeError):
-    """The benchmark could not measure what it should (not a missed target)."""
 
 
 # -- the generated package ---------------------------------------------------------------
@@ -398,10 +394,6 @@ def run(count: int, runs: int, profile_top: int) -> dict[str, Any]:
     return result
 
 
-def verdict(met: bool) -> str:
-    return "target met" if met else "TARGET MISSED"
-
-
 STAGE_LABELS = {
     "parse_and_validate": "JSON parse + model validation (parse_package)",
     "signature_verify": "signature verification (TrustPolicy.verify)",
@@ -461,7 +453,7 @@ def print_report(result: dict[str, Any]) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = script_parser(__doc__)
     parser.add_argument(
         "--runs",
         type=int,
@@ -481,22 +473,14 @@ def main(argv: list[str] | None = None) -> int:
         metavar="N",
         help="also profile one admission and show the top N functions",
     )
-    parser.add_argument("--json", action="store_true", help="print one JSON object")
-    args = parser.parse_args(argv)
+    args = parse_args(parser, argv)
     if args.runs < 1:
         parser.error("--runs must be at least 1")
     if args.descriptors < 1:
         parser.error("--descriptors must be at least 1")
-    try:
-        result = run(args.descriptors, args.runs, args.profile)
-    except BenchmarkError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    if args.json:
-        print(json.dumps(result, indent=2))
-    else:
-        print_report(result)
-    return 0
+    return report_run(
+        lambda: run(args.descriptors, args.runs, args.profile), print_report, as_json=args.json
+    )
 
 
 if __name__ == "__main__":

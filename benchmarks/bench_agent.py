@@ -45,7 +45,6 @@ reach a committed head, or the two routes built different parts.
 
 from __future__ import annotations
 
-import argparse
 import json
 import statistics
 import sys
@@ -57,8 +56,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from _report import BenchmarkError, parse_args, report_run, script_parser
 from bench_mcp import (  # a sibling script, not a package
-    BenchmarkError,
     _benchmark_error,
     _first_leaf,
     server_command,
@@ -379,20 +378,16 @@ def print_report(r: dict[str, Any]) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = script_parser(__doc__)
     parser.add_argument("--only", action="append", help="run only this task (repeatable)")
-    parser.add_argument("--json", action="store_true", help="print one JSON object")
-    args = parser.parse_args(argv)
-    try:
-        result = run(args.only)
-    except (BenchmarkError, OSError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    if args.json:
-        print(json.dumps(result, indent=2, ensure_ascii=False))
-    else:
-        print_report(result)
-    return 0
+    args = parse_args(parser, argv)
+    return report_run(
+        lambda: run(args.only),
+        print_report,
+        as_json=args.json,
+        errors=(OSError,),
+        ensure_ascii=False,
+    )
 
 
 if __name__ == "__main__":

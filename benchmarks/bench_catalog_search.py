@@ -23,7 +23,6 @@ has its bytecode, and without it every start compiles the project's modules agai
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import platform
@@ -36,6 +35,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from _report import BenchmarkError, parse_args, report_run, script_parser, verdict
 from bench_cli_help import aira_command  # the same `aira` a user runs (a sibling script)
 
 from aira_core.stats import percentile
@@ -45,10 +45,6 @@ QUERY = "round the vertical edges by 2 mm"
 TARGET_P50_S = 0.5
 TARGET_PEAK_MB = 200.0
 DEFAULT_RUNS = 10
-
-
-class BenchmarkError(RuntimeError):
-    """A command failed: nothing to measure."""
 
 
 def timed(cmd: list[str], env: dict[str, str]) -> dict[str, Any]:
@@ -157,32 +153,27 @@ def print_report(r: dict[str, Any]) -> None:
     t = r["target"]
     print(
         f"  target: warm p50 <= {t['p50_max_s']} s and peak <= {t['peak_max_mb']:.0f} MB: "
-        + ("target met" if t["met"] else "TARGET MISSED")
+        + verdict(t["met"])
     )
     print(f"  cached under AIRA_HOME: {', '.join(r['cache_entries']) or 'nothing'}")
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = script_parser(__doc__)
     parser.add_argument("--runs", type=int, default=DEFAULT_RUNS, help="warm runs (default 10)")
     parser.add_argument("--query", default=QUERY, help=f"the intent (default {QUERY!r})")
     parser.add_argument(
         "--embedder", default=None, help="AIRA_EMBEDDER for the runs (default: as configured)"
     )
-    parser.add_argument("--json", action="store_true", help="print one JSON object")
-    args = parser.parse_args(argv)
+    args = parse_args(parser, argv)
     if args.runs < 1:
         parser.error("--runs must be at least 1")
-    try:
-        result = run(args.runs, args.query, args.embedder)
-    except (BenchmarkError, OSError, ValueError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    if args.json:
-        print(json.dumps(result, indent=2))
-    else:
-        print_report(result)
-    return 0
+    return report_run(
+        lambda: run(args.runs, args.query, args.embedder),
+        print_report,
+        as_json=args.json,
+        errors=(OSError, ValueError),
+    )
 
 
 if __name__ == "__main__":

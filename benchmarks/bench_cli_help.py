@@ -13,8 +13,6 @@ The target is a median of at most 0.3 s. The script reports and never fails a bu
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
 import platform
 import statistics
@@ -26,6 +24,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from _report import BenchmarkError, parse_args, report_run, script_parser, verdict
+
 from aira_core.stats import percentile
 
 TARGET_MEDIAN_S = 0.3
@@ -34,10 +34,6 @@ DEFAULT_RUNS = 20
 TOP_IMPORTERS = 5
 HEAVY_MODULES = ("cadquery", "httpx", "mcp", "OCP")
 PLUGIN_GROUP = "aira"
-
-
-class BenchmarkError(RuntimeError):
-    """The benchmark could not measure what it should (not a missed target)."""
 
 
 def aira_command() -> list[str]:
@@ -173,10 +169,6 @@ def run(runs: int) -> dict[str, Any]:
     }
 
 
-def verdict(met: bool) -> str:
-    return "target met" if met else "TARGET MISSED"
-
-
 def print_report(result: dict[str, Any]) -> None:
     s = result["seconds"]
     target = result["target"]
@@ -218,27 +210,17 @@ def print_report(result: dict[str, Any]) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = script_parser(__doc__)
     parser.add_argument(
         "--runs",
         type=int,
         default=DEFAULT_RUNS,
         help=f"timed runs after {WARMUP_RUNS} warm-up runs (default: {DEFAULT_RUNS})",
     )
-    parser.add_argument("--json", action="store_true", help="print one JSON object")
-    args = parser.parse_args(argv)
+    args = parse_args(parser, argv)
     if args.runs < 1:
         parser.error("--runs must be at least 1")
-    try:
-        result = run(args.runs)
-    except (BenchmarkError, OSError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    if args.json:
-        print(json.dumps(result, indent=2))
-    else:
-        print_report(result)
-    return 0
+    return report_run(lambda: run(args.runs), print_report, as_json=args.json, errors=(OSError,))
 
 
 if __name__ == "__main__":

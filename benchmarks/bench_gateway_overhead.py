@@ -49,7 +49,6 @@ broken: a reply that is not the canned decision, an attempt not delivered).
 
 from __future__ import annotations
 
-import argparse
 import json
 import platform
 import statistics
@@ -61,6 +60,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, ClassVar
 
+from _report import BenchmarkError, parse_args, report_run, script_parser, verdict
 from bench_store import filesystem  # a sibling script: run from benchmarks/ on sys.path
 
 from aira_core.extensions import BudgetsLeft, DecisionEntry, ResultEntry, StepRequest
@@ -84,10 +84,6 @@ STEPS_PER_TASK = TaskBudgets().steps
 LEDGER_WRITES = frozenset({"begin_attempt", "update_attempt", "deliver", "set_task"})
 DECISION = {"act": "read", "select": [["nodes", "n:plate", "source"]], "limit": 1, "pin": True}
 MODEL = "deepseek-v4"
-
-
-class BenchmarkError(RuntimeError):
-    """The benchmark could not measure what it should (not a missed target)."""
 
 
 # -- the request ------------------------------------------------------------------------------
@@ -458,8 +454,10 @@ def print_report(result: dict[str, Any]) -> None:
         f"a new task every {result['steps_per_task']}; "
         f"{result['ledger_writes_per_step']:.0f} synced ledger writes per step"
     )
-    verdict = "target met" if target["met"] else "TARGET MISSED"
-    print(f"  p50  {ms(q['p50'])}   target <= {target['max_seconds'] * 1e3:.0f} ms: {verdict}")
+    print(
+        f"  p50  {ms(q['p50'])}   target <= {target['max_seconds'] * 1e3:.0f} ms: "
+        f"{verdict(target['met'])}"
+    )
     print(f"  p95  {ms(q['p95'])}")
     print(f"  min  {ms(q['min'])}   max {ms(q['max']).strip()}")
     print()
@@ -486,7 +484,7 @@ def print_report(result: dict[str, Any]) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = script_parser(__doc__)
     parser.add_argument("--steps", type=int, default=DEFAULT_STEPS, help="timed steps (300)")
     parser.add_argument(
         "--capsule-kb", type=int, default=DEFAULT_CAPSULE_KB, help="capsule size in KB (40)"
@@ -495,22 +493,16 @@ def main(argv: list[str] | None = None) -> int:
         "--log-pairs", type=int, default=DEFAULT_LOG_PAIRS, help="decision/result pairs (3)"
     )
     parser.add_argument("--dir", type=Path, default=None, help="where the ledger file lives")
-    parser.add_argument("--json", action="store_true", help="print one JSON object")
-    args = parser.parse_args(argv)
+    args = parse_args(parser, argv)
     if args.steps < 1:
         parser.error("--steps must be at least 1")
     if args.capsule_kb < 1 or args.log_pairs < 0:
         parser.error("--capsule-kb must be at least 1 and --log-pairs at least 0")
-    try:
-        result = run(args.steps, args.capsule_kb, args.log_pairs, args.dir)
-    except BenchmarkError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    if args.json:
-        print(json.dumps(result, indent=2))
-    else:
-        print_report(result)
-    return 0
+    return report_run(
+        lambda: run(args.steps, args.capsule_kb, args.log_pairs, args.dir),
+        print_report,
+        as_json=args.json,
+    )
 
 
 if __name__ == "__main__":

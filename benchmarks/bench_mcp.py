@@ -45,7 +45,6 @@ answered an error result, or the catalogs differ.
 
 from __future__ import annotations
 
-import argparse
 import importlib.util
 import json
 import os
@@ -57,6 +56,10 @@ import time
 from pathlib import Path
 from types import ModuleType
 from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # _report.py (a test loads this by path)
+
+from _report import BenchmarkError, parse_args, report_run, script_parser
 
 from aira_core.stats import quantiles
 
@@ -77,10 +80,6 @@ INTENTS = (
 """What an agent asks catalog_search, English and Chinese (varied so no one answer is hot)."""
 TIMED_TOOLS = ("catalog_search", "model_read")
 DISCOVERY = Path(__file__).resolve().parent / "discovery"
-
-
-class BenchmarkError(RuntimeError):
-    """The benchmark could not measure (the server failed, a call was refused)."""
 
 
 # -- numbers ----------------------------------------------------------------------------------
@@ -445,7 +444,7 @@ def print_report(r: dict[str, Any]) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = script_parser(__doc__)
     parser.add_argument(
         "--calls", type=int, default=DEFAULT_CALLS, help=f"timed calls per tool ({DEFAULT_CALLS})"
     )
@@ -458,22 +457,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--kernel", default=None, help="the server's --kernel (default: the only one installed)"
     )
-    parser.add_argument("--json", action="store_true", help="print one JSON object")
-    args = parser.parse_args(argv)
+    args = parse_args(parser, argv)
     if args.calls < 1:
         parser.error("--calls must be at least 1")
     if args.synthetic < 1:
         parser.error("--synthetic must be at least 1")
-    try:
-        result = run(args.calls, args.synthetic, args.kernel)
-    except (BenchmarkError, OSError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    if args.json:
-        print(json.dumps(result, indent=2, ensure_ascii=False))
-    else:
-        print_report(result)
-    return 0
+    return report_run(
+        lambda: run(args.calls, args.synthetic, args.kernel),
+        print_report,
+        as_json=args.json,
+        errors=(OSError,),
+        ensure_ascii=False,
+    )
 
 
 if __name__ == "__main__":

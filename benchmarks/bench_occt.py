@@ -57,9 +57,7 @@ is not the same part, an export fails).
 
 from __future__ import annotations
 
-import argparse
 import importlib.util
-import json
 import platform
 import statistics
 import struct
@@ -69,6 +67,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+from _report import BenchmarkError, parse_args, report_run, script_parser, skip, verdict
 
 from aira_core.stats import percentile
 
@@ -84,10 +84,6 @@ LENGTHS = (80.0, 85.0, 90.0, 95.0)
 CHANGED_LENGTH = 100.0
 CHANGED_PARAMETER = "len0"
 QUERY_REF = "query.boundingBox@1.0.0"
-
-
-class BenchmarkError(RuntimeError):
-    """The benchmark could not measure what it should (not a missed target)."""
 
 
 # -- the documents ------------------------------------------------------------------------
@@ -743,10 +739,6 @@ def run(runs: int, queries: int, exports: int) -> dict[str, Any]:
     }
 
 
-def verdict(met: bool) -> str:
-    return "target met" if met else "TARGET MISSED"
-
-
 def ms(seconds: float) -> str:
     return f"{seconds * 1000:.2f} ms"
 
@@ -849,7 +841,7 @@ def print_report(result: dict[str, Any]) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = script_parser(__doc__)
     parser.add_argument(
         "--runs",
         type=int,
@@ -870,8 +862,7 @@ def main(argv: list[str] | None = None) -> int:
         help=f"repeated STL exports of each bundled part after the first "
         f"(default: {DEFAULT_EXPORTS})",
     )
-    parser.add_argument("--json", action="store_true", help="print one JSON object")
-    args = parser.parse_args(argv)
+    args = parse_args(parser, argv)
     if args.runs < 1:
         parser.error("--runs must be at least 1")
     if args.queries < 1:
@@ -881,21 +872,11 @@ def main(argv: list[str] | None = None) -> int:
     missing = [m for m in ("cadquery", "aira_kernel_occt") if importlib.util.find_spec(m) is None]
     if missing:
         reason = f"{missing[0].replace('_', '-')} not installed"
-        if args.json:
-            print(json.dumps({"skipped": reason}))
-        else:
-            print(f"skipped: {reason} (install requirements.txt to run this benchmark)")
-        return 0
-    try:
-        result = run(args.runs, args.queries, args.exports)
-    except BenchmarkError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    if args.json:
-        print(json.dumps(result, indent=2))
-    else:
-        print_report(result)
-    return 0
+        hint = " (install requirements.txt to run this benchmark)"
+        return skip(reason, as_json=args.json, hint=hint)
+    return report_run(
+        lambda: run(args.runs, args.queries, args.exports), print_report, as_json=args.json
+    )
 
 
 if __name__ == "__main__":

@@ -41,14 +41,13 @@ Without an installed kernel it says so and exits 0 (``{"skipped": ...}`` with ``
 
 from __future__ import annotations
 
-import argparse
-import json
 import platform
 import sys
 import tempfile
 from pathlib import Path
 from typing import Any
 
+from _report import parse_args, script_parser, show, skip, verdict
 from bench_store import filesystem  # a sibling script: run from benchmarks/ on sys.path
 
 from aira_core.diagnostics import AiraError
@@ -96,14 +95,14 @@ def print_report(report: dict[str, Any]) -> None:
                 f"rewrites: {said}"
             )
     print()
-    verdict = "target met" if report["prefixMet"] else "TARGET MISSED"
     print(
-        f"target: mean prefix share and cache-hit share >= {TARGET_SHARE} within rounds: {verdict}"
+        f"target: mean prefix share and cache-hit share >= {TARGET_SHARE} within rounds: "
+        + verdict(report["prefixMet"])
     )
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = script_parser(__doc__)
     parser.add_argument("--runs", type=int, default=DEFAULT_RUNS, help="timed runs per task (3)")
     parser.add_argument("--warmup", type=int, default=1, help="unreported warm-up runs (1)")
     parser.add_argument(
@@ -116,8 +115,7 @@ def main(argv: list[str] | None = None) -> int:
         "--reasoning-bytes", type=int, default=0, help="reasoning the fake sends per answer (0)"
     )
     parser.add_argument("--dir", type=Path, default=None, help="where the ledger and stores live")
-    parser.add_argument("--json", action="store_true", help="print one JSON object")
-    args = parser.parse_args(argv)
+    args = parse_args(parser, argv)
     if args.runs < 1 or args.warmup < 0 or args.reasoning_bytes < 0:
         parser.error("--runs must be at least 1, --warmup and --reasoning-bytes at least 0")
     from aira_core.cli._options import _kernel
@@ -127,8 +125,7 @@ def main(argv: list[str] | None = None) -> int:
         kernel = _kernel(None, "the bundled tasks build real geometry")
     except AiraError as exc:
         reason = f"no kernel ({exc.code})"
-        print(json.dumps({"skipped": reason}) if args.json else f"skipped: {reason}")
-        return 0
+        return skip(reason, as_json=args.json)
     try:
         transports = (
             {name: resolve_transport(name) for name in args.transport} if args.transport else None
@@ -152,10 +149,7 @@ def main(argv: list[str] | None = None) -> int:
         "filesystem": filesystem(args.dir or Path(tempfile.gettempdir())),
         **report,
     }
-    if args.json:
-        print(json.dumps(report, indent=2))
-    else:
-        print_report(report)
+    show(report, print_report, as_json=args.json)
     if not report["completed"]:
         print("error: a run did not complete (see the terminal states above)", file=sys.stderr)
         return 2

@@ -55,7 +55,6 @@ returns the wrong document or summary).
 
 from __future__ import annotations
 
-import argparse
 import copy
 import json
 import os
@@ -66,6 +65,8 @@ import tempfile
 import time
 from pathlib import Path
 from typing import Any
+
+from _report import BenchmarkError, parse_args, report_run, script_parser, verdict
 
 from aira_core.canonical import canonical_bytes, sha256_id
 from aira_core.contracts.amir import AmirDocument, value_tokens
@@ -86,10 +87,6 @@ PARAMETERS = 30
 NODES = 200
 BODIES = 15
 ASSERTIONS = 30
-
-
-class BenchmarkError(RuntimeError):
-    """The benchmark could not measure what it should (not a missed target)."""
 
 
 # -- the document --------------------------------------------------------------------------
@@ -322,10 +319,6 @@ def run(commits: int, reads: int, directory: Path | None) -> dict[str, Any]:
     }
 
 
-def verdict(met: bool) -> str:
-    return "target met" if met else "TARGET MISSED"
-
-
 def _line(lat: dict[str, float], digits: int = 2) -> str:
     return "   ".join(f"{k} {lat[k]:.{digits}f} ms" for k in ("p50", "p90", "max") if k in lat)
 
@@ -402,7 +395,7 @@ def print_report(result: dict[str, Any]) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser = script_parser(__doc__)
     parser.add_argument(
         "--commits",
         type=int,
@@ -418,22 +411,14 @@ def main(argv: list[str] | None = None) -> int:
         default=None,
         help="directory for the temporary store (default: the system temp directory)",
     )
-    parser.add_argument("--json", action="store_true", help="print one JSON object")
-    args = parser.parse_args(argv)
+    args = parse_args(parser, argv)
     if args.commits < 1 or args.reads < 1:
         parser.error("--commits and --reads must be at least 1")
     if args.dir is not None and not args.dir.is_dir():
         parser.error(f"--dir {args.dir} is not a directory")
-    try:
-        result = run(args.commits, args.reads, args.dir)
-    except BenchmarkError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    if args.json:
-        print(json.dumps(result, indent=2))
-    else:
-        print_report(result)
-    return 0
+    return report_run(
+        lambda: run(args.commits, args.reads, args.dir), print_report, as_json=args.json
+    )
 
 
 if __name__ == "__main__":

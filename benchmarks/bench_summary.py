@@ -22,9 +22,7 @@ wrong, which means the benchmark itself is broken).
 
 from __future__ import annotations
 
-import argparse
 import cProfile
-import json
 import platform
 import pstats
 import statistics
@@ -32,6 +30,8 @@ import sys
 import time
 from collections.abc import Callable
 from typing import Any
+
+from _report import BenchmarkError, parse_args, report_run, script_parser
 
 from aira_core.canonical import canonical_bytes, sha256_id
 from aira_core.contracts.amir import BLOCKS, AmirDocument, value_tokens
@@ -46,10 +46,6 @@ DEFAULT_RUNS = 200
 DEFAULT_NODES = 200
 DEFAULT_PROFILE_TOP = 10
 REV = "rev:sha256:" + "b" * 64
-
-
-class BenchmarkError(RuntimeError):
-    """The benchmark could not measure what it should (not a missed target)."""
 
 
 def build_head_summary(document: AmirDocument) -> Any:
@@ -166,10 +162,6 @@ def run(nodes: int, runs: int, profile_top: int) -> dict[str, Any]:
     return result
 
 
-def verdict(met: bool) -> str:
-    return "target met" if met else "TARGET MISSED"
-
-
 STAGE_LABELS = {
     "aliases": "alias table (AliasTable.build; sha256_hex per short-form id)",
     "document_to_wire": "document.to_wire() (pydantic model_dump)",
@@ -222,7 +214,7 @@ def print_report(result: dict[str, Any]) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = script_parser(__doc__)
     parser.add_argument("--runs", type=int, default=DEFAULT_RUNS, help="timed runs (default 200)")
     parser.add_argument(
         "--nodes", type=int, default=DEFAULT_NODES, help="nodes in the document (default 200)"
@@ -234,22 +226,14 @@ def main(argv: list[str] | None = None) -> int:
         metavar="N",
         help=f"show the top N functions by own time (default {DEFAULT_PROFILE_TOP}; 0: off)",
     )
-    parser.add_argument("--json", action="store_true", help="print one JSON object")
-    args = parser.parse_args(argv)
+    args = parse_args(parser, argv)
     if args.runs < 1:
         parser.error("--runs must be at least 1")
     if args.nodes < 15:
         parser.error("--nodes must be at least 15 (one per body)")
-    try:
-        result = run(args.nodes, args.runs, args.profile)
-    except BenchmarkError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    if args.json:
-        print(json.dumps(result, indent=2))
-    else:
-        print_report(result)
-    return 0
+    return report_run(
+        lambda: run(args.nodes, args.runs, args.profile), print_report, as_json=args.json
+    )
 
 
 if __name__ == "__main__":

@@ -45,7 +45,6 @@ from __future__ import annotations
 import argparse
 import cProfile
 import gc
-import json
 import os
 import platform
 import pstats
@@ -59,9 +58,11 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
-if str(HERE) not in sys.path:  # synthetic.py sits next to this script
-    sys.path.insert(0, str(HERE))
+for folder in (HERE.parent, HERE):  # _report.py sits in benchmarks/, synthetic.py next to this
+    if str(folder) not in sys.path:
+        sys.path.insert(0, str(folder))
 
+from _report import BenchmarkError, parse_args, report_run, script_parser, verdict  # noqa: E402
 from synthetic import SyntheticCatalog, synthetic_catalog  # noqa: E402
 
 from aira_core.canonical import canonical_bytes, sha256_bytes_hex  # noqa: E402
@@ -130,10 +131,6 @@ MIX = (
     + [(q, "zh") for q in QUERIES_ZH]
     + [(q, "nonsense") for q in QUERIES_NONSENSE]
 )
-
-
-class BenchmarkError(RuntimeError):
-    """The benchmark could not measure what it should (not a missed target)."""
 
 
 # -- memory -------------------------------------------------------------------------------------
@@ -411,10 +408,6 @@ def run(sizes: list[int], queries: int, seed: int, profile_top: int) -> dict[str
 # -- report -------------------------------------------------------------------------------------
 
 
-def verdict(met: bool | None) -> str:
-    return "not measured" if met is None else ("target met" if met else "TARGET MISSED")
-
-
 def _fmt(value: Any, spec: str) -> str:
     return "n/a" if value is None else format(value, spec)
 
@@ -526,7 +519,7 @@ def parse_sizes(text: str) -> list[int]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = script_parser(__doc__)
     parser.add_argument(
         "--sizes",
         type=parse_sizes,
@@ -547,20 +540,14 @@ def main(argv: list[str] | None = None) -> int:
         metavar="N",
         help="profile the searches at the largest size and show the top N functions",
     )
-    parser.add_argument("--json", action="store_true", help="print one JSON object")
-    args = parser.parse_args(argv)
+    args = parse_args(parser, argv)
     if args.queries < 1:
         parser.error("--queries must be at least 1")
-    try:
-        result = run(args.sizes, args.queries, args.seed, args.profile)
-    except BenchmarkError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    if args.json:
-        print(json.dumps(result, indent=2))
-    else:
-        print_report(result)
-    return 0
+    return report_run(
+        lambda: run(args.sizes, args.queries, args.seed, args.profile),
+        print_report,
+        as_json=args.json,
+    )
 
 
 if __name__ == "__main__":
