@@ -15,6 +15,7 @@ BENCHMARKS = Path(__file__).parents[1] / "benchmarks"
 
 SMALL = {
     "bench_cli_help.py": ["--runs", "1"],
+    "bench_cli_apply.py": ["--runs", "1"],
     "bench_admission.py": ["--runs", "1", "--descriptors", "20"],
     "bench_store.py": ["--commits", "3", "--reads", "3"],
     "bench_providers.py": [
@@ -40,7 +41,12 @@ SMALL = {
 # aira mcp serve needs the installed kernel; bench_occt runs the bundled scripts, whose
 # catalog needs it too (the test session's AIRA_PLUGINS is empty)
 OCCT = {"AIRA_PLUGINS": "occt"}
-ENV = {"bench_mcp.py": OCCT, "bench_occt.py": OCCT, "bench_agent.py": OCCT}
+ENV = {
+    "bench_mcp.py": OCCT,
+    "bench_occt.py": OCCT,
+    "bench_agent.py": OCCT,
+    "bench_cli_apply.py": OCCT,
+}
 
 
 def test_every_benchmark_is_covered() -> None:

@@ -114,7 +114,8 @@ def worker_key(fingerprint: str, env: Mapping[str, str]) -> str:
 
     said = {
         "kernel": fingerprint,
-        "python": [sys.executable, sys.version],
+        # the interpreter, however it was started (python, python3, a console script)
+        "python": [os.path.realpath(sys.executable), sys.prefix, sys.version],
         "env": dict(sorted(env.items())),
         "home": str(aira_home().resolve()),
     }
