@@ -147,7 +147,7 @@ def serve(path: str, idle: float, env: Mapping[str, str]) -> None:
     hooks = os.environ.get(TEST_HOOKS_ENV) == "1"
     geometry, broken = load_geometry()
     cache: dict[str, Any] = {}
-    listener = Listener(path, family="AF_UNIX")
+    listener = Listener(path)  # a path: a Unix socket
     os.chmod(path, 0o600)
     key = Path(path).stem
     state = {"last": time.monotonic(), "busy": None, "connected": False, "limit": DEFAULT_TIMEOUT}
