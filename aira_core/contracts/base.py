@@ -20,6 +20,9 @@ class WireModel(BaseModel):
         # NaN and the infinities have no JSON form: a float field refuses them on the way in
         # rather than turning into null on the way out.
         allow_inf_nan=False,
+        # A command uses a few of the hundred wire models: each builds its validator on first
+        # use, not when its module is imported (that was most of a warm command's start).
+        defer_build=True,
     )
 
     def to_wire(self) -> dict[str, Any]:
