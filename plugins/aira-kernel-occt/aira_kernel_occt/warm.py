@@ -14,8 +14,11 @@ up between commands instead (:class:`WarmClient`, the same calls and failures as
   plugin's version and source, CadQuery's and OCP's versions, the interpreter, the
   environment it is given and ``AIRA_HOME``. A changed install never talks to an old worker;
   the old one idles out.
+- **Shared, in order.** Several commands at once each have their connection; the geometry
+  runs one call at a time on the worker's main thread (as in a per-process worker).
 - **Gone when idle.** It exits after ``AIRA_OCCT_WARM_IDLE`` seconds (default 900) without a
-  call, and removes its socket. A call that runs past twice the client's timeout ends it.
+  call, and removes its socket (its own only). A call that runs past twice its timeout ends
+  it.
 - **Restarted when it dies.** A call that times out kills it (``KERNEL_TIMEOUT``); one it dies
   in is ``KERNEL_WORKER_CRASHED``; the next call, or the next command, starts a new one.
 
@@ -34,6 +37,7 @@ import hashlib
 import itertools
 import json
 import os
+import queue
 import signal
 import socket
 import stat
@@ -63,9 +67,15 @@ from aira_kernel_occt.worker import (
 WARM_ENV = "AIRA_OCCT_WARM"
 IDLE_ENV = "AIRA_OCCT_WARM_IDLE"
 DEFAULT_IDLE = 900.0
-CACHE_ENTRIES = 4096
+CACHE_ENTRIES = 512
 """A warm worker clears its node cache past this many shapes (it lives for many commands)."""
 _POLL = 0.05
+HELLO_TIMEOUT = 10.0
+"""How long a worker whose socket is up may take to say hello (its reader thread answers
+it, whatever call the geometry is running)."""
+SOCKET_PATH_MAX = 107
+"""The longest Unix socket path the kernel takes (sun_path, less its terminator)."""
+_INHERITED = ("AIRA_OCCT_TEST", "CSF_", "MMGT_", "CASROOT", "PYTHONPATH", "PYTHONHOME")
 
 
 def warm_enabled() -> bool:
@@ -93,15 +103,17 @@ def socket_dir() -> Path:
     """The user's private directory for warm workers, made 0700 if missing; ``NotPrivate``
     when it exists with another owner, other permissions or as something else."""
     runtime = os.environ.get("XDG_RUNTIME_DIR", "")
-    base = Path(runtime) / "aira-occt" if runtime else Path(f"/tmp/aira-occt-{os.getuid()}")
+    usable = bool(runtime) and os.path.isdir(runtime)  # a stale value (after su): /tmp
+    base = Path(runtime) / "aira-occt" if usable else Path(f"/tmp/aira-occt-{os.getuid()}")
+    shown = "$XDG_RUNTIME_DIR/aira-occt" if usable else "/tmp/aira-occt-<uid>"  # no home path
     with contextlib.suppress(FileExistsError):
         base.mkdir(mode=0o700, parents=False)
     info = os.lstat(base)
     if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid():
-        raise NotPrivate(f"{base} is not a directory of this user")
+        raise NotPrivate(f"{shown} is not a directory of this user")
     if stat.S_IMODE(info.st_mode) & 0o077:
         raise NotPrivate(
-            f"{base} can be entered by other users (mode {stat.S_IMODE(info.st_mode):o})"
+            f"{shown} can be entered by other users (mode {stat.S_IMODE(info.st_mode):o})"
         )
     return base
 
@@ -117,6 +129,8 @@ def worker_key(fingerprint: str, env: Mapping[str, str]) -> str:
         # the interpreter, however it was started (python, python3, a console script)
         "python": [os.path.realpath(sys.executable), sys.prefix, sys.version],
         "env": dict(sorted(env.items())),
+        # what the worker inherits from the command that starts it and its answers may see
+        "inherited": {k: v for k, v in sorted(os.environ.items()) if k.startswith(_INHERITED)},
         "home": str(aira_home().resolve()),
     }
     return hashlib.sha256(json.dumps(said, sort_keys=True).encode()).hexdigest()[:24]
@@ -137,8 +151,9 @@ def _peer_uid(conn: Connection) -> int | None:
 
 
 def serve(path: str, idle: float, env: Mapping[str, str]) -> None:
-    """Import the geometry, listen on ``path`` and answer one client at a time until idle
-    for ``idle`` seconds."""
+    """Import the geometry, listen on ``path`` and answer every client of this uid until
+    nothing was asked for ``idle`` seconds. Each connection has a thread that reads its
+    calls; the geometry runs on this (the main) thread, one call at a time, in order."""
     os.environ.update(env)
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, 1)
@@ -147,56 +162,69 @@ def serve(path: str, idle: float, env: Mapping[str, str]) -> None:
     hooks = os.environ.get(TEST_HOOKS_ENV) == "1"
     geometry, broken = load_geometry()
     cache: dict[str, Any] = {}
-    listener = Listener(path)  # a path: a Unix socket
+    listener = Listener(path, backlog=64)  # a path: a Unix socket
     os.chmod(path, 0o600)
+    mine = os.stat(path).st_ino  # the socket this worker made (a later one is not its own)
     key = Path(path).stem
-    state = {"last": time.monotonic(), "busy": None, "connected": False, "limit": DEFAULT_TIMEOUT}
+    jobs: queue.Queue[tuple[Connection, Any, str, Any, float]] = queue.Queue()
+    state: dict[str, Any] = {"last": time.monotonic(), "busy": None}
 
     def watchdog() -> None:
         while True:
             time.sleep(min(1.0, idle / 4))
-            now = time.monotonic()
-            busy = state["busy"]
-            if busy is not None and now - busy > 2 * state["limit"]:
-                _leave(path)  # a call stuck in OpenCASCADE past any client's patience
-            if not state["connected"] and busy is None and now - state["last"] > idle:
-                _leave(path)
+            now, busy = time.monotonic(), state["busy"]
+            if busy is not None and now - busy[0] > 2 * busy[1]:
+                _leave(path, mine)  # a call stuck in OpenCASCADE past its client's patience
+            if busy is None and jobs.empty() and now - state["last"] > idle:
+                _leave(path, mine)
 
-    threading.Thread(target=watchdog, name="aira-occt-warm-idle", daemon=True).start()
-    while True:
-        try:
-            conn = listener.accept()
-        except OSError:
-            continue
-        if _peer_uid(conn) != os.getuid():
-            conn.close()  # another user's process: it gets nothing, not even a reply
-            continue
-        state["connected"] = True
+    def reader(conn: Connection) -> None:
         try:
             while True:
                 try:
-                    seq, method, payload = conn.recv()
+                    seq, method, payload, limit = conn.recv()
                 except (EOFError, OSError, ValueError, TypeError):
-                    break
-                state["last"], state["busy"] = time.monotonic(), time.monotonic()
+                    return
+                state["last"] = time.monotonic()
                 if method == "hello":
-                    state["limit"] = float(payload.get("timeout") or DEFAULT_TIMEOUT)
                     reply = {"ok": True, "result": {"pid": os.getpid(), "key": key}}
-                else:
-                    if len(cache) > CACHE_ENTRIES:
-                        cache.clear()
-                    reply = answer(geometry, broken, cache, hooks, method, payload)
-                state["busy"], state["last"] = None, time.monotonic()
-                if not send_reply(conn, seq, method, reply):
-                    break
+                    if not send_reply(conn, seq, method, reply):
+                        return
+                    continue
+                done = threading.Event()
+                jobs.put((conn, seq, method, (payload, done), float(limit)))
+                done.wait()  # one call of a connection at a time, as its client sends them
         finally:
             conn.close()
-            state["connected"], state["last"] = False, time.monotonic()
+
+    def acceptor() -> None:
+        while True:
+            try:
+                conn = listener.accept()
+            except OSError:
+                continue
+            if _peer_uid(conn) != os.getuid():
+                conn.close()  # another user's process: it gets nothing, not even a reply
+                continue
+            threading.Thread(target=reader, args=(conn,), daemon=True).start()
+
+    threading.Thread(target=watchdog, name="aira-occt-warm-idle", daemon=True).start()
+    threading.Thread(target=acceptor, name="aira-occt-warm-accept", daemon=True).start()
+    while True:
+        conn, seq, method, (payload, done), limit = jobs.get()
+        state["busy"] = (time.monotonic(), limit)
+        if len(cache) > CACHE_ENTRIES:
+            cache.clear()
+        reply = answer(geometry, broken, cache, hooks, method, payload)
+        send_reply(conn, seq, method, reply)  # still busy: a client that stopped reading ends it
+        state["busy"], state["last"] = None, time.monotonic()
+        done.set()
 
 
-def _leave(path: str) -> None:
+def _leave(path: str, mine: int) -> None:
     with contextlib.suppress(OSError):
-        os.unlink(path)
+        if os.stat(path).st_ino == mine:
+            os.unlink(path)  # only its own: a newer worker's socket stays
     os._exit(0)
 
 
@@ -226,6 +254,7 @@ class WarmClient:
         self.restarts = 0
         self._conn: Connection | None = None
         self._pid: int | None = None
+        self._process: subprocess.Popen[bytes] | None = None  # when this process started it
         self._seq = itertools.count(1)
         self._lock = threading.RLock()
 
@@ -244,7 +273,13 @@ class WarmClient:
         return True
 
     def socket_path(self) -> Path:
-        return socket_dir() / f"{worker_key(self.fingerprint, self.env)}.sock"
+        path = socket_dir() / f"{worker_key(self.fingerprint, self.env)}.sock"
+        if len(str(path).encode()) > SOCKET_PATH_MAX:
+            raise NotPrivate(
+                f"the socket path in $XDG_RUNTIME_DIR is {len(str(path).encode())} bytes, longer "
+                "than a Unix socket's (use a shorter XDG_RUNTIME_DIR)"
+            )
+        return path
 
     def start(self) -> None:
         """Connect to the warm worker, starting one if none answers."""
@@ -258,12 +293,13 @@ class WarmClient:
             if self._conn is not None:
                 self._conn.close()
             self._conn = None
+            self._pid = None  # whatever it is later, this client no longer speaks for it
 
     def stop(self) -> None:
         """End the warm worker (it is started again by the next call)."""
         with self._lock:
-            self.close()
             self._kill()
+            self.close()
 
     def __enter__(self) -> WarmClient:
         return self
@@ -272,21 +308,28 @@ class WarmClient:
         self.close()
 
     def _kill(self) -> None:
+        """Kill the worker this client spoke to. Its socket stays: the next command finds it
+        dead and replaces it under the lock (a socket is never removed unproven)."""
         if self._pid is not None and _is_warm_worker(self._pid):
             with contextlib.suppress(OSError):
                 os.kill(self._pid, signal.SIGKILL)
             _wait_gone(self._pid)
         self._pid = None
-        with contextlib.suppress(OSError, NotPrivate):
-            self.socket_path().unlink()
+        self._reap()
+
+    def _reap(self) -> None:
+        if self._process is not None and self._process.poll() is not None:
+            self._process = None
 
     def _dial(self, path: Path) -> Connection | None:
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock.settimeout(HELLO_TIMEOUT)  # a full backlog must not block a command for ever
         try:
             sock.connect(str(path))
         except OSError:
             sock.close()
             return None
+        sock.setblocking(True)
         return Connection(sock.detach())
 
     def _connect(self) -> None:
@@ -302,7 +345,7 @@ class WarmClient:
                         path.unlink()  # a socket its worker left behind
                     conn = self._launch(path)
         self._conn = conn
-        hello = self._exchange("hello", {"timeout": self.timeout}, self.start_timeout, "hello")
+        hello = self._exchange("hello", {}, HELLO_TIMEOUT, "hello")
         if not hello.get("ok") or hello["result"].get("key") != path.stem:
             self.close()
             raise _Failed(
@@ -328,6 +371,7 @@ class WarmClient:
             start_new_session=True,  # not the command's: Ctrl-C there does not reach it
             close_fds=True,
         )
+        self._process = process
         deadline = time.monotonic() + self.start_timeout
         while time.monotonic() < deadline:
             if process.poll() is not None:
@@ -343,6 +387,7 @@ class WarmClient:
                 return conn
             time.sleep(_POLL)
         process.kill()
+        process.wait()
         raise _Failed(
             failure(
                 KERNEL_TIMEOUT,
@@ -356,7 +401,9 @@ class WarmClient:
         assert self._conn is not None
         seq = next(self._seq)
         try:
-            self._conn.send((seq, method, dict(payload)))
+            if self._conn.poll(0):  # said goodbye while this client was idle (or stale)
+                self._conn.recv()
+            self._conn.send((seq, method, dict(payload), timeout))
         except (OSError, EOFError):
             self.close()
             raise _Gone from None  # nothing was sent, so nothing ran
@@ -364,8 +411,8 @@ class WarmClient:
         while True:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
+                self._kill()  # its state cannot be trusted (a hello unanswered: pid unknown)
                 self.close()
-                self._kill()
                 self.restarts += 1
                 return failure(
                     KERNEL_TIMEOUT,
@@ -399,7 +446,8 @@ class WarmClient:
         self, method: str, payload: Mapping[str, Any] | None = None, timeout: float | None = None
     ) -> dict[str, Any]:
         """``{"ok": True, "result": …}`` or a failure dict, as the worker client answers;
-        never raises for a worker failure."""
+        never raises for a worker failure (nor for a socket, lock or process the system
+        refuses: ``KERNEL_UNAVAILABLE``)."""
         timeout = self.timeout if timeout is None else timeout
         with self._lock:
             for attempt in range(3):
@@ -417,6 +465,13 @@ class WarmClient:
                     return exc.reply
                 except _Gone:
                     continue  # it went away while this process was idle: start one again
+                except OSError as exc:
+                    self.close()
+                    return failure(
+                        KERNEL_UNAVAILABLE,
+                        f"no warm OCCT worker: {exc.strerror or exc}; unset {WARM_ENV} to "
+                        "run without it",
+                    )
             return failure(KERNEL_WORKER_CRASHED, "the warm OCCT worker cannot be reached")
 
 

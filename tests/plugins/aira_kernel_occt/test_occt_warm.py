@@ -142,6 +142,32 @@ def test_another_user_cannot_reach_the_worker(runtime: Path) -> None:
     warm.stop()
 
 
+def test_commands_at_once_share_the_worker_one_call_at_a_time(runtime: Path) -> None:
+    """A command that holds its connection (an MCP server, a long apply) does not keep the
+    next one out: it is answered once the geometry is free."""
+    first, second = client(env=HOOKS), client(env=HOOKS)
+    assert first.call("ping")["ok"]  # connected, and stays so
+    replies: dict[str, Any] = {}
+    busy = threading.Thread(
+        target=lambda: replies.setdefault("sleep", first.call("sleep", {"seconds": 2}))
+    )
+    busy.start()
+    time.sleep(0.3)
+    started = time.monotonic()
+    pinged = second.call("ping")
+    waited = time.monotonic() - started
+    busy.join()
+    assert pinged["ok"] and replies["sleep"]["ok"]
+    assert first.pid == second.pid
+    assert waited < 20  # served after the sleep, not after a start timeout
+    first.stop()
+
+
+def test_a_stale_runtime_dir_falls_back_to_tmp(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("XDG_RUNTIME_DIR", "/nonexistent/run/user/4242")
+    assert socket_dir() == Path(f"/tmp/aira-occt-{os.getuid()}")
+
+
 def test_a_changed_install_gets_a_worker_of_its_own(runtime: Path) -> None:
     old, new = client(fingerprint="plugin 0.11.0"), client(fingerprint="plugin 0.12.0")
     assert old.call("ping")["ok"] and new.call("ping")["ok"]
