@@ -25,7 +25,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from jsonschema import Draft202012Validator
 from pydantic import ValidationError
 
 from aira_core.catalog.capabilities import CapabilityEntry
@@ -33,6 +32,7 @@ from aira_core.catalog.expressions import Budget, ExpressionError, evaluate
 from aira_core.contracts.capability import CapabilityKind
 from aira_core.contracts.plan import Plan, PlanStep
 from aira_core.contracts.workflow import WorkflowDefinition
+from aira_core.schema_errors import schema_errors
 
 WORKFLOW_DEFINITION_MISSING = "WORKFLOW_DEFINITION_MISSING"
 WORKFLOW_TEMPLATE_INVALID = "WORKFLOW_TEMPLATE_INVALID"
@@ -220,12 +220,7 @@ def expand_plan(
                 )
             )
             continue
-        errors = sorted(
-            Draft202012Validator(entry.input_schema).iter_errors(
-                {**entry.descriptor.defaults, **step.args}
-            ),
-            key=lambda e: [str(p) for p in e.path],
-        )
+        errors = schema_errors(entry.input_schema, {**entry.descriptor.defaults, **step.args})
         if errors:
             for err in errors[:20]:
                 out.findings.append(

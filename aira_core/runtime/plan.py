@@ -46,7 +46,6 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, NamedTuple
 
-from jsonschema import Draft202012Validator
 from pydantic import ValidationError
 
 from aira_core.canonical import sha256_hex
@@ -118,6 +117,7 @@ from aira_core.model.patch import (
 )
 from aira_core.model.repository import ModelRepository
 from aira_core.model.store import MAIN
+from aira_core.schema_errors import schema_errors
 
 # Seconds of kernel time a step of each cost class may take, for the budget upper bound.
 COST_CLASS_SECONDS = {
@@ -742,9 +742,7 @@ def _schema_errors(
 ) -> bool:
     """``PLAN_ARGS_INVALID`` for each way ``value`` breaks ``schema`` (pointers below
     ``where``); True when it breaks it."""
-    errors = sorted(
-        Draft202012Validator(schema).iter_errors(value), key=lambda e: [str(p) for p in e.path]
-    )
+    errors = schema_errors(schema, value)
     for err in errors:
         found.add(
             "PLAN_ARGS_INVALID", f"{subject}: {_clip(err.message)}", *where, *err.path, step=step

@@ -516,3 +516,35 @@ def test_model_export_writes_the_part_and_names_the_bodies_it_writes(
     )
     help_text = run("model", "export", "--help").stdout
     assert "consumed" in help_text and "keepTool" in help_text
+
+
+def test_the_fast_and_the_reference_validator_agree_on_every_input_schema(
+    occt: tuple[Any, Any],
+) -> None:
+    """aira_core/schema_errors.py trusts the Rust validator's "valid": over every first-party
+    input schema, each input example and variations of it (a value of another type, a
+    missing or an unknown argument), it says valid exactly when python-jsonschema does."""
+    import random
+
+    import jsonschema_rs
+    from jsonschema import Draft202012Validator
+
+    _, catalog = occt
+    rng = random.Random(7)
+    others = [0, -1, 1.5, "x", "", "b:plate", None, True, [], [1, 2], {"value": 2, "unit": "cm"},
+              {"param": "p:w"}, {"body": "b:x", "select": ">Z"}, {"step": "s1"}, 2**53]  # fmt: skip
+    cases = 0
+    for entry in capability_index(catalog).values():
+        schema, names = entry.input_schema, [*entry.input_schema.get("properties", {}), "zz"]
+        for example in [dict(e.input) for e in entry.descriptor.input_examples] or [{}]:
+            for n in range(25):
+                value = dict(example)
+                if n:
+                    value[rng.choice(names)] = rng.choice(others)
+                    if n % 3 == 0 and value:
+                        value.pop(rng.choice(list(value)))
+                fast = jsonschema_rs.Draft202012Validator(schema).is_valid(value)
+                reference = next(Draft202012Validator(schema).iter_errors(value), None) is None
+                assert fast == reference, (entry.descriptor.capability_id, value)
+                cases += 1
+    assert cases > 1000
