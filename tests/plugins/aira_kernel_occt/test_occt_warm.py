@@ -19,6 +19,7 @@ import pytest
 pytest.importorskip("cadquery")
 
 from cli_runner import new_process
+from test_occt_worker import BOX  # the same one-box document
 
 from aira_kernel_occt.warm import WARM_ENV, WarmClient, socket_dir
 from aira_kernel_occt.worker import (
@@ -28,17 +29,6 @@ from aira_kernel_occt.worker import (
     TEST_HOOKS_ENV,
 )
 
-BOX = {
-    "parameters": [],
-    "nodes": [
-        {
-            "id": "n",
-            "op": "exact.box@1.0.0",
-            "inputs": {"length": {"value": 4}, "width": {"value": 5}, "height": {"value": 6}},
-        }
-    ],
-    "bodies": [{"id": "b", "label": "b", "tip": "n"}],
-}
 HOOKS = {TEST_HOOKS_ENV: "1"}
 
 
