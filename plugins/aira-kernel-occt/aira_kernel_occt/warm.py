@@ -75,7 +75,7 @@ HELLO_TIMEOUT = 10.0
 it, whatever call the geometry is running)."""
 SOCKET_PATH_MAX = 107
 """The longest Unix socket path the kernel takes (sun_path, less its terminator)."""
-_INHERITED = ("AIRA_OCCT_TEST", "CSF_", "MMGT_", "CASROOT", "PYTHONPATH", "PYTHONHOME")
+_INHERITED = (TEST_HOOKS_ENV, "CSF_", "MMGT_", "CASROOT", "PYTHONPATH", "PYTHONHOME")
 
 
 def warm_enabled() -> bool:
