@@ -39,6 +39,7 @@ from _report import BenchmarkError, parse_args, report_run, script_parser, verdi
 from bench_cli_help import aira_command  # the same `aira` a user runs (a sibling script)
 
 from aira_core.stats import percentile
+from aira_kernel_occt.warm import workers_under
 
 TARGET_P50_S = 0.5
 DEFAULT_RUNS = 5
@@ -87,20 +88,6 @@ def run(cmd: list[str], env: dict[str, str]) -> tuple[float, str]:
             f"{(proc.stderr or proc.stdout).strip()[-800:]}"
         )
     return elapsed, proc.stdout
-
-
-def _warm_workers(where: Path) -> list[int]:
-    """Pids of warm workers whose socket is under ``where`` (their argv names it)."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                argv = (entry / "cmdline").read_bytes()
-            except OSError:
-                continue
-            if b"aira_kernel_occt.warm" in argv and str(where).encode() in argv:
-                found.append(int(entry.name))
-    return found
 
 
 def applies(
@@ -154,9 +141,9 @@ def measure(runs: int) -> dict[str, Any]:
         warm_env = {**env, "AIRA_OCCT_WARM": "1"}
         try:
             warm = applies(aira, warm_env, plan_for, folder / "warm", runs)
-            workers = _warm_workers(folder / "run")
+            workers = workers_under(folder / "run")
         finally:
-            for pid in _warm_workers(folder / "run"):
+            for pid in workers_under(folder / "run"):
                 os.kill(pid, signal.SIGKILL)
     p50 = summary(warm)["repeated_p50_s"]
     return {

@@ -475,13 +475,29 @@ class WarmClient:
             return failure(KERNEL_WORKER_CRASHED, "the warm OCCT worker cannot be reached")
 
 
+def _argv(pid: int) -> list[bytes]:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return []
+
+
 def _is_warm_worker(pid: int) -> bool:
     """Whether ``pid`` is still a warm worker (not a process that took its number since)."""
-    try:
-        argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-    except OSError:
-        return False
-    return b"aira_kernel_occt.warm" in argv
+    return b"aira_kernel_occt.warm" in _argv(pid)
+
+
+def workers_under(folder: Path) -> list[int]:
+    """Pids of the warm workers whose socket is under ``folder`` (their argv names it): what
+    a test or a benchmark with a runtime directory of its own started."""
+    where = str(folder).encode()
+    return [
+        int(entry.name)
+        for entry in Path("/proc").iterdir()
+        if entry.name.isdigit()
+        and _is_warm_worker(int(entry.name))
+        and any(where in arg for arg in _argv(int(entry.name)))
+    ]
 
 
 def _wait_gone(pid: int, seconds: float = 2.0) -> None:

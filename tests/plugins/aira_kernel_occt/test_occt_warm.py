@@ -21,7 +21,7 @@ pytest.importorskip("cadquery")
 from cli_runner import new_process
 from test_occt_worker import BOX  # the same one-box document
 
-from aira_kernel_occt.warm import WARM_ENV, WarmClient, socket_dir
+from aira_kernel_occt.warm import WARM_ENV, WarmClient, socket_dir, workers_under
 from aira_kernel_occt.worker import (
     KERNEL_TIMEOUT,
     KERNEL_UNAVAILABLE,
@@ -32,21 +32,6 @@ from aira_kernel_occt.worker import (
 HOOKS = {TEST_HOOKS_ENV: "1"}
 
 
-def _daemons(where: Path) -> list[int]:
-    """Pids of warm workers whose socket is under ``where`` (their argv names it)."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            argv = (entry / "cmdline").read_bytes().split(b"\0")
-        except OSError:
-            continue
-        if b"aira_kernel_occt.warm" in argv and any(str(where).encode() in a for a in argv):
-            found.append(int(entry.name))
-    return found
-
-
 @pytest.fixture
 def runtime(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     """A private XDG_RUNTIME_DIR of the test's own; every warm worker in it is stopped after."""
@@ -54,7 +39,7 @@ def runtime(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     where.mkdir(mode=0o700)
     monkeypatch.setenv("XDG_RUNTIME_DIR", str(where))
     yield where
-    for pid in _daemons(where):
+    for pid in workers_under(where):
         os.kill(pid, signal.SIGKILL)
 
 
@@ -74,13 +59,13 @@ def test_a_second_command_finds_the_worker_warm_with_its_cache(runtime: Path) ->
     assert built["ok"] and built["result"]["evaluatedNodes"] == ["n"]
     pid = first.pid
     first.close()  # the command ends; the worker stays
-    assert pid in _daemons(runtime)
+    assert pid in workers_under(runtime)
     second = client(env=HOOKS)  # the next command
     again = second.call("evaluate", {"document": BOX})
     assert again["ok"] and again["result"]["evaluatedNodes"] == []  # nothing built twice
     assert second.pid == pid
     second.stop()
-    assert _daemons(runtime) == []
+    assert workers_under(runtime) == []
 
 
 def test_the_socket_and_its_directory_are_the_users_alone(runtime: Path) -> None:
@@ -99,7 +84,7 @@ def test_a_directory_others_can_enter_is_refused(runtime: Path) -> None:
     reply = client().call("ping")
     assert code(reply) == KERNEL_UNAVAILABLE and "other users" in reply["diagnostics"][0]["message"]
     assert WARM_ENV in reply["diagnostics"][0]["message"]  # how to do without
-    assert _daemons(runtime) == []
+    assert workers_under(runtime) == []
 
 
 def test_a_symlinked_directory_is_refused(runtime: Path, tmp_path: Path) -> None:
@@ -171,7 +156,7 @@ def test_a_call_past_its_timeout_stops_the_worker_and_the_next_starts_one(runtim
     assert warm.call("ping")["ok"]
     before = warm.pid
     assert code(warm.call("sleep", {"seconds": 30}, timeout=1)) == KERNEL_TIMEOUT
-    assert before not in _daemons(runtime)
+    assert before not in workers_under(runtime)
     after = warm.call("ping")
     assert after["ok"] and warm.pid != before and warm.restarts == 1
     warm.stop()
@@ -204,9 +189,9 @@ def test_an_idle_worker_exits_and_takes_its_socket_with_it(runtime: Path) -> Non
     path, pid = warm.socket_path(), warm.pid
     warm.close()
     deadline = time.monotonic() + 20
-    while time.monotonic() < deadline and (path.exists() or pid in _daemons(runtime)):
+    while time.monotonic() < deadline and (path.exists() or pid in workers_under(runtime)):
         time.sleep(0.2)
-    assert not path.exists() and pid not in _daemons(runtime)
+    assert not path.exists() and pid not in workers_under(runtime)
 
 
 def test_two_plan_applies_share_one_warm_kernel(runtime: Path, tmp_path: Path) -> None:
@@ -234,5 +219,5 @@ def test_two_plan_applies_share_one_warm_kernel(runtime: Path, tmp_path: Path) -
         plan.write_text(json.dumps({"baseRevision": base, "steps": steps}))
         envelope = aira("plan", "apply", str(plan), "--store", str(store))
         assert envelope["status"] == "success", envelope["diagnostics"]
-        pids.append(_daemons(runtime))
+        pids.append(workers_under(runtime))
     assert len(pids[0]) == 1 and pids[0] == pids[1]  # the first command's worker served both
