@@ -47,12 +47,14 @@ PUBLIC_MODULES: tuple[str, ...] = (
     "aira_core.inputs",
     "aira_core.integrations",
     "aira_core.testing",
+    "aira_core.warm",
 )
 """The modules a plugin may import from: the flat names below, the wire shapes, the pieces a
 provider plugin is built from (the one HTTP call and its classification, the chat wire, the
 decision transports, the OpenAI-compatible adapter), the integration seam an Intent /
 Continuity / Guard adapter implements, the one reader of user-named files and the one
-writer of files (with ``AIRA_HOME``), and the pytest plugin for its tests."""
+writer of files (with ``AIRA_HOME``), the pytest plugin for its tests, and the private
+socket directory of a worker that outlives a command."""
 
 _EXPORTS: dict[str, tuple[str, ...]] = {
     "aira_core.extensions": (

@@ -42,3 +42,14 @@ def test_help_through_the_entry_point_imports_nothing_heavy() -> None:
 def test_help_does_not_import_rich_progress() -> None:
     """The progress display (cli._output.progress) is imported by the commands that show it."""
     assert "rich.progress" not in modules_after(HELP)
+
+
+def test_the_entry_points_first_step_imports_only_the_standard_library() -> None:
+    """`aira` starts in aira_core.cli, which decides between the warm host and the command
+    table before importing either: a served command never pays for typer."""
+    code = "import sys\nfrom aira_core import cli\nprint(' '.join(sorted(sys.modules)))\n"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    loaded = packages(set(out.stdout.split()))
+    assert not loaded & {"typer", "rich", "pydantic", "click"}, sorted(loaded)
+    assert "aira_core.cli.warm" not in out.stdout.split()

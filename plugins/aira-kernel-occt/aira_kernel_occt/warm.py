@@ -40,8 +40,6 @@ import os
 import queue
 import signal
 import socket
-import stat
-import struct
 import subprocess
 import sys
 import threading
@@ -51,6 +49,15 @@ from multiprocessing.connection import Connection, Listener
 from pathlib import Path
 from typing import Any
 
+from aira_core.warm import (
+    NotPrivate,
+    enabled,
+    is_process_of,
+    peer_uid,
+    processes_under,
+    socket_path,
+)
+from aira_core.warm import socket_dir as private_socket_dir
 from aira_kernel_occt.worker import (
     DEFAULT_TIMEOUT,
     KERNEL_TIMEOUT,
@@ -73,14 +80,13 @@ _POLL = 0.05
 HELLO_TIMEOUT = 10.0
 """How long a worker whose socket is up may take to say hello (its reader thread answers
 it, whatever call the geometry is running)."""
-SOCKET_PATH_MAX = 107
-"""The longest Unix socket path the kernel takes (sun_path, less its terminator)."""
 _INHERITED = (TEST_HOOKS_ENV, "CSF_", "MMGT_", "CASROOT", "PYTHONPATH", "PYTHONHOME")
 
 
 def warm_enabled() -> bool:
-    """Whether the user asked for the warm kernel (``AIRA_OCCT_WARM``)."""
-    return os.environ.get(WARM_ENV, "").strip().lower() in ("1", "true", "yes", "on")
+    """Whether the user asked for the warm kernel: ``AIRA_OCCT_WARM`` when set, else
+    ``AIRA_WARM`` (every warm process the CLI offers; :func:`aira_core.warm.enabled`)."""
+    return enabled(WARM_ENV)
 
 
 def idle_seconds() -> float:
@@ -94,28 +100,13 @@ def idle_seconds() -> float:
 
 # -- where it lives ------------------------------------------------------------------------------
 
-
-class NotPrivate(Exception):
-    """The socket directory is not the user's alone."""
+SOCKET_DIR = "aira-occt"
+"""The user's private directory of warm workers (:func:`aira_core.warm.socket_dir`)."""
 
 
 def socket_dir() -> Path:
-    """The user's private directory for warm workers, made 0700 if missing; ``NotPrivate``
-    when it exists with another owner, other permissions or as something else."""
-    runtime = os.environ.get("XDG_RUNTIME_DIR", "")
-    usable = bool(runtime) and os.path.isdir(runtime)  # a stale value (after su): /tmp
-    base = Path(runtime) / "aira-occt" if usable else Path(f"/tmp/aira-occt-{os.getuid()}")
-    shown = "$XDG_RUNTIME_DIR/aira-occt" if usable else "/tmp/aira-occt-<uid>"  # no home path
-    with contextlib.suppress(FileExistsError):
-        base.mkdir(mode=0o700, parents=False)
-    info = os.lstat(base)
-    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid():
-        raise NotPrivate(f"{shown} is not a directory of this user")
-    if stat.S_IMODE(info.st_mode) & 0o077:
-        raise NotPrivate(
-            f"{shown} can be entered by other users (mode {stat.S_IMODE(info.st_mode):o})"
-        )
-    return base
+    """The user's private directory for warm workers (see :func:`aira_core.warm.socket_dir`)."""
+    return private_socket_dir(SOCKET_DIR)
 
 
 def worker_key(fingerprint: str, env: Mapping[str, str]) -> str:
@@ -137,17 +128,6 @@ def worker_key(fingerprint: str, env: Mapping[str, str]) -> str:
 
 
 # -- the worker side -----------------------------------------------------------------------------
-
-
-def _peer_uid(conn: Connection) -> int | None:
-    sock = socket.socket(fileno=os.dup(conn.fileno()))
-    try:
-        raw = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
-    except OSError:
-        return None
-    finally:
-        sock.close()
-    return struct.unpack("3i", raw)[1]
 
 
 def serve(path: str, idle: float, env: Mapping[str, str]) -> None:
@@ -203,7 +183,7 @@ def serve(path: str, idle: float, env: Mapping[str, str]) -> None:
                 conn = listener.accept()
             except OSError:
                 continue
-            if _peer_uid(conn) != os.getuid():
+            if peer_uid(conn.fileno()) != os.getuid():
                 conn.close()  # another user's process: it gets nothing, not even a reply
                 continue
             threading.Thread(target=reader, args=(conn,), daemon=True).start()
@@ -273,13 +253,7 @@ class WarmClient:
         return True
 
     def socket_path(self) -> Path:
-        path = socket_dir() / f"{worker_key(self.fingerprint, self.env)}.sock"
-        if len(str(path).encode()) > SOCKET_PATH_MAX:
-            raise NotPrivate(
-                f"the socket path in $XDG_RUNTIME_DIR is {len(str(path).encode())} bytes, longer "
-                "than a Unix socket's (use a shorter XDG_RUNTIME_DIR)"
-            )
-        return path
+        return socket_path(SOCKET_DIR, worker_key(self.fingerprint, self.env))
 
     def start(self) -> None:
         """Connect to the warm worker, starting one if none answers."""
@@ -459,7 +433,7 @@ class WarmClient:
                 except NotPrivate as exc:
                     return failure(
                         KERNEL_UNAVAILABLE,
-                        f"no warm OCCT worker: {exc}; fix it, or unset {WARM_ENV}",
+                        f"no warm OCCT worker: {exc}; fix it, or set {WARM_ENV}=0",
                     )
                 except _Failed as exc:
                     return exc.reply
@@ -469,35 +443,25 @@ class WarmClient:
                     self.close()
                     return failure(
                         KERNEL_UNAVAILABLE,
-                        f"no warm OCCT worker: {exc.strerror or exc}; unset {WARM_ENV} to "
+                        f"no warm OCCT worker: {exc.strerror or exc}; set {WARM_ENV}=0 to "
                         "run without it",
                     )
             return failure(KERNEL_WORKER_CRASHED, "the warm OCCT worker cannot be reached")
 
 
-def _argv(pid: int) -> list[bytes]:
-    try:
-        return Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-    except OSError:
-        return []
+MARKER = b"aira_kernel_occt.warm"
+"""What a warm worker's argv holds (``-m aira_kernel_occt.warm``)."""
 
 
 def _is_warm_worker(pid: int) -> bool:
     """Whether ``pid`` is still a warm worker (not a process that took its number since)."""
-    return b"aira_kernel_occt.warm" in _argv(pid)
+    return is_process_of(pid, MARKER)
 
 
 def workers_under(folder: Path) -> list[int]:
     """Pids of the warm workers whose socket is under ``folder`` (their argv names it): what
     a test or a benchmark with a runtime directory of its own started."""
-    where = str(folder).encode()
-    return [
-        int(entry.name)
-        for entry in Path("/proc").iterdir()
-        if entry.name.isdigit()
-        and _is_warm_worker(int(entry.name))
-        and any(where in arg for arg in _argv(int(entry.name)))
-    ]
+    return processes_under(folder, MARKER)
 
 
 def _wait_gone(pid: int, seconds: float = 2.0) -> None:

@@ -1,0 +1,110 @@
+"""Private places for processes that outlive one command: the warm CLI host
+(:mod:`aira_core.cli.warm`) and a kernel's warm worker (the OCCT plugin's ``warm`` module).
+
+Both listen on a Unix socket that only their user may reach: in a directory of that user
+alone (``$XDG_RUNTIME_DIR/<name>``, else ``/tmp/<name>-<uid>``, mode 0700; one with another
+owner, other permissions or that is not a directory is refused), answering only a peer of
+the same uid (``SO_PEERCRED``). Standard library only, and little of it at import: the
+CLI's entry point reads :func:`enabled` before anything else.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from pathlib import Path
+
+WARM_ENV = "AIRA_WARM"
+"""``1`` keeps warm what repeated CLI calls need: the CLI host and a kernel's worker."""
+SOCKET_PATH_MAX = 107
+"""The longest Unix socket path the kernel takes (sun_path, less its terminator)."""
+
+
+def enabled(own: str | None = None) -> bool:
+    """Whether the user asked for warm processes: the variable ``own`` (one worker's own
+    switch, e.g. ``AIRA_OCCT_WARM``) when it is set, else :data:`WARM_ENV`."""
+    raw = os.environ.get(own) if own else None
+    if raw is None:
+        raw = os.environ.get(WARM_ENV, "")
+    return raw.strip().lower() in ("1", "true", "yes", "on")
+
+
+class NotPrivate(Exception):
+    """The socket directory is not the user's alone (or a socket path would not fit)."""
+
+
+def socket_dir(name: str) -> Path:
+    """The user's private directory ``name`` for sockets, made 0700 if missing;
+    :class:`NotPrivate` when it exists with another owner, other permissions or as
+    something else than a directory (a symlink included)."""
+    import stat
+
+    runtime = os.environ.get("XDG_RUNTIME_DIR", "")
+    usable = bool(runtime) and os.path.isdir(runtime)  # a stale value (after su): /tmp
+    base = Path(runtime) / name if usable else Path(f"/tmp/{name}-{os.getuid()}")
+    shown = f"$XDG_RUNTIME_DIR/{name}" if usable else f"/tmp/{name}-<uid>"  # no home path
+    with contextlib.suppress(FileExistsError):
+        base.mkdir(mode=0o700, parents=False)
+    info = os.lstat(base)
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid():
+        raise NotPrivate(f"{shown} is not a directory of this user")
+    if stat.S_IMODE(info.st_mode) & 0o077:
+        raise NotPrivate(
+            f"{shown} can be entered by other users (mode {stat.S_IMODE(info.st_mode):o})"
+        )
+    return base
+
+
+def socket_path(name: str, key: str) -> Path:
+    """``<socket_dir(name)>/<key>.sock``; :class:`NotPrivate` when the path is longer than
+    a Unix socket's."""
+    path = socket_dir(name) / f"{key}.sock"
+    if len(str(path).encode()) > SOCKET_PATH_MAX:
+        raise NotPrivate(
+            f"the socket path in $XDG_RUNTIME_DIR is {len(str(path).encode())} bytes, longer "
+            "than a Unix socket's (use a shorter XDG_RUNTIME_DIR)"
+        )
+    return path
+
+
+def peer_uid(fileno: int) -> int | None:
+    """The uid of the process at the other end of the connected Unix socket ``fileno``
+    (None when the system does not say)."""
+    import socket
+    import struct
+
+    sock = socket.socket(fileno=os.dup(fileno))
+    try:
+        raw = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+    except OSError:
+        return None
+    finally:
+        sock.close()
+    return struct.unpack("3i", raw)[1]
+
+
+def _argv(pid: int) -> list[bytes]:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return []
+
+
+def is_process_of(pid: int, marker: bytes) -> bool:
+    """Whether process ``pid`` has ``marker`` (e.g. its module, ``b"aira_core.cli.warm"``)
+    as an argument: still the process it was, not one that took its number since."""
+    return marker in _argv(pid)
+
+
+def processes_under(folder: Path, marker: bytes) -> list[int]:
+    """Pids of the processes with ``marker`` as an argument and another argument naming a
+    path under ``folder`` (their socket): what a test or a benchmark with a runtime
+    directory of its own started."""
+    where = str(folder).encode()
+    return [
+        int(entry.name)
+        for entry in Path("/proc").iterdir()
+        if entry.name.isdigit()
+        and is_process_of(int(entry.name), marker)
+        and any(where in arg for arg in _argv(int(entry.name)))
+    ]

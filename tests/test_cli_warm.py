@@ -1,0 +1,345 @@
+"""The warm CLI host (aira_core/cli/warm.py): with AIRA_WARM=1 a read-only --json command is
+answered by one per-user process that outlives a command, exactly as the command's own
+process would answer it; whenever the host cannot answer, the command runs in its own
+process. Real processes, the installed plugins, a private XDG_RUNTIME_DIR per test."""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import shutil
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from aira_core.cli.warm import SOCKET_DIR, host_key, hosts_under, servable
+
+SEARCH = ["catalog", "search", "round the vertical edges by 2 mm", "--json"]
+PLUGINS = {"AIRA_PLUGINS": "occt"}
+"""The OCCT kernel and its capability package (the session's processes load none)."""
+
+
+def run(
+    env: dict[str, str], *args: str, cwd: Path | None = None
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "aira_core.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+        cwd=cwd,
+    )
+
+
+def wait_for(predicate: Any, seconds: float = 90.0) -> Any:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.1)
+    raise AssertionError("timed out waiting")
+
+
+def the_host(runtime: Path) -> int:
+    """The pid of the one host under ``runtime`` once its socket is up."""
+    folder = runtime / SOCKET_DIR
+    wait_for(lambda: list(folder.glob("*.sock")) and len(hosts_under(runtime)) == 1)
+    (pid,) = hosts_under(runtime)
+    return pid
+
+
+def served_by(pid: int, cwd: Path) -> bool:
+    """A served command runs in the caller's working directory: the host is left there."""
+    try:
+        return Path(os.readlink(f"/proc/{pid}/cwd")) == cwd
+    except FileNotFoundError:  # gone
+        return False
+
+
+def stop_hosts(runtime: Path) -> None:
+    for pid in hosts_under(runtime):
+        os.kill(pid, signal.SIGKILL)
+
+
+@pytest.fixture(scope="module")
+def home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One AIRA_HOME whose catalog was built once (conformance on the real kernel)."""
+    where = tmp_path_factory.mktemp("warm-home")
+    env = {**os.environ, "AIRA_HOME": str(where), **PLUGINS}
+    env.pop("AIRA_WARM", None)
+    out = run(env, "catalog", "list", "--json")
+    assert out.returncode == 0, out.stderr
+    return where
+
+
+def environment(home: Path, runtime: Path, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONDONTWRITEBYTECODE",)}
+    env.update(
+        AIRA_HOME=str(home),
+        XDG_RUNTIME_DIR=str(runtime),
+        AIRA_WARM="1",
+        AIRA_OCCT_WARM="0",  # the kernel's own warm worker is tested apart
+        **PLUGINS,
+        **extra,
+    )
+    return env
+
+
+@pytest.fixture
+def runtime(tmp_path: Path) -> Iterator[Path]:
+    where = tmp_path / "run"
+    where.mkdir(mode=0o700)
+    yield where
+    stop_hosts(where)
+
+
+@pytest.fixture(scope="module")
+def shared(home: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    """One host for the tests that only talk to it, up before they start."""
+    runtime = tmp_path_factory.mktemp("warm-run")
+    runtime.chmod(0o700)
+    env = environment(home, runtime)
+    first = run(env, *SEARCH)
+    assert first.returncode == 0, first.stderr
+    pid = the_host(runtime)
+    yield {"env": env, "runtime": runtime, "pid": pid, "home": home}
+    stop_hosts(runtime)
+
+
+def test_what_the_host_serves() -> None:
+    assert servable(["catalog", "search", "fillet", "--json"])
+    assert servable(["catalog", "list", "--json", "--quarantine"])
+    assert servable(["plan", "check", "plan.json", "--json"])
+    assert servable(["query", "massProperties", "--json"])
+    assert not servable(["catalog", "list"])  # a table: it depends on the terminal
+    assert not servable(["catalog", "search", "--", "--json"])  # words, not the option
+    assert not servable(["plan", "check", "-", "--json"])  # stdin
+    assert not servable(["plan", "apply", "plan.json", "--json"])  # it writes
+    assert not servable(["catalog", "search", "x", "--json", "--help"])
+    assert not servable(["run", "make a plate", "--json"])
+    assert not servable([])
+
+
+def test_served_commands_answer_as_their_own_process_would(
+    shared: dict[str, Any], tmp_path: Path
+) -> None:
+    env, pid = shared["env"], shared["pid"]
+    store = tmp_path / "store.sqlite3"
+    init = run({**env, "AIRA_WARM": "0"}, "model", "init", "--store", str(store), "--json")
+    assert init.returncode == 0, init.stderr
+    stale = tmp_path / "stale.json"
+    stale.write_text(json.dumps({"baseRevision": "rev:sha256:" + "0" * 64, "steps": []}))
+    commands = [
+        SEARCH,
+        ["catalog", "list", "--json", "--quarantine"],
+        ["catalog", "describe", "cap:exact.fillet@1", "--level", "L3", "--json"],
+        ["catalog", "describe", "cap:no.such@1", "--json"],  # a refusal: exit 1, same words
+        ["catalog", "manifest", "--json"],
+        ["plan", "check", str(stale), "--store", str(store), "--json"],
+        ["query", "massProperties", "--store", str(store), "--json"],
+    ]
+    for i, args in enumerate(commands):
+        where = tmp_path / f"cwd-{i}"
+        where.mkdir()
+        warm = run(env, *args, cwd=where)
+        assert served_by(pid, where), args
+        cold = run({**env, "AIRA_WARM": "0"}, *args, cwd=where)
+        assert (warm.returncode, warm.stdout, warm.stderr) == (
+            cold.returncode,
+            cold.stdout,
+            cold.stderr,
+        ), args
+    assert hosts_under(shared["runtime"]) == [pid]  # one host answered them all
+
+
+def test_relative_paths_are_the_callers(shared: dict[str, Any], tmp_path: Path) -> None:
+    """The same words in two directories: each checks its own plan against its own store."""
+    env, pid = shared["env"], shared["pid"]
+    box = {"id": "plate", "capability": "cap:exact.box@1", "label": "plate"}
+    answers = {}
+    for name, length in (("a", 40), ("b", 50)):
+        where = tmp_path / name
+        where.mkdir()
+        init = run(
+            {**env, "AIRA_WARM": "0"}, "model", "init", "--store", "s.sqlite3", "--json", cwd=where
+        )
+        plan = {
+            "baseRevision": json.loads(init.stdout)["rev"],
+            "steps": [{**box, "args": {"length": length, "width": 30, "height": 10}}],
+        }
+        (where / "plan.json").write_text(json.dumps(plan))
+        args = ["plan", "check", "plan.json", "--store", "s.sqlite3", "--json"]
+        out = run({**env, "COLUMNS": "40"}, *args, cwd=where)
+        assert served_by(pid, where)
+        assert out.returncode == 0, out.stdout + out.stderr
+        answers[name] = json.loads(out.stdout)
+        assert answers[name] == json.loads(run({**env, "AIRA_WARM": "0"}, *args, cwd=where).stdout)
+    assert answers["a"]["ok"] and answers["b"]["ok"]
+    assert answers["a"]["planId"] != answers["b"]["planId"]
+
+
+def test_a_command_the_host_does_not_serve_runs_here_and_starts_nothing(
+    home: Path, runtime: Path
+) -> None:
+    env = environment(home, runtime)
+    assert run(env, "catalog", "list").returncode == 0  # a table
+    assert run(env, "schema", "plan").returncode == 0
+    time.sleep(0.5)
+    assert hosts_under(runtime) == []
+    assert not (runtime / SOCKET_DIR).exists()
+
+
+def test_a_directory_others_can_enter_is_refused_and_the_command_runs_here(
+    home: Path, runtime: Path
+) -> None:
+    (runtime / SOCKET_DIR).mkdir(mode=0o755)
+    (runtime / SOCKET_DIR).chmod(0o755)
+    env = environment(home, runtime)
+    out = run(env, *SEARCH)
+    assert out.returncode == 0 and json.loads(out.stdout)["hits"], out.stdout[-3000:]
+    time.sleep(0.5)
+    assert hosts_under(runtime) == []
+    assert list((runtime / SOCKET_DIR).iterdir()) == []
+
+
+def test_changed_code_retires_the_host(home: Path, runtime: Path, tmp_path: Path) -> None:
+    """A folder on sys.path that changes (an install, a removal) is code the host did not
+    load: it retires, the command runs in its own process, the next call starts a new one."""
+    extra = tmp_path / "site"
+    extra.mkdir()
+    env = environment(
+        home,
+        runtime,
+        PYTHONPATH=os.pathsep.join([str(extra), *filter(None, [os.environ.get("PYTHONPATH")])]),
+    )
+    assert run(env, *SEARCH).returncode == 0
+    old = the_host(runtime)
+    expected = run({**env, "AIRA_WARM": "0"}, *SEARCH).stdout
+    (extra / "new_module.py").write_text("X = 1\n")
+    out = run(env, *SEARCH, cwd=tmp_path)
+    assert out.returncode == 0 and out.stdout == expected
+    assert not served_by(old, tmp_path)  # it answered "stale" and left
+    wait_for(lambda: old not in hosts_under(runtime))
+    new = the_host(runtime)  # started by the call that found the old one stale
+    assert new != old
+
+
+def test_an_idle_host_exits_and_removes_its_socket(home: Path, runtime: Path) -> None:
+    env = environment(home, runtime, AIRA_WARM_IDLE="1")
+    assert run(env, *SEARCH).returncode == 0
+    pid = the_host(runtime)
+    wait_for(lambda: pid not in hosts_under(runtime), seconds=30)
+    assert list((runtime / SOCKET_DIR).glob("*.sock")) == []
+
+
+def b64(*args: str) -> list[str]:
+    return [base64.b64encode(a.encode()).decode() for a in args]
+
+
+def frame(message: Any) -> bytes:
+    data = json.dumps(message).encode()
+    return struct.pack(">I", len(data)) + data
+
+
+def test_garbage_and_strangers_on_the_socket_get_nothing_and_change_nothing(
+    shared: dict[str, Any], tmp_path: Path
+) -> None:
+    env, pid, runtime = shared["env"], shared["pid"], shared["runtime"]
+    (path,) = (runtime / SOCKET_DIR).glob("*.sock")
+    attempts = [
+        b"",  # connect and leave
+        b"\x00\x00\x00\x05{not",  # a broken frame, then silence
+        b"\xff\xff\xff\xff",  # a frame too large to read
+        b"\x00\x00\x00\x02[]",  # not a request
+        frame({"key": "someone-else", "argv": [], "env": {}, "cwd": "/"}),
+        frame({"key": path.stem, "argv": ["%%%"], "env": {}, "cwd": "/"}),  # not base64
+        frame({"key": path.stem, "argv": [], "env": {}, "cwd": "/"}),  # `aira`: not served
+        frame(
+            {
+                "key": path.stem,
+                "argv": b64("plan", "apply", "p.json", "--json"),
+                "env": {},
+                "cwd": "/",
+            }
+        ),  # a write: never served
+        frame({"key": path.stem, "argv": b64(*SEARCH), "env": [], "cwd": "/"}),  # env: a list
+    ]
+    for data in attempts:
+        with socket.socket(socket.AF_UNIX) as sock:
+            sock.settimeout(15)
+            sock.connect(str(path))
+            sock.sendall(data)
+            sock.shutdown(socket.SHUT_WR)
+            reply = sock.recv(1 << 16)
+        assert b"stdout" not in reply  # nothing ran
+    where = tmp_path / "after"
+    where.mkdir()
+    out = run(env, *SEARCH, cwd=where)
+    assert out.returncode == 0 and json.loads(out.stdout)["hits"]
+    assert served_by(pid, where)  # the same host, still answering
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to act as another user")
+def test_another_users_process_gets_no_answer(home: Path) -> None:
+    """Opened to every user for the test (the directory's own check keeps them out of a
+    real one), a stranger's request is not answered: the host asks the socket who it is."""
+    runtime = Path(tempfile.mkdtemp(prefix="aira-warm-"))
+    try:
+        runtime.chmod(0o755)  # a stranger must reach the socket for the host's check to count
+        env = environment(home, runtime)
+        assert run(env, *SEARCH).returncode == 0
+        pid = the_host(runtime)
+        folder = runtime / SOCKET_DIR
+        (path,) = folder.glob("*.sock")
+        request = frame({"key": path.stem, "argv": b64(*SEARCH), "env": {}, "cwd": "/"})
+        folder.chmod(0o755)
+        path.chmod(0o777)
+        readable, writable = os.pipe()
+        child = os.fork()
+        if child == 0:  # nobody; it says what it got through the pipe, then ends at once
+            said = b"nothing"
+            try:
+                os.setgid(65534)
+                os.setuid(65534)
+                with socket.socket(socket.AF_UNIX) as sock:
+                    sock.settimeout(15)
+                    sock.connect(str(path))
+                    sock.sendall(request)
+                    said = sock.recv(64) or b"nothing"
+            except ConnectionResetError:
+                pass  # closed unread: nothing
+            except BaseException as exc:
+                said = repr(exc).encode()
+            os.write(writable, said)
+            os._exit(0)
+        os.close(writable)
+        os.waitpid(child, 0)
+        with os.fdopen(readable, "rb") as pipe:
+            assert pipe.read() == b"nothing"
+        assert hosts_under(runtime) == [pid]
+    finally:
+        stop_hosts(runtime)
+        shutil.rmtree(runtime, ignore_errors=True)
+
+
+def test_the_key_names_the_interpreter_path_and_aira_variables(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    before = host_key()
+    monkeypatch.setenv("AIRA_SOME_SETTING", "x")  # a plugin may have read it as it loaded
+    assert host_key() != before
+    monkeypatch.delenv("AIRA_SOME_SETTING")
+    monkeypatch.setenv("COLUMNS", "17")  # the caller's, per command: not the host's state
+    assert host_key() == before
