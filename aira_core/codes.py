@@ -157,6 +157,11 @@ _CODES = (
         ("IO_ERROR", "an operating-system error on a file a command uses"),
         ("ABORTED", "the command was aborted (typer.Abort, e.g. Ctrl-C at a prompt)"),
         (
+            "WARM_HOST_LOST",
+            "the warm CLI host (`AIRA_WARM=1`) ended while it ran a `plan apply`: whether the "
+            "plan was committed is unknown, so it is not run again (see `aira model log`)",
+        ),
+        (
             "INTERNAL_ERROR",
             "an unexpected exception: a bug in aira (AIRA_DEBUG=1 shows the "
             "traceback); exit status 2",

@@ -126,7 +126,9 @@ def test_what_the_host_serves() -> None:
     assert not servable(["catalog", "list"])  # a table: it depends on the terminal
     assert not servable(["catalog", "search", "--", "--json"])  # words, not the option
     assert not servable(["plan", "check", "-", "--json"])  # stdin
-    assert not servable(["plan", "apply", "plan.json", "--json"])  # it writes
+    assert servable(["plan", "apply", "plan.json", "--json"])  # a write never run twice
+    assert not servable(["model", "import", "part.step", "--json"])
+    assert not servable(["trust", "add", "key.pub", "--json"])
     assert not servable(["catalog", "search", "x", "--json", "--help"])
     assert not servable(["run", "make a plate", "--json"])
     assert not servable([])
@@ -269,11 +271,12 @@ def test_garbage_and_strangers_on_the_socket_get_nothing_and_change_nothing(
         frame(
             {
                 "key": path.stem,
-                "argv": b64("plan", "apply", "p.json", "--json"),
+                "argv": b64("trust", "add", "k.pub", "--json"),
                 "env": {},
                 "cwd": "/",
             }
-        ),  # a write: never served
+        ),  # not served
+        frame({"key": path.stem, "argv": b64(*SEARCH), "env": {}, "cwd": "/"}),  # no go: not run
         frame({"key": path.stem, "argv": b64(*SEARCH), "env": [], "cwd": "/"}),  # env: a list
     ]
     for data in attempts:
@@ -318,7 +321,7 @@ def test_another_users_process_gets_no_answer(home: Path) -> None:
                     sock.connect(str(path))
                     sock.sendall(request)
                     said = sock.recv(64) or b"nothing"
-            except ConnectionResetError:
+            except (ConnectionResetError, BrokenPipeError):
                 pass  # closed unread: nothing
             except BaseException as exc:
                 said = repr(exc).encode()
@@ -343,3 +346,152 @@ def test_the_key_names_the_interpreter_path_and_aira_variables(
     monkeypatch.delenv("AIRA_SOME_SETTING")
     monkeypatch.setenv("COLUMNS", "17")  # the caller's, per command: not the host's state
     assert host_key() == before
+
+
+PLATE = [
+    {
+        "id": "plate",
+        "capability": "cap:exact.box@1",
+        "label": "plate",
+        "args": {"length": 40, "width": 30, "height": 10},
+    },
+    {
+        "id": "round",
+        "capability": "cap:exact.fillet@1",
+        "args": {
+            "target": "b:plate",
+            "radius": 2,
+            "edges": {"body": "b:plate", "select": "|Z", "entity": "Edge"},
+        },
+    },
+]
+
+
+def new_store(env: dict[str, str], where: Path) -> tuple[Path, Path]:
+    """A fresh store in ``where`` and the plate plan bound to its head."""
+    store = where / "store.sqlite3"
+    init = run({**env, "AIRA_WARM": "0"}, "model", "init", "--store", str(store), "--json")
+    assert init.returncode == 0, init.stderr
+    plan = where / "plate.json"
+    plan.write_text(json.dumps({"baseRevision": json.loads(init.stdout)["rev"], "steps": PLATE}))
+    return store, plan
+
+
+def commits(env: dict[str, str], store: Path) -> list[str]:
+    log = run({**env, "AIRA_WARM": "0"}, "model", "log", "--store", str(store), "--json")
+    return [r["rev"] for r in json.loads(log.stdout)["records"]]
+
+
+def test_a_served_plan_apply_commits_what_its_own_process_would(
+    shared: dict[str, Any], tmp_path: Path
+) -> None:
+    env, pid = shared["env"], shared["pid"]
+    (tmp_path / "warm").mkdir()
+    (tmp_path / "cold").mkdir()
+    warm_store, warm_plan = new_store(env, tmp_path / "warm")
+    cold_store, cold_plan = new_store(env, tmp_path / "cold")
+    warm = run(
+        env,
+        "plan",
+        "apply",
+        str(warm_plan),
+        "--store",
+        str(warm_store),
+        "--json",
+        cwd=tmp_path / "warm",
+    )
+    assert served_by(pid, tmp_path / "warm")
+    cold = run(
+        {**env, "AIRA_WARM": "0"},
+        "plan",
+        "apply",
+        str(cold_plan),
+        "--store",
+        str(cold_store),
+        "--json",
+    )
+    assert warm.returncode == cold.returncode == 0, warm.stdout + warm.stderr
+    w, c = json.loads(warm.stdout), json.loads(cold.stdout)
+    assert w["status"] == c["status"] == "success"
+    assert w["data"]["rev"] == c["data"]["rev"]  # the same revision, content-addressed
+    assert commits(env, warm_store) == commits(env, cold_store)
+    # applied again: refused as stale by the host as by a process, and nothing committed
+    again = run(
+        env, "plan", "apply", str(warm_plan), "--store", str(warm_store), "--json", cwd=tmp_path
+    )
+    assert again.returncode == 1 and "STEP_STALE_REVISION" in again.stdout
+    assert served_by(pid, tmp_path)
+    assert commits(env, warm_store) == commits(env, cold_store)
+
+
+def test_a_host_killed_during_an_apply_is_reported_and_the_apply_not_run_again(
+    home: Path, runtime: Path, tmp_path: Path
+) -> None:
+    """Whether the plan was committed is unknown to the caller: it says so (WARM_HOST_LOST)
+    instead of applying it itself, and the store holds the plan at most once."""
+    env = environment(home, runtime)
+    assert run(env, *SEARCH).returncode == 0
+    pid = the_host(runtime)
+    store, plan = new_store(env, tmp_path)
+    before = commits(env, store)
+    where = tmp_path / "caller"
+    where.mkdir()
+    caller = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "aira_core.cli",
+            "plan",
+            "apply",
+            str(plan),
+            "--store",
+            str(store),
+            "--json",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        cwd=where,
+    )
+    wait_for(lambda: served_by(pid, where), seconds=60)  # the host took it
+    os.kill(pid, signal.SIGKILL)
+    out, err = caller.communicate(timeout=60)
+    assert caller.returncode == 1, out + err
+    assert "WARM_HOST_LOST" in err
+    assert json.loads(out)["error"]["code"] == "WARM_HOST_LOST"
+    assert len(commits(env, store)) - len(before) in (0, 1)
+
+
+def test_a_busy_host_does_not_hold_up_a_read(home: Path, runtime: Path, tmp_path: Path) -> None:
+    """While the host runs one command, another caller's read runs in its own process
+    after a short wait instead of queueing behind it."""
+    env = environment(home, runtime)
+    assert run(env, *SEARCH).returncode == 0
+    pid = the_host(runtime)
+    (path,) = (runtime / SOCKET_DIR).glob("*.sock")
+    # occupy the host: a caller that took the host and never says go holds it for
+    # READ_TIMEOUT (10 s) of the host's time
+    with socket.socket(socket.AF_UNIX) as holder:
+        holder.connect(str(path))
+        holder.sendall(
+            frame(
+                {
+                    "key": path.stem,
+                    "argv": b64(*SEARCH),
+                    "env": dict(env),
+                    "cwd": str(tmp_path),
+                    "umask": 0o22,
+                }
+            )
+        )
+        holder.settimeout(15)
+        assert b"accepted" in holder.recv(1 << 16)
+        where = tmp_path / "reader"
+        where.mkdir()
+        started = time.monotonic()
+        out = run(env, *SEARCH, cwd=where)
+        waited = time.monotonic() - started
+    assert out.returncode == 0 and json.loads(out.stdout)["hits"]
+    assert not served_by(pid, where)  # it ran in its own process
+    assert waited < 9  # not behind the holder's 10 s

@@ -1,4 +1,4 @@
-"""The warm CLI host: one per-user process that answers read-only commands without a start.
+"""The warm CLI host: one per-user process that answers the commands an agent repeats.
 
 A fresh ``aira`` process spends most of a second before it does anything: Python, typer,
 pydantic and the contract models, the plugins, the catalog, numpy, the sentence model and
@@ -8,10 +8,15 @@ the background (and runs in its own process, as always); the next ones are answe
 host:
 
 - **What it serves.** :data:`SERVED` commands with ``--json`` (their output does not depend
-  on a terminal), none reading stdin. They only read (the catalog's admission bookkeeping
-  aside), so whenever the host cannot answer (none yet, changed code, gone mid-command) the
-  command simply runs in the calling process, and nothing is done twice that should not be.
-  Everything else always runs in the calling process.
+  on a terminal), none reading stdin: the catalog's reads, ``plan check``, ``query`` and
+  ``plan apply``. Everything else always runs in the calling process.
+- **Never twice, never lost.** A caller sends its command and waits :data:`BUSY_WAIT` for
+  the host to take it (a host busy with another command: it runs here instead); the host
+  runs it only after the caller says go, so a command is never run by both. When the host
+  cannot answer (none yet, changed code, gone mid-command) a read runs here; a ``plan apply``
+  the host took and did not finish is ``WARM_HOST_LOST`` (whether it was committed is
+  unknown, as after a killed process; a plan is bound to its base revision, so applying it
+  again can never commit it twice).
 - **Private to the user.** A Unix socket in the user's private directory
   (:func:`aira_core.warm.socket_dir`, ``aira-cli``), mode 0600, answering only a peer of the
   same uid; requests and replies are JSON (never pickle).
@@ -29,11 +34,13 @@ host:
 - **Gone when idle.** It exits after ``AIRA_WARM_IDLE`` seconds (default 900) without a
   command, and when one runs past :data:`REQUEST_LIMIT`.
 
-Off by default: the host stays behind after a command with ~250 MB (numpy, the sentence
-model, the catalog), and a tool that leaves processes running should be asked for.
+Off by default: the host stays behind after a command with ~300 MB (numpy, the sentence
+model, the catalog; its kernel, unless that is the warm OCCT worker, another ~300 MB), and a
+tool that leaves processes running should be asked for.
 
 This module's client side imports only the standard library (it runs before ``aira`` has
-imported anything else). The host runs as ``python -m aira_core.cli.warm SOCKET IDLE``.
+imported anything else). The host runs as ``python -m aira_core.cli.warm SOCKET IDLE PATH``
+(``PATH``: the caller's :func:`import_path` as JSON).
 """
 
 from __future__ import annotations
@@ -67,18 +74,25 @@ SERVED = frozenset(
         ("catalog", "manifest"),
         ("plan", "check"),
         ("query",),
+        ("plan", "apply"),
     }
 )
-"""The commands the host answers (with ``--json``): they read the catalog, the store and
-(``query``) the kernel's answer, never write a model, call a provider or read stdin."""
-REQUEST_LIMIT = 120.0
-"""A command that runs longer ends the host (the caller then runs it itself)."""
+"""The commands the host answers (with ``--json``): they read the catalog, the store and the
+kernel's answers and (``plan apply``) commit a plan, never call a provider or read stdin."""
+WRITES = frozenset({("plan", "apply")})
+"""Served commands that change the store: never run twice (see :func:`served`)."""
+REQUEST_LIMIT = 900.0
+"""A command that runs longer ends the host (past the kernel's own 300 s call limit)."""
+BUSY_WAIT = 1.0
+"""How long a caller waits for the host to take its command: longer means another command
+is running there, and this one runs in its own process instead."""
 CONNECT_TIMEOUT = 1.0
 READ_TIMEOUT = 10.0
 """How long the host waits for a connected caller's request."""
 MAX_FRAME = 256 * 1024 * 1024
 _LOCK_WAIT = 2.0
 _WARM_UP = ["catalog", "search", "warm up", "--json"]
+WARM_HOST_LOST = "WARM_HOST_LOST"
 MARKER = b"aira_core.cli.warm"
 """What a host's argv holds (``-m aira_core.cli.warm``)."""
 
@@ -139,17 +153,29 @@ def served(argv: Sequence[str]) -> int | None:
     if sock is None:
         _launch(path)
         return None
+    sent = False
     try:
         _send(sock, _request(argv))
+        taken = _receive(sock, timeout=BUSY_WAIT)
+        if not isinstance(taken, dict) or not taken.get("accepted"):
+            if isinstance(taken, dict) and taken.get("stale"):
+                _launch(path, wait=True)  # the old host retires; a new one loads the new code
+            return None
+        # Only now does the host run it: a caller that gave up before this never has its
+        # command run by both.
+        _send(sock, {"go": True})
+        sent = True
         reply = _receive(sock, timeout=REQUEST_LIMIT + 10)
     except (OSError, ValueError):
-        return None  # gone mid-command (or never answered): run it here
+        reply = None  # busy past the wait, or gone
     finally:
         sock.close()
+    if isinstance(reply, dict) and reply.get("fallback"):
+        return None  # the host ran nothing of it: it runs here
     if not isinstance(reply, dict) or not isinstance(reply.get("status"), int):
-        if isinstance(reply, dict) and reply.get("stale"):
-            _launch(path, wait=True)  # the old host retires; a new one loads the new code
-        return None
+        if sent and _writes(argv):
+            return _lost(argv)
+        return None  # only read: it runs here
     try:
         for stream, name in ((sys.stdout, "stdout"), (sys.stderr, "stderr")):
             stream.flush()
@@ -158,6 +184,27 @@ def served(argv: Sequence[str]) -> int | None:
     except (OSError, ValueError, AttributeError):
         pass  # a closed pipe (`aira … | head`), as in a command run here
     return int(reply["status"])
+
+
+def _writes(argv: Sequence[str]) -> bool:
+    return tuple(argv[:2]) in WRITES
+
+
+def _lost(argv: Sequence[str]) -> int:
+    """A write the host took and did not finish: whether it took effect is unknown, so it is
+    not run again here (a process killed mid-command leaves the same question)."""
+    from aira_core.cli._output import _error_json
+    from aira_core.diagnostics import Diagnostic
+
+    lost = Diagnostic(
+        code=WARM_HOST_LOST,
+        message="the warm CLI host ended while it ran this command; it may or may not have "
+        "taken effect: look (aira model log) before running it again",
+    )
+    print(f"error: {lost.code}: {lost.message}", file=sys.stderr)
+    if "--json" in argv:
+        print(_error_json([lost]))
+    return 1
 
 
 def _request(argv: Sequence[str]) -> dict[str, Any]:
@@ -311,7 +358,9 @@ def serve(path: str, idle: float) -> None:
             time.sleep(0.05)
     from aira_core.cli import commands
 
-    _run(commands, {"argv": _encoded(_WARM_UP), "env": dict(os.environ), "cwd": os.getcwd()})
+    warm_up = _command({"argv": _encoded(_WARM_UP), "env": dict(os.environ), "cwd": os.getcwd()})
+    assert warm_up is not None
+    _run(commands, warm_up)
     seen: dict[str, str] = {}
     code_fingerprint(seen)
     with contextlib.suppress(FileNotFoundError):
@@ -351,50 +400,74 @@ def serve(path: str, idle: float) -> None:
                 with contextlib.suppress(OSError):
                     _send(conn, {"stale": True})
                 _leave(path, mine)
+            command = _command(request)
+            try:
+                _send(conn, {"accepted": True} if command else {"fallback": True})
+                go = _receive(conn, timeout=READ_TIMEOUT) if command else None
+            except (OSError, ValueError):
+                continue  # the caller gave up (or went away) before it said go: nothing ran
+            if command is None or go != {"go": True}:
+                continue
             busy.append(time.monotonic())
-            reply = _run(commands, request)
+            reply = _run(commands, command)
             busy.clear()
             with contextlib.suppress(OSError):
                 conn.settimeout(READ_TIMEOUT)
                 _send(conn, reply)
 
 
-def _run(commands: Any, request: Mapping[str, Any]) -> dict[str, Any]:
-    """One command under the caller's environment, directory and umask, its output kept."""
-    import io
-    import tempfile
-
-    said_env, cwd = request.get("env"), request.get("cwd")
+def _command(request: Mapping[str, Any]) -> dict[str, Any] | None:
+    """What a request asks to run, checked: a servable argv (base64), the caller's
+    environment (str to str), working directory and umask; None for anything else."""
+    said_env, cwd, umask = request.get("env"), request.get("cwd"), request.get("umask", 0o022)
     if not (
         isinstance(request.get("argv"), list)
         and isinstance(said_env, dict)
         and all(isinstance(v, str) for v in [*said_env, *said_env.values()])
         and isinstance(cwd, str)
+        and isinstance(umask, int)
+        and 0 <= umask <= 0o777
     ):
-        return {"fallback": True}
+        return None
     try:
         argv = [os.fsdecode(base64.b64decode(a, validate=True)) for a in request["argv"]]
     except (TypeError, ValueError):
-        return {"fallback": True}
+        return None
     if not servable(argv):
-        return {"fallback": True}  # only what a caller would have offered: never a write
-    os.environ.clear()
-    os.environ.update(said_env)
-    tempfile.tempdir = None  # TMPDIR is the caller's
+        return None  # only what a caller would have offered
+    return {
+        "argv": argv,
+        "env": said_env,
+        "cwd": cwd,
+        "umask": umask,
+        "encoding": request.get("encoding"),
+        "errEncoding": request.get("errEncoding"),
+    }
+
+
+def _run(commands: Any, command: Mapping[str, Any]) -> dict[str, Any]:
+    """One checked command (:func:`_command`) under the caller's environment, directory and
+    umask, its output kept."""
+    import io
+    import tempfile
+
     try:
-        os.chdir(cwd)
+        os.chdir(command["cwd"])
     except OSError:
         return {"fallback": True}  # the caller's directory is not reachable from here
-    if isinstance(request.get("umask"), int):
-        os.umask(request["umask"])
+    os.environ.clear()
+    os.environ.update(command["env"])
+    tempfile.tempdir = None  # TMPDIR is the caller's
+    os.umask(command["umask"])
+    argv = command["argv"]
     out, err = io.BytesIO(), io.BytesIO()
     saved = sys.stdout, sys.stderr
-    streams = _text(out, request.get("encoding")), _text(err, request.get("errEncoding"))
+    streams = _text(out, command.get("encoding")), _text(err, command.get("errEncoding"))
     sys.stdout, sys.stderr = streams
     try:
         status = commands.execute(argv)
-    except BaseException:  # a bug that escaped the command table: the caller runs it itself
-        return {"fallback": True}
+    except BaseException:  # a bug that escaped the command table
+        return {"lost": True}  # a read runs again in the caller's process, a write does not
     finally:
         sys.stdout, sys.stderr = saved
         for stream in streams:
