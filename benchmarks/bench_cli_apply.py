@@ -17,10 +17,12 @@ commit: ``check → propose → preview → validate → commit``. Two ways:
 - **warm** (``AIRA_OCCT_WARM=1``, in a private ``XDG_RUNTIME_DIR`` of the benchmark's own):
   the first command starts the per-user worker, the repeated ones find it up, with its
   node cache (aira_kernel_occt/warm.py). The worker is stopped at the end.
+- **host** (``AIRA_WARM=1``): the warm CLI host (aira_core/cli/warm.py) answers the apply,
+  its kernel the warm worker; the first command starts both. Both are stopped at the end.
 
-``aira --help`` is timed the same way, for scale. The target: a repeated apply with the warm
-kernel ≤ 0.5 s (p50). The script reports and never fails a build: it exits 0 whether or not
-the target is met (2 if a command fails).
+``aira --help`` is timed the same way, for scale. The target: a repeated apply ≤ 0.5 s
+(p50), reported for the warm kernel alone and with ``AIRA_WARM=1``. The script reports and
+never fails a build: it exits 0 whether or not the target is met (2 if a command fails).
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ from typing import Any
 from _report import BenchmarkError, parse_args, report_run, script_parser, verdict
 from bench_cli_help import aira_command  # the same `aira` a user runs (a sibling script)
 
+from aira_core.cli.warm import hosts_under
 from aira_core.stats import percentile
 from aira_kernel_occt.warm import workers_under
 
@@ -127,6 +130,7 @@ def measure(runs: int) -> dict[str, Any]:
         env = {k: v for k, v in os.environ.items() if k not in ("PYTHONDONTWRITEBYTECODE",)}
         env.update({"AIRA_HOME": str(folder / "home"), "XDG_RUNTIME_DIR": str(folder / "run")})
         env.pop("AIRA_OCCT_WARM", None)
+        env.pop("AIRA_WARM", None)
 
         def plan_for(base: str) -> Path:
             path = folder / f"plan-{base[-12:]}.json"
@@ -145,7 +149,15 @@ def measure(runs: int) -> dict[str, Any]:
         finally:
             for pid in workers_under(folder / "run"):
                 os.kill(pid, signal.SIGKILL)
+        (folder / "host").mkdir()
+        try:
+            hosted = applies(aira, {**env, "AIRA_WARM": "1"}, plan_for, folder / "host", runs)
+            hosts = hosts_under(folder / "run")
+        finally:
+            for pid in hosts_under(folder / "run") + workers_under(folder / "run"):
+                os.kill(pid, signal.SIGKILL)
     p50 = summary(warm)["repeated_p50_s"]
+    host_p50 = summary(hosted)["repeated_p50_s"]
     return {
         "runs": runs,
         "python": platform.python_version(),
@@ -154,9 +166,12 @@ def measure(runs: int) -> dict[str, Any]:
         "help_p50_s": round(percentile(helps, 50), 3),
         "cold": summary(cold),
         "warm": summary(warm),
+        "host": summary(hosted),
         "warm_workers_seen": len(workers),
+        "warm_hosts_seen": len(hosts),
         "target_repeated_warm_p50_s": TARGET_P50_S,
         "target_met": p50 <= TARGET_P50_S,
+        "target_met_with_aira_warm": host_p50 <= TARGET_P50_S,
     }
 
 
@@ -164,16 +179,20 @@ def print_report(result: dict[str, Any]) -> None:
     print(f"aira plan apply of a small part ({result['runs']} repeated runs after a first)")
     print(f"  catalog's first start (once, not counted): {result['catalog_first_start_s']} s")
     print(f"  aira --help p50: {result['help_p50_s']} s")
-    for name in ("cold", "warm"):
+    for name in ("cold", "warm", "host"):
         r = result[name]
         print(
             f"  {name:4}: first {r['first_s']} s, repeated p50 {r['repeated_p50_s']} s, "
             f"p90 {r['repeated_p90_s']} s"
         )
-    print(f"  warm workers seen after the runs: {result['warm_workers_seen']} (one is right)")
     print(
-        f"  target: repeated warm p50 <= {result['target_repeated_warm_p50_s']} s: "
-        f"{verdict(result['target_met'])}"
+        f"  warm workers / hosts seen after the runs: {result['warm_workers_seen']} / "
+        f"{result['warm_hosts_seen']} (one each is right)"
+    )
+    print(
+        f"  target: repeated p50 <= {result['target_repeated_warm_p50_s']} s: warm kernel "
+        f"{verdict(result['target_met'])}; AIRA_WARM=1 "
+        f"{verdict(result['target_met_with_aira_warm'])}"
     )
 
 
