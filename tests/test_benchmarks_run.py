@@ -46,6 +46,7 @@ ENV = {
     "bench_occt.py": OCCT,
     "bench_agent.py": OCCT,
     "bench_cli_apply.py": OCCT,
+    "bench_catalog_search.py": OCCT,  # it applies a plate for its plan check and query
 }
 
 
