@@ -29,6 +29,15 @@ def enabled(own: str | None = None) -> bool:
     return raw.strip().lower() in ("1", "true", "yes", "on")
 
 
+def idle_seconds(variable: str, default: float) -> float:
+    """The idle limit of a warm process: ``variable`` (seconds, > 0), else ``default``."""
+    try:
+        value = float(os.environ.get(variable, ""))
+    except ValueError:
+        return default
+    return value if 0 < value < 1e7 else default
+
+
 class NotPrivate(Exception):
     """The socket directory is not the user's alone (or a socket path would not fit)."""
 

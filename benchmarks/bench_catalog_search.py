@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from _report import BenchmarkError, parse_args, report_run, script_parser, verdict
+from bench_cli_apply import STEPS  # the part the apply benchmark builds (a sibling script)
 from bench_cli_help import aira_command  # the same `aira` a user runs (a sibling script)
 
 from aira_core.cli.warm import SOCKET_DIR, hosts_under
@@ -48,35 +49,10 @@ QUERY = "round the vertical edges by 2 mm"
 TARGET_P50_S = 0.5
 TARGET_HELP_RATIO = 3.0
 TARGET_PEAK_MB = 200.0
-PLATE = [
-    {
-        "id": "plate",
-        "capability": "cap:exact.box@1",
-        "label": "plate",
-        "args": {"length": 40, "width": 30, "height": 10},
-    },
-    {
-        "id": "round",
-        "capability": "cap:exact.fillet@1",
-        "args": {
-            "target": "b:plate",
-            "radius": 2,
-            "edges": {"body": "b:plate", "select": "|Z", "entity": "Edge"},
-        },
-    },
-]
-NEXT_STEP = [
-    {
-        "id": "bore",
-        "capability": "cap:exact.hole@1",
-        "args": {
-            "target": "b:plate",
-            "face": {"body": "b:plate", "select": ">Z"},
-            "points": [[0, 0]],
-            "diameter": 6,
-        },
-    }
-]
+PLATE = STEPS[:2]
+"""The plate of bench_cli_apply (box and R2 vertical edges), committed once."""
+NEXT_STEP = STEPS[2:3]
+"""Its next step (the Ø6 hole), checked against the plate's revision."""
 DEFAULT_RUNS = 10
 
 

@@ -62,6 +62,7 @@ from pathlib import Path
 from typing import Any
 
 from aira_core.warm import NotPrivate, enabled, peer_uid, socket_path
+from aira_core.warm import idle_seconds as warm_idle_seconds
 
 IDLE_ENV = "AIRA_WARM_IDLE"
 DEFAULT_IDLE = 900.0
@@ -99,11 +100,7 @@ MARKER = b"aira_core.cli.warm"
 
 def idle_seconds() -> float:
     """``AIRA_WARM_IDLE`` (seconds, > 0), else :data:`DEFAULT_IDLE`."""
-    try:
-        value = float(os.environ.get(IDLE_ENV, ""))
-    except ValueError:
-        return DEFAULT_IDLE
-    return value if 0 < value < 1e7 else DEFAULT_IDLE
+    return warm_idle_seconds(IDLE_ENV, DEFAULT_IDLE)
 
 
 def servable(argv: Sequence[str]) -> bool:

@@ -57,6 +57,7 @@ from aira_core.warm import (
     processes_under,
     socket_path,
 )
+from aira_core.warm import idle_seconds as warm_idle_seconds
 from aira_core.warm import socket_dir as private_socket_dir
 from aira_kernel_occt.worker import (
     DEFAULT_TIMEOUT,
@@ -91,11 +92,7 @@ def warm_enabled() -> bool:
 
 def idle_seconds() -> float:
     """``AIRA_OCCT_WARM_IDLE`` (seconds, > 0), else :data:`DEFAULT_IDLE`."""
-    try:
-        value = float(os.environ.get(IDLE_ENV, ""))
-    except ValueError:
-        return DEFAULT_IDLE
-    return value if 0 < value < 1e7 else DEFAULT_IDLE
+    return warm_idle_seconds(IDLE_ENV, DEFAULT_IDLE)
 
 
 # -- where it lives ------------------------------------------------------------------------------
