@@ -4,8 +4,8 @@
 Both listen on a Unix socket that only their user may reach: in a directory of that user
 alone (``$XDG_RUNTIME_DIR/<name>``, else ``/tmp/<name>-<uid>``, mode 0700; one with another
 owner, other permissions or that is not a directory is refused), answering only a peer of
-the same uid (``SO_PEERCRED``). Standard library only, and little of it at import: the
-CLI's entry point reads :func:`enabled` before anything else.
+the same user in the same world (:func:`peer_is_own`). Standard library only, and little of
+it at import: the CLI's entry point reads :func:`enabled` before anything else.
 """
 
 from __future__ import annotations
@@ -27,6 +27,30 @@ def enabled(own: str | None = None) -> bool:
     if raw is None:
         raw = os.environ.get(WARM_ENV, "")
     return raw.strip().lower() in ("1", "true", "yes", "on")
+
+
+KEPT_ENV = (
+    "AIRA_",
+    "PYTHON",
+    "LD_",
+    # what native libraries and models read once, when they load in a warm process
+    "OMP_",
+    "OPENBLAS_",
+    "MKL_",
+    "HF_",
+    "TRANSFORMERS_",
+    "SENTENCE_TRANSFORMERS_",
+    "CSF_",  # OpenCASCADE's (a kernel loaded in the process)
+    "MMGT_",
+    "CASROOT",
+)
+"""Prefixes of the environment variables a warm process's kept state may depend on: part
+of its key, so that a caller with other values gets a process of its own."""
+
+
+def kept_env() -> dict[str, str]:
+    """This process's variables with a :data:`KEPT_ENV` prefix, sorted by name."""
+    return {k: v for k, v in sorted(os.environ.items()) if k.startswith(KEPT_ENV)}
 
 
 def idle_seconds(variable: str, default: float) -> float:
@@ -54,6 +78,7 @@ def socket_dir(name: str) -> Path:
     shown = f"$XDG_RUNTIME_DIR/{name}" if usable else f"/tmp/{name}-<uid>"  # no home path
     with contextlib.suppress(FileExistsError):
         base.mkdir(mode=0o700, parents=False)
+        os.chmod(base, 0o700)  # made: 0700 whatever the umask (0777 would leave it 0000)
     info = os.lstat(base)
     if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid():
         raise NotPrivate(f"{shown} is not a directory of this user")
@@ -76,9 +101,12 @@ def socket_path(name: str, key: str) -> Path:
     return path
 
 
-def peer_uid(fileno: int) -> int | None:
-    """The uid of the process at the other end of the connected Unix socket ``fileno``
-    (None when the system does not say)."""
+def peer_is_own(fileno: int) -> bool:
+    """Whether the process at the other end of the connected Unix socket ``fileno`` is this
+    user in this process's world: the same uid and gid (``SO_PEERCRED``), and the same root
+    directory and mount, user and pid namespaces (a sandbox or container of the same uid
+    sees other files, and must not borrow this process's view of them). False when the
+    system does not say."""
     import socket
     import struct
 
@@ -86,10 +114,23 @@ def peer_uid(fileno: int) -> int | None:
     try:
         raw = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
     except OSError:
-        return None
+        return False
     finally:
         sock.close()
-    return struct.unpack("3i", raw)[1]
+    pid, uid, gid = struct.unpack("3i", raw)
+    if uid != os.getuid() or gid != os.getgid() or pid <= 0:
+        return False  # pid 0: a peer in a pid namespace this one cannot see
+    try:
+        for place in _WORLD:
+            here, there = os.stat(f"/proc/self/{place}"), os.stat(f"/proc/{pid}/{place}")
+            if (here.st_dev, here.st_ino) != (there.st_dev, there.st_ino):
+                return False
+    except OSError:
+        return False
+    return True
+
+
+_WORLD = ("root", "ns/mnt", "ns/user", "ns/pid")
 
 
 def _argv(pid: int) -> list[bytes]:

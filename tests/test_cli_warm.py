@@ -24,6 +24,7 @@ import pytest
 
 from aira_core.cli.warm import SOCKET_DIR, host_key, hosts_under, servable
 
+AIRA = [sys.executable, "-m", "aira_core.cli"]
 SEARCH = ["catalog", "search", "round the vertical edges by 2 mm", "--json"]
 PLUGINS = {"AIRA_PLUGINS": "occt"}
 """The OCCT kernel and its capability package (the session's processes load none)."""
@@ -166,6 +167,27 @@ def test_served_commands_answer_as_their_own_process_would(
     assert hosts_under(shared["runtime"]) == [pid]  # one host answered them all
 
 
+def test_stdout_and_stderr_keep_their_order(shared: dict[str, Any], tmp_path: Path) -> None:
+    """Both streams into one pipe (``2>&1``): the same bytes in the same order."""
+    env, pid = shared["env"], shared["pid"]
+    args = ["catalog", "describe", "cap:no.such@1", "--json"]  # stderr, then stdout
+    merged = {}
+    for mode in ("1", "0"):
+        out = subprocess.run(
+            [sys.executable, "-m", "aira_core.cli", *args],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            timeout=120,
+            env={**env, "AIRA_WARM": mode},
+            cwd=tmp_path,
+        )
+        merged[mode] = (out.returncode, out.stdout)
+        if mode == "1":
+            assert served_by(pid, tmp_path)
+    assert merged["1"] == merged["0"]
+    assert merged["1"][1].index(b"error: DESCRIBE_") < merged["1"][1].index(b"{")
+
+
 def test_relative_paths_are_the_callers(shared: dict[str, Any], tmp_path: Path) -> None:
     """The same words in two directories: each checks its own plan against its own store."""
     env, pid = shared["env"], shared["pid"]
@@ -217,8 +239,9 @@ def test_a_directory_others_can_enter_is_refused_and_the_command_runs_here(
 
 
 def test_changed_code_retires_the_host(home: Path, runtime: Path, tmp_path: Path) -> None:
-    """A folder on sys.path that changes (an install, a removal) is code the host did not
-    load: it retires, the command runs in its own process, the next call starts a new one."""
+    """A distribution installed in (or removed from) a folder on sys.path is code the host
+    did not load: it retires, the command runs in its own process, the next call starts a
+    new one. Other files written there (a project folder on PYTHONPATH) are not code."""
     extra = tmp_path / "site"
     extra.mkdir()
     env = environment(
@@ -229,7 +252,13 @@ def test_changed_code_retires_the_host(home: Path, runtime: Path, tmp_path: Path
     assert run(env, *SEARCH).returncode == 0
     old = the_host(runtime)
     expected = run({**env, "AIRA_WARM": "0"}, *SEARCH).stdout
-    (extra / "new_module.py").write_text("X = 1\n")
+    (extra / "notes.txt").write_text("a project's file\n")
+    (tmp_path / "a").mkdir()
+    assert run(env, *SEARCH, cwd=tmp_path / "a").stdout == expected
+    assert served_by(old, tmp_path / "a")  # still the same host
+    dist = extra / "new_thing-1.0.dist-info"  # what pip leaves
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: new-thing\nVersion: 1.0\n")
     out = run(env, *SEARCH, cwd=tmp_path)
     assert out.returncode == 0 and out.stdout == expected
     assert not served_by(old, tmp_path)  # it answered "stale" and left
@@ -239,7 +268,7 @@ def test_changed_code_retires_the_host(home: Path, runtime: Path, tmp_path: Path
 
 
 def test_an_idle_host_exits_and_removes_its_socket(home: Path, runtime: Path) -> None:
-    env = environment(home, runtime, AIRA_WARM_IDLE="1")
+    env = environment(home, runtime, AIRA_WARM_IDLE="3")  # long enough to be seen
     assert run(env, *SEARCH).returncode == 0
     pid = the_host(runtime)
     wait_for(lambda: pid not in hosts_under(runtime), seconds=30)
@@ -255,43 +284,85 @@ def frame(message: Any) -> bytes:
     return struct.pack(">I", len(data)) + data
 
 
+def request(
+    path: Path, args: list[str], env: dict[str, str], cwd: Path, over: dict[str, Any] | None = None
+) -> bytes:
+    """A request as a caller sends it (``over``: what to change in it)."""
+    here = os.stat(cwd)
+    said = {
+        "key": path.stem,
+        "argv": b64(*args),
+        "env": dict(env),
+        "cwd": str(cwd),
+        "cwdId": [here.st_dev, here.st_ino],
+        "umask": 0o22,
+        **(over or {}),
+    }
+    return frame(said)
+
+
+def exchange(path: Path, data: bytes) -> bytes:
+    """Send ``data``, say no more, and read what comes back until the host closes."""
+    got = b""
+    with socket.socket(socket.AF_UNIX) as sock:
+        sock.settimeout(15)
+        sock.connect(str(path))
+        sock.sendall(data)
+        sock.shutdown(socket.SHUT_WR)
+        while chunk := sock.recv(1 << 16):
+            got += chunk
+    return got
+
+
 def test_garbage_and_strangers_on_the_socket_get_nothing_and_change_nothing(
     shared: dict[str, Any], tmp_path: Path
 ) -> None:
     env, pid, runtime = shared["env"], shared["pid"], shared["runtime"]
     (path,) = (runtime / SOCKET_DIR).glob("*.sock")
+    box = tmp_path / "box"
+    box.mkdir()
+    good = {"path": path, "args": SEARCH, "env": env, "cwd": box}
     attempts = [
         b"",  # connect and leave
         b"\x00\x00\x00\x05{not",  # a broken frame, then silence
         b"\xff\xff\xff\xff",  # a frame too large to read
         b"\x00\x00\x00\x02[]",  # not a request
-        frame({"key": "someone-else", "argv": [], "env": {}, "cwd": "/"}),
-        frame({"key": path.stem, "argv": ["%%%"], "env": {}, "cwd": "/"}),  # not base64
-        frame({"key": path.stem, "argv": [], "env": {}, "cwd": "/"}),  # `aira`: not served
-        frame(
-            {
-                "key": path.stem,
-                "argv": b64("trust", "add", "k.pub", "--json"),
-                "env": {},
-                "cwd": "/",
-            }
-        ),  # not served
-        frame({"key": path.stem, "argv": b64(*SEARCH), "env": {}, "cwd": "/"}),  # no go: not run
-        frame({"key": path.stem, "argv": b64(*SEARCH), "env": [], "cwd": "/"}),  # env: a list
+        request(**good, over={"key": "someone-else"}),
+        request(**good, over={"argv": ["%%%"]}),  # not base64
+        request(**good, over={"argv": []}),  # `aira`: not served
+        request(**{**good, "args": ["trust", "add", "k.pub", "--json"]}),  # not served
+        request(**good, over={"env": []}),  # env: a list
+        request(**good, over={"env": {**env, "A=B": "1"}}),  # names no process can have
+        request(**good, over={"env": {**env, "": "1"}}),
+        request(**good, over={"env": {**env, "X": "a\0b"}}),
+        request(**good, over={"cwd": "relative/dir"}),
+        request(**good, over={"cwd": str(box) + "\0x"}),
+        request(**good, over={"cwdId": [0, 0]}),  # not the directory the caller stands in
+        request(**good, over={"umask": -1}),
+        request(**good, over={"umask": True}),
+        request(**good),  # and no go: not run
     ]
     for data in attempts:
-        with socket.socket(socket.AF_UNIX) as sock:
-            sock.settimeout(15)
-            sock.connect(str(path))
-            sock.sendall(data)
-            sock.shutdown(socket.SHUT_WR)
-            reply = sock.recv(1 << 16)
-        assert b"stdout" not in reply  # nothing ran
+        reply = exchange(path, data)
+        assert reply in (b"", frame_of("fallback"), frame_of("accepted"))
+        assert not served_by(pid, box), data  # nothing ran there
+    # said go, standing somewhere else than it says (another mount, a replaced directory):
+    # the host runs nothing and the caller runs it itself
+    other = tmp_path / "other"
+    other.mkdir()
+    there = os.stat(box)
+    said = request(path, SEARCH, env, other, over={"cwdId": [there.st_dev, there.st_ino]})
+    assert exchange(path, said + frame({"go": True})) == frame_of("accepted") + frame_of("fallback")
     where = tmp_path / "after"
     where.mkdir()
     out = run(env, *SEARCH, cwd=where)
     assert out.returncode == 0 and json.loads(out.stdout)["hits"]
     assert served_by(pid, where)  # the same host, still answering
+
+
+def frame_of(word: str) -> bytes:
+    data = json.dumps({word: True}, separators=(",", ":")).encode()
+    return struct.pack(">I", len(data)) + data
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root to act as another user")
@@ -306,7 +377,7 @@ def test_another_users_process_gets_no_answer(home: Path) -> None:
         pid = the_host(runtime)
         folder = runtime / SOCKET_DIR
         (path,) = folder.glob("*.sock")
-        request = frame({"key": path.stem, "argv": b64(*SEARCH), "env": {}, "cwd": "/"})
+        said = request(path, SEARCH, {}, Path("/"))
         folder.chmod(0o755)
         path.chmod(0o777)
         readable, writable = os.pipe()
@@ -319,7 +390,7 @@ def test_another_users_process_gets_no_answer(home: Path) -> None:
                 with socket.socket(socket.AF_UNIX) as sock:
                     sock.settimeout(15)
                     sock.connect(str(path))
-                    sock.sendall(request)
+                    sock.sendall(said)
                     said = sock.recv(64) or b"nothing"
             except (ConnectionResetError, BrokenPipeError):
                 pass  # closed unread: nothing
@@ -337,6 +408,46 @@ def test_another_users_process_gets_no_answer(home: Path) -> None:
         shutil.rmtree(runtime, ignore_errors=True)
 
 
+def _unshare_works(*flags: str) -> bool:
+    try:
+        return subprocess.run(["unshare", *flags, "true"], capture_output=True).returncode == 0
+    except OSError:
+        return False
+
+
+@pytest.mark.skipif(not _unshare_works("-m"), reason="needs unshare (mount namespaces)")
+def test_a_process_of_the_same_user_in_another_mount_namespace_gets_no_answer(
+    shared: dict[str, Any], tmp_path: Path
+) -> None:
+    """A sandbox of the same uid sees other files: it must not borrow the host's view."""
+    env, runtime = shared["env"], shared["runtime"]
+    (path,) = (runtime / SOCKET_DIR).glob("*.sock")
+    said = request(path, SEARCH, env, tmp_path)
+    script = (
+        "import socket, sys\n"
+        "s = socket.socket(socket.AF_UNIX); s.settimeout(15); s.connect(sys.argv[1])\n"
+        "s.sendall(bytes.fromhex(sys.argv[2])); s.shutdown(socket.SHUT_WR)\n"
+        "got = b''\n"
+        "try:\n"
+        "    while chunk := s.recv(65536): got += chunk\n"
+        "except ConnectionResetError: pass\n"
+        "print(got.hex())\n"
+    )
+    for flags in (["-m"], ["-m", "-U", "-r"]):  # same uid, another mount (and user) namespace
+        if not _unshare_works(*flags):
+            continue
+        out = subprocess.run(
+            ["unshare", *flags, sys.executable, "-c", script, str(path), said.hex()],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert out.returncode == 0, out.stderr
+        assert out.stdout.strip() == "", flags  # not even a reply
+    assert run(env, *SEARCH, cwd=tmp_path).returncode == 0
+    assert served_by(shared["pid"], tmp_path)  # the host itself still answers its own
+
+
 def test_the_key_names_the_interpreter_path_and_aira_variables(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -344,6 +455,11 @@ def test_the_key_names_the_interpreter_path_and_aira_variables(
     monkeypatch.setenv("AIRA_SOME_SETTING", "x")  # a plugin may have read it as it loaded
     assert host_key() != before
     monkeypatch.delenv("AIRA_SOME_SETTING")
+    assert host_key() == before
+    for kept in ("MMGT_OPT", "CSF_LANGUAGE", "OMP_NUM_THREADS", "LD_PRELOAD"):
+        monkeypatch.setenv(kept, "0")  # read once, by a library as it loads in the host
+        assert host_key() != before, kept
+        monkeypatch.delenv(kept)
     monkeypatch.setenv("COLUMNS", "17")  # the caller's, per command: not the host's state
     assert host_key() == before
 
@@ -474,17 +590,7 @@ def test_a_busy_host_does_not_hold_up_a_read(home: Path, runtime: Path, tmp_path
     # READ_TIMEOUT (10 s) of the host's time
     with socket.socket(socket.AF_UNIX) as holder:
         holder.connect(str(path))
-        holder.sendall(
-            frame(
-                {
-                    "key": path.stem,
-                    "argv": b64(*SEARCH),
-                    "env": dict(env),
-                    "cwd": str(tmp_path),
-                    "umask": 0o22,
-                }
-            )
-        )
+        holder.sendall(request(path, SEARCH, env, tmp_path))
         holder.settimeout(15)
         assert b"accepted" in holder.recv(1 << 16)
         where = tmp_path / "reader"
@@ -495,3 +601,106 @@ def test_a_busy_host_does_not_hold_up_a_read(home: Path, runtime: Path, tmp_path
     assert out.returncode == 0 and json.loads(out.stdout)["hits"]
     assert not served_by(pid, where)  # it ran in its own process
     assert waited < 9  # not behind the holder's 10 s
+
+
+def test_ctrl_c_interrupts_the_hosts_command_as_its_own_process(
+    home: Path, runtime: Path, tmp_path: Path
+) -> None:
+    """Ctrl-C in a caller whose apply the host runs: the host interrupts it (as Ctrl-C in
+    the command's own process would), the caller says how it ended, no traceback, and the
+    host serves the next command."""
+    env = environment(home, runtime)
+    assert run(env, *SEARCH).returncode == 0
+    pid = the_host(runtime)  # its kernel is not started yet: the first apply waits for it
+    store, plan = new_store(env, tmp_path)
+    before = commits(env, store)
+    where = tmp_path / "caller"
+    where.mkdir()
+    caller = subprocess.Popen(
+        [*AIRA, "plan", "apply", str(plan), "--store", str(store), "--json"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+        cwd=where,
+    )
+    wait_for(lambda: served_by(pid, where), seconds=60)  # the host took it
+    caller.send_signal(signal.SIGINT)
+    out, err = caller.communicate(timeout=60)
+    assert b"Traceback" not in err, err
+    assert caller.returncode == 130, out + err
+    assert b"ABORTED" in err
+    assert json.loads(out)["error"]["code"] == "ABORTED"
+    assert commits(env, store) == before  # stopped before it committed
+    again = tmp_path / "again"
+    again.mkdir()
+    assert run(env, *SEARCH, cwd=again).returncode == 0
+    assert served_by(pid, again)  # the same host, still answering
+
+
+def test_a_socket_left_by_a_killed_host_is_replaced(home: Path, runtime: Path) -> None:
+    env = environment(home, runtime)
+    assert run(env, *SEARCH).returncode == 0
+    old = the_host(runtime)
+    os.kill(old, signal.SIGKILL)
+    wait_for(lambda: old not in hosts_under(runtime))
+    assert list((runtime / SOCKET_DIR).glob("*.sock"))  # left behind
+    out = run(env, *SEARCH)  # nobody answers it: it runs here and starts a host
+    assert out.returncode == 0 and json.loads(out.stdout)["hits"]
+    assert the_host(runtime) != old
+
+
+def test_code_fingerprint_sees_changed_and_new_code(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Files of loaded packages outside the interpreter's prefix (editable installs),
+    namespace packages' included; code written after the process started is not what
+    it loaded; distributions in a sys.path folder, not its other files."""
+    from aira_core.cli.warm import code_fingerprint
+
+    site = tmp_path / "site"
+    (site / "regular_pkg").mkdir(parents=True)
+    (site / "regular_pkg" / "__init__.py").write_text("X = 1\n")
+    (site / "spaced_pkg" / "part").mkdir(parents=True)  # a namespace package
+    (site / "spaced_pkg" / "part" / "__init__.py").write_text("Y = 1\n")
+    started = time.time_ns() + 5 * 10**9  # the files above are older than this process
+    monkeypatch.syspath_prepend(str(site))
+    import regular_pkg  # noqa: F401
+    import spaced_pkg.part  # noqa: F401
+
+    try:
+        seen: dict[str, str] = {}
+        assert code_fingerprint(seen, started)
+        assert code_fingerprint(seen, started)  # nothing changed
+        (site / "notes.txt").write_text("x\n")  # not code
+        assert code_fingerprint(seen, started)
+        (site / "spaced_pkg" / "part" / "__init__.py").write_text("Y = 2\n")
+        assert not code_fingerprint(seen, started)  # a namespace package's file
+        seen = {}
+        assert code_fingerprint(seen, started)
+        os.utime(site / "regular_pkg" / "__init__.py", ns=(1, 1))  # mtime back, ctime moves
+        assert not code_fingerprint(seen, started)
+        seen = {}
+        assert code_fingerprint(seen, started)
+        (site / "other-1.0.dist-info").mkdir()  # an install
+        assert not code_fingerprint(seen, started)
+        # first met, written after this process started (while it loaded): not what it has
+        assert not code_fingerprint({}, time.time_ns() - 10**9)
+    finally:
+        for name in ("regular_pkg", "spaced_pkg", "spaced_pkg.part"):
+            sys.modules.pop(name, None)
+
+
+def test_a_socket_directory_made_under_any_umask_is_private(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Made under umask 0777 it would be 0000 and refused: it is made 0700."""
+    from aira_core.warm import socket_dir
+
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path))
+    old = os.umask(0o777)
+    try:
+        made = socket_dir("aira-test")
+    finally:
+        os.umask(old)
+    assert made == tmp_path / "aira-test"
+    assert made.stat().st_mode & 0o777 == 0o700

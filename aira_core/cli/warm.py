@@ -19,20 +19,20 @@ host:
   again can never commit it twice).
 - **Private to the user.** A Unix socket in the user's private directory
   (:func:`aira_core.warm.socket_dir`, ``aira-cli``), mode 0600, answering only a peer of the
-  same uid; requests and replies are JSON (never pickle).
-- **The right version.** The socket's name is a digest of the interpreter, ``sys.path`` and
-  every ``AIRA_*`` variable (what the plugins it keeps loaded may have read). Before each
-  command the host compares the code on disk with the code it loaded (the modification time
-  of each ``sys.path`` folder, which an install or removal changes, and every file of the
-  loaded packages outside the interpreter's prefix: editable installs) and retires when it
-  changed.
+  same user in the same world (:func:`aira_core.warm.peer_is_own`); requests and replies are
+  JSON (never pickle).
+- **The right version.** The socket's name is a digest of the protocol, the interpreter,
+  ``sys.path`` and the variables of :data:`aira_core.warm.KEPT_ENV` (what the plugins and
+  libraries it keeps loaded may have read). Before each command the host compares the code
+  on disk with the code it loaded (:func:`code_fingerprint`) and retires when it changed.
 - **Fresh state.** It keeps what is derived from the installed code: the plugins, the
   imported modules, the sentence model. The catalog (trust store, admission state) is built
   again for every command as in a fresh process, so a key trusted or revoked a moment ago
   counts at once. Each command runs under the caller's environment, working directory and
-  umask, one at a time.
+  umask, one at a time; its stdout and stderr come back in the order they were written, and
+  the caller's Ctrl-C interrupts it there.
 - **Gone when idle.** It exits after ``AIRA_WARM_IDLE`` seconds (default 900) without a
-  command, and when one runs past :data:`REQUEST_LIMIT`.
+  command, and when its warm-up or a command runs past :data:`REQUEST_LIMIT`.
 
 Off by default: the host stays behind after a command with ~300 MB (numpy, the sentence
 model, the catalog; its kernel, unless that is the warm OCCT worker, another ~300 MB), and a
@@ -49,8 +49,10 @@ import base64
 import contextlib
 import fcntl
 import hashlib
+import io
 import json
 import os
+import signal
 import socket
 import struct
 import subprocess
@@ -61,7 +63,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from aira_core.warm import NotPrivate, enabled, peer_uid, socket_path
+from aira_core.warm import NotPrivate, enabled, kept_env, peer_is_own, socket_path
 from aira_core.warm import idle_seconds as warm_idle_seconds
 
 IDLE_ENV = "AIRA_WARM_IDLE"
@@ -90,7 +92,15 @@ is running there, and this one runs in its own process instead."""
 CONNECT_TIMEOUT = 1.0
 READ_TIMEOUT = 10.0
 """How long the host waits for a connected caller's request."""
+INTERRUPT_WAIT = 10.0
+"""How long a caller interrupted (Ctrl-C) waits for the host to stop its command and say how
+it ended; a second Ctrl-C stops waiting."""
 MAX_FRAME = 256 * 1024 * 1024
+PROTOCOL = 2
+"""The request and reply shapes; part of the key (a host speaks to callers of its own)."""
+STDOUT, STDERR = 1, 2
+_CLOCK_SLACK_NS = 50_000_000
+"""File times come from a coarse clock, a few ms behind ``time.time_ns()``."""
 _LOCK_WAIT = 2.0
 _WARM_UP = ["catalog", "search", "warm up", "--json"]
 WARM_HOST_LOST = "WARM_HOST_LOST"
@@ -123,12 +133,15 @@ def import_path() -> list[str]:
 
 def host_key() -> str:
     """What a host's kept state depends on, as a short digest (its socket's name): the user,
-    the interpreter, :func:`import_path` and every ``AIRA_*`` variable."""
+    the interpreter, :func:`import_path` and the variables of
+    :data:`aira_core.warm.KEPT_ENV` (``AIRA_*`` and what native libraries read as they
+    load)."""
     said = {
+        "protocol": PROTOCOL,
         "uid": os.getuid(),
         "python": [os.path.realpath(sys.executable), sys.prefix, sys.version],
         "path": import_path(),
-        "env": {k: v for k, v in sorted(os.environ.items()) if k.startswith("AIRA_")},
+        "env": kept_env(),
     }
     return hashlib.sha256(json.dumps(said, sort_keys=True).encode()).hexdigest()[:24]
 
@@ -138,49 +151,84 @@ def host_key() -> str:
 
 def served(argv: Sequence[str]) -> int | None:
     """The exit status of ``aira *argv`` as the warm host ran it, its output written to this
-    process's stdout and stderr; None when the command is to run here (not servable, warm
-    host off, or no host could answer: one is then started for the next call)."""
-    if not enabled() or not servable(argv):
+    process's stdout and stderr in the order it was written; None when the command is to run
+    here (not servable, warm host off, or no host could answer: one is then started for the
+    next call)."""
+    if not enabled() or not servable(argv) or sys.stdout is None or sys.stderr is None:
         return None
     try:
         path = socket_path(SOCKET_DIR, host_key())
     except (NotPrivate, OSError):
         return None  # no private place: the command runs here, as without AIRA_WARM
-    sock = _dial(path)
-    if sock is None:
-        _launch(path)
-        return None
     sent = False
     try:
-        _send(sock, _request(argv))
-        taken = _receive(sock, timeout=BUSY_WAIT)
-        if not isinstance(taken, dict) or not taken.get("accepted"):
-            if isinstance(taken, dict) and taken.get("stale"):
-                _launch(path, wait=True)  # the old host retires; a new one loads the new code
+        sock = _dial(path)
+        if sock is None:
+            _launch(path)
             return None
-        # Only now does the host run it: a caller that gave up before this never has its
-        # command run by both.
-        _send(sock, {"go": True})
-        sent = True
-        reply = _receive(sock, timeout=REQUEST_LIMIT + 10)
-    except (OSError, ValueError):
-        reply = None  # busy past the wait, or gone
-    finally:
-        sock.close()
+        with sock:
+            try:
+                _send(sock, _request(argv))
+                taken = _receive(sock, timeout=BUSY_WAIT)
+                if not isinstance(taken, dict) or not taken.get("accepted"):
+                    if isinstance(taken, dict) and taken.get("stale"):
+                        _launch(path, wait=True)  # the old host retires; a new one loads anew
+                    return None
+                # Only now does the host run it: a caller that gave up before this never has
+                # its command run by both.
+                _send(sock, {"go": True})
+                sent = True
+                reply = _outcome(sock)
+            except (OSError, ValueError):
+                reply = None  # busy past the wait, or gone
+    except KeyboardInterrupt:
+        return _say(
+            argv, "ABORTED", _INTERRUPTED_WRITE if sent and _writes(argv) else "interrupted", 130
+        )
     if isinstance(reply, dict) and reply.get("fallback"):
         return None  # the host ran nothing of it: it runs here
+    if reply == {"interrupted": True}:  # the host did not say how it ended
+        return _say(argv, "ABORTED", _INTERRUPTED_WRITE if _writes(argv) else "interrupted", 130)
     if not isinstance(reply, dict) or not isinstance(reply.get("status"), int):
         if sent and _writes(argv):
             return _lost(argv)
         return None  # only read: it runs here
-    try:
-        for stream, name in ((sys.stdout, "stdout"), (sys.stderr, "stderr")):
-            stream.flush()
-            stream.buffer.write(base64.b64decode(reply.get(name, "")))
-            stream.flush()
-    except (OSError, ValueError, AttributeError):
-        pass  # a closed pipe (`aira … | head`), as in a command run here
+    # a closed pipe (`aira … | head`): as in a command run here
+    with contextlib.suppress(OSError, ValueError, AttributeError, TypeError):
+        _replay(reply.get("output"))
     return int(reply["status"])
+
+
+_INTERRUPTED_WRITE = (
+    "interrupted while the warm CLI host ran it; it may or may not have taken effect: look "
+    "(aira model log) before running it again"
+)
+
+
+def _outcome(sock: socket.socket) -> Any:
+    """The host's reply to a command it runs. Ctrl-C here asks the host to interrupt it (as
+    Ctrl-C would in the command's own process) and waits :data:`INTERRUPT_WAIT` for how it
+    ended; ``{"interrupted": True}`` when the host did not say."""
+    frames = _Frames(sock)
+    try:
+        return frames.next(timeout=REQUEST_LIMIT + 10)
+    except KeyboardInterrupt:
+        pass
+    try:
+        _send(sock, {"interrupt": True})
+        return frames.next(timeout=INTERRUPT_WAIT)
+    except (KeyboardInterrupt, OSError, ValueError):
+        return {"interrupted": True}
+
+
+def _replay(output: Any) -> None:
+    """Write the command's output as it was written: stdout and stderr chunks, in order."""
+    for stream in (sys.stdout, sys.stderr):
+        stream.flush()
+    for which, data in output or []:
+        stream = sys.stdout if which == STDOUT else sys.stderr
+        stream.buffer.write(base64.b64decode(data))
+        stream.buffer.flush()
 
 
 def _writes(argv: Sequence[str]) -> bool:
@@ -190,31 +238,44 @@ def _writes(argv: Sequence[str]) -> bool:
 def _lost(argv: Sequence[str]) -> int:
     """A write the host took and did not finish: whether it took effect is unknown, so it is
     not run again here (a process killed mid-command leaves the same question)."""
+    return _say(
+        argv,
+        WARM_HOST_LOST,
+        "the warm CLI host ended while it ran this command; it may or may not have "
+        "taken effect: look (aira model log) before running it again",
+        1,
+    )
+
+
+def _say(argv: Sequence[str], code: str, message: str, status: int) -> int:
+    """Report ``code`` as the command line does (stderr, and stdout with ``--json``)."""
     from aira_core.cli._output import _error_json
     from aira_core.diagnostics import Diagnostic
 
-    lost = Diagnostic(
-        code=WARM_HOST_LOST,
-        message="the warm CLI host ended while it ran this command; it may or may not have "
-        "taken effect: look (aira model log) before running it again",
-    )
-    print(f"error: {lost.code}: {lost.message}", file=sys.stderr)
-    if "--json" in argv:
-        print(_error_json([lost]))
-    return 1
+    said = Diagnostic(code=code, message=message)
+    with contextlib.suppress(OSError, ValueError):
+        print(f"error: {said.code}: {said.message}", file=sys.stderr)
+        if "--json" in argv:
+            print(_error_json([said]))
+    return status
 
 
 def _request(argv: Sequence[str]) -> dict[str, Any]:
     mask = os.umask(0o022)
     os.umask(mask)
+    here = os.stat(".")
     return {
         "key": host_key(),
         "argv": _encoded(argv),
         "cwd": os.getcwd(),
+        "cwdId": [here.st_dev, here.st_ino],  # the host checks it stands where the caller does
         "env": dict(os.environ),
         "umask": mask,
-        "encoding": [sys.stdout.encoding, sys.stdout.errors],
-        "errEncoding": [sys.stderr.encoding, sys.stderr.errors],
+        "encoding": [getattr(sys.stdout, "encoding", None), getattr(sys.stdout, "errors", None)],
+        "errEncoding": [
+            getattr(sys.stderr, "encoding", None),
+            getattr(sys.stderr, "errors", None),
+        ],
     }
 
 
@@ -278,71 +339,136 @@ def _send(sock: socket.socket, message: Mapping[str, Any]) -> None:
 def _receive(sock: socket.socket, *, timeout: float) -> Any:
     """One frame (4-byte length, then JSON); ``ValueError`` for a malformed one, ``OSError``
     (``TimeoutError`` included) when the other side goes away or stays silent."""
-    sock.settimeout(timeout)
-    (size,) = struct.unpack(">I", _exactly(sock, 4))
-    if size > MAX_FRAME:
-        raise ValueError("frame too large")
-    return json.loads(_exactly(sock, size))
+    return _Frames(sock).next(timeout=timeout)
 
 
-def _exactly(sock: socket.socket, size: int) -> bytes:
-    chunks, got = [], 0
-    while got < size:
-        chunk = sock.recv(min(size - got, 1 << 20))
-        if not chunk:
-            raise ConnectionResetError("closed mid-frame")
-        chunks.append(chunk)
-        got += len(chunk)
-    return b"".join(chunks)
+class _Frames:
+    """The frames coming over ``sock``. What was read stays read when a wait is cut short
+    (Ctrl-C), so the next :meth:`next` goes on with the same frame."""
+
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock, self.read = sock, bytearray()
+
+    def next(self, *, timeout: float) -> Any:
+        self.sock.settimeout(timeout)
+        self._fill(4)
+        (size,) = struct.unpack(">I", self.read[:4])
+        if size > MAX_FRAME:
+            raise ValueError("frame too large")
+        self._fill(4 + size)
+        data = bytes(self.read[4 : 4 + size])
+        del self.read[: 4 + size]
+        return json.loads(data)
+
+    def _fill(self, size: int) -> None:
+        while len(self.read) < size:
+            chunk = self.sock.recv(min(size - len(self.read), 1 << 20))
+            if not chunk:
+                raise ConnectionResetError("closed mid-frame")
+            self.read += chunk
 
 
 # -- the host's side -----------------------------------------------------------------------------
 
 
-def code_fingerprint(seen: dict[str, str]) -> bool:
-    """Whether the code on disk is still what this process loaded. ``seen`` maps each place
-    to its digest: every ``sys.path`` entry (its modification time) and the top folder of
-    every loaded package outside the interpreter's prefixes (its files' sizes and times).
-    Places first met are added (code imported since was read as it is now)."""
-    prefixes = tuple({sys.prefix, sys.base_prefix, sys.exec_prefix})
-    places: dict[str, str] = {}
-    for entry in sys.path:
-        try:
-            places[f"path:{entry}"] = str(os.stat(entry or ".").st_mtime_ns)
-        except OSError:
-            places[f"path:{entry}"] = "missing"
-    tops: set[str] = set()
-    for name, module in list(sys.modules.items()):
-        file = getattr(module, "__file__", None)
-        if "." in name or not isinstance(file, str) or file.startswith(prefixes):
-            continue  # a submodule is in its top package's folder; installed code: see above
-        tops.add(str(Path(file).parent if Path(file).name == "__init__.py" else Path(file)))
-    for top in sorted(tops):
+def code_fingerprint(seen: dict[str, str], since_ns: int) -> bool:
+    """Whether the code on disk is still what this process loaded (it started at
+    ``since_ns``, :func:`time.time_ns`). ``seen`` maps each place to its digest:
+
+    - every ``sys.path`` folder: its distributions and ``.pth`` files (what an install,
+      upgrade or removal changes; not the folder's other files, which a project folder on
+      ``PYTHONPATH`` changes all day);
+    - the folder of every loaded top package, namespace packages' too, outside the
+      interpreter's prefixes (editable installs): each file's size, times and inode.
+
+    A place first met is added; one that changed since this process started (while it was
+    loading, or before a later import read it) already means different code."""
+    prefixes = [p.rstrip(os.sep) for p in {sys.prefix, sys.base_prefix, sys.exec_prefix}]
+    now = time.time_ns()
+    places = {f"path:{entry}": _installed(entry) for entry in sys.path}
+    for top in sorted(_loaded_tops(prefixes)):
         places[f"code:{top}"] = _tree_digest(Path(top))
-    same = all(seen.get(k, v) == v for k, v in places.items())
-    for k, v in places.items():
-        seen.setdefault(k, v)
+    same = True
+    for place, (digest, newest) in places.items():
+        if place in seen:
+            same = same and seen[place] == digest
+        else:
+            seen[place] = digest
+            if since_ns - _CLOCK_SLACK_NS <= newest <= now:
+                same = False  # changed while this process was loading it
     return same
 
 
-def _tree_digest(top: Path) -> str:
-    h = hashlib.sha256()
-    if top.is_file():
-        st = top.stat()
-        h.update(f"{top}:{st.st_size}:{st.st_mtime_ns}".encode())
-        return h.hexdigest()
+def _under(file: str, prefixes: Sequence[str]) -> bool:
+    return any(file == p or file.startswith(p + os.sep) for p in prefixes)
+
+
+def _loaded_tops(prefixes: Sequence[str]) -> set[str]:
+    tops: set[str] = set()
+    for name, module in list(sys.modules.items()):
+        if "." in name:
+            continue  # a submodule is in its top package's folder
+        file = getattr(module, "__file__", None)
+        if isinstance(file, str):
+            found = [str(Path(file).parent) if Path(file).name == "__init__.py" else file]
+        else:  # a namespace package: its folders
+            found = [str(p) for p in getattr(module, "__path__", None) or [] if isinstance(p, str)]
+        tops.update(f for f in found if not _under(os.path.abspath(f), prefixes))
+    return tops
+
+
+_INSTALLED = (".dist-info", ".egg-info", ".egg-link", ".pth", ".egg")
+
+
+def _installed(entry: str) -> tuple[str, int]:
+    """What is installed in the ``sys.path`` folder ``entry`` (or the zip file it names),
+    as a digest, and the newest time among it."""
+    h, newest = hashlib.sha256(), 0
+    try:
+        if not os.path.isdir(entry or "."):
+            st = os.stat(entry)
+            return f"{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}:{st.st_ino}", max(
+                st.st_mtime_ns, st.st_ctime_ns
+            )
+        with os.scandir(entry or ".") as found:
+            names = sorted(e.name for e in found if e.name.endswith(_INSTALLED))
+        for name in names:
+            with contextlib.suppress(OSError):
+                st = os.stat(os.path.join(entry or ".", name))
+                h.update(f"{name}:{st.st_mtime_ns}:{st.st_ctime_ns}:{st.st_ino}\0".encode())
+                newest = max(newest, st.st_mtime_ns, st.st_ctime_ns)
+    except OSError:
+        return "missing", 0
+    return h.hexdigest(), newest
+
+
+def _tree_digest(top: Path) -> tuple[str, int]:
+    """Every file under ``top`` (or ``top`` itself) by size, times and inode, as a digest,
+    and the newest time among them."""
+    h, newest = hashlib.sha256(), 0
+
+    def add(path: str) -> None:
+        nonlocal newest
+        with contextlib.suppress(OSError):  # removed while we looked: its absence counts
+            st = os.stat(path)
+            h.update(
+                f"{path}:{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}:{st.st_ino}\0".encode()
+            )
+            newest = max(newest, st.st_mtime_ns, st.st_ctime_ns)
+
+    if not top.is_dir():
+        add(str(top))
+        return h.hexdigest(), newest
     for folder, dirs, files in os.walk(top):
         dirs[:] = sorted(d for d in dirs if d != "__pycache__" and not d.startswith("."))
         for name in sorted(files):
-            with contextlib.suppress(OSError):
-                st = os.stat(os.path.join(folder, name))
-                h.update(f"{folder}/{name}:{st.st_size}:{st.st_mtime_ns}\0".encode())
-    return h.hexdigest()
+            add(os.path.join(folder, name))
+    return h.hexdigest(), newest
 
 
-def serve(path: str, idle: float) -> None:
-    """Load, listen on ``path`` and answer this uid's served commands, one at a time, until
-    none came for ``idle`` seconds (or the code on disk changed)."""
+def serve(path: str, idle: float, started_ns: int) -> None:
+    """Load, listen on ``path`` and answer this user's served commands, one at a time, until
+    none came for ``idle`` seconds (or the code on disk changed since ``started_ns``)."""
     lock = open(Path(path).with_suffix(".lock"), "a")  # noqa: SIM115 (held for life: one host)
     deadline = time.monotonic() + _LOCK_WAIT
     while True:
@@ -353,13 +479,32 @@ def serve(path: str, idle: float) -> None:
             if time.monotonic() > deadline:
                 return  # another host has it (starting or serving)
             time.sleep(0.05)
+    running = threading.Event()  # a command runs: a Ctrl-C its caller forwards may stop it
+
+    def interrupt(signum: int, frame: Any) -> None:
+        if running.is_set():
+            raise KeyboardInterrupt  # as Ctrl-C in the command's own process
+
+    signal.signal(signal.SIGINT, interrupt)
     from aira_core.cli import commands
 
-    warm_up = _command({"argv": _encoded(_WARM_UP), "env": dict(os.environ), "cwd": os.getcwd()})
+    umask = os.umask(0o077)
+    os.umask(umask)
+    here = os.stat(".")
+    warm_up = _command(
+        {
+            "argv": _encoded(_WARM_UP),
+            "env": dict(os.environ),
+            "cwd": os.getcwd(),
+            "cwdId": [here.st_dev, here.st_ino],
+            "umask": umask,  # the caller's, which this process inherited
+        }
+    )
     assert warm_up is not None
-    _run(commands, warm_up)
+    with _deadline(REQUEST_LIMIT, path, None):  # a warm-up that hangs must not keep the lock
+        _run(commands, warm_up, running)
     seen: dict[str, str] = {}
-    code_fingerprint(seen)
+    code_fingerprint(seen, started_ns)
     with contextlib.suppress(FileNotFoundError):
         os.unlink(path)  # a socket its host left behind (that host no longer holds the lock)
     server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -368,32 +513,29 @@ def serve(path: str, idle: float) -> None:
     mine = os.stat(path).st_ino
     server.listen(64)
     server.settimeout(idle)
-    busy: list[float] = []
-
-    def watchdog() -> None:
-        while True:
-            time.sleep(1.0)
-            if busy and time.monotonic() - busy[0] > REQUEST_LIMIT:
-                _leave(path, mine)
-
-    threading.Thread(target=watchdog, name="aira-warm-watchdog", daemon=True).start()
+    refused = 0
     while True:
         try:
             conn, _ = server.accept()
+            refused = 0
         except TimeoutError:
             _leave(path, mine)
-        except OSError:
+        except OSError:  # e.g. out of file descriptors: not a loop that burns a core
+            refused += 1
+            if refused > 100:
+                _leave(path, mine)
+            time.sleep(0.1)
             continue
         with conn:
-            if peer_uid(conn.fileno()) != os.getuid():
-                continue  # another user's process: it gets nothing, not even a reply
+            if not peer_is_own(conn.fileno()):
+                continue  # another user's (or a sandbox's) process: it gets nothing
             try:
                 request = _receive(conn, timeout=READ_TIMEOUT)
             except (OSError, ValueError):
                 continue
             if not isinstance(request, dict) or request.get("key") != Path(path).stem:
                 continue
-            if not code_fingerprint(seen):
+            if not code_fingerprint(seen, started_ns):
                 with contextlib.suppress(OSError):
                     _send(conn, {"stale": True})
                 _leave(path, mine)
@@ -405,24 +547,71 @@ def serve(path: str, idle: float) -> None:
                 continue  # the caller gave up (or went away) before it said go: nothing ran
             if command is None or go != {"go": True}:
                 continue
-            busy.append(time.monotonic())
-            reply = _run(commands, command)
-            busy.clear()
+            stop = threading.Event()
+            threading.Thread(
+                target=_forward_interrupt, args=(conn, running, stop), daemon=True
+            ).start()
+            try:
+                with _deadline(REQUEST_LIMIT, path, mine):
+                    reply = _run(commands, command, running)
+            finally:
+                stop.set()
             with contextlib.suppress(OSError):
                 conn.settimeout(READ_TIMEOUT)
                 _send(conn, reply)
+            if reply.get("lost"):
+                _leave(path, mine)  # a bug escaped a command: its state is not to be trusted
+
+
+def _forward_interrupt(
+    conn: socket.socket, running: threading.Event, stop: threading.Event
+) -> None:
+    """While a command runs: its caller's Ctrl-C (an ``interrupt`` frame) or its going away
+    interrupts it, as Ctrl-C in the command's own process would."""
+    import select
+
+    while not stop.is_set():
+        try:
+            ready, _, _ = select.select([conn], [], [], 0.1)
+            if not ready:
+                continue
+            conn.recv(1 << 12, socket.MSG_PEEK)
+        except (OSError, ValueError):
+            pass  # closed under us: the command ended
+        if running.is_set() and not stop.is_set():
+            signal.pthread_kill(threading.main_thread().ident or 0, signal.SIGINT)
+        return
+
+
+@contextlib.contextmanager
+def _deadline(seconds: float, path: str, mine: int | None) -> Any:
+    """End this host when the block runs past ``seconds``."""
+    timer = threading.Timer(seconds, _leave, (path, mine))
+    timer.daemon = True
+    timer.start()
+    try:
+        yield
+    finally:
+        timer.cancel()
 
 
 def _command(request: Mapping[str, Any]) -> dict[str, Any] | None:
     """What a request asks to run, checked: a servable argv (base64), the caller's
-    environment (str to str), working directory and umask; None for anything else."""
-    said_env, cwd, umask = request.get("env"), request.get("cwd"), request.get("umask", 0o022)
+    environment (names and values a process can have), absolute working directory and its
+    identity, and umask; None for anything else."""
+    said_env, cwd, umask = request.get("env"), request.get("cwd"), request.get("umask")
+    cwd_id = request.get("cwdId")
     if not (
         isinstance(request.get("argv"), list)
         and isinstance(said_env, dict)
-        and all(isinstance(v, str) for v in [*said_env, *said_env.values()])
+        and all(_env_name(k) and isinstance(v, str) and "\0" not in v for k, v in said_env.items())
         and isinstance(cwd, str)
-        and isinstance(umask, int)
+        and "\0" not in cwd
+        and os.path.isabs(cwd)
+        and isinstance(cwd_id, list)
+        and len(cwd_id) == 2
+        and all(type(x) is int for x in cwd_id)
+        and type(umask) is int
         and 0 <= umask <= 0o777
     ):
         return None
@@ -430,39 +619,54 @@ def _command(request: Mapping[str, Any]) -> dict[str, Any] | None:
         argv = [os.fsdecode(base64.b64decode(a, validate=True)) for a in request["argv"]]
     except (TypeError, ValueError):
         return None
-    if not servable(argv):
+    if not servable(argv) or any("\0" in a for a in argv):
         return None  # only what a caller would have offered
     return {
         "argv": argv,
         "env": said_env,
         "cwd": cwd,
+        "cwdId": cwd_id,
         "umask": umask,
         "encoding": request.get("encoding"),
         "errEncoding": request.get("errEncoding"),
     }
 
 
-def _run(commands: Any, command: Mapping[str, Any]) -> dict[str, Any]:
+def _env_name(name: Any) -> bool:
+    return isinstance(name, str) and bool(name) and "=" not in name and "\0" not in name
+
+
+def _run(commands: Any, command: Mapping[str, Any], running: threading.Event) -> dict[str, Any]:
     """One checked command (:func:`_command`) under the caller's environment, directory and
-    umask, its output kept."""
-    import io
+    umask, its output kept in order."""
     import tempfile
 
     try:
         os.chdir(command["cwd"])
-    except OSError:
+        here = os.stat(".")
+        if [here.st_dev, here.st_ino] != command["cwdId"]:
+            return {"fallback": True}  # not the caller's directory (another mount, replaced)
+        os.environ.clear()
+        os.environ.update(command["env"])
+    except (OSError, ValueError):
         return {"fallback": True}  # the caller's directory is not reachable from here
-    os.environ.clear()
-    os.environ.update(command["env"])
     tempfile.tempdir = None  # TMPDIR is the caller's
     os.umask(command["umask"])
-    argv = command["argv"]
-    out, err = io.BytesIO(), io.BytesIO()
+    output: list[list[Any]] = []
     saved = sys.stdout, sys.stderr
-    streams = _text(out, command.get("encoding")), _text(err, command.get("errEncoding"))
+    streams = (
+        _text(_Recorder(output, STDOUT), command.get("encoding")),
+        _text(_Recorder(output, STDERR), command.get("errEncoding")),
+    )
     sys.stdout, sys.stderr = streams
     try:
-        status = commands.execute(argv)
+        running.set()
+        try:
+            status = commands.execute(command["argv"])
+        finally:
+            running.clear()
+    except KeyboardInterrupt:  # the caller's Ctrl-C, just as the command returned
+        status = commands.INTERRUPTED
     except BaseException:  # a bug that escaped the command table
         return {"lost": True}  # a read runs again in the caller's process, a write does not
     finally:
@@ -470,23 +674,38 @@ def _run(commands: Any, command: Mapping[str, Any]) -> dict[str, Any]:
         for stream in streams:
             with contextlib.suppress(Exception):
                 stream.flush()
-                stream.detach()  # its buffer stays open to be read
         if "aira_core.databases" in sys.modules:  # as a process's end would
             from aira_core.databases import close_all
 
             close_all()
     return {
         "status": int(status),
-        "stdout": base64.b64encode(out.getvalue()).decode(),
-        "stderr": base64.b64encode(err.getvalue()).decode(),
+        "output": [[which, base64.b64encode(data).decode()] for which, data in output],
     }
+
+
+class _Recorder(io.RawIOBase):
+    """A command's stdout or stderr: each write appended to the output both share, so that
+    they are replayed in the order they were written."""
+
+    def __init__(self, output: list[list[Any]], which: int) -> None:
+        self.output, self.which = output, which
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data: Any) -> int:
+        if self.output and self.output[-1][0] == self.which:
+            self.output[-1][1] += data
+        else:
+            self.output.append([self.which, bytearray(data)])
+        return len(data)
 
 
 def _text(buffer: Any, said: Any) -> Any:
     """A text stream over ``buffer`` with the caller's encoding and error handler (UTF-8,
     strict, when it said none that this interpreter knows)."""
     import codecs
-    import io
 
     encoding, errors = "utf-8", "strict"
     if isinstance(said, list) and len(said) == 2 and all(isinstance(x, str) for x in said):
@@ -497,22 +716,28 @@ def _text(buffer: Any, said: Any) -> Any:
     return io.TextIOWrapper(buffer, encoding=encoding, errors=errors, write_through=True)
 
 
-def _leave(path: str, mine: int) -> None:
-    with contextlib.suppress(OSError):
-        if os.stat(path).st_ino == mine:
-            os.unlink(path)  # only its own: a newer host's socket stays
-    from aira_core.cli._exit import exit_now
+def _leave(path: str, mine: int | None) -> None:
+    """End this host (from any thread): its own socket removed (a newer host's stays), as
+    a command's process ends (a kernel worker it started goes with it)."""
+    try:
+        with contextlib.suppress(OSError):
+            if mine is not None and os.stat(path).st_ino == mine:
+                os.unlink(path)
+        from aira_core.cli._exit import exit_now
 
-    exit_now(0)  # as a command's process ends: a kernel worker it started goes with it
+        exit_now(0)
+    finally:
+        os._exit(0)  # whatever the steps before raised
 
 
 def main(argv: list[str]) -> None:
+    started_ns = time.time_ns()  # code that changes from here on is not surely what it loads
     sys.path[:] = json.loads(argv[2])  # the caller's (its key says so), not this directory
     devnull = os.open(os.devnull, os.O_RDWR)
     for fd in (0, 1, 2):
         os.dup2(devnull, fd)  # a plugin's print goes nowhere
     os.close(devnull)
-    serve(argv[0], float(argv[1]))
+    serve(argv[0], float(argv[1]), started_ns)
     os._exit(0)
 
 

@@ -53,7 +53,7 @@ from aira_core.warm import (
     NotPrivate,
     enabled,
     is_process_of,
-    peer_uid,
+    peer_is_own,
     processes_under,
     socket_path,
 )
@@ -75,8 +75,6 @@ from aira_kernel_occt.worker import (
 WARM_ENV = "AIRA_OCCT_WARM"
 IDLE_ENV = "AIRA_OCCT_WARM_IDLE"
 DEFAULT_IDLE = 900.0
-CACHE_ENTRIES = 512
-"""A warm worker clears its node cache past this many shapes (it lives for many commands)."""
 _POLL = 0.05
 HELLO_TIMEOUT = 10.0
 """How long a worker whose socket is up may take to say hello (its reader thread answers
@@ -180,7 +178,7 @@ def serve(path: str, idle: float, env: Mapping[str, str]) -> None:
                 conn = listener.accept()
             except OSError:
                 continue
-            if peer_uid(conn.fileno()) != os.getuid():
+            if not peer_is_own(conn.fileno()):
                 conn.close()  # another user's process: it gets nothing, not even a reply
                 continue
             threading.Thread(target=reader, args=(conn,), daemon=True).start()
@@ -190,8 +188,6 @@ def serve(path: str, idle: float, env: Mapping[str, str]) -> None:
     while True:
         conn, seq, method, (payload, done), limit = jobs.get()
         state["busy"] = (time.monotonic(), limit)
-        if len(cache) > CACHE_ENTRIES:
-            cache.clear()
         reply = answer(geometry, broken, cache, hooks, method, payload)
         send_reply(conn, seq, method, reply)  # still busy: a client that stopped reading ends it
         state["busy"], state["last"] = None, time.monotonic()

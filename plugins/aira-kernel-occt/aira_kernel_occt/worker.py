@@ -98,6 +98,11 @@ def load_geometry() -> tuple[Any, str | None]:
     return geometry, None
 
 
+CACHE_ENTRIES = 512
+"""A worker clears its node cache past this many shapes: a worker may live for many commands
+(the warm worker, or the per-process one of a warm CLI host)."""
+
+
 def answer(
     geometry: Any,
     broken: str | None,
@@ -109,6 +114,8 @@ def answer(
     """The reply to one call: a result or a failure dict, never an exception."""
     if broken is not None:
         return failure(KERNEL_UNAVAILABLE, broken)
+    if len(cache) > CACHE_ENTRIES:
+        cache.clear()
     try:
         return {"ok": True, "result": _dispatch(geometry, cache, hooks, method, payload)}
     except LookupError:
