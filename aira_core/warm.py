@@ -43,6 +43,10 @@ KEPT_ENV = (
     "CSF_",  # OpenCASCADE's (a kernel loaded in the process)
     "MMGT_",
     "CASROOT",
+    # read once at start: the locale (open()'s default encoding, fsdecode) and the time zone
+    "LANG",
+    "LC_",
+    "TZ",
 )
 """Prefixes of the environment variables a warm process's kept state may depend on: part
 of its key, so that a caller with other values gets a process of its own."""
@@ -103,10 +107,9 @@ def socket_path(name: str, key: str) -> Path:
 
 def peer_is_own(fileno: int) -> bool:
     """Whether the process at the other end of the connected Unix socket ``fileno`` is this
-    user in this process's world: the same uid and gid (``SO_PEERCRED``), and the same root
-    directory and mount, user and pid namespaces (a sandbox or container of the same uid
-    sees other files, and must not borrow this process's view of them). False when the
-    system does not say."""
+    user in this process's world: the same uid and gid (``SO_PEERCRED``) and the same
+    :func:`world` (a sandbox or container of the same uid sees other files or may do less,
+    and must not borrow this process's view or rights). False when the system does not say."""
     import socket
     import struct
 
@@ -120,17 +123,34 @@ def peer_is_own(fileno: int) -> bool:
     pid, uid, gid = struct.unpack("3i", raw)
     if uid != os.getuid() or gid != os.getgid() or pid <= 0:
         return False  # pid 0: a peer in a pid namespace this one cannot see
+    mine, theirs = world("self"), world(str(pid))
+    return mine is not None and mine == theirs
+
+
+def world(pid: str = "self") -> list[str] | None:
+    """What a process may see and do besides its uid: its root directory; its mount, user
+    and pid namespaces; its no-new-privileges flag, seccomp mode and filter count (what
+    Landlock and seccomp sandboxes set); and its security label (AppArmor, SELinux). None
+    when ``/proc`` does not say."""
+    said: list[str] = []
     try:
-        for place in _WORLD:
-            here, there = os.stat(f"/proc/self/{place}"), os.stat(f"/proc/{pid}/{place}")
-            if (here.st_dev, here.st_ino) != (there.st_dev, there.st_ino):
-                return False
+        for place in ("root", "ns/mnt", "ns/user", "ns/pid"):
+            st = os.stat(f"/proc/{pid}/{place}")
+            said.append(f"{place}:{st.st_dev}:{st.st_ino}")
+        with open(f"/proc/{pid}/status", encoding="utf-8", errors="replace") as status:
+            said += [
+                line.strip()
+                for line in status
+                if line.startswith(("NoNewPrivs:", "Seccomp:", "Seccomp_filters:"))
+            ]
     except OSError:
-        return False
-    return True
-
-
-_WORLD = ("root", "ns/mnt", "ns/user", "ns/pid")
+        return None
+    try:
+        with open(f"/proc/{pid}/attr/current", "rb") as label:
+            said.append("label:" + label.read().decode("utf-8", "replace").strip("\0\n"))
+    except OSError:
+        said.append("label:")  # no security module that labels processes
+    return said
 
 
 def _argv(pid: int) -> list[bytes]:

@@ -6,6 +6,7 @@ process. Real processes, the installed plugins, a private XDG_RUNTIME_DIR per te
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import os
 import shutil
@@ -33,13 +34,15 @@ PLUGINS = {"AIRA_PLUGINS": "occt"}
 def run(
     env: dict[str, str], *args: str, cwd: Path | None = None
 ) -> subprocess.CompletedProcess[str]:
+    """``aira *args`` in ``cwd`` (default: a directory without Aira's code, unlike the
+    checkout the tests run in, whose callers get a host of their own)."""
     return subprocess.run(
         [sys.executable, "-m", "aira_core.cli", *args],
         capture_output=True,
         text=True,
         timeout=120,
         env=env,
-        cwd=cwd,
+        cwd=cwd or tempfile.gettempdir(),
     )
 
 
@@ -188,6 +191,31 @@ def test_stdout_and_stderr_keep_their_order(shared: dict[str, Any], tmp_path: Pa
     assert merged["1"][1].index(b"error: DESCRIBE_") < merged["1"][1].index(b"{")
 
 
+def test_a_plan_on_stdin_runs_in_its_own_process(shared: dict[str, Any], tmp_path: Path) -> None:
+    """/dev/stdin (and /dev/fd/N, /proc/self/fd/N) would be the host's own descriptors."""
+    env, pid = shared["env"], shared["pid"]
+    store = tmp_path / "s.sqlite3"
+    init = run({**env, "AIRA_WARM": "0"}, "model", "init", "--store", str(store), "--json")
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps({"baseRevision": json.loads(init.stdout)["rev"], "steps": PLATE}))
+    answers = []
+    for mode in ("1", "0"):
+        with plan.open() as stdin:  # a file on stdin: /dev/stdin is a regular file
+            out = subprocess.run(
+                [*AIRA, "plan", "check", "/dev/stdin", "--store", str(store), "--json"],
+                stdin=stdin,
+                capture_output=True,
+                text=True,
+                timeout=120,
+                env={**env, "AIRA_WARM": mode},
+                cwd=tmp_path,
+            )
+        answers.append((out.returncode, out.stdout))
+    assert answers[0] == answers[1] and answers[0][0] == 0, answers
+    assert json.loads(answers[0][1])["ok"]
+    assert not served_by(pid, tmp_path)
+
+
 def test_relative_paths_are_the_callers(shared: dict[str, Any], tmp_path: Path) -> None:
     """The same words in two directories: each checks its own plan against its own store."""
     env, pid = shared["env"], shared["pid"]
@@ -268,10 +296,18 @@ def test_changed_code_retires_the_host(home: Path, runtime: Path, tmp_path: Path
 
 
 def test_an_idle_host_exits_and_removes_its_socket(home: Path, runtime: Path) -> None:
+    """Idle means no command: connections that run nothing do not keep it up."""
     env = environment(home, runtime, AIRA_WARM_IDLE="3")  # long enough to be seen
     assert run(env, *SEARCH).returncode == 0
     pid = the_host(runtime)
-    wait_for(lambda: pid not in hosts_under(runtime), seconds=30)
+    (path,) = (runtime / SOCKET_DIR).glob("*.sock")
+
+    def poked_and_gone() -> bool:
+        with contextlib.suppress(OSError):
+            exchange(path, b"\x00\x00\x00\x02[]")
+        return pid not in hosts_under(runtime)
+
+    wait_for(poked_and_gone, seconds=30)
     assert list((runtime / SOCKET_DIR).glob("*.sock")) == []
 
 
@@ -301,14 +337,16 @@ def request(
     return frame(said)
 
 
-def exchange(path: Path, data: bytes) -> bytes:
-    """Send ``data``, say no more, and read what comes back until the host closes."""
+def exchange(path: Path, data: bytes, *, hold: bool = False) -> bytes:
+    """Send ``data``, say no more, and read what comes back until the host closes (``hold``:
+    without closing this side first, which to a host running a command is Ctrl-C)."""
     got = b""
     with socket.socket(socket.AF_UNIX) as sock:
         sock.settimeout(15)
         sock.connect(str(path))
         sock.sendall(data)
-        sock.shutdown(socket.SHUT_WR)
+        if not hold:
+            sock.shutdown(socket.SHUT_WR)
         while chunk := sock.recv(1 << 16):
             got += chunk
     return got
@@ -353,6 +391,11 @@ def test_garbage_and_strangers_on_the_socket_get_nothing_and_change_nothing(
     there = os.stat(box)
     said = request(path, SEARCH, env, other, over={"cwdId": [there.st_dev, there.st_ino]})
     assert exchange(path, said + frame({"go": True})) == frame_of("accepted") + frame_of("fallback")
+    # an encoding this interpreter knows but no text stream can have: run it yourself
+    for encoding in (["hex", "strict"], ["utf\u00008", "strict"]):
+        said = request(path, SEARCH, env, box, over={"encoding": encoding})
+        got = exchange(path, said + frame({"go": True}), hold=True)
+        assert got == frame_of("accepted") + frame_of("fallback"), got[:200]
     where = tmp_path / "after"
     where.mkdir()
     out = run(env, *SEARCH, cwd=where)
@@ -426,11 +469,11 @@ def test_a_process_of_the_same_user_in_another_mount_namespace_gets_no_answer(
     script = (
         "import socket, sys\n"
         "s = socket.socket(socket.AF_UNIX); s.settimeout(15); s.connect(sys.argv[1])\n"
-        "s.sendall(bytes.fromhex(sys.argv[2])); s.shutdown(socket.SHUT_WR)\n"
         "got = b''\n"
         "try:\n"
+        "    s.sendall(bytes.fromhex(sys.argv[2])); s.shutdown(socket.SHUT_WR)\n"
         "    while chunk := s.recv(65536): got += chunk\n"
-        "except ConnectionResetError: pass\n"
+        "except (ConnectionResetError, BrokenPipeError): pass  # closed unanswered\n"
         "print(got.hex())\n"
     )
     for flags in (["-m"], ["-m", "-U", "-r"]):  # same uid, another mount (and user) namespace
@@ -446,6 +489,28 @@ def test_a_process_of_the_same_user_in_another_mount_namespace_gets_no_answer(
         assert out.stdout.strip() == "", flags  # not even a reply
     assert run(env, *SEARCH, cwd=tmp_path).returncode == 0
     assert served_by(shared["pid"], tmp_path)  # the host itself still answers its own
+
+
+def test_a_caller_in_a_checkout_gets_a_host_with_the_checkouts_code(tmp_path: Path) -> None:
+    """``python -m`` imports from the working directory first: in a directory with Aira's
+    code (a checkout) the host must too, so its key differs; elsewhere it is left out."""
+    checkout = tmp_path / "checkout"
+    (checkout / "aira_pack_demo.egg-info").mkdir(parents=True)  # what `pip install -e` leaves
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    script = (
+        "from aira_core.cli.warm import host_key, import_path; print(host_key(), import_path()[0])"
+    )
+    said = {}
+    for where in (plain, checkout, tmp_path / "plain"):
+        out = subprocess.run(
+            [sys.executable, "-c", script], capture_output=True, text=True, cwd=where, timeout=60
+        )
+        assert out.returncode == 0, out.stderr
+        said[where] = out.stdout.split()
+    assert said[checkout][1] == str(checkout)  # imported from, by the host too
+    assert said[plain][1] != str(plain)
+    assert said[checkout][0] != said[plain][0]
 
 
 def test_the_key_names_the_interpreter_path_and_aira_variables(

@@ -84,10 +84,16 @@ def execute(args: list[str] | None = None) -> int:
     if status == INTERRUPTED:
         # the user's Ctrl-C (typer answers a KeyboardInterrupt in a command with 130; a
         # plugin's or a kernel's own KeyboardInterrupt is caught where it runs)
-        from aira_core.diagnostics import Diagnostic
-
-        _report([Diagnostic(code="ABORTED", message="interrupted")], args)
+        return aborted(args)
     return status if isinstance(status, int) else 0
+
+
+def aborted(args: list[str]) -> int:
+    """Say that the user's Ctrl-C stopped ``aira *args`` (``ABORTED``); its exit status."""
+    from aira_core.diagnostics import Diagnostic
+
+    _report([Diagnostic(code="ABORTED", message="interrupted")], args)
+    return INTERRUPTED
 
 
 def _report(diagnostics: list[Any], args: list[str]) -> None:

@@ -63,7 +63,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from aira_core.warm import NotPrivate, enabled, kept_env, peer_is_own, socket_path
+from aira_core.warm import NotPrivate, enabled, kept_env, peer_is_own, socket_path, world
 from aira_core.warm import idle_seconds as warm_idle_seconds
 
 IDLE_ENV = "AIRA_WARM_IDLE"
@@ -124,11 +124,28 @@ def servable(argv: Sequence[str]) -> bool:
 
 def import_path() -> list[str]:
     """``sys.path`` without the working directory that ``python -m``/``-c`` put first: the
-    host imports from the installed places only, so that callers in any directory share it."""
+    host imports from the installed places only, so that callers in any directory share it.
+    Unless that directory holds Aira's code or installed metadata (a checkout, an egg-info
+    that ``pip install -e`` left): then this process imports from there, and so must its host
+    (one of its own, for callers in that directory)."""
     first = sys.path[0] if sys.path else None
     if first is not None and (first == "" or os.path.abspath(first) == os.getcwd()):
+        if _holds_code(first or "."):
+            return [os.getcwd(), *sys.path[1:]]
         return sys.path[1:]
     return list(sys.path)
+
+
+def _holds_code(folder: str) -> bool:
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return False
+    return any(
+        n.endswith(_INSTALLED)
+        or (n.startswith("aira_") and (n.endswith(".py") or os.path.isdir(os.path.join(folder, n))))
+        for n in names
+    )
 
 
 def host_key() -> str:
@@ -141,7 +158,9 @@ def host_key() -> str:
         "uid": os.getuid(),
         "python": [os.path.realpath(sys.executable), sys.prefix, sys.version],
         "path": import_path(),
+        "flags": subprocess._args_from_interpreter_flags(),  # type: ignore[attr-defined]
         "env": kept_env(),
+        "world": world(),
     }
     return hashlib.sha256(json.dumps(said, sort_keys=True).encode()).hexdigest()[:24]
 
@@ -155,6 +174,8 @@ def served(argv: Sequence[str]) -> int | None:
     here (not servable, warm host off, or no host could answer: one is then started for the
     next call)."""
     if not enabled() or not servable(argv) or sys.stdout is None or sys.stderr is None:
+        return None
+    if _names_special_files(argv):
         return None
     try:
         path = socket_path(SOCKET_DIR, host_key())
@@ -176,8 +197,8 @@ def served(argv: Sequence[str]) -> int | None:
                     return None
                 # Only now does the host run it: a caller that gave up before this never has
                 # its command run by both.
+                sent = True  # from here on the host may be running it
                 _send(sock, {"go": True})
-                sent = True
                 reply = _outcome(sock)
             except (OSError, ValueError):
                 reply = None  # busy past the wait, or gone
@@ -193,10 +214,25 @@ def served(argv: Sequence[str]) -> int | None:
         if sent and _writes(argv):
             return _lost(argv)
         return None  # only read: it runs here
-    # a closed pipe (`aira … | head`): as in a command run here
-    with contextlib.suppress(OSError, ValueError, AttributeError, TypeError):
+    try:
         _replay(reply.get("output"))
+    except (OSError, ValueError, AttributeError, TypeError):
+        pass  # a closed pipe (`aira … | head`): as in a command run here
+    except KeyboardInterrupt:  # it ran; Ctrl-C cut its output short
+        return _say(argv, "ABORTED", "interrupted", 130)
     return int(reply["status"])
+
+
+def _names_special_files(argv: Sequence[str]) -> bool:
+    """Whether an argument (or an option's ``=value``) names a device or a ``/proc`` file:
+    ``/dev/stdin``, ``/dev/fd/3`` would be the host's own, not this process's."""
+    for arg in argv:
+        for word in (arg, arg.partition("=")[2]):
+            # as written (/dev/stdin resolves to what this process's fd 0 is) and resolved
+            named = (os.path.abspath(word), os.path.realpath(word)) if word else ()
+            if any(n.startswith(("/dev/", "/proc/")) for n in named):
+                return True
+    return False
 
 
 _INTERRUPTED_WRITE = (
@@ -208,17 +244,37 @@ _INTERRUPTED_WRITE = (
 def _outcome(sock: socket.socket) -> Any:
     """The host's reply to a command it runs. Ctrl-C here asks the host to interrupt it (as
     Ctrl-C would in the command's own process) and waits :data:`INTERRUPT_WAIT` for how it
-    ended; ``{"interrupted": True}`` when the host did not say."""
-    frames = _Frames(sock)
+    ended; ``{"interrupted": True}`` when the host did not say (a second Ctrl-C stops the
+    wait). While it waits, Ctrl-C only sets a flag: a read is never cut in half."""
+    presses: list[float] = []
     try:
-        return frames.next(timeout=REQUEST_LIMIT + 10)
-    except KeyboardInterrupt:
-        pass
+        previous = signal.signal(signal.SIGINT, lambda *_: presses.append(time.monotonic()))
+    except ValueError:  # not the main thread: Ctrl-C is not ours to handle
+        previous = None
+    frames, asked = _Frames(sock), False
+    until = time.monotonic() + REQUEST_LIMIT + 10
     try:
-        _send(sock, {"interrupt": True})
-        return frames.next(timeout=INTERRUPT_WAIT)
-    except (KeyboardInterrupt, OSError, ValueError):
-        return {"interrupted": True}
+        while True:
+            if presses and not asked:
+                asked = True
+                until = min(until, time.monotonic() + INTERRUPT_WAIT)
+                with contextlib.suppress(OSError):
+                    _send(sock, {"interrupt": True})
+            if len(presses) > 1 or time.monotonic() > until:
+                if asked:
+                    return {"interrupted": True}
+                raise TimeoutError("no reply")
+            try:
+                return frames.next(timeout=0.1)
+            except TimeoutError:
+                continue  # what was read stays read
+            except (OSError, ValueError):
+                if asked:
+                    return {"interrupted": True}
+                raise
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGINT, previous)
 
 
 def _replay(output: Any) -> None:
@@ -285,14 +341,18 @@ def _encoded(argv: Sequence[str]) -> list[str]:
 
 
 def _dial(path: Path) -> socket.socket | None:
+    """A connection to the host at ``path``, if one listens there and is this user's in this
+    world (:func:`aira_core.warm.peer_is_own`: the host, too, must be who it should be)."""
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     sock.settimeout(CONNECT_TIMEOUT)
     try:
         sock.connect(str(path))
+        if peer_is_own(sock.fileno()):
+            return sock
     except OSError:
-        sock.close()
-        return None
-    return sock
+        pass
+    sock.close()
+    return None
 
 
 def _launch(path: Path, *, wait: bool = False) -> None:
@@ -307,6 +367,7 @@ def _launch(path: Path, *, wait: bool = False) -> None:
         subprocess.Popen(
             [
                 sys.executable,
+                *subprocess._args_from_interpreter_flags(),  # type: ignore[attr-defined]
                 "-m",
                 "aira_core.cli.warm",
                 str(path),
@@ -466,9 +527,19 @@ def _tree_digest(top: Path) -> tuple[str, int]:
     return h.hexdigest(), newest
 
 
+class _State:
+    """What the host's main thread and its SIGINT handler share (plain attributes: setting
+    one is a single step, which a signal handler cannot cut in half)."""
+
+    running = False  # a command runs: the caller's forwarded Ctrl-C may interrupt it
+    interrupted = False  # the caller of the current command asked to interrupt it
+
+
 def serve(path: str, idle: float, started_ns: int) -> None:
     """Load, listen on ``path`` and answer this user's served commands, one at a time, until
     none came for ``idle`` seconds (or the code on disk changed since ``started_ns``)."""
+    import warnings
+
     lock = open(Path(path).with_suffix(".lock"), "a")  # noqa: SIM115 (held for life: one host)
     deadline = time.monotonic() + _LOCK_WAIT
     while True:
@@ -479,13 +550,15 @@ def serve(path: str, idle: float, started_ns: int) -> None:
             if time.monotonic() > deadline:
                 return  # another host has it (starting or serving)
             time.sleep(0.05)
-    running = threading.Event()  # a command runs: a Ctrl-C its caller forwards may stop it
+    state = _State()
 
     def interrupt(signum: int, frame: Any) -> None:
-        if running.is_set():
+        if state.running:
+            state.running = False  # once per command
             raise KeyboardInterrupt  # as Ctrl-C in the command's own process
 
     signal.signal(signal.SIGINT, interrupt)
+    fresh_warnings = list(warnings.filters)  # as a new process starts: each warning shown again
     from aira_core.cli import commands
 
     umask = os.umask(0o077)
@@ -502,9 +575,10 @@ def serve(path: str, idle: float, started_ns: int) -> None:
     )
     assert warm_up is not None
     with _deadline(REQUEST_LIMIT, path, None):  # a warm-up that hangs must not keep the lock
-        _run(commands, warm_up, running)
+        _run(commands, warm_up, state, fresh_warnings)
     seen: dict[str, str] = {}
-    code_fingerprint(seen, started_ns)
+    if not code_fingerprint(seen, started_ns):
+        return  # code changed while it loaded: the next caller starts a host that loads anew
     with contextlib.suppress(FileNotFoundError):
         os.unlink(path)  # a socket its host left behind (that host no longer holds the lock)
     server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -512,14 +586,17 @@ def serve(path: str, idle: float, started_ns: int) -> None:
     os.chmod(path, 0o600)
     mine = os.stat(path).st_ino
     server.listen(64)
-    server.settimeout(idle)
+    last = time.monotonic()  # the last command: only commands keep the host up
     refused = 0
     while True:
+        server.settimeout(max(0.05, last + idle - time.monotonic()))
         try:
             conn, _ = server.accept()
             refused = 0
         except TimeoutError:
-            _leave(path, mine)
+            if time.monotonic() >= last + idle:
+                _leave(path, mine)
+            continue
         except OSError:  # e.g. out of file descriptors: not a loop that burns a core
             refused += 1
             if refused > 100:
@@ -547,27 +624,28 @@ def serve(path: str, idle: float, started_ns: int) -> None:
                 continue  # the caller gave up (or went away) before it said go: nothing ran
             if command is None or go != {"go": True}:
                 continue
+            state.interrupted = False
             stop = threading.Event()
             threading.Thread(
-                target=_forward_interrupt, args=(conn, running, stop), daemon=True
+                target=_forward_interrupt, args=(conn, state, stop), daemon=True
             ).start()
             try:
                 with _deadline(REQUEST_LIMIT, path, mine):
-                    reply = _run(commands, command, running)
+                    reply = _run(commands, command, state, fresh_warnings)
             finally:
                 stop.set()
             with contextlib.suppress(OSError):
                 conn.settimeout(READ_TIMEOUT)
                 _send(conn, reply)
+            last = time.monotonic()
             if reply.get("lost"):
                 _leave(path, mine)  # a bug escaped a command: its state is not to be trusted
 
 
-def _forward_interrupt(
-    conn: socket.socket, running: threading.Event, stop: threading.Event
-) -> None:
+def _forward_interrupt(conn: socket.socket, state: _State, stop: threading.Event) -> None:
     """While a command runs: its caller's Ctrl-C (an ``interrupt`` frame) or its going away
-    interrupts it, as Ctrl-C in the command's own process would."""
+    interrupts it, as Ctrl-C in the command's own process would (also when it comes before
+    the command started: :func:`_run` then runs nothing)."""
     import select
 
     while not stop.is_set():
@@ -578,15 +656,17 @@ def _forward_interrupt(
             conn.recv(1 << 12, socket.MSG_PEEK)
         except (OSError, ValueError):
             pass  # closed under us: the command ended
-        if running.is_set() and not stop.is_set():
+        if not stop.is_set():
+            state.interrupted = True
             signal.pthread_kill(threading.main_thread().ident or 0, signal.SIGINT)
         return
 
 
 @contextlib.contextmanager
 def _deadline(seconds: float, path: str, mine: int | None) -> Any:
-    """End this host when the block runs past ``seconds``."""
-    timer = threading.Timer(seconds, _leave, (path, mine))
+    """End this host when the block runs past ``seconds`` (without waiting for anything the
+    stuck command may hold)."""
+    timer = threading.Timer(seconds, _abandon, (path, mine))
     timer.daemon = True
     timer.start()
     try:
@@ -636,10 +716,13 @@ def _env_name(name: Any) -> bool:
     return isinstance(name, str) and bool(name) and "=" not in name and "\0" not in name
 
 
-def _run(commands: Any, command: Mapping[str, Any], running: threading.Event) -> dict[str, Any]:
+def _run(
+    commands: Any, command: Mapping[str, Any], state: _State, fresh_warnings: list[Any]
+) -> dict[str, Any]:
     """One checked command (:func:`_command`) under the caller's environment, directory and
     umask, its output kept in order."""
     import tempfile
+    import warnings
 
     try:
         os.chdir(command["cwd"])
@@ -648,25 +731,32 @@ def _run(commands: Any, command: Mapping[str, Any], running: threading.Event) ->
             return {"fallback": True}  # not the caller's directory (another mount, replaced)
         os.environ.clear()
         os.environ.update(command["env"])
-    except (OSError, ValueError):
-        return {"fallback": True}  # the caller's directory is not reachable from here
+        output: list[list[Any]] = []
+        streams = (
+            _text(_Recorder(output, STDOUT), command.get("encoding")),
+            _text(_Recorder(output, STDERR), command.get("errEncoding")),
+        )
+    except (OSError, ValueError, LookupError):
+        return {"fallback": True}  # not reachable from here, or an encoding not to be had
     tempfile.tempdir = None  # TMPDIR is the caller's
     os.umask(command["umask"])
-    output: list[list[Any]] = []
+    warnings.filters[:] = fresh_warnings
+    forget = getattr(warnings, "_filters_mutated", None)  # what was shown once: show it again
+    if forget is not None:
+        forget()
     saved = sys.stdout, sys.stderr
-    streams = (
-        _text(_Recorder(output, STDOUT), command.get("encoding")),
-        _text(_Recorder(output, STDERR), command.get("errEncoding")),
-    )
     sys.stdout, sys.stderr = streams
     try:
-        running.set()
+        state.running = True
         try:
+            if state.interrupted and state.running:  # Ctrl-C before it started
+                state.running = False
+                raise KeyboardInterrupt
             status = commands.execute(command["argv"])
+        except KeyboardInterrupt:  # before execute's own handler, or just after it returned
+            status = commands.aborted(command["argv"])
         finally:
-            running.clear()
-    except KeyboardInterrupt:  # the caller's Ctrl-C, just as the command returned
-        status = commands.INTERRUPTED
+            state.running = False
     except BaseException:  # a bug that escaped the command table
         return {"lost": True}  # a read runs again in the caller's process, a write does not
     finally:
@@ -716,6 +806,23 @@ def _text(buffer: Any, said: Any) -> Any:
     return io.TextIOWrapper(buffer, encoding=encoding, errors=errors, write_through=True)
 
 
+def _abandon(path: str, mine: int | None) -> None:
+    """End this host now, from the deadline's thread: the command that ran too long may hold
+    what a clean end would wait for (a database's lock), so only its socket and children go
+    with it."""
+    try:
+        with contextlib.suppress(OSError):
+            if mine is not None and os.stat(path).st_ino == mine:
+                os.unlink(path)
+        if "multiprocessing" in sys.modules:
+            import multiprocessing
+
+            for child in multiprocessing.active_children():
+                child.kill()
+    finally:
+        os._exit(1)
+
+
 def _leave(path: str, mine: int | None) -> None:
     """End this host (from any thread): its own socket removed (a newer host's stays), as
     a command's process ends (a kernel worker it started goes with it)."""
@@ -737,8 +844,10 @@ def main(argv: list[str]) -> None:
     for fd in (0, 1, 2):
         os.dup2(devnull, fd)  # a plugin's print goes nowhere
     os.close(devnull)
-    serve(argv[0], float(argv[1]), started_ns)
-    os._exit(0)
+    try:
+        serve(argv[0], float(argv[1]), started_ns)
+    finally:
+        os._exit(0)  # also after a bug: no interpreter shutdown waiting on a plugin's thread
 
 
 if __name__ == "__main__":

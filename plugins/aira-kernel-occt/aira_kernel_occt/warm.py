@@ -56,6 +56,7 @@ from aira_core.warm import (
     peer_is_own,
     processes_under,
     socket_path,
+    world,
 )
 from aira_core.warm import idle_seconds as warm_idle_seconds
 from aira_core.warm import socket_dir as private_socket_dir
@@ -118,6 +119,8 @@ def worker_key(fingerprint: str, env: Mapping[str, str]) -> str:
         # what the worker inherits from the command that starts it and its answers may see
         "inherited": {k: v for k, v in sorted(os.environ.items()) if k.startswith(_INHERITED)},
         "home": str(aira_home().resolve()),
+        # a sandboxed caller (another namespace, seccomp) is refused by a worker outside it
+        "world": world(),
     }
     return hashlib.sha256(json.dumps(said, sort_keys=True).encode()).hexdigest()[:24]
 
