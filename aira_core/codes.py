@@ -53,6 +53,7 @@ PHASES: dict[str, str] = {
     "request and its reply (docs/gateway.md)",
     "gateway": "the provider gateway: tasks, attempts and their facts in the attempt ledger "
     "($AIRA_HOME/gateway.sqlite3)",
+    "eval": "text-to-CAD task suites and their references: aira eval (docs/eval.md)",
     "mcp": "aira mcp serve: task handles, tools, scoped bindings and resources (docs/mcp.md)",
     "continuity": "the wire of the three-product contract (Intent Loop, Context Continuity, "
     "Execution Fidelity Guard) read or written by plugins/aira-continuity",
@@ -442,6 +443,15 @@ _CODES = (
             "the providers benchmark's fake provider (aira_core.testing) cannot be imported: "
             "pytest is missing, it comes with aira-core[test]",
         ),
+    ),
+    *_phase(
+        "eval",
+        (
+            "EVAL_SUITE_INVALID",
+            "an eval suite file is not an aira.eval-suite/1 suite (the first problem and "
+            "where it is), or names a task it does not have",
+        ),
+        ("EVAL_SUITE_UNKNOWN", "no bundled eval suite by that name and no file at that path"),
     ),
     *_phase(
         "store",

@@ -17,6 +17,7 @@ import typer
 from aira_core.cli import (
     bench,
     catalog,
+    evals,
     mcp,
     model,
     plan,
@@ -52,6 +53,7 @@ app.add_typer(trust.trust_app, name="trust")
 app.add_typer(model.model_app, name="model")
 app.add_typer(plan.plan_app, name="plan")
 app.add_typer(bench.bench_app, name="bench")
+app.add_typer(evals.eval_app, name="eval")
 app.add_typer(run.trace_app, name="trace")
 app.add_typer(tasks.tasks_app, name="tasks")
 app.add_typer(mcp.mcp_app, name="mcp")

@@ -80,6 +80,7 @@ def _commands(path: Path) -> list[list[str]]:
         ["run", "--script", p],
         ["trace", "show", p],
         ["bench", "discovery", "--queries", p],
+        ["eval", "verify", p],
     ]
 
 
@@ -142,6 +143,7 @@ def _sparse(path: Path, size: int) -> Path:
         (["model", "import", "--format", "step"], "import"),
         (["catalog", "lint"], "json"),
         (["run", "--script"], "json"),
+        (["eval", "verify"], "json"),
     ],
     ids=lambda v: " ".join(v) if isinstance(v, list) else v,
 )
