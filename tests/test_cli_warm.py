@@ -5,6 +5,7 @@ process. Real processes, the installed plugins, a private XDG_RUNTIME_DIR per te
 
 from __future__ import annotations
 
+import atexit
 import base64
 import contextlib
 import json
@@ -31,18 +32,29 @@ PLUGINS = {"AIRA_PLUGINS": "occt"}
 """The OCCT kernel and its capability package (the session's processes load none)."""
 
 
+_NEUTRAL: list[Path] = []
+
+
+def neutral() -> Path:
+    """An empty directory of this test run: without Aira's code (unlike the checkout the
+    tests run in, whose callers get a host of their own) and without anything else."""
+    if not _NEUTRAL:
+        _NEUTRAL.append(Path(tempfile.mkdtemp(prefix="aira-warm-cwd-")))
+        atexit.register(shutil.rmtree, _NEUTRAL[0], True)
+    return _NEUTRAL[0]
+
+
 def run(
     env: dict[str, str], *args: str, cwd: Path | None = None
 ) -> subprocess.CompletedProcess[str]:
-    """``aira *args`` in ``cwd`` (default: a directory without Aira's code, unlike the
-    checkout the tests run in, whose callers get a host of their own)."""
+    """``aira *args`` in ``cwd`` (default: :func:`neutral`)."""
     return subprocess.run(
         [sys.executable, "-m", "aira_core.cli", *args],
         capture_output=True,
         text=True,
         timeout=120,
         env=env,
-        cwd=cwd or tempfile.gettempdir(),
+        cwd=cwd or neutral(),
     )
 
 
