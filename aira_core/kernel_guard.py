@@ -230,18 +230,19 @@ def _evaluation_problem(answer: Any) -> str | None:
     return None
 
 
-def _finite(value: Any) -> bool:
+def finite(value: Any) -> bool:
+    """Whether ``value`` is a finite JSON number (not a bool, NaN or an infinity)."""
     return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def _body_result_ok(result: Any) -> bool:
     if not isinstance(result, BodyResult) or not isinstance(result.valid, bool):
         return False
-    if not all(v is None or _finite(v) for v in (result.volume, result.area)):
+    if not all(v is None or finite(v) for v in (result.volume, result.area)):
         return False
     box = result.bounding_box
     return box is None or (
-        isinstance(box, tuple | list) and len(box) == 6 and all(map(_finite, box))
+        isinstance(box, tuple | list) and len(box) == 6 and all(map(finite, box))
     )
 
 

@@ -12,7 +12,7 @@ import pytest
 from cli_runner import RunAira
 
 from aira_core.diagnostics import AiraError
-from aira_core.eval.checks import Measures, feature_key, passed, score
+from aira_core.eval.checks import Measures, passed, score
 from aira_core.eval.measure import measure
 from aira_core.eval.suite import (
     EVAL_SUITE_INVALID,
@@ -246,7 +246,7 @@ def test_measures_sum_and_join_the_bodies() -> None:
     m = measure(kernel, FakeDocument("a", "b"), checks)
     assert (m.bodies, m.solids, m.watertight, m.volume) == (2, 2, True, 150.0)
     assert m.size == (20.0, 12.0, 3.0)
-    assert m.cylinders == {feature_key("hole", 4): 3}
+    assert m.cylinders == {"hole:4": 3}
     picked = [a for r, a in kernel.asked if r == "query.selectEntities@1.0.0"]
     assert picked[0]["select"] == "%CYLINDER"
     assert picked[0]["radius"] == {"min": pytest.approx(1.9), "max": pytest.approx(2.1)}

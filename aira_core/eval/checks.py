@@ -6,7 +6,7 @@ failing task names the check it failed. Pure: the measuring is
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from aira_core.eval.suite import Checks
@@ -26,21 +26,13 @@ class Measures:
     size: tuple[float, float, float] | None = None
     """The extents (mm) of the bodies' joint axis-aligned bounding box."""
     cylinders: Mapping[str, int] = field(default_factory=dict)
-    """How many cylindrical faces each feature check found: ``hole:<d>`` and
-    ``fillet:<r>`` as the checks name them (:func:`feature_key`)."""
+    """How many cylindrical faces each feature check found, by the check's
+    :meth:`~aira_core.eval.suite.FeatureCheck.key` (``hole:4.5``, ``fillet:3``)."""
     problems: tuple[str, ...] = ()
     """What the kernel said when a measure could not be taken."""
 
     def to_wire(self) -> dict[str, Any]:
-        return {
-            "bodies": self.bodies,
-            "solids": self.solids,
-            "watertight": self.watertight,
-            "volume": self.volume,
-            "size": list(self.size) if self.size is not None else None,
-            "cylinders": dict(self.cylinders),
-            "problems": list(self.problems),
-        }
+        return asdict(self)
 
 
 @dataclass(frozen=True)
@@ -54,19 +46,7 @@ class Outcome:
     message: str
 
     def to_wire(self) -> dict[str, Any]:
-        return {
-            "check": self.check,
-            "passed": self.passed,
-            "expected": self.expected,
-            "measured": self.measured,
-            "message": self.message,
-        }
-
-
-def feature_key(kind: str, size: float) -> str:
-    """The name of a hole (``kind`` ``hole``, ``size`` its diameter) or fillet (its
-    radius) check: ``hole:4.5``."""
-    return f"{kind}:{size:g}"
+        return asdict(self)
 
 
 def score(checks: Checks, m: Measures) -> list[Outcome]:
@@ -132,22 +112,18 @@ def score(checks: Checks, m: Measures) -> list[Outcome]:
                     f"({worst:.2f} mm off at most, {box.tol:g} allowed)",
                 )
             )
-    for kind, features in (("hole", checks.holes), ("fillet", checks.fillets)):
-        for feature in features:
-            size = feature.diameter if kind == "hole" else feature.radius  # type: ignore[attr-defined]
-            key = feature_key(kind, size)
-            found = m.cylinders.get(key, 0)
-            what = "diameter" if kind == "hole" else "radius"
-            out.append(
-                Outcome(
-                    key,
-                    found == feature.count,
-                    feature.count,
-                    found,
-                    f"{found} cylindrical face(s) of {what} {size:g} ± {feature.tol:g} mm, "
-                    f"{feature.count} expected",
-                )
+    for feature in checks.features():
+        found = m.cylinders.get(feature.key(), 0)
+        out.append(
+            Outcome(
+                feature.key(),
+                found == feature.count,
+                feature.count,
+                found,
+                f"{found} cylindrical face(s) of {feature.said()} ± {feature.tol:g} mm, "
+                f"{feature.count} expected",
             )
+        )
     return out
 
 

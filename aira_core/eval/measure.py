@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from aira_core.eval.checks import Measures, feature_key
+from aira_core.eval.checks import Measures
 from aira_core.eval.suite import Checks
 
 MASS = "query.massProperties@1.0.0"
@@ -24,7 +24,7 @@ SELECT = "query.selectEntities@1.0.0"
 
 def measure(kernel: Any, document: Any, checks: Checks) -> Measures:
     """What ``checks`` needs to know of every body of ``document`` (an AMIR document)."""
-    from aira_core.kernel_guard import KernelFailure
+    from aira_core.kernel_guard import KernelFailure, finite
     from aira_core.kernel_guard import query as guarded_query
 
     problems: list[str] = []
@@ -47,7 +47,7 @@ def measure(kernel: Any, document: Any, checks: Checks) -> Measures:
     low, high = [float("inf")] * 3, [float("-inf")] * 3
     for body in bodies:
         mass = ask(MASS, {"target": body})
-        if mass is None or not _number(mass.get("volume")):
+        if mass is None or not finite(mass.get("volume")):
             watertight, volume = False, None
         elif volume is not None:
             volume += float(mass["volume"])
@@ -56,32 +56,29 @@ def measure(kernel: Any, document: Any, checks: Checks) -> Measures:
             solids += int(topology["solids"])
         box = ask(BOX, {"target": body})
         corners = box.get("boundingBox") if box else None
-        if isinstance(corners, list) and len(corners) == 6 and all(map(_number, corners)):
+        if isinstance(corners, list) and len(corners) == 6 and all(map(finite, corners)):
             low = [min(a, float(b)) for a, b in zip(low, corners[:3], strict=True)]
             high = [max(a, float(b)) for a, b in zip(high, corners[3:], strict=True)]
     size = None
     if bodies and all(h >= lo for lo, h in zip(low, high, strict=True)):
         size = (high[0] - low[0], high[1] - low[1], high[2] - low[2])
     cylinders: dict[str, int] = {}
-    for kind, features in (("hole", checks.holes), ("fillet", checks.fillets)):
-        for feature in features:
-            radius = feature.diameter / 2 if kind == "hole" else feature.radius  # type: ignore[attr-defined]
-            half = feature.tol / 2 if kind == "hole" else feature.tol
-            found = 0
-            for body in bodies:
-                picked = ask(
-                    SELECT,
-                    {
-                        "target": body,
-                        "entity": "Face",
-                        "select": "%CYLINDER",
-                        "radius": {"min": max(radius - half, 1e-9), "max": radius + half},
-                    },
-                )
-                if picked is not None and _count(picked.get("count")):
-                    found += int(picked["count"])
-            size_of = feature.diameter if kind == "hole" else feature.radius  # type: ignore[attr-defined]
-            cylinders[feature_key(kind, size_of)] = found
+    for feature in checks.features():
+        low, high = feature.radii()
+        found = 0
+        for body in bodies:
+            picked = ask(
+                SELECT,
+                {
+                    "target": body,
+                    "entity": "Face",
+                    "select": "%CYLINDER",
+                    "radius": {"min": max(low, 1e-9), "max": high},
+                },
+            )
+            if picked is not None and _count(picked.get("count")):
+                found += int(picked["count"])
+        cylinders[feature.key()] = found
     return Measures(
         bodies=len(bodies),
         solids=solids,
@@ -91,12 +88,6 @@ def measure(kernel: Any, document: Any, checks: Checks) -> Measures:
         cylinders=cylinders,
         problems=tuple(problems),
     )
-
-
-def _number(value: Any) -> bool:
-    import math
-
-    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def _count(value: Any) -> bool:

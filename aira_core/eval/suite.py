@@ -54,13 +54,43 @@ class FeatureCheck(WireModel):
     count: int = Field(ge=1)
     tol: float = Field(0.05, gt=0)
 
+    def key(self) -> str:
+        """The check's name in outcomes and measures: ``hole:4.5``, ``fillet:3``."""
+        raise NotImplementedError
+
+    def radii(self) -> tuple[float, float]:
+        """The range of face radii (mm) the check counts."""
+        raise NotImplementedError
+
+    def said(self) -> str:
+        """What is counted, for a message: ``diameter 4.5``."""
+        raise NotImplementedError
+
 
 class HoleCheck(FeatureCheck):
     diameter: Positive
 
+    def key(self) -> str:
+        return f"hole:{self.diameter:g}"
+
+    def radii(self) -> tuple[float, float]:
+        return self.diameter / 2 - self.tol / 2, self.diameter / 2 + self.tol / 2
+
+    def said(self) -> str:
+        return f"diameter {self.diameter:g}"
+
 
 class FilletCheck(FeatureCheck):
     radius: Positive
+
+    def key(self) -> str:
+        return f"fillet:{self.radius:g}"
+
+    def radii(self) -> tuple[float, float]:
+        return self.radius - self.tol, self.radius + self.tol
+
+    def said(self) -> str:
+        return f"radius {self.radius:g}"
 
 
 class Checks(WireModel):
@@ -74,6 +104,9 @@ class Checks(WireModel):
     """Every body a valid closed solid."""
     holes: tuple[HoleCheck, ...] = ()
     fillets: tuple[FilletCheck, ...] = ()
+
+    def features(self) -> tuple[FeatureCheck, ...]:
+        return (*self.holes, *self.fillets)
 
 
 class ClosedForm(WireModel):
